@@ -1,0 +1,188 @@
+// Command spillway consumes Kafka topics and writes their records as files to
+// object storage or a local directory, under a byte budget.
+//
+// This package is wiring only: flags, signals, logging and exit codes.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/demo"
+	"github.com/spillway/spillway/internal/runner"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
+)
+
+// usageError marks errors that mean "fix your command line or config".
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Environ()))
+}
+
+func run(args []string, stdout, stderr io.Writer, environ []string) int {
+	root := newRoot(stdout, stderr, environ)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "spillway:", err)
+	var ue usageError
+	var ce *config.Error
+	if errors.As(err, &ue) || errors.As(err, &ce) {
+		return exitUsage
+	}
+	return exitRuntime
+}
+
+func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "spillway",
+		Short:         "Kafka to object storage, with back pressure",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(runCmd(stderr, environ), demoCmd(stdout, stderr), configCmd(stdout, environ), versionCmd(stdout))
+	return root
+}
+
+func loadConfig(path string, environ []string) (*config.Config, error) {
+	cfg, err := config.Load(path, environ)
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, usageError{fmt.Errorf("config %s: %w", path, err)}
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func runCmd(stderr io.Writer, environ []string) *cobra.Command {
+	var path string
+	c := &cobra.Command{
+		Use:   "run --config FILE",
+		Short: "Consume until SIGINT/SIGTERM, then finish open files, upload, commit and exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				return usageError{errors.New("run needs --config FILE (see `spillway config check`)")}
+			}
+			cfg, err := loadConfig(path, environ)
+			if err != nil {
+				return err
+			}
+			log := newLogger(stderr, cfg.Log)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true})
+		},
+	}
+	c.Flags().StringVarP(&path, "config", "c", "", "config file (YAML)")
+	return c
+}
+
+func demoCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := demo.Options{Records: 200_000, Partitions: 8, RecordSize: 512, Compression: "zstd"}
+	var verbose bool
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole pipeline on an in-process broker with synthetic data into ./spillway-out",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Out == "" {
+				o.Out = demo.DefaultOut()
+			}
+			level := "warn"
+			if verbose {
+				level = "info"
+			}
+			log := newLogger(stderr, config.Log{Level: level})
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			_, err := demo.Run(ctx, o, stdout, log)
+			return err
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Records, "records", o.Records, "records to produce")
+	f.IntVar(&o.Partitions, "partitions", o.Partitions, "partitions of the demo topic")
+	f.IntVar(&o.RecordSize, "record-size", o.RecordSize, "bytes per record value")
+	f.IntVar(&o.Rate, "rate", 0, "records per second to produce (0 = as fast as possible)")
+	f.StringVar(&o.Compression, "compression", o.Compression, "none | gzip | snappy | zstd")
+	f.StringVar(&o.Out, "out", "", "output directory (default ./spillway-out)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "show the pipeline's info logs")
+	return c
+}
+
+func configCmd(stdout io.Writer, environ []string) *cobra.Command {
+	c := &cobra.Command{Use: "config", Short: "Inspect configuration"}
+	c.AddCommand(&cobra.Command{
+		Use:   "check FILE",
+		Short: "Validate a config and print the effective one, secrets redacted",
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{errors.New("config check takes exactly one FILE")}
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			cfg, err := loadConfig(args[0], environ)
+			if err != nil {
+				return err
+			}
+			out, err := cfg.YAML()
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(out)
+			return err
+		},
+	})
+	return c
+}
+
+func versionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(*cobra.Command, []string) {
+			fmt.Fprintln(stdout, "spillway", version)
+		},
+	}
+}

@@ -1,0 +1,174 @@
+// Package budget is the byte accountant: the one place that knows how much
+// memory Spillway's data holds, who holds it, and whether consumption must
+// stop.
+//
+// Holders acquire bytes when they take data in and release them when the data
+// is gone (encoded, uploaded, dropped). Acquire never blocks: bytes that have
+// already arrived are counted, not refused. Callers that can wait (the fetch
+// loop) call Wait, which blocks while usage is above the high watermark, until
+// it falls below the low watermark.
+//
+// All methods are safe for concurrent use.
+package budget
+
+import (
+	"context"
+	"sort"
+	"sync"
+)
+
+// Holder names what a count of bytes is held for, in metrics and /status.
+type Holder string
+
+// The holders Spillway uses.
+const (
+	Fetched   Holder = "fetched" // records polled, not yet encoded
+	FetchBuf  Holder = "fetch_buffer"
+	Encoders  Holder = "encoders"  // encoder and compressor state of open files
+	Buffered  Holder = "buffered"  // encoded bytes not yet handed to storage
+	Uploading Holder = "uploading" // upload parts in flight
+)
+
+// Budget counts bytes against a limit with two watermarks.
+type Budget struct {
+	limit, high, low int64
+
+	mu      sync.Mutex
+	used    int64
+	peak    int64
+	by      map[Holder]int64
+	records int64
+	maxRecs int64
+	paused  bool
+	wake    chan struct{} // closed and replaced when usage drops
+}
+
+// New returns a budget of limit bytes. Consumption stops above 90% and
+// resumes below 70%: the gap keeps pause/resume from flapping on every
+// record. maxRecords > 0 adds a record-count trigger with the same meaning.
+func New(limit, maxRecords int64) *Budget {
+	return &Budget{
+		limit:   limit,
+		high:    limit * 9 / 10,
+		low:     limit * 7 / 10,
+		by:      map[Holder]int64{},
+		maxRecs: maxRecords,
+		wake:    make(chan struct{}),
+	}
+}
+
+// Limit is the budget in bytes.
+func (b *Budget) Limit() int64 { return b.limit }
+
+// Acquire counts n more bytes for h.
+func (b *Budget) Acquire(h Holder, n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used += n
+	b.by[h] += n
+	if b.used > b.peak {
+		b.peak = b.used
+	}
+	b.mu.Unlock()
+}
+
+// Release returns n bytes held for h.
+func (b *Budget) Release(h Holder, n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.by[h] -= n
+	b.signalLocked()
+	b.mu.Unlock()
+}
+
+// AddRecords counts records buffered in open files (negative to remove).
+func (b *Budget) AddRecords(n int64) {
+	b.mu.Lock()
+	b.records += n
+	if n < 0 {
+		b.signalLocked()
+	}
+	b.mu.Unlock()
+}
+
+func (b *Budget) signalLocked() {
+	close(b.wake)
+	b.wake = make(chan struct{})
+}
+
+// Over reports whether usage is above the high watermark or the record
+// count above its trigger: time to flush early and stop fetching.
+func (b *Budget) Over() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.overLocked()
+}
+
+func (b *Budget) overLocked() bool {
+	return b.used > b.high || (b.maxRecs > 0 && b.records >= b.maxRecs)
+}
+
+func (b *Budget) underLowLocked() bool {
+	return b.used < b.low && (b.maxRecs <= 0 || b.records < b.maxRecs*7/10)
+}
+
+// Wait returns at once if usage is not above the high watermark. Otherwise
+// it blocks until usage falls below the low watermark or ctx ends. onPause
+// runs once when waiting starts, so the caller can flush and pause fetching.
+func (b *Budget) Wait(ctx context.Context) error {
+	b.mu.Lock()
+	if !b.overLocked() {
+		b.mu.Unlock()
+		return nil
+	}
+	b.paused = true
+	for !b.underLowLocked() {
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			b.mu.Lock()
+			b.paused = false
+			b.mu.Unlock()
+			return ctx.Err()
+		case <-wake:
+		}
+		b.mu.Lock()
+	}
+	b.paused = false
+	b.mu.Unlock()
+	return nil
+}
+
+// Snapshot is a consistent view of the budget.
+type Snapshot struct {
+	Limit   int64
+	Used    int64
+	Peak    int64
+	Records int64
+	Paused  bool
+	By      []HolderBytes // largest first
+}
+
+// HolderBytes is one holder's share.
+type HolderBytes struct {
+	Holder Holder
+	Bytes  int64
+}
+
+// Snapshot reports usage, the high-water mark and who holds what.
+func (b *Budget) Snapshot() Snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := Snapshot{Limit: b.limit, Used: b.used, Peak: b.peak, Records: b.records, Paused: b.paused}
+	for h, n := range b.by {
+		s.By = append(s.By, HolderBytes{h, n})
+	}
+	sort.Slice(s.By, func(i, j int) bool { return s.By[i].Bytes > s.By[j].Bytes })
+	return s
+}

@@ -1,0 +1,107 @@
+// Package config loads Spillway's configuration from YAML and the
+// environment, validates it, and renders it back with secrets redacted.
+//
+// The key names are a public contract (see DESIGN.md): add keys, never rename
+// them.
+package config
+
+import "time"
+
+// Size is a byte count. In YAML and the environment it takes units:
+// "64MiB", "1GB", "512KiB" or a bare number of bytes.
+type Size int64
+
+// Config is the whole effective configuration.
+type Config struct {
+	Kafka        Kafka        `koanf:"kafka"`
+	Storage      Storage      `koanf:"storage"`
+	File         File         `koanf:"file"`
+	Format       Format       `koanf:"format"`
+	Backpressure Backpressure `koanf:"backpressure"`
+	Errors       Errors       `koanf:"errors"`
+	Admin        Admin        `koanf:"admin"`
+	Log          Log          `koanf:"log"`
+	Shutdown     Shutdown     `koanf:"shutdown"`
+}
+
+// Kafka is the source: the consumer group and how to reach the brokers.
+type Kafka struct {
+	Brokers     []string `koanf:"brokers"`
+	Group       string   `koanf:"group"`
+	Topics      []string `koanf:"topics"`
+	TopicRegex  string   `koanf:"topic_regex"`
+	StartOffset string   `koanf:"start_offset"` // earliest | latest
+	ClientID    string   `koanf:"client_id"`
+	TLS         TLS      `koanf:"tls"`
+	SASL        SASL     `koanf:"sasl"`
+}
+
+// TLS configures the connection to the brokers.
+type TLS struct {
+	Enabled  bool   `koanf:"enabled"`
+	CAFile   string `koanf:"ca_file"`
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+}
+
+// SASL configures broker authentication.
+type SASL struct {
+	Mechanism string `koanf:"mechanism"` // "" | PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+	Username  string `koanf:"username"`
+	Password  string `koanf:"password"` // secret
+}
+
+// Storage is where files go.
+type Storage struct {
+	URL               string `koanf:"url"`
+	Prefix            string `koanf:"prefix"`
+	PartSize          Size   `koanf:"part_size"`
+	UploadConcurrency int    `koanf:"upload_concurrency"`
+}
+
+// File decides how records are grouped into files.
+type File struct {
+	NameTemplate string        `koanf:"name_template"`
+	MaxRecords   int64         `koanf:"max_records"`
+	MaxBytes     Size          `koanf:"max_bytes"`
+	MaxAge       time.Duration `koanf:"max_age"`
+}
+
+// Format decides how records are encoded.
+type Format struct {
+	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet
+	Compression   string   `koanf:"compression"` // none | gzip | snappy | zstd
+	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers
+	ValueEncoding string   `koanf:"value_encoding"`
+	Envelope      bool     `koanf:"envelope"`
+}
+
+// Backpressure bounds memory.
+type Backpressure struct {
+	MemoryLimit        string `koanf:"memory_limit"` // "auto" or a size
+	MaxBufferedRecords int64  `koanf:"max_buffered_records"`
+	MaxOpenFiles       int    `koanf:"max_open_files"`
+}
+
+// Errors is the policy for records that can't be written.
+type Errors struct {
+	Tolerance       string `koanf:"tolerance"` // none | all
+	DeadLetterTopic string `koanf:"dead_letter_topic"`
+	NullValues      string `koanf:"null_values"` // write | ignore | fail
+}
+
+// Admin is the HTTP endpoint for metrics and health.
+type Admin struct {
+	Listen string `koanf:"listen"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `koanf:"level"`  // debug | info | warn | error
+	Format string `koanf:"format"` // text | json
+}
+
+// Shutdown bounds a graceful stop.
+type Shutdown struct {
+	Timeout time.Duration `koanf:"timeout"`
+}

@@ -1,0 +1,513 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// baseEnv supplies the two keys that have no default, so that a case can
+// focus on the one thing it breaks.
+var baseEnv = []string{"SPILLWAY_STORAGE_URL=file:///tmp/spillway-out", "SPILLWAY_KAFKA_TOPICS=events"}
+
+// topicsEnv is baseEnv for cases about storage.url: the environment
+// overrides the file, so it must not set the URL.
+var topicsEnv = []string{"SPILLWAY_KAFKA_TOPICS=events"}
+
+// loadErr loads yaml with env and returns the *Error it must fail with.
+func loadErr(t *testing.T, yaml string, env []string) *Error {
+	t.Helper()
+	c, err := LoadBytes([]byte(yaml), env)
+	if err == nil {
+		t.Fatalf("LoadBytes succeeded, want an error; got %+v", c)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error is %T, want *Error: %v", err, err)
+	}
+	return e
+}
+
+// TestRejects proves promise 4: every class of bad input is refused with a
+// message that names the key, shows the value and says what to do. Each
+// case lists the complete error output, so it also proves that a rejected
+// value causes no follow-on noise.
+func TestRejects(t *testing.T) {
+	dir := t.TempDir()
+	pem := filepath.Join(dir, "client.pem")
+	if err := os.WriteFile(pem, []byte("not really PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing.pem")
+
+	tests := []struct {
+		name  string
+		yaml  string
+		env   []string // baseEnv when nil
+		lines []string
+	}{
+		// Unknown keys, at any depth.
+		{"typo in a key", "kafka:\n  topcs: [a]\n", nil,
+			[]string{"kafka.topcs: unknown key; did you mean kafka.topics?"}},
+		{"typo three levels deep", "kafka:\n  sasl:\n    pasword: hunter2\n", nil,
+			[]string{"kafka.sasl.pasword: unknown key; did you mean kafka.sasl.password?"}},
+		{"typo in a section", "kafak:\n  group: g\n", nil,
+			[]string{"kafak: unknown key; did you mean kafka?"}},
+		{"key in the wrong section", "storage:\n  name_template: x\n", nil,
+			[]string{"storage.name_template: unknown key; did you mean file.name_template?"}},
+		{"unknown top-level key, nothing close", "bogus: 1\n", nil,
+			[]string{"bogus: unknown key; the top level takes kafka, storage, file, format, backpressure, errors, admin, log, shutdown"}},
+		{"unknown key in a section, nothing close", "log:\n  colour: true\n", nil,
+			[]string{"log.colour: unknown key; log takes level, format"}},
+
+		// Wrong types.
+		{"string where a list is expected", "kafka:\n  brokers: a:9092\n", nil,
+			[]string{`kafka.brokers: "a:9092" is a string; expected a list such as ["127.0.0.1:9092"]`}},
+		{"list where a string is expected", "kafka:\n  group: [a, b]\n", nil,
+			[]string{"kafka.group: expected a string, not a list"}},
+		{"scalar where a section is expected", "log: debug\n", nil,
+			[]string{"log: expected a section with keys level, format, not a string"}},
+		{"mapping inside a list", "format:\n  fields: [key, {a: b}]\n", nil,
+			[]string{"format.fields: item 2 is a section (a mapping of keys); expected a list of strings such as [key, value, offset, timestamp, headers]"}},
+		{"not a boolean", "format:\n  envelope: maybe\n", nil,
+			[]string{`format.envelope: "maybe" is not valid; use true or false`}},
+		{"not a number", "storage:\n  upload_concurrency: lots\n", nil,
+			[]string{`storage.upload_concurrency: "lots" is not a whole number`}},
+		{"not a size", "file:\n  max_bytes: 12XB\n", nil,
+			[]string{`file.max_bytes: "12XB" is not a size; use a number with a unit such as 64MiB, 1GB, 512KiB (units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)`}},
+		{"negative size", "storage:\n  part_size: -1\n", nil,
+			[]string{`storage.part_size: "-1" is not a size; sizes can't be negative`}},
+		{"duration without unit", "file:\n  max_age: 300\n", nil,
+			[]string{`file.max_age: "300" is not a duration; use Go syntax such as 5m, 30s or 1h30m`}},
+		{"empty duration", "shutdown:\n  timeout:\n", nil,
+			[]string{"shutdown.timeout: expected a duration such as 5m or 30s, not empty"}},
+
+		// kafka
+		{"no brokers", "kafka:\n  brokers: []\n", nil,
+			[]string{`kafka.brokers: required; list at least one broker as host:port, such as ["127.0.0.1:9092"]`}},
+		{"brokers not host:port", "kafka:\n  brokers: [localhost, ':9092', 'h:99999']\n", nil, []string{
+			`kafka.brokers: "localhost" is not host:port; use host:port such as 127.0.0.1:9092`,
+			`kafka.brokers: ":9092" has no host; use host:port such as 127.0.0.1:9092`,
+			`kafka.brokers: "h:99999" has an invalid port "99999"; use host:port such as 127.0.0.1:9092`,
+		}},
+		{"empty group", "kafka:\n  group: ''\n", nil,
+			[]string{"kafka.group: required; set the consumer group name, such as spillway"}},
+		{"neither topics nor topic_regex", "", []string{"SPILLWAY_STORAGE_URL=mem://"},
+			[]string{`kafka.topics: required; list the topics to consume, such as ["events"], or set kafka.topic_regex to a pattern such as "events\\..*"`}},
+		{"both topics and topic_regex", "kafka:\n  topic_regex: 'a.*'\n", nil,
+			[]string{`kafka.topic_regex: "a.*" is set as well as kafka.topics; set only one of the two`}},
+		{"topic_regex does not compile", "kafka:\n  topic_regex: '('\n", []string{"SPILLWAY_STORAGE_URL=mem://"},
+			[]string{`kafka.topic_regex: "(" is not a valid regular expression: missing closing )`}},
+		{"bad and duplicate topic names", "kafka:\n  topics: ['a b', x, x]\n", []string{"SPILLWAY_STORAGE_URL=mem://"}, []string{
+			`kafka.topics: "a b" is not a valid topic name; use 1 to 249 letters, digits, '.', '_' or '-'`,
+			`kafka.topics: "x" is listed twice`,
+		}},
+		{"start_offset typo", "kafka:\n  start_offset: earlyest\n", nil,
+			[]string{`kafka.start_offset: "earlyest" is not valid; use earliest or latest`}},
+		{"unknown SASL mechanism", "kafka:\n  sasl: {mechanism: gssapi, username: u, password: hunter2}\n", nil,
+			[]string{`kafka.sasl.mechanism: "gssapi" is not valid; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, or leave it empty for no authentication`}},
+		{"SASL without credentials", "kafka:\n  sasl: {mechanism: scram-sha-256}\n", nil, []string{
+			"kafka.sasl.username: required when kafka.sasl.mechanism is set",
+			"kafka.sasl.password: required when kafka.sasl.mechanism is set",
+		}},
+		{"SASL credentials without mechanism", "kafka:\n  sasl: {username: u, password: hunter2}\n", nil,
+			[]string{"kafka.sasl.mechanism: required when kafka.sasl.username or password is set; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"}},
+		{"TLS certificate without key", "kafka:\n  tls: {enabled: true, cert_file: '" + pem + "'}\n", nil,
+			[]string{"kafka.tls.key_file: required when kafka.tls.cert_file is set: a client certificate needs its private key"}},
+		{"TLS key without certificate", "kafka:\n  tls: {enabled: true, key_file: '" + pem + "'}\n", nil,
+			[]string{"kafka.tls.cert_file: required when kafka.tls.key_file is set: a private key needs its client certificate"}},
+		{"TLS files that don't exist or are directories", "kafka:\n  tls: {enabled: true, ca_file: '" + missing + "', cert_file: '" + dir + "', key_file: '" + pem + "'}\n", nil, []string{
+			`kafka.tls.ca_file: "` + missing + `" does not exist; give the path of a PEM file`,
+			`kafka.tls.cert_file: "` + dir + `" is a directory; give the path of a PEM file`,
+		}},
+		{"TLS files while TLS is off", "kafka:\n  tls: {ca_file: '" + pem + "'}\n", nil,
+			[]string{`kafka.tls.ca_file: "` + pem + `" is set but kafka.tls.enabled is false; set kafka.tls.enabled: true to use TLS`}},
+
+		// storage
+		{"no storage URL", "", topicsEnv,
+			[]string{"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"}},
+		{"unsupported scheme, credentials hidden", "storage:\n  url: 'http://user:hunter2@example.com/x'\n", topicsEnv,
+			[]string{`storage.url: "http://user:REDACTED@example.com/x" has scheme http, which is not supported; use file, mem, s3, gs or azblob`}},
+		{"path without scheme", "storage:\n  url: /var/out\n", topicsEnv,
+			[]string{`storage.url: "/var/out" has no scheme; for a local directory use file:///var/out`}},
+		{"file URL without path", "storage:\n  url: file://out\n", topicsEnv,
+			[]string{`storage.url: "file://out" has no path; use an absolute path after file:// such as file:///var/lib/spillway/out (three slashes)`}},
+		{"bucket missing", "storage:\n  url: 's3:///x?region=eu-west-1'\n", topicsEnv,
+			[]string{`storage.url: "s3:///x?region=eu-west-1" has no bucket or container name; use a form such as s3://NAME`}},
+		{"part size too small", "storage:\n  part_size: 32KiB\n", nil,
+			[]string{`storage.part_size: "32KiB" is too small; use at least 64KiB`}},
+		{"part size too small for S3", "storage:\n  url: 's3://b?region=us-east-1'\n  part_size: 1MiB\n", topicsEnv,
+			[]string{`storage.part_size: "1MiB" is too small for s3: S3 parts must be at least 5MiB`}},
+		{"no upload concurrency", "storage:\n  upload_concurrency: 0\n", nil,
+			[]string{`storage.upload_concurrency: "0" is out of range; use 1 to 64`}},
+		{"too much upload concurrency", "storage:\n  upload_concurrency: 65\n", nil,
+			[]string{`storage.upload_concurrency: "65" is out of range; use 1 to 64`}},
+
+		// file
+		{"file limits out of range", "file:\n  max_records: -1\n  max_bytes: 512B\n  max_age: 500ms\n", nil, []string{
+			`file.max_records: "-1" can't be negative; use 0 for no limit`,
+			`file.max_bytes: "512B" is too small; use at least 1KiB`,
+			`file.max_age: "500ms" is too short; use at least 1s`,
+		}},
+
+		// format
+		{"format values", "format:\n  type: xml\n  compression: lz4\n  value_encoding: hex\n", nil, []string{
+			`format.type: "xml" is not valid; use csv, json, jsonl, avro or parquet`,
+			`format.compression: "lz4" is not valid; use none, gzip, snappy or zstd`,
+			`format.value_encoding: "hex" is not valid; use none or base64`,
+		}},
+		{"fields unknown and repeated", "format:\n  fields: [key, body, key]\n", nil, []string{
+			`format.fields: "body" is not a field; use key, value, offset, timestamp or headers`,
+			`format.fields: "key" is listed twice`,
+		}},
+		{"no fields", "format:\n  fields: []\n", nil, []string{
+			"format.fields: required; list the record parts to write, such as [key, value, offset, timestamp, headers]",
+		}},
+		{"no envelope needs one field", "format:\n  envelope: false\n  fields: [key, value]\n", nil, []string{
+			"format.fields: must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists 2",
+		}},
+
+		// backpressure
+		{"memory limit too small", "backpressure:\n  memory_limit: 32MiB\n", nil,
+			[]string{`backpressure.memory_limit: "32MiB" is too small; use auto or at least 64MiB`}},
+		{"memory limit neither auto nor a size", "backpressure:\n  memory_limit: lots\n", nil,
+			[]string{`backpressure.memory_limit: "lots" is not auto or a size; use a number with a unit such as 64MiB, 1GB, 512KiB`}},
+		{"memory limit empty", "backpressure:\n  memory_limit: ''\n", nil,
+			[]string{"backpressure.memory_limit: is empty; use auto or a size of at least 64MiB such as 1GiB"}},
+		{"negative derived limits", "backpressure:\n  max_buffered_records: -1\n  max_open_files: -2\n", nil, []string{
+			`backpressure.max_buffered_records: "-1" can't be negative; use 0 to derive it from the memory limit`,
+			`backpressure.max_open_files: "-2" can't be negative; use 0 to derive it from the memory limit`,
+		}},
+
+		// errors, admin, log, shutdown
+		{"error policy", "errors:\n  tolerance: some\n  dead_letter_topic: dead letters\n  null_values: skip\n", nil, []string{
+			`errors.tolerance: "some" is not valid; use none or all`,
+			`errors.dead_letter_topic: "dead letters" is not a valid topic name; use 1 to 249 letters, digits, '.', '_' or '-', or "" for none`,
+			`errors.null_values: "skip" is not valid; use write, ignore or fail`,
+		}},
+		{"admin listen without port", "admin:\n  listen: '8080'\n", nil,
+			[]string{`admin.listen: "8080" is not host:port; use host:port such as 127.0.0.1:8080 or :8080, or "" to disable the endpoint`}},
+		{"log settings", "log:\n  level: verbose\n  format: ''\n", nil, []string{
+			`log.level: "verbose" is not valid; use debug, info, warn or error`,
+			"log.format: is empty; use text or json",
+		}},
+		{"shutdown timeout zero", "shutdown:\n  timeout: 0s\n", nil,
+			[]string{`shutdown.timeout: "0s" must be positive; use a duration such as 30s`}},
+
+		// The environment.
+		{"unknown variable, close to a real one", "", append([]string{"SPILLWAY_KAFKA_TOPCS=a"}, baseEnv...),
+			[]string{"SPILLWAY_KAFKA_TOPCS: unknown environment variable; did you mean SPILLWAY_KAFKA_TOPICS?"}},
+		{"unknown variable, nothing close", "", append([]string{"SPILLWAY_COLOUR=1"}, baseEnv...),
+			[]string{"SPILLWAY_COLOUR: unknown environment variable; variables are SPILLWAY_ followed by a key in upper case with _ for ., such as SPILLWAY_KAFKA_BROKERS for kafka.brokers"}},
+		{"bad values from the environment", "", append([]string{"SPILLWAY_FILE_MAX_BYTES=12XB", "SPILLWAY_FORMAT_ENVELOPE=yes please", "SPILLWAY_LOG_LEVEL="}, baseEnv...), []string{
+			`SPILLWAY_FILE_MAX_BYTES: "12XB" is not a size; use a number with a unit such as 64MiB, 1GB, 512KiB (units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)`,
+			`SPILLWAY_FORMAT_ENVELOPE: "yes please" is not valid; use true or false`,
+			"log.level: is empty; use debug, info, warn or error",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := tt.env
+			if env == nil {
+				env = baseEnv
+			}
+			e := loadErr(t, tt.yaml, env)
+			got := strings.Split(e.Error(), "\n")
+			if !reflect.DeepEqual(got, tt.lines) {
+				t.Errorf("error lines:\n got %q\nwant %q", got, tt.lines)
+			}
+			if len(e.Problems) != len(tt.lines) {
+				t.Errorf("%d problems, want %d", len(e.Problems), len(tt.lines))
+			}
+		})
+	}
+}
+
+// TestNameTemplate checks that a template which can't name files uniquely
+// is refused under its key. The wording of a parse error belongs to package
+// naming, so only the key and the named variable are asserted.
+func TestNameTemplate(t *testing.T) {
+	tests := []struct {
+		template string
+		mention  string
+	}{
+		{"{{topic}}-{{start_offset}}", "{{partition}}"},
+		{"{{topic}}-{{partition}}", "{{start_offset}}"},
+		{"{{partition}}-{{start_offset}}", "{{topic}}"},
+		{"{{topic}}-{{partition}}-{{start_offset}}-{{bogus}}", "bogus"},
+		{"{{topic}}-{{partition}}-{{start_offset", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.template, func(t *testing.T) {
+			e := loadErr(t, "file:\n  name_template: '"+tt.template+"'\n", baseEnv)
+			if len(e.Problems) != 1 {
+				t.Fatalf("want 1 problem, got %v", e)
+			}
+			msg := e.Error()
+			if !strings.HasPrefix(msg, "file.name_template: ") || !strings.Contains(msg, tt.mention) {
+				t.Errorf("got %q, want it to start with file.name_template: and mention %q", msg, tt.mention)
+			}
+		})
+	}
+	for _, ok := range []string{
+		"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.jsonl",
+		"{{timestamp:unit=yyyy}}/{{topic}}-{{partition}}-{{start_offset}}",
+	} {
+		if _, err := LoadBytes([]byte("file:\n  name_template: '"+ok+"'\n"), baseEnv); err != nil {
+			t.Errorf("template %q: %v", ok, err)
+		}
+	}
+}
+
+// TestAllProblemsAtOnce: a user fixes a broken config in one pass, not one
+// restart per mistake.
+func TestAllProblemsAtOnce(t *testing.T) {
+	yaml := `
+kafka:
+  topcs: [events]
+  start_offset: newest
+storage:
+  part_size: 1KiB
+format:
+  type: xml
+log:
+  level: loud
+`
+	e := loadErr(t, yaml, []string{"SPILLWAY_SHUTDOWN_TIMEOUT=forever"})
+	want := []string{
+		"kafka.topcs: unknown key; did you mean kafka.topics?",
+		`SPILLWAY_SHUTDOWN_TIMEOUT: "forever" is not a duration; use Go syntax such as 5m, 30s or 1h30m`,
+		`kafka.topics: required; list the topics to consume, such as ["events"], or set kafka.topic_regex to a pattern such as "events\\..*"`,
+		`kafka.start_offset: "newest" is not valid; use earliest or latest`,
+		"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1",
+		`storage.part_size: "1KiB" is too small; use at least 64KiB`,
+		`format.type: "xml" is not valid; use csv, json, jsonl, avro or parquet`,
+		`log.level: "loud" is not valid; use debug, info, warn or error`,
+	}
+	if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, want) {
+		t.Errorf("error lines:\n got %q\nwant %q", got, want)
+	}
+	if e.Problems[0] != (Problem{Key: "kafka.topcs", Msg: "unknown key; did you mean kafka.topics?"}) {
+		t.Errorf("Problems[0] = %+v", e.Problems[0])
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := LoadBytes(nil, baseEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// DESIGN.md's defaults, written out rather than taken from Default(),
+	// so that a changed default fails here.
+	want := &Config{
+		Kafka: Kafka{
+			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
+			StartOffset: "earliest", ClientID: "spillway",
+		},
+		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4},
+		File: File{
+			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
+			MaxBytes:     128 << 20, MaxAge: 5 * time.Minute,
+		},
+		Format: Format{
+			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
+			ValueEncoding: "none", Envelope: true,
+		},
+		Backpressure: Backpressure{MemoryLimit: "auto"},
+		Errors:       Errors{Tolerance: "none", NullValues: "write"},
+		Admin:        Admin{Listen: "127.0.0.1:8080"},
+		Log:          Log{Level: "info", Format: "text"},
+		Shutdown:     Shutdown{Timeout: 30 * time.Second},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+// TestEnvOverrides: every key is settable from the environment, the
+// environment wins over the file, keys with underscores map whole, and
+// lists are comma-separated.
+func TestEnvOverrides(t *testing.T) {
+	yaml := `
+kafka:
+  brokers: ["file:9092"]
+  topics: [from-file]
+  start_offset: earliest
+storage:
+  url: file:///from/file
+`
+	env := []string{
+		"PATH=/usr/bin",            // not ours
+		"spillway_log_level=debug", // prefix is case-sensitive: not ours
+		"SPILLWAY_KAFKA_BROKERS=k1:9092, k2:9093,",
+		"SPILLWAY_KAFKA_TOPICS=a,b",
+		"SPILLWAY_KAFKA_START_OFFSET=Latest",
+		"SPILLWAY_KAFKA_CLIENT_ID=spill-1",
+		"SPILLWAY_KAFKA_SASL_MECHANISM=scram-sha-512",
+		"SPILLWAY_KAFKA_SASL_USERNAME=me",
+		"SPILLWAY_KAFKA_SASL_PASSWORD=p=w,1", // '=' and ',' survive in a string
+		"SPILLWAY_STORAGE_URL=mem://",
+		"SPILLWAY_STORAGE_UPLOAD_CONCURRENCY=8",
+		"SPILLWAY_FILE_MAX_BYTES=64 MiB",
+		"SPILLWAY_FILE_MAX_AGE=90s",
+		"SPILLWAY_FORMAT_FIELDS=VALUE",
+		"SPILLWAY_FORMAT_ENVELOPE=false",
+		"SPILLWAY_BACKPRESSURE_MEMORY_LIMIT=1gib",
+		"SPILLWAY_ADMIN_LISTEN=",
+		"SPILLWAY_SHUTDOWN_TIMEOUT=10s",
+	}
+	c, err := LoadBytes([]byte(yaml), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Kafka.Brokers = []string{"k1:9092", "k2:9093"}
+	want.Kafka.Topics = []string{"a", "b"}
+	want.Kafka.StartOffset = "latest"
+	want.Kafka.ClientID = "spill-1"
+	want.Kafka.SASL = SASL{Mechanism: "SCRAM-SHA-512", Username: "me", Password: "p=w,1"}
+	want.Storage.URL = "mem://"
+	want.Storage.UploadConcurrency = 8
+	want.File.MaxBytes = 64 << 20
+	want.File.MaxAge = 90 * time.Second
+	want.Format.Fields = []string{"value"}
+	want.Format.Envelope = false
+	want.Backpressure.MemoryLimit = "1GiB"
+	want.Admin.Listen = ""
+	want.Shutdown.Timeout = 10 * time.Second
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+}
+
+// TestKeysAreTheContract pins DESIGN.md's key names and their variables:
+// users, docs and tests rely on them.
+func TestKeysAreTheContract(t *testing.T) {
+	design := []string{
+		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id",
+		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
+		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
+		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency",
+		"file.name_template", "file.max_records", "file.max_bytes", "file.max_age",
+		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope",
+		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
+		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
+		"admin.listen", "log.level", "log.format", "shutdown.timeout",
+	}
+	var got []string
+	for _, l := range keys.leaves {
+		got = append(got, l.key)
+	}
+	if !reflect.DeepEqual(got, design) {
+		t.Errorf("keys (in order):\n got %q\nwant %q", got, design)
+	}
+	for name, key := range map[string]string{
+		"SPILLWAY_KAFKA_BROKERS":       "kafka.brokers",
+		"SPILLWAY_KAFKA_START_OFFSET":  "kafka.start_offset",
+		"SPILLWAY_KAFKA_SASL_PASSWORD": "kafka.sasl.password",
+		"SPILLWAY_KAFKA_TLS_CA_FILE":   "kafka.tls.ca_file",
+		"SPILLWAY_SHUTDOWN_TIMEOUT":    "shutdown.timeout",
+	} {
+		if s := keys.byEnv[name]; s == nil || s.key != key {
+			t.Errorf("%s maps to %v, want %s", name, s, key)
+		}
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	t.Run("ok, env wins", func(t *testing.T) {
+		p := write("ok.yaml", "kafka:\n  topics: [events]\nstorage:\n  url: file:///data\nlog:\n  level: warn\n")
+		c, err := Load(p, []string{"SPILLWAY_LOG_LEVEL=debug"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Storage.URL != "file:///data" || c.Log.Level != "debug" {
+			t.Errorf("got url %q level %q", c.Storage.URL, c.Log.Level)
+		}
+	})
+	t.Run("no file", func(t *testing.T) {
+		if _, err := Load("", baseEnv); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		_, err := Load(filepath.Join(dir, "nope.yaml"), baseEnv)
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("got %v, want fs.ErrNotExist", err)
+		}
+	})
+
+	syntax := []struct{ name, body, want string }{
+		{"tab.yaml", "kafka:\n  topics: [a]\n\tgroup: g\n",
+			":3: YAML syntax error: found character that cannot start any token (indent YAML with spaces, not tabs)"},
+		{"colon.yaml", "kafka:\n  topics: [a]\nlog\nadmin: {}\n",
+			":3: YAML syntax error: could not find expected ':'"},
+		{"list.yaml", "- hunter2\n", ": the config must be a mapping of keys such as kafka: and storage:"},
+	}
+	for _, tt := range syntax {
+		t.Run(tt.name, func(t *testing.T) {
+			p := write(tt.name, tt.body)
+			_, err := Load(p, baseEnv)
+			if err == nil || err.Error() != p+tt.want {
+				t.Errorf("got %v\nwant %s", err, p+tt.want)
+			}
+		})
+	}
+}
+
+// TestValidate covers a Config built in code, as the CLI does after
+// applying flags.
+func TestValidate(t *testing.T) {
+	c := Default()
+	c.Storage.URL = "gs://bucket"
+	c.Kafka.TopicRegex = `events\..*`
+	if err := c.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	c.Storage.UploadConcurrency = 100
+	err := c.Validate()
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) != 1 || e.Problems[0].Key != "storage.upload_concurrency" {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestLevenshtein(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		d    int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"topics", "topics", 0},
+		{"topcs", "topics", 1}, {"kafak", "kafka", 2}, {"kitten", "sitting", 3}, {"héllo", "hello", 1},
+	} {
+		if d := levenshtein(tt.a, tt.b); d != tt.d {
+			t.Errorf("levenshtein(%q, %q) = %d, want %d", tt.a, tt.b, d, tt.d)
+		}
+	}
+	cands := []string{"kafka", "log", "storage"}
+	for _, tt := range []struct{ in, want string }{
+		{"kafak", "kafka"}, {"storag", "storage"}, {"foo", ""}, {"lg", "log"}, {"x", ""},
+	} {
+		if got, _ := nearest(tt.in, cands); got != tt.want {
+			t.Errorf("nearest(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

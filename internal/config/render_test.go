@@ -1,0 +1,216 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The effective default config as `spillway config check` prints it.
+const defaultYAML = `kafka:
+  brokers: ['127.0.0.1:9092']
+  group: spillway
+  topics: [events]
+  topic_regex: ""
+  start_offset: earliest
+  client_id: spillway
+  tls:
+    enabled: false
+    ca_file: ""
+    cert_file: ""
+    key_file: ""
+  sasl:
+    mechanism: ""
+    username: ""
+    password: ""
+storage:
+  url: file:///tmp/spillway-out
+  prefix: ""
+  part_size: 8MiB
+  upload_concurrency: 4
+file:
+  name_template: '{{topic}}-{{partition}}-{{start_offset}}'
+  max_records: 0
+  max_bytes: 128MiB
+  max_age: 5m0s
+format:
+  type: jsonl
+  compression: none
+  fields: [key, value, offset, timestamp, headers]
+  value_encoding: none
+  envelope: true
+backpressure:
+  memory_limit: auto
+  max_buffered_records: 0
+  max_open_files: 0
+errors:
+  tolerance: none
+  dead_letter_topic: ""
+  null_values: write
+admin:
+  listen: 127.0.0.1:8080
+log:
+  level: info
+  format: text
+shutdown:
+  timeout: 30s
+`
+
+func TestYAMLDefaultsRoundTrip(t *testing.T) {
+	c, err := LoadBytes(nil, baseEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != defaultYAML {
+		t.Errorf("YAML():\n%s\nwant:\n%s", out, defaultYAML)
+	}
+	back, err := LoadBytes(out, nil)
+	if err != nil {
+		t.Fatalf("reloading YAML() output: %v", err)
+	}
+	if !reflect.DeepEqual(back, c) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", back, c)
+	}
+}
+
+// TestYAMLRoundTripEveryKey changes every key from its default, so that a
+// key YAML() forgets or renders wrongly can't hide behind its default.
+func TestYAMLRoundTripEveryKey(t *testing.T) {
+	dir := t.TempDir()
+	var files [3]string
+	for i, name := range []string{"ca.pem", "cert.pem", "key.pem"} {
+		files[i] = filepath.Join(dir, name)
+		if err := os.WriteFile(files[i], []byte("pem"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Config{
+		Kafka: Kafka{
+			Brokers: []string{"a:1", "b:2"}, Group: "g", TopicRegex: `events\..*`, StartOffset: "latest", ClientID: "123",
+			TLS:  TLS{Enabled: true, CAFile: files[0], CertFile: files[1], KeyFile: files[2]},
+			SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2"},
+		},
+		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2},
+		File:    File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
+		Format:  Format{Type: "parquet", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false},
+		Backpressure: Backpressure{
+			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
+		},
+		Errors:   Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
+		Admin:    Admin{Listen: ":0"},
+		Log:      Log{Level: "debug", Format: "json"},
+		Shutdown: Shutdown{Timeout: 1500 * time.Millisecond},
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("test config is invalid: %v", err)
+	}
+	// Every leaf differs from its default, but kafka.topics: it excludes
+	// topic_regex, and TestYAMLDefaultsRoundTrip covers it.
+	def, got := flatten(Default()), flatten(c)
+	for _, s := range keys.leaves {
+		if s.key != "kafka.topics" && reflect.DeepEqual(def[s.key], got[s.key]) {
+			t.Errorf("%s keeps its default; change it so the round trip tests it", s.key)
+		}
+	}
+
+	out, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadBytes(out, nil)
+	if err != nil {
+		t.Fatalf("reloading:\n%s\n%v", out, err)
+	}
+	want := *c
+	want.Kafka.SASL.Password = "REDACTED" // YAML() never prints the secret
+	if !reflect.DeepEqual(back, &want) {
+		t.Errorf("round trip:\n got %+v\nwant %+v\nYAML:\n%s", back, &want, out)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	const secret = "hunter2-S3cret"
+	c := Default()
+	c.Kafka.Topics = []string{"events"}
+	c.Kafka.SASL = SASL{Mechanism: "PLAIN", Username: "me", Password: secret}
+	c.Storage.URL = "s3://bucket?region=us-east-1&access_key=AKIA" + secret + "&secret=" + secret + "&endpoint=http://minio:9000"
+
+	r := c.Redacted()
+	if r.Kafka.SASL.Password != "REDACTED" || r.Kafka.SASL.Username != "me" {
+		t.Errorf("sasl: %+v", r.Kafka.SASL)
+	}
+	if want := "s3://bucket?region=us-east-1&access_key=REDACTED&secret=REDACTED&endpoint=http://minio:9000"; r.Storage.URL != want {
+		t.Errorf("url: %s\nwant %s", r.Storage.URL, want)
+	}
+	// The copy is deep and the original untouched.
+	r.Kafka.Topics[0] = "changed"
+	if c.Kafka.Topics[0] != "events" || c.Kafka.SASL.Password != secret {
+		t.Error("Redacted changed the original")
+	}
+
+	out, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), secret) {
+		t.Errorf("YAML() shows the secret:\n%s", out)
+	}
+	if !strings.Contains(string(out), "password: REDACTED") {
+		t.Errorf("YAML() should show that a password is set:\n%s", out)
+	}
+}
+
+// TestErrorsHideSecrets feeds secrets through every path that reports a
+// value and checks that none comes out.
+func TestErrorsHideSecrets(t *testing.T) {
+	const secret = "hunter2-S3cret"
+	cases := []struct {
+		name, yaml string
+		env        []string
+	}{
+		{"password with a bad mechanism", "kafka:\n  sasl: {mechanism: nope, username: u, password: " + secret + "}\n", baseEnv},
+		{"password of the wrong type", "kafka:\n  sasl: {password: [" + secret + "]}\n", baseEnv},
+		{"password under a misspelt key", "kafka:\n  sasl: {pasword: " + secret + "}\n", baseEnv},
+		{"password in a misspelt variable", "", append([]string{"SPILLWAY_KAFKA_SASL_PASWORD=" + secret}, baseEnv...)},
+		{"credentials in a bad URL", "storage:\n  url: 'ftp://u:" + secret + "@host/?sig=" + secret + "'\n", topicsEnv},
+		{"credentials in a URL that does not parse", "storage:\n  url: 's3://u:" + secret + "@bucket:port?x'\n", topicsEnv},
+		{"credentials with a bad part size", "storage:\n  url: 's3://b?secret_access_key=" + secret + "'\n  part_size: 1MiB\n", topicsEnv},
+		{"a document that is only a secret", secret + "\n", nil},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadBytes([]byte(tt.yaml), tt.env)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error shows the secret: %v", err)
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"file:///var/out", "file:///var/out"},
+		{"mem://", "mem://"},
+		{"s3://b?region=us-east-1&endpoint=http://x:9000", "s3://b?region=us-east-1&endpoint=http://x:9000"},
+		{"s3://AKIA:secret@b", "s3://AKIA:REDACTED@b"},
+		{"gs://token@b", "gs://REDACTED@b"},
+		{"azblob://c?sv=2024-01-01&sp=r&sig=abc%2Bdef&protocol=https", "azblob://c?sv=REDACTED&sp=REDACTED&sig=REDACTED&protocol=https"},
+		{"s3://b?Access_Key_ID=a&X-Amz-Security-Token=t&key=k", "s3://b?Access_Key_ID=REDACTED&X-Amz-Security-Token=REDACTED&key=REDACTED"},
+		{"s3://b?secret=ab#cd", "s3://b?secret=REDACTED#REDACTED"},
+		{"s3://u:p@b:port?x", "REDACTED"}, // does not parse
+	} {
+		if got := redactURL(tt.in); got != tt.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

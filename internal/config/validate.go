@@ -1,0 +1,373 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spillway/spillway/internal/naming"
+)
+
+// The accepted values of enumerated keys. Load matches them
+// case-insensitively and stores them in the case given here.
+var (
+	startOffsets   = []string{"earliest", "latest"}
+	saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+	storageSchemes = []string{"file", "mem", "s3", "gs", "azblob"}
+	formatTypes    = []string{"csv", "json", "jsonl", "avro", "parquet"}
+	compressions   = []string{"none", "gzip", "snappy", "zstd"}
+	fieldNames     = []string{"key", "value", "offset", "timestamp", "headers"}
+	valueEncodings = []string{"none", "base64"}
+	tolerances     = []string{"none", "all"}
+	nullPolicies   = []string{"write", "ignore", "fail"}
+	logLevels      = []string{"debug", "info", "warn", "error"}
+	logFormats     = []string{"text", "json"}
+)
+
+// Limits below which a setting can't work well.
+const (
+	minPartSize    = 64 * KiB
+	minS3PartSize  = 5 * MiB // S3 rejects smaller multipart parts (all but the last)
+	maxConcurrency = 64
+	minMaxBytes    = 1 * KiB
+	minMaxAge      = time.Second
+	minMemoryLimit = 64 * MiB // below this the fetch buffers alone would not fit
+)
+
+const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"
+
+// topicName is what Kafka accepts as a topic name.
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// Template variables that make file names unique per file. Templates are
+// Aiven's syntax: {{name}} or {{name:padding=true}}.
+var (
+	varTopic       = regexp.MustCompile(`\{\{\s*topic\s*\}\}`)
+	varPartition   = regexp.MustCompile(`\{\{\s*partition\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
+	varStartOffset = regexp.MustCompile(`\{\{\s*start_offset\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
+)
+
+// normalize puts enumerated values in their canonical case and
+// memory_limit in its canonical form, so that the rest of Spillway compares
+// plain strings. Values that match nothing are left as given, for Validate
+// to report as the user wrote them.
+func (c *Config) normalize() {
+	c.Kafka.StartOffset = canon(c.Kafka.StartOffset, startOffsets)
+	c.Kafka.SASL.Mechanism = canon(c.Kafka.SASL.Mechanism, saslMechanisms)
+	c.Format.Type = canon(c.Format.Type, formatTypes)
+	c.Format.Compression = canon(c.Format.Compression, compressions)
+	for i, f := range c.Format.Fields {
+		c.Format.Fields[i] = canon(f, fieldNames)
+	}
+	c.Format.ValueEncoding = canon(c.Format.ValueEncoding, valueEncodings)
+	c.Errors.Tolerance = canon(c.Errors.Tolerance, tolerances)
+	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
+	c.Log.Level = canon(c.Log.Level, logLevels)
+	c.Log.Format = canon(c.Log.Format, logFormats)
+	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
+		if auto {
+			c.Backpressure.MemoryLimit = "auto"
+		} else {
+			c.Backpressure.MemoryLimit = Size(limit).String()
+		}
+	}
+}
+
+func canon(v string, allowed []string) string {
+	for _, a := range allowed {
+		if strings.EqualFold(strings.TrimSpace(v), a) {
+			return a
+		}
+	}
+	return v
+}
+
+// Validate reports every problem with c as an *Error, or nil. Load calls
+// it; call it again after changing a loaded Config (from flags, say).
+// Enumerated values must be in canonical case here (Load normalizes them).
+func (c *Config) Validate() error { return c.problems().err() }
+
+func (c *Config) problems() problems {
+	var ps problems
+	c.Kafka.check(&ps)
+	c.Storage.check(&ps)
+	c.File.check(&ps)
+	c.Format.check(&ps)
+	c.Backpressure.check(&ps)
+
+	ps.oneOf("errors.tolerance", c.Errors.Tolerance, tolerances)
+	if t := c.Errors.DeadLetterTopic; t != "" && !topicName.MatchString(t) {
+		ps.add("errors.dead_letter_topic", t, "is not a valid topic name; use 1 to 249 letters, digits, '.', '_' or '-', or \"\" for none")
+	}
+	ps.oneOf("errors.null_values", c.Errors.NullValues, nullPolicies)
+	if c.Admin.Listen != "" {
+		if why := checkHostPort(c.Admin.Listen, true); why != "" {
+			ps.add("admin.listen", c.Admin.Listen, "%s; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", why)
+		}
+	}
+	ps.oneOf("log.level", c.Log.Level, logLevels)
+	ps.oneOf("log.format", c.Log.Format, logFormats)
+	if c.Shutdown.Timeout <= 0 {
+		ps.add("shutdown.timeout", c.Shutdown.Timeout.String(), "must be positive; use a duration such as 30s")
+	}
+	return ps
+}
+
+func (k *Kafka) check(ps *problems) {
+	if len(k.Brokers) == 0 {
+		ps.add("kafka.brokers", "", "required; list at least one broker as host:port, such as [\"127.0.0.1:9092\"]")
+	}
+	for _, b := range k.Brokers {
+		if why := checkHostPort(b, false); why != "" {
+			ps.add("kafka.brokers", b, "%s; use host:port such as 127.0.0.1:9092", why)
+		}
+	}
+	if strings.TrimSpace(k.Group) == "" {
+		ps.add("kafka.group", "", "required; set the consumer group name, such as spillway")
+	}
+
+	switch {
+	case len(k.Topics) == 0 && k.TopicRegex == "":
+		ps.add("kafka.topics", "", `required; list the topics to consume, such as ["events"], or set kafka.topic_regex to a pattern such as "events\\..*"`)
+	case len(k.Topics) > 0 && k.TopicRegex != "":
+		ps.add("kafka.topic_regex", k.TopicRegex, "is set as well as kafka.topics; set only one of the two")
+	}
+	for i, t := range k.Topics {
+		switch {
+		case !topicName.MatchString(t):
+			ps.add("kafka.topics", t, "is not a valid topic name; use 1 to 249 letters, digits, '.', '_' or '-'")
+		case slices.Index(k.Topics, t) < i:
+			ps.add("kafka.topics", t, "is listed twice")
+		}
+	}
+	if k.TopicRegex != "" {
+		if _, err := regexp.Compile(k.TopicRegex); err != nil {
+			why := err.Error()
+			var se *syntax.Error
+			if errors.As(err, &se) {
+				why = se.Code.String()
+			}
+			ps.add("kafka.topic_regex", k.TopicRegex, "is not a valid regular expression: %s", why)
+		}
+	}
+
+	ps.oneOf("kafka.start_offset", k.StartOffset, startOffsets)
+	k.TLS.check(ps)
+	k.SASL.check(ps)
+}
+
+func (t *TLS) check(ps *problems) {
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		ps.add("kafka.tls.key_file", "", "required when kafka.tls.cert_file is set: a client certificate needs its private key")
+	case t.KeyFile != "" && t.CertFile == "":
+		ps.add("kafka.tls.cert_file", "", "required when kafka.tls.key_file is set: a private key needs its client certificate")
+	}
+	files := []struct{ key, path string }{
+		{"kafka.tls.ca_file", t.CAFile},
+		{"kafka.tls.cert_file", t.CertFile},
+		{"kafka.tls.key_file", t.KeyFile},
+	}
+	for _, f := range files {
+		if f.path == "" {
+			continue
+		}
+		if !t.Enabled {
+			ps.add(f.key, f.path, "is set but kafka.tls.enabled is false; set kafka.tls.enabled: true to use TLS")
+		}
+		switch fi, err := os.Stat(f.path); {
+		case errors.Is(err, fs.ErrNotExist):
+			ps.add(f.key, f.path, "does not exist; give the path of a PEM file")
+		case err != nil:
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			ps.add(f.key, f.path, "can't be read: %v", err)
+		case fi.IsDir():
+			ps.add(f.key, f.path, "is a directory; give the path of a PEM file")
+		}
+	}
+}
+
+func (s *SASL) check(ps *problems) {
+	if s.Mechanism == "" {
+		if s.Username != "" || s.Password != "" {
+			ps.add("kafka.sasl.mechanism", "", "required when kafka.sasl.username or password is set; use %s", orList(saslMechanisms))
+		}
+		return
+	}
+	if !slices.Contains(saslMechanisms, s.Mechanism) {
+		ps.add("kafka.sasl.mechanism", s.Mechanism, "is not valid; use %s, or leave it empty for no authentication", orList(saslMechanisms))
+	}
+	if s.Username == "" {
+		ps.add("kafka.sasl.username", "", "required when kafka.sasl.mechanism is set")
+	}
+	if s.Password == "" {
+		ps.add("kafka.sasl.password", "", "required when kafka.sasl.mechanism is set")
+	}
+}
+
+func (s *Storage) check(ps *problems) {
+	scheme := s.checkURL(ps)
+	switch {
+	case s.PartSize < minPartSize:
+		ps.add("storage.part_size", s.PartSize.String(), "is too small; use at least %s", minPartSize)
+	case scheme == "s3" && s.PartSize < minS3PartSize:
+		ps.add("storage.part_size", s.PartSize.String(), "is too small for s3: S3 parts must be at least %s", minS3PartSize)
+	}
+	if s.UploadConcurrency < 1 || s.UploadConcurrency > maxConcurrency {
+		ps.add("storage.upload_concurrency", strconv.Itoa(s.UploadConcurrency), "is out of range; use 1 to %d", maxConcurrency)
+	}
+}
+
+// checkURL validates storage.url and returns its scheme. Values are shown
+// redacted: the URL may carry credentials.
+func (s *Storage) checkURL(ps *problems) string {
+	const key = "storage.url"
+	if strings.TrimSpace(s.URL) == "" {
+		ps.add(key, "", "required; %s", storageURLHint)
+		return ""
+	}
+	shown := redactURL(s.URL)
+	u, err := url.Parse(s.URL)
+	switch {
+	case err != nil:
+		// url.Parse's message quotes the URL unredacted, so it is not shown.
+		ps.add(key, shown, "is not a valid URL; %s", storageURLHint)
+		return ""
+	case u.Scheme == "":
+		hint := storageURLHint
+		if strings.HasPrefix(s.URL, "/") {
+			hint = "for a local directory use file://" + shown
+		}
+		ps.add(key, shown, "has no scheme; %s", hint)
+		return ""
+	case !slices.Contains(storageSchemes, u.Scheme):
+		ps.add(key, shown, "has scheme %s, which is not supported; use %s", u.Scheme, orList(storageSchemes))
+	case u.Scheme == "file" && u.Path == "":
+		ps.add(key, shown, "has no path; use an absolute path after file:// such as file:///var/lib/spillway/out (three slashes)")
+	case u.Scheme != "file" && u.Scheme != "mem" && u.Host == "":
+		ps.add(key, shown, "has no bucket or container name; use a form such as %s://NAME", u.Scheme)
+	}
+	return u.Scheme
+}
+
+func (f *File) check(ps *problems) {
+	const key = "file.name_template"
+	if _, err := naming.Parse(f.NameTemplate); err != nil {
+		ps.add(key, "", "%s", err.Error())
+	} else {
+		var missing []string
+		for _, v := range []struct {
+			name string
+			re   *regexp.Regexp
+		}{{"{{topic}}", varTopic}, {"{{partition}}", varPartition}, {"{{start_offset}}", varStartOffset}} {
+			if !v.re.MatchString(f.NameTemplate) {
+				missing = append(missing, v.name)
+			}
+		}
+		if len(missing) > 0 {
+			ps.add(key, f.NameTemplate, "must contain %s (partition and start_offset may take :padding=true) so that every file gets a unique name",
+				andList(missing))
+		}
+	}
+	if f.MaxRecords < 0 {
+		ps.add("file.max_records", strconv.FormatInt(f.MaxRecords, 10), "can't be negative; use 0 for no limit")
+	}
+	if f.MaxBytes < minMaxBytes {
+		ps.add("file.max_bytes", f.MaxBytes.String(), "is too small; use at least %s", minMaxBytes)
+	}
+	if f.MaxAge < minMaxAge {
+		ps.add("file.max_age", f.MaxAge.String(), "is too short; use at least %s", minMaxAge)
+	}
+}
+
+func (f *Format) check(ps *problems) {
+	ps.oneOf("format.type", f.Type, formatTypes)
+	ps.oneOf("format.compression", f.Compression, compressions)
+	if len(f.Fields) == 0 {
+		ps.add("format.fields", "", "required; list the record parts to write, such as [key, value, offset, timestamp, headers]")
+	}
+	for i, name := range f.Fields {
+		switch {
+		case !slices.Contains(fieldNames, name):
+			ps.add("format.fields", name, "is not a field; use %s", orList(fieldNames))
+		case slices.Index(f.Fields, name) < i:
+			ps.add("format.fields", name, "is listed twice")
+		}
+	}
+	ps.oneOf("format.value_encoding", f.ValueEncoding, valueEncodings)
+	if !f.Envelope && len(f.Fields) != 1 {
+		ps.add("format.fields", "", "must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists %d", len(f.Fields))
+	}
+}
+
+func (b *Backpressure) check(ps *problems) {
+	const key = "backpressure.memory_limit"
+	if strings.TrimSpace(b.MemoryLimit) == "" {
+		ps.add(key, "", "is empty; use auto or a size of at least %s such as 1GiB", minMemoryLimit)
+	} else if limit, auto, err := b.MemoryLimitBytes(); err != nil {
+		var se *sizeError
+		if errors.As(err, &se) {
+			ps.add(key, b.MemoryLimit, "is not auto or a size; %s", se.hint)
+		} else {
+			ps.add(key, b.MemoryLimit, "is not auto or a size")
+		}
+	} else if !auto && Size(limit) < minMemoryLimit {
+		ps.add(key, b.MemoryLimit, "is too small; use auto or at least %s", minMemoryLimit)
+	}
+	if b.MaxBufferedRecords < 0 {
+		ps.add("backpressure.max_buffered_records", strconv.FormatInt(b.MaxBufferedRecords, 10), "can't be negative; use 0 to derive it from the memory limit")
+	}
+	if b.MaxOpenFiles < 0 {
+		ps.add("backpressure.max_open_files", strconv.Itoa(b.MaxOpenFiles), "can't be negative; use 0 to derive it from the memory limit")
+	}
+}
+
+// oneOf reports v unless it is one of allowed.
+func (ps *problems) oneOf(key, v string, allowed []string) {
+	switch {
+	case slices.Contains(allowed, v):
+	case v == "":
+		ps.add(key, "", "is empty; use %s", orList(allowed))
+	default:
+		ps.add(key, v, "is not valid; use %s", orList(allowed))
+	}
+}
+
+// checkHostPort returns why s is not host:port, or "". A listen address
+// may omit the host (":8080", all interfaces) and use port 0 (any free port).
+func checkHostPort(s string, listen bool) string {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "is not host:port"
+	}
+	if host == "" && !listen {
+		return "has no host"
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n > 65535 || n < 0 || (n == 0 && !listen) {
+		return fmt.Sprintf("has an invalid port %q", port)
+	}
+	return ""
+}
+
+func orList(xs []string) string  { return joinLast(xs, " or ") }
+func andList(xs []string) string { return joinLast(xs, " and ") }
+
+func joinLast(xs []string, last string) string {
+	if len(xs) <= 1 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + last + xs[len(xs)-1]
+}

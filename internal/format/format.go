@@ -1,0 +1,118 @@
+// Package format turns Kafka records into file bytes: an Encoder writes
+// records in the configured file format (jsonl, json; csv, avro and parquet
+// later) and a compressor wraps the output stream. Both are plain io.Writer
+// stages, so a file is one chain:
+//
+//	Encoder ▸ NewCompressor ▸ storage writer
+//
+// Every stage's Close finishes its own bytes (a "]" trailer, a gzip footer)
+// but never closes the writer below it: the caller closes each stage in
+// order, top first, and alone decides when the file is complete.
+//
+// A record the format cannot represent (binary bytes where text is needed)
+// is reported as an error wrapping ErrRecord, and leaves nothing in the
+// output, so the caller can apply the error policy (fail, skip, dead-letter)
+// and keep writing the same file. Any other error means the output is
+// broken and the file must be abandoned.
+//
+// Encoders and compressors are not safe for concurrent use: one goroutine
+// owns a file's chain.
+package format
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+)
+
+// ErrRecord marks a record that cannot be encoded in the configured format.
+// Errors wrapping it name the record's offset and the fix; test with
+// errors.Is. Nothing of such a record reaches the output.
+var ErrRecord = errors.New("record cannot be encoded")
+
+// errClosed is returned by Encode after Close.
+var errClosed = errors.New("format: encoder is closed")
+
+// Encoder writes records to an io.Writer in one file format.
+type Encoder interface {
+	// Encode writes one record. An error wrapping ErrRecord means this
+	// record was skipped and the encoder is still usable; any other error
+	// (from the underlying writer) is permanent and the file is broken.
+	Encode(r *kgo.Record) error
+	// Close writes the format's trailer, if any. It does not close the
+	// underlying writer.
+	Close() error
+}
+
+// NewEncoder returns an encoder for cfg.Type writing to w. The zero
+// ValueEncoding means "none", as in config's defaults.
+func NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
+	switch cfg.Type {
+	case "jsonl":
+		rec, err := newJSONRecord(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &jsonlEncoder{out: output{w: w, name: "jsonl"}, rec: rec}, nil
+	case "json":
+		rec, err := newJSONRecord(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return &jsonEncoder{out: output{w: w, name: "json"}, rec: rec}, nil
+	case "csv", "avro", "parquet":
+		return nil, fmt.Errorf("format.type %s is not implemented yet; use jsonl or json", cfg.Type)
+	}
+	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, avro, parquet", cfg.Type)
+}
+
+// maxRetainedBuffer bounds the encode buffer an encoder keeps between
+// records. A larger record gets a buffer of its own that is dropped after
+// the write, so one huge record does not pin its size in every open file
+// (the budget counts open files, not their history).
+const maxRetainedBuffer = 64 << 10
+
+// output is the write side shared by the encoders: one reusable buffer, one
+// Write per record, and a sticky error once the underlying writer fails.
+type output struct {
+	w      io.Writer
+	name   string // format name, for error messages
+	buf    []byte
+	err    error // first write error, returned forever after
+	closed bool
+}
+
+// check reports whether the output can still take a record.
+func (o *output) check() error {
+	if o.err != nil {
+		return o.err
+	}
+	if o.closed {
+		return errClosed
+	}
+	return nil
+}
+
+// keep takes b back as the reusable buffer, unless it grew too large.
+func (o *output) keep(b []byte) {
+	if cap(b) > maxRetainedBuffer {
+		o.buf = nil
+		return
+	}
+	o.buf = b[:0]
+}
+
+// write hands b to the underlying writer in a single call.
+func (o *output) write(b []byte) error {
+	_, err := o.w.Write(b)
+	o.keep(b)
+	if err != nil {
+		o.err = fmt.Errorf("format: writing %s output: %w", o.name, err)
+		return o.err
+	}
+	return nil
+}

@@ -1,0 +1,513 @@
+package format
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/config"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
+
+func jsonlConfig(enc string) config.Format {
+	return config.Format{Type: "jsonl", Fields: allFields, ValueEncoding: enc, Envelope: true}
+}
+
+var ts = time.UnixMilli(1733150000123)
+
+// encodeAll encodes recs and closes the encoder, failing on any error.
+func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
+	t.Helper()
+	var buf bytes.Buffer
+	enc, err := NewEncoder(cfg, &buf)
+	if err != nil {
+		t.Fatalf("NewEncoder: %v", err)
+	}
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			t.Fatalf("Encode(offset %d): %v", r.Offset, err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return buf.String()
+}
+
+// line is one decoded envelope. Pointers and RawMessage tell null from
+// absent and a JSON string from embedded JSON.
+type line struct {
+	Key       json.RawMessage `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	Offset    *int64          `json:"offset"`
+	Timestamp *int64          `json:"timestamp"`
+	Headers   []struct {
+		Key   string          `json:"key"`
+		Value json.RawMessage `json:"value"`
+	} `json:"headers"`
+}
+
+func decodeLines(t *testing.T, out string) []line {
+	t.Helper()
+	if !strings.HasSuffix(out, "\n") {
+		t.Fatalf("output does not end in a newline: %q", out)
+	}
+	var lines []line
+	for _, s := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		d := json.NewDecoder(strings.NewReader(s))
+		d.DisallowUnknownFields()
+		var l line
+		if err := d.Decode(&l); err != nil {
+			t.Fatalf("line %q: %v", s, err)
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+// str returns s as a JSON string, the form a field is expected in.
+func str(s string) string { return marshalString(s) }
+
+func TestJSONLEnvelope(t *testing.T) {
+	binary := []byte{0xff, 0x00, 0xfe, 'a'}
+	recs := []*kgo.Record{
+		{Offset: 1, Timestamp: ts, Key: []byte(`{"id":1}`), Value: []byte(`{"a":[1,2,{"b":null}],"s":"x"}`)},
+		{Offset: 2, Timestamp: ts, Key: []byte("plain key"), Value: []byte("hello \"world\"\n\ttab <&> \u2028 é 日本")},
+		{Offset: 3, Timestamp: ts, Key: nil, Value: nil},
+		{Offset: 4, Timestamp: ts, Key: []byte{}, Value: []byte{}},
+		{Offset: 5, Timestamp: ts, Value: []byte("42"), Headers: []kgo.RecordHeader{
+			{Key: "h", Value: []byte("v")}, {Key: "json", Value: []byte(`{"x":1}`)}, {Key: "nil", Value: nil},
+		}},
+		{Offset: 6, Timestamp: ts, Value: []byte(" \"a JSON string\" ")},
+	}
+	lines := decodeLines(t, encodeAll(t, jsonlConfig("none"), recs...))
+	if len(lines) != len(recs) {
+		t.Fatalf("got %d lines, want %d", len(lines), len(recs))
+	}
+	want := []struct{ key, value string }{
+		{str(`{"id":1}`), `{"a":[1,2,{"b":null}],"s":"x"}`}, // keys stay strings, JSON values are embedded
+		{str("plain key"), str("hello \"world\"\n\ttab <&> \u2028 é 日本")},
+		{"null", "null"},
+		{`""`, `""`},
+		{"null", "42"},
+		{"null", `"a JSON string"`},
+	}
+	for i, l := range lines {
+		r := recs[i]
+		if got := string(l.Key); got != want[i].key {
+			t.Errorf("offset %d key = %s, want %s", r.Offset, got, want[i].key)
+		}
+		if got := compact(t, l.Value); got != want[i].value {
+			t.Errorf("offset %d value = %s, want %s", r.Offset, got, want[i].value)
+		}
+		if l.Offset == nil || *l.Offset != r.Offset {
+			t.Errorf("offset %d: offset field = %v", r.Offset, l.Offset)
+		}
+		if l.Timestamp == nil || *l.Timestamp != 1733150000123 {
+			t.Errorf("offset %d: timestamp field = %v, want 1733150000123", r.Offset, l.Timestamp)
+		}
+		if len(l.Headers) != len(r.Headers) {
+			t.Fatalf("offset %d: %d headers, want %d", r.Offset, len(l.Headers), len(r.Headers))
+		}
+	}
+	h := lines[4].Headers
+	for i, w := range []struct{ key, value string }{{"h", `"v"`}, {"json", str(`{"x":1}`)}, {"nil", "null"}} {
+		if h[i].Key != w.key || string(h[i].Value) != w.value {
+			t.Errorf("header %d = %s:%s, want %s:%s", i, h[i].Key, h[i].Value, w.key, w.value)
+		}
+	}
+	// binary: the key is decoded back to the exact bytes.
+	lines = decodeLines(t, encodeAll(t, jsonlConfig("base64"), &kgo.Record{
+		Offset: 7, Key: binary, Value: binary, Headers: []kgo.RecordHeader{{Key: "b", Value: binary}, {Key: "n"}},
+	}))
+	for name, raw := range map[string]json.RawMessage{"key": lines[0].Key, "value": lines[0].Value, "header": lines[0].Headers[0].Value} {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatalf("%s %s: %v", name, raw, err)
+		}
+		if got, err := base64.StdEncoding.DecodeString(s); err != nil || !bytes.Equal(got, binary) {
+			t.Errorf("%s = %q (%v), want base64 of %x", name, s, err, binary)
+		}
+	}
+	if got := string(lines[0].Headers[1].Value); got != "null" {
+		t.Errorf("nil header value with base64 = %s, want null", got)
+	}
+}
+
+func compact(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatalf("compact %s: %v", raw, err)
+	}
+	return b.String()
+}
+
+func TestJSONLExactBytes(t *testing.T) {
+	out := encodeAll(t, jsonlConfig("none"), &kgo.Record{
+		Offset: 123, Timestamp: ts, Key: []byte("k"), Value: []byte(`{"a":1}`),
+		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}},
+	})
+	want := `{"key":"k","value":{"a":1},"offset":123,"timestamp":1733150000123,"headers":[{"key":"h","value":"v"}]}` + "\n"
+	if out != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+}
+
+func TestJSONLFieldsSubsetAndOrder(t *testing.T) {
+	cfg := config.Format{Type: "jsonl", Fields: []string{"offset", "value"}, Envelope: true}
+	out := encodeAll(t, cfg, &kgo.Record{Offset: 9, Key: []byte("k"), Value: []byte("v")})
+	if want := `{"offset":9,"value":"v"}` + "\n"; out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}
+
+func TestJSONLPrettyValueStaysOnOneLine(t *testing.T) {
+	pretty := "{\n  \"a\": 1,\r\n  \"b\": \"x y\"\n}\n"
+	out := encodeAll(t, jsonlConfig("none"), &kgo.Record{Value: []byte(pretty)}, &kgo.Record{Offset: 1, Value: []byte("1")})
+	lines := decodeLines(t, out)
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2: %q", len(lines), out)
+	}
+	if got := string(lines[0].Value); got != `{"a":1,"b":"x y"}` {
+		t.Errorf("value = %s", got)
+	}
+}
+
+func TestJSONLNoEnvelope(t *testing.T) {
+	r := &kgo.Record{Offset: 5, Timestamp: ts, Key: []byte("k\n"), Value: []byte(`{"a":1}`),
+		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
+	text := &kgo.Record{Offset: 6, Timestamp: ts, Value: []byte("plain")}
+	for _, tc := range []struct {
+		field string
+		recs  []*kgo.Record
+		want  string
+	}{
+		{"value", []*kgo.Record{r, text}, "{\"a\":1}\n\"plain\"\n"},
+		{"key", []*kgo.Record{r, text}, "\"k\\n\"\nnull\n"},
+		{"offset", []*kgo.Record{r}, "5\n"},
+		{"timestamp", []*kgo.Record{r}, "1733150000123\n"},
+		{"headers", []*kgo.Record{r, text}, "[{\"key\":\"h\",\"value\":\"v\"}]\n[]\n"},
+	} {
+		cfg := config.Format{Type: "jsonl", Fields: []string{tc.field}, Envelope: false}
+		if got := encodeAll(t, cfg, tc.recs...); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.field, got, tc.want)
+		}
+	}
+}
+
+func TestRecordErrorWritesNothing(t *testing.T) {
+	bad := []byte{'o', 'k', 0xff}
+	for _, tc := range []struct {
+		name string
+		rec  *kgo.Record
+		want string
+	}{
+		{"value", &kgo.Record{Offset: 17, Value: bad}, "value at offset 17 is not valid UTF-8; set format.value_encoding: base64"},
+		{"key", &kgo.Record{Offset: 18, Key: bad, Value: []byte("v")}, "key at offset 18 is not valid UTF-8"},
+		{"header value", &kgo.Record{Offset: 19, Headers: []kgo.RecordHeader{{Key: "ok", Value: []byte("x")}, {Key: "h", Value: bad}}},
+			`value of header "h" at offset 19 is not valid UTF-8`},
+		{"header key", &kgo.Record{Offset: 20, Headers: []kgo.RecordHeader{{Key: string(bad)}}}, "header key"},
+	} {
+		for _, typ := range []string{"jsonl", "json"} {
+			var buf bytes.Buffer
+			cfg := jsonlConfig("none")
+			cfg.Type = typ
+			enc, err := NewEncoder(cfg, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = enc.Encode(tc.rec)
+			if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s/%s: err = %v, want ErrRecord containing %q", typ, tc.name, err, tc.want)
+			}
+			if buf.Len() != 0 {
+				t.Errorf("%s/%s: failed record left %q in the output", typ, tc.name, buf.String())
+			}
+			// The encoder stays usable and the file valid.
+			if err := enc.Encode(&kgo.Record{Offset: 21, Value: []byte("fine")}); err != nil {
+				t.Fatalf("%s/%s: Encode after record error: %v", typ, tc.name, err)
+			}
+			if err := enc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if typ == "json" {
+				var arr []line
+				if err := json.Unmarshal(buf.Bytes(), &arr); err != nil || len(arr) != 1 {
+					t.Errorf("json/%s: output %q: %v", tc.name, buf.String(), err)
+				}
+			} else if n := len(decodeLines(t, buf.String())); n != 1 {
+				t.Errorf("jsonl/%s: %d lines, want 1", tc.name, n)
+			}
+		}
+	}
+}
+
+type failWriter struct {
+	err    error
+	writes int
+}
+
+func (w *failWriter) Write(p []byte) (int, error) { w.writes++; return 0, w.err }
+
+func TestWriteErrorIsNotRecordError(t *testing.T) {
+	for _, typ := range []string{"jsonl", "json"} {
+		boom := errors.New("disk on fire")
+		w := &failWriter{err: boom}
+		cfg := jsonlConfig("none")
+		cfg.Type = typ
+		enc, err := NewEncoder(cfg, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = enc.Encode(&kgo.Record{Value: []byte("v")})
+		if !errors.Is(err, boom) || errors.Is(err, ErrRecord) {
+			t.Fatalf("%s: err = %v, want the writer's error, not ErrRecord", typ, err)
+		}
+		// Sticky: the file is broken; nothing more is written.
+		if err2 := enc.Encode(&kgo.Record{Value: []byte("v")}); !errors.Is(err2, boom) {
+			t.Errorf("%s: second Encode = %v, want the first error", typ, err2)
+		}
+		if err := enc.Close(); !errors.Is(err, boom) {
+			t.Errorf("%s: Close = %v, want the first error", typ, err)
+		}
+		if w.writes != 1 {
+			t.Errorf("%s: %d writes after failure, want 1 in total", typ, w.writes)
+		}
+	}
+}
+
+func TestEncodeAfterClose(t *testing.T) {
+	enc, err := NewEncoder(jsonlConfig("none"), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(&kgo.Record{}); err == nil || errors.Is(err, ErrRecord) {
+		t.Errorf("Encode after Close = %v, want a non-record error", err)
+	}
+}
+
+func TestJSONArray(t *testing.T) {
+	cfg := jsonlConfig("none")
+	cfg.Type = "json"
+	if got := encodeAll(t, cfg); got != "[]\n" {
+		t.Errorf("empty file = %q, want []", got)
+	}
+	out := encodeAll(t, cfg,
+		&kgo.Record{Offset: 1, Value: []byte(`{"a":1}`)},
+		&kgo.Record{Offset: 2, Value: []byte("text")},
+		&kgo.Record{Offset: 3})
+	var arr []line
+	if err := json.Unmarshal([]byte(out), &arr); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if len(arr) != 3 || string(arr[0].Value) != `{"a":1}` || string(arr[1].Value) != `"text"` || string(arr[2].Value) != "null" || *arr[2].Offset != 3 {
+		t.Errorf("decoded %+v from %q", arr, out)
+	}
+	// Closing twice writes the trailer once.
+	var buf bytes.Buffer
+	enc, _ := NewEncoder(cfg, &buf)
+	_ = enc.Encode(&kgo.Record{})
+	_ = enc.Close()
+	if err := enc.Close(); err != nil || strings.Count(buf.String(), "\n]\n") != 1 {
+		t.Errorf("second Close: %v, output %q", err, buf.String())
+	}
+}
+
+func TestNewEncoderErrors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  config.Format
+		want string
+	}{
+		{config.Format{Type: "csv", Fields: allFields, Envelope: true}, "format.type csv is not implemented yet"},
+		{config.Format{Type: "avro", Fields: allFields, Envelope: true}, "format.type avro is not implemented yet"},
+		{config.Format{Type: "parquet", Fields: allFields, Envelope: true}, "format.type parquet is not implemented yet"},
+		{config.Format{Type: "xml", Fields: allFields, Envelope: true}, `format.type "xml" is unknown`},
+		{config.Format{Type: "jsonl", Envelope: true}, "format.fields is empty"},
+		{config.Format{Type: "jsonl", Fields: []string{"value", "partition"}, Envelope: true}, `unknown field "partition"`},
+		{config.Format{Type: "jsonl", Fields: []string{"value", "value"}, Envelope: true}, `field "value" is listed twice`},
+		{config.Format{Type: "jsonl", Fields: []string{"key", "value"}}, "format.envelope: false writes one bare field"},
+		{config.Format{Type: "jsonl", Fields: allFields, Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
+	} {
+		_, err := NewEncoder(tc.cfg, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewEncoder(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// marshalString is encoding/json's string encoding, minus HTML escaping.
+func marshalString(s string) string {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(s); err != nil {
+		panic(err)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	var all strings.Builder
+	for c := rune(0); c < 0x80; c++ {
+		all.WriteRune(c)
+	}
+	for _, s := range []string{"", "plain", all.String(), "\u2028\u2029 \u2027\u202a", "é日本\U0001F600", "\x7f", `\"`, "a\u2028"} {
+		if got, want := string(appendString(nil, s)), marshalString(s); got != want {
+			t.Errorf("appendString(%q) = %s, want %s", s, got, want)
+		}
+		if got, want := string(appendString(nil, []byte(s))), marshalString(s); got != want {
+			t.Errorf("appendString([]byte %q) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "a\"b\\c\n\x00\x1f", "\u2028", "\xe2\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return // callers reject these before escaping
+		}
+		if got, want := string(appendString(nil, s)), marshalString(s); got != want {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func TestExtension(t *testing.T) {
+	for _, tc := range []struct {
+		typ, comp, want string
+	}{
+		{"jsonl", "none", ".jsonl"},
+		{"jsonl", "", ".jsonl"},
+		{"jsonl", "gzip", ".jsonl.gz"},
+		{"jsonl", "zstd", ".jsonl.zst"},
+		{"jsonl", "snappy", ".jsonl.snappy"},
+		{"json", "none", ".json"},
+		{"json", "gzip", ".json.gz"},
+		{"csv", "zstd", ".csv.zst"},
+		{"avro", "gzip", ".avro"},
+		{"parquet", "snappy", ".parquet"},
+	} {
+		if got := Extension(config.Format{Type: tc.typ, Compression: tc.comp}); got != tc.want {
+			t.Errorf("Extension(%s, %s) = %q, want %q", tc.typ, tc.comp, got, tc.want)
+		}
+	}
+}
+
+// benchRecord is a typical record with a 1 KiB value.
+func benchRecord(value []byte) *kgo.Record {
+	return &kgo.Record{
+		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: ts,
+		Key:     []byte("user-1234567"),
+		Value:   value,
+		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("4bf92f3577b34da6a3ce929d0e0e4736")}},
+	}
+}
+
+func jsonValue(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for i := 0; b.Len() < n-40; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"item-%d"}`, i, i)
+	}
+	b.WriteString(`],"ok":true}`)
+	return []byte(b.String())
+}
+
+func BenchmarkJSONL(b *testing.B) {
+	text := bytes.Repeat([]byte("lorem ipsum \"dolor\" sit amet\n"), 40)[:1024]
+	bin := make([]byte, 1024)
+	for i := range bin {
+		bin[i] = byte(i * 7)
+	}
+	for _, bc := range []struct {
+		name  string
+		enc   string
+		value []byte
+	}{
+		{"json_value", "none", jsonValue(1024)},
+		{"text_value", "none", text},
+		{"base64_value", "base64", bin},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			enc, err := NewEncoder(jsonlConfig(bc.enc), discard{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := benchRecord(bc.value)
+			b.SetBytes(int64(len(bc.value)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := enc.Encode(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// discard is io.Discard without its io.ReaderFrom, like a compressor.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestTextThatLooksLikeJSONStaysAString(t *testing.T) {
+	for _, v := range []string{"123 apples", "nullable", "true story", "{not json}", "[1,2", `"half`, "-", "1e", "  "} {
+		cfg := config.Format{Type: "jsonl", Fields: []string{"value"}}
+		if got, want := encodeAll(t, cfg, &kgo.Record{Value: []byte(v)}), str(v)+"\n"; got != want {
+			t.Errorf("value %q written as %s, want %s", v, got, want)
+		}
+	}
+}
+
+func FuzzMaybeJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, " [1] ", "1", "-0.5e3", "true", "false", "null", `""`, "text", "\t\n{}\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if json.Valid(b) && !maybeJSON(b) {
+			t.Fatalf("maybeJSON rejects valid JSON %q", b)
+		}
+	})
+}
+
+func TestLargeRecordBufferIsNotRetained(t *testing.T) {
+	enc, err := NewEncoder(jsonlConfig("none"), discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &enc.(*jsonlEncoder).out
+	if err := enc.Encode(&kgo.Record{Value: bytes.Repeat([]byte("x"), 1<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	if cap(out.buf) > maxRetainedBuffer {
+		t.Errorf("encoder kept a %d B buffer after a 1 MiB record", cap(out.buf))
+	}
+	if err := enc.Encode(&kgo.Record{Value: []byte("small")}); err != nil {
+		t.Fatal(err)
+	}
+	if cap(out.buf) == 0 || cap(out.buf) > maxRetainedBuffer {
+		t.Errorf("encoder buffer cap %d after a small record", cap(out.buf))
+	}
+}

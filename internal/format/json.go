@@ -1,0 +1,62 @@
+package format
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// jsonEncoder writes one JSON array per file, one record per line:
+//
+//	[
+//	{"key":...},
+//	{"key":...}
+//	]
+//
+// as Aiven's "json" output type does. The opening bracket goes out with the
+// first record, so a record error before it leaves the file empty, and an
+// empty file is closed as "[]".
+type jsonEncoder struct {
+	out output
+	rec jsonRecord
+	n   int64 // records written
+}
+
+func (e *jsonEncoder) Encode(r *kgo.Record) error {
+	if err := e.out.check(); err != nil {
+		return err
+	}
+	b := e.out.buf[:0]
+	if e.n == 0 {
+		b = append(b, "[\n"...)
+	} else {
+		b = append(b, ",\n"...)
+	}
+	b, err := e.rec.append(b, r)
+	if err != nil {
+		e.out.keep(b)
+		return err
+	}
+	if err := e.out.write(b); err != nil {
+		return err
+	}
+	e.n++
+	return nil
+}
+
+// Close writes the closing bracket. It does not close the underlying writer.
+func (e *jsonEncoder) Close() error {
+	if err := e.out.check(); err != nil {
+		if errors.Is(err, errClosed) {
+			return nil
+		}
+		return err
+	}
+	trailer := "\n]\n"
+	if e.n == 0 {
+		trailer = "[]\n"
+	}
+	err := e.out.write(append(e.out.buf[:0], trailer...))
+	e.out.closed = true
+	return err
+}

@@ -1,0 +1,299 @@
+package format
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+)
+
+// field is one record field that can be written.
+type field uint8
+
+const (
+	fieldKey field = iota
+	fieldValue
+	fieldOffset
+	fieldTimestamp
+	fieldHeaders
+)
+
+// fieldNames are the names in format.fields and in the JSON output.
+var fieldNames = [...]string{
+	fieldKey:       "key",
+	fieldValue:     "value",
+	fieldOffset:    "offset",
+	fieldTimestamp: "timestamp",
+	fieldHeaders:   "headers",
+}
+
+const validFields = "key, value, offset, timestamp, headers"
+
+// jsonRecord renders one record as JSON, as the jsonl and json formats
+// share it. It appends to a caller's buffer and allocates nothing per record
+// on the common path.
+type jsonRecord struct {
+	fields   []field
+	prefixes []string // `{"key":`, `,"value":`, ...; empty without envelope
+	envelope bool
+	base64   bool // value_encoding base64: bytes become base64 strings
+	// compact holds a JSON value reformatted onto one line (rare: only
+	// values that contain line breaks need it).
+	compact bytes.Buffer
+}
+
+func newJSONRecord(cfg config.Format) (jsonRecord, error) {
+	rec := jsonRecord{envelope: cfg.Envelope}
+	switch cfg.ValueEncoding {
+	case "", "none":
+	case "base64":
+		rec.base64 = true
+	default:
+		return jsonRecord{}, fmt.Errorf("format.value_encoding %q is unknown; valid: none, base64", cfg.ValueEncoding)
+	}
+	if len(cfg.Fields) == 0 {
+		return jsonRecord{}, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
+	}
+	seen := map[field]bool{}
+	for _, name := range cfg.Fields {
+		f, ok := parseField(name)
+		if !ok {
+			return jsonRecord{}, fmt.Errorf("format.fields: unknown field %q; valid: %s", name, validFields)
+		}
+		if seen[f] {
+			return jsonRecord{}, fmt.Errorf("format.fields: field %q is listed twice", name)
+		}
+		seen[f] = true
+		rec.fields = append(rec.fields, f)
+	}
+	if !cfg.Envelope && len(rec.fields) != 1 {
+		return jsonRecord{}, fmt.Errorf("format.envelope: false writes one bare field per record, but format.fields lists %d (%s); list one field or set envelope: true",
+			len(cfg.Fields), strings.Join(cfg.Fields, ", "))
+	}
+	if cfg.Envelope {
+		for i, f := range rec.fields {
+			sep := ","
+			if i == 0 {
+				sep = "{"
+			}
+			rec.prefixes = append(rec.prefixes, sep+`"`+fieldNames[f]+`":`)
+		}
+	}
+	return rec, nil
+}
+
+func parseField(name string) (field, bool) {
+	for f, n := range fieldNames {
+		if n == name {
+			return field(f), true
+		}
+	}
+	return 0, false
+}
+
+// append appends r as JSON (without a line break) to dst. On error the
+// returned slice is dst's storage, for reuse, and must not be written.
+func (j *jsonRecord) append(dst []byte, r *kgo.Record) ([]byte, error) {
+	dst = slices.Grow(dst, j.sizeHint(r))
+	var err error
+	for i, f := range j.fields {
+		if j.envelope {
+			dst = append(dst, j.prefixes[i]...)
+		}
+		switch f {
+		case fieldKey:
+			var ok bool
+			if dst, ok = j.appendBytes(dst, r.Key, false); !ok {
+				err = notUTF8("key", r)
+			}
+		case fieldValue:
+			var ok bool
+			if dst, ok = j.appendBytes(dst, r.Value, true); !ok {
+				err = notUTF8("value", r)
+			}
+		case fieldOffset:
+			dst = strconv.AppendInt(dst, r.Offset, 10)
+		case fieldTimestamp:
+			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
+		case fieldHeaders:
+			dst, err = j.appendHeaders(dst, r)
+		}
+		if err != nil {
+			return dst[:0], err
+		}
+	}
+	if j.envelope {
+		dst = append(dst, '}')
+	}
+	return dst, nil
+}
+
+// sizeHint is a fair guess at the encoded size, so a large record grows the
+// buffer once instead of doubling its way up.
+func (j *jsonRecord) sizeHint(r *kgo.Record) int {
+	n := 96 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 24 + len(h.Key) + len(h.Value)
+	}
+	if j.base64 {
+		n += n / 3
+	}
+	return n
+}
+
+// notUTF8 is the error for bytes that can only be written as base64.
+func notUTF8(what string, r *kgo.Record) error {
+	return fmt.Errorf("%w: %s at offset %d is not valid UTF-8; set format.value_encoding: base64", ErrRecord, what, r.Offset)
+}
+
+// appendBytes appends a key, value or header value, or reports false if b
+// is not valid UTF-8 and can't be written without base64. raw allows a
+// value that is already JSON to be embedded as is; keys and headers always
+// stay strings, so readers see one type per field.
+func (j *jsonRecord) appendBytes(dst, b []byte, raw bool) ([]byte, bool) {
+	switch {
+	case b == nil:
+		return append(dst, "null"...), true
+	case j.base64:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, b)
+		return append(dst, '"'), true
+	case !utf8.Valid(b):
+		return dst, false
+	case raw && maybeJSON(b) && json.Valid(b):
+		if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+			return append(dst, b...), true
+		}
+		// Pretty-printed JSON: a line break would split the JSON Lines
+		// record, so put it on one line.
+		j.compact.Reset()
+		if err := json.Compact(&j.compact, b); err != nil {
+			return appendString(dst, b), true // unreachable after json.Valid
+		}
+		dst = append(dst, j.compact.Bytes()...)
+		if j.compact.Cap() > maxRetainedBuffer {
+			j.compact = bytes.Buffer{}
+		}
+		return dst, true
+	default:
+		return appendString(dst, b), true
+	}
+}
+
+// maybeJSON is a cheap filter in front of json.Valid, which allocates a
+// syntax error for every value it rejects: most plain text fails on its
+// first or last byte already. It never rejects valid JSON.
+func maybeJSON(b []byte) bool {
+	b = bytes.TrimFunc(b, isJSONSpace)
+	if len(b) == 0 {
+		return false
+	}
+	first, last := b[0], b[len(b)-1]
+	switch {
+	case first == '{', first == '[':
+		return last == '}' || last == ']'
+	case first == '"':
+		return last == '"'
+	case first == '-', first >= '0' && first <= '9':
+		return last >= '0' && last <= '9'
+	case first == 't', first == 'f':
+		return last == 'e'
+	case first == 'n':
+		return last == 'l'
+	}
+	return false
+}
+
+func isJSONSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
+
+// appendHeaders appends [{"key":"k","value":"v"},...]. Header keys are
+// strings; header values are encoded like record keys.
+func (j *jsonRecord) appendHeaders(dst []byte, r *kgo.Record) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, h := range r.Headers {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if !utf8.ValidString(h.Key) {
+			return dst, fmt.Errorf("%w: header key %q at offset %d is not valid UTF-8", ErrRecord, h.Key, r.Offset)
+		}
+		dst = append(dst, `{"key":`...)
+		dst = appendString(dst, h.Key)
+		dst = append(dst, `,"value":`...)
+		var ok bool
+		if dst, ok = j.appendBytes(dst, h.Value, false); !ok {
+			return dst, notUTF8("value of header "+strconv.Quote(h.Key), r)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']'), nil
+}
+
+// safeASCII marks the ASCII bytes a JSON string holds unescaped.
+var safeASCII = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s, which must be valid UTF-8, as a JSON string
+// escaped by encoding/json's rules: short escapes for \" \\ \b \f \n \r \t,
+// \u00XX for other control characters, and \u2028 \u2029 (which break
+// JavaScript). Unlike json.Marshal it leaves <, > and & alone: the output is
+// a data file, not HTML. It is hand-rolled because json.Marshal of a string
+// allocates on every call.
+func appendString[S string | []byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safeASCII[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+		if c == 0xe2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xa8 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[s[i+2]&0xf])
+			i += 3
+			start = i
+			continue
+		}
+		i++
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

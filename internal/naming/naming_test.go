@@ -1,0 +1,341 @@
+package naming
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const defaultTemplate = "{{topic}}-{{partition}}-{{start_offset}}"
+
+func mustParse(t testing.TB, s string) *Template {
+	t.Helper()
+	tpl, err := Parse(s)
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", s, err)
+	}
+	return tpl
+}
+
+func TestRender(t *testing.T) {
+	ts := time.Date(2024, 3, 7, 5, 9, 0, 0, time.FixedZone("CET", 3600)) // 04:09 UTC
+	v := Vars{Topic: "a-b.c", Partition: 7, StartOffset: 1234, Time: ts}
+	for _, tc := range []struct{ tpl, want string }{
+		{defaultTemplate, "a-b.c-7-1234"},
+		{"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}", "a-b.c/0000000007/00000000000000001234"},
+		{"{{topic}}-{{partition:padding=false}}-{{start_offset:padding=false}}", "a-b.c-7-1234"},
+		{"y={{timestamp:unit=yyyy}}/m={{timestamp:unit=MM}}/d={{timestamp:unit=dd}}/h={{timestamp:unit=HH}}/{{topic}}-{{partition}}-{{start_offset}}",
+			"y=2024/m=03/d=07/h=04/a-b.c-7-1234"},
+		{"{{ topic }}+{{partition}}+{{start_offset}}", "a-b.c+7+1234"},
+		{"x{y}z/{{topic}}{{partition}}{{start_offset}}", "x{y}z/a-b.c71234"},
+		{"{{topic}}-{{partition}}-{{start_offset}}-{{start_offset:padding=true}}", "a-b.c-7-1234-00000000000000001234"},
+	} {
+		if got := mustParse(t, tc.tpl).Render(v); got != tc.want {
+			t.Errorf("%s: Render = %q, want %q", tc.tpl, got, tc.want)
+		}
+	}
+}
+
+func TestRenderLimits(t *testing.T) {
+	tpl := mustParse(t, "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}")
+	got := tpl.Render(Vars{Topic: "t", Partition: 1<<31 - 1, StartOffset: 1<<63 - 1})
+	if want := "t/2147483647/09223372036854775807"; got != want {
+		t.Errorf("Render = %q, want %q", got, want)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		tpl    string
+		want   string // substring of the message
+		offset int
+	}{
+		{"", "template is empty", 0},
+		{"abc{{bogus}}", `unknown variable "{{bogus}}" at offset 3; known: topic, partition, start_offset, timestamp`, 3},
+		{"{{topic}}-{{partition}-{{start_offset}}", `unknown variable "{{partition}-{{start_offset}}" at offset 10`, 10},
+		{"{{topic}}-{{partition}}-{{start_offset", `unclosed "{{" at offset 24`, 24},
+		{"{{topic}}-{{}}-{{partition}}-{{start_offset}}", `empty variable "{{}}" at offset 10`, 10},
+		{"{{topic}}-{{ }}", `empty variable "{{ }}" at offset 10`, 10},
+		{"{{topic}}-{{partition:padding=yes}}-{{start_offset}}", `bad parameter "padding=yes" in "{{partition:padding=yes}}" at offset 10; padding must be true or false`, 10},
+		{"{{topic}}-{{partition:padding}}-{{start_offset}}", `bad parameter "padding"`, 10},
+		{"{{topic}}-{{partition:pad=true}}-{{start_offset}}", `takes only padding=true or padding=false`, 10},
+		{"{{topic:padding=true}}-{{partition}}-{{start_offset}}", `{{topic}} takes no parameters`, 0},
+		{"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp}}", `needs unit=yyyy`, 41},
+		{"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp:unit=mm}}", `unit must be yyyy, MM, dd or HH`, 41},
+		{"{{topic}}-{{key}}-{{start_offset}}", `"{{key}}" at offset 10 is not supported yet`, 10},
+		{"{{topic}}}}-{{partition}}-{{start_offset}}", `stray "}}" at offset 9`, 9},
+		{"}}", `stray "}}" at offset 0`, 0},
+		{"{{topic}}-{{start_offset}}", "template has no {{partition}}", 26},
+		{"{{partition}}-{{start_offset}}", "template has no {{topic}}", 30},
+		{"{{topic}}-{{partition}}", "template has no {{start_offset}}", 23},
+		{"/" + defaultTemplate, `starts with "/"`, 0},
+		{"../" + defaultTemplate, `path segment ".." at offset 0`, 0},
+		{"a/../" + defaultTemplate, `path segment ".." at offset 2`, 2},
+		{"./" + defaultTemplate, `path segment "." at offset 0`, 0},
+		{"{{topic}}/../{{partition}}-{{start_offset}}", `path segment ".." at offset 10`, 10},
+		{"a//" + defaultTemplate, `empty path segment ("//" or a trailing "/") at offset 1`, 1},
+		{defaultTemplate + "/", `empty path segment`, len(defaultTemplate)},
+	} {
+		_, err := Parse(tc.tpl)
+		var pe *ParseError
+		if !errors.As(err, &pe) {
+			t.Errorf("Parse(%q) = %v, want a *ParseError", tc.tpl, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) error\n  %v\nwant it to contain\n  %s", tc.tpl, err, tc.want)
+		}
+		if pe.Offset != tc.offset {
+			t.Errorf("Parse(%q) error offset = %d, want %d", tc.tpl, pe.Offset, tc.offset)
+		}
+	}
+}
+
+func TestParseAcceptsSafeDots(t *testing.T) {
+	// Dots are fine inside a segment; only whole "." and ".." segments are not.
+	for _, s := range []string{
+		"..a/" + defaultTemplate,
+		"a../" + defaultTemplate,
+		"./{{topic}}/{{partition}}-{{start_offset}}"[2:],
+		".{{topic}}/..{{partition}}-{{start_offset}}",
+		"{{topic}}/{{partition}}/{{start_offset}}..x",
+		"a}b{c/" + defaultTemplate,
+	} {
+		if _, err := Parse(s); err != nil {
+			t.Errorf("Parse(%q): %v", s, err)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	s := "{{ topic }}/{{partition:padding=true}}/{{start_offset}}"
+	if got := mustParse(t, s).String(); got != s {
+		t.Errorf("String() = %q, want %q", got, s)
+	}
+}
+
+func TestMatchRoundTrip(t *testing.T) {
+	templates := []string{
+		defaultTemplate,
+		"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}",
+		"{{topic}}-{{partition:padding=true}}-{{start_offset:padding=true}}",
+		"{{topic}}/{{partition}}/{{start_offset}}",
+		"{{timestamp:unit=yyyy}}/{{timestamp:unit=MM}}/{{timestamp:unit=dd}}/{{timestamp:unit=HH}}/{{topic}}-{{partition}}-{{start_offset}}",
+		"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp:unit=yyyy}}{{timestamp:unit=MM}}{{timestamp:unit=dd}}",
+		"{{topic}}.{{partition}}.{{start_offset}}",
+		"{{topic}}_{{partition}}_{{start_offset}}",
+	}
+	topics := []string{"a", "a-b.c", "a-1", "a-1-2", "a.b.c", "x_y", "-", "--", "...", "9", "T0p1c-9.9_"}
+	var vars []Vars
+	for _, topic := range topics {
+		for _, p := range []int32{0, 1, 9, 10, 12, 1<<31 - 1} {
+			for _, o := range []int64{0, 1, 10, 99, 1234567, 1<<63 - 1} {
+				vars = append(vars, Vars{Topic: topic, Partition: p, StartOffset: o,
+					Time: time.Date(2024, 12, 31, 23, 0, 0, 0, time.UTC)})
+			}
+		}
+	}
+	for _, s := range templates {
+		tpl := mustParse(t, s)
+		for _, v := range vars {
+			name := tpl.Render(v)
+			got, ok := tpl.Match(name)
+			if !ok || got.Topic != v.Topic || got.Partition != v.Partition || got.StartOffset != v.StartOffset {
+				t.Errorf("%s: Match(%q) = %+v, %v; want %q/%d/%d", s, name, got, ok, v.Topic, v.Partition, v.StartOffset)
+			}
+			off, ok := tpl.MatchPartition(name, v.Topic, v.Partition)
+			if !ok || off != v.StartOffset {
+				t.Errorf("%s: MatchPartition(%q) = %d, %v; want %d", s, name, off, ok, v.StartOffset)
+			}
+		}
+	}
+}
+
+func TestMatchRejects(t *testing.T) {
+	def := mustParse(t, defaultTemplate)
+	padded := mustParse(t, "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}")
+	ts := mustParse(t, "{{topic}}-{{partition}}-{{start_offset}}-{{timestamp:unit=MM}}")
+	for _, tc := range []struct {
+		tpl  *Template
+		name string
+	}{
+		{def, ""},
+		{def, "topic-1"},
+		{def, "topic-1-"},
+		{def, "-1-2"},                    // empty topic
+		{def, "t/x-1-2"},                 // "/" is not a topic character
+		{def, "t-01-2"},                  // leading zero: Render never writes it
+		{def, "t-1-02"},                  //
+		{def, "t-2147483648-2"},          // partition overflows int32
+		{def, "t-1-9223372036854775808"}, // offset overflows int64
+		{def, "t-1-2.jsonl"},             // extension not stripped
+		{padded, "t/1/2"},
+		{padded, "t/000000001/00000000000000000002"},
+		{padded, "t/0000000001/0000000000000000002"},
+		{padded, "t/0000000001/99999999999999999999"},
+		{ts, "t-1-2-13"}, // month 13
+		{ts, "t-1-2-1"},
+	} {
+		if v, ok := tc.tpl.Match(tc.name); ok {
+			t.Errorf("%s: Match(%q) = %+v, want no match", tc.tpl, tc.name, v)
+		}
+	}
+}
+
+func TestMatchAmbiguousPrefersLongestTopic(t *testing.T) {
+	// "{{topic}}{{partition}}" cannot tell topic "a1" partition 2 from topic
+	// "a" partition 12; Match picks the longest topic, MatchPartition knows.
+	tpl := mustParse(t, "{{topic}}{{partition}}-{{start_offset}}")
+	v, ok := tpl.Match("a12-5")
+	if !ok || v.Topic != "a1" || v.Partition != 2 || v.StartOffset != 5 {
+		t.Errorf("Match = %+v, %v; want a1/2/5", v, ok)
+	}
+	if off, ok := tpl.MatchPartition("a12-5", "a", 12); !ok || off != 5 {
+		t.Errorf("MatchPartition(a, 12) = %d, %v; want 5", off, ok)
+	}
+	if _, ok := tpl.MatchPartition("a12-5", "a", 1); ok {
+		t.Errorf("MatchPartition(a, 1) matched a12-5")
+	}
+}
+
+func TestMatchPartitionFiltersOtherTopics(t *testing.T) {
+	// Topic "a" partition 1 and topic "a-1" share the listing prefix "a-1-".
+	tpl := mustParse(t, defaultTemplate)
+	prefix, exact := tpl.PartitionPrefix("a", 1)
+	if prefix != "a-1-" || !exact {
+		t.Fatalf("PartitionPrefix = %q, %v", prefix, exact)
+	}
+	other := tpl.Render(Vars{Topic: "a-1", Partition: 3, StartOffset: 7}) // "a-1-3-7"
+	if !strings.HasPrefix(other, prefix) {
+		t.Fatalf("test premise: %q should share prefix %q", other, prefix)
+	}
+	if off, ok := tpl.MatchPartition(other, "a", 1); ok {
+		t.Errorf("MatchPartition(%q, a, 1) = %d, want no match", other, off)
+	}
+	mine := tpl.Render(Vars{Topic: "a", Partition: 1, StartOffset: 42})
+	if off, ok := tpl.MatchPartition(mine, "a", 1); !ok || off != 42 {
+		t.Errorf("MatchPartition(%q, a, 1) = %d, %v; want 42", mine, off, ok)
+	}
+}
+
+func TestMatchRepeatedVariableMustAgree(t *testing.T) {
+	tpl := mustParse(t, "{{topic}}/{{partition}}/{{topic}}-{{partition:padding=true}}-{{start_offset}}")
+	if _, ok := tpl.Match("a/1/a-0000000001-5"); !ok {
+		t.Error("consistent name did not match")
+	}
+	if _, ok := tpl.Match("a/1/b-0000000001-5"); ok {
+		t.Error("topic mismatch matched")
+	}
+	if _, ok := tpl.Match("a/1/a-0000000002-5"); ok {
+		t.Error("partition mismatch matched")
+	}
+}
+
+func TestPartitionPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		tpl    string
+		prefix string
+		exact  bool
+	}{
+		{defaultTemplate, "a-b.c-3-", true},
+		{"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}", "a-b.c/0000000003/", true},
+		{"logs/{{topic}}/{{partition}}/{{start_offset}}", "logs/a-b.c/3/", true},
+		{"logs/{{topic}}/{{timestamp:unit=yyyy}}/{{partition}}-{{start_offset}}", "logs/a-b.c/", false},
+		{"{{timestamp:unit=yyyy}}/{{topic}}-{{partition}}-{{start_offset}}", "", false},
+		{"{{topic}}-{{start_offset}}-{{partition}}", "a-b.c-", true},
+	} {
+		prefix, exact := mustParse(t, tc.tpl).PartitionPrefix("a-b.c", 3)
+		if prefix != tc.prefix || exact != tc.exact {
+			t.Errorf("%s: PartitionPrefix = %q, %v; want %q, %v", tc.tpl, prefix, exact, tc.prefix, tc.exact)
+		}
+	}
+}
+
+func TestPartitionPrefixPrefixesRenderedNames(t *testing.T) {
+	tpl := mustParse(t, "{{topic}}/{{partition:padding=true}}/{{timestamp:unit=yyyy}}/{{start_offset}}")
+	v := Vars{Topic: "t", Partition: 5, StartOffset: 9, Time: time.Unix(0, 0)}
+	prefix, _ := tpl.PartitionPrefix(v.Topic, v.Partition)
+	if name := tpl.Render(v); !strings.HasPrefix(name, prefix) {
+		t.Errorf("Render = %q does not start with PartitionPrefix %q", name, prefix)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		defaultTemplate,
+		"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}",
+		"{{timestamp:unit=yyyy}}/{{timestamp:unit=MM}}/{{topic}}{{partition}}{{start_offset}}",
+		"{{topic}}-{{partition:padding=yes}}", "{{", "}}", "{{}}", "{{ topic }}", "../x", "/x",
+		"{{topic}}-{{partition}}-{{start_offset}}-{{key}}", "a//b",
+	} {
+		f.Add(s, "a-b.c", int32(3), int64(42))
+	}
+	f.Fuzz(func(t *testing.T, s, topic string, partition int32, offset int64) {
+		tpl, err := Parse(s)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.Offset < 0 || pe.Offset > len(s) {
+				t.Fatalf("Parse(%q): bad error %#v", s, err)
+			}
+			return
+		}
+		if tpl.String() != s {
+			t.Fatalf("String() = %q, want %q", tpl.String(), s)
+		}
+		if !validTopic(topic) || partition < 0 || offset < 0 {
+			return
+		}
+		v := Vars{Topic: topic, Partition: partition, StartOffset: offset, Time: time.Unix(offset%(1<<33), 0)}
+		name := tpl.Render(v)
+		if strings.HasPrefix(name, "/") {
+			t.Fatalf("%q rendered %q with a leading /", s, name)
+		}
+		for _, seg := range strings.Split(name, "/") {
+			if seg == ".." || seg == "." || seg == "" {
+				t.Fatalf("%q rendered %q with segment %q", s, name, seg)
+			}
+		}
+		prefix, exact := tpl.PartitionPrefix(topic, partition)
+		if !strings.HasPrefix(name, prefix) {
+			t.Fatalf("%q: name %q lacks PartitionPrefix %q", s, name, prefix)
+		}
+		if got, ok := tpl.MatchPartition(name, topic, partition); !ok || (exact && got != offset) {
+			t.Fatalf("%q: MatchPartition(%q) = %d, %v; want %d", s, name, got, ok, offset)
+		}
+		m, ok := tpl.Match(name)
+		if !ok {
+			t.Fatalf("%q: Match(%q) failed", s, name)
+		}
+		if !tpl.hasTS {
+			if back := tpl.Render(m); back != name {
+				t.Fatalf("%q: Match(%q) = %+v renders %q", s, name, m, back)
+			}
+		}
+	})
+}
+
+func validTopic(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > maxTopicLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isTopicChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func BenchmarkRender(b *testing.B) {
+	tpl := mustParse(b, "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}")
+	v := Vars{Topic: "events.orders", Partition: 12, StartOffset: 123456789}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = tpl.Render(v)
+	}
+}

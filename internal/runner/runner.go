@@ -1,0 +1,185 @@
+// Package runner assembles the pipeline from a validated config (budget,
+// storage, sink, source) and runs it until a graceful stop or a fatal error.
+// It holds no logic of its own beyond the order of startup and shutdown.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/source"
+	"github.com/spillway/spillway/internal/storage"
+)
+
+// Options are hooks for callers that watch a run (the demo, tests).
+type Options struct {
+	// OnStart is called once the pipeline is built, with a way to read its
+	// progress.
+	OnStart func(p *Progress)
+	// SetGoMemLimit applies the plan's GOMEMLIMIT to the process. The run
+	// command sets it; tests that run several pipelines in one process don't.
+	SetGoMemLimit bool
+}
+
+// Progress reads counters of a running pipeline. Safe for concurrent use.
+type Progress struct {
+	Plan   budget.Plan
+	sink   *sink.Sink
+	source *source.Source
+	budget *budget.Budget
+}
+
+// Sink returns the sink's counters.
+func (p *Progress) Sink() sink.Stats { return p.sink.Stats() }
+
+// Source returns the source's counters.
+func (p *Progress) Source() source.Stats { return p.source.Stats() }
+
+// Budget returns the accountant's view.
+func (p *Progress) Budget() budget.Snapshot { return p.budget.Snapshot() }
+
+// MemoryPlan resolves backpressure.memory_limit into a plan.
+func MemoryPlan(bp config.Backpressure) (budget.Plan, string, error) {
+	limit, auto, err := bp.MemoryLimitBytes()
+	if err != nil {
+		return budget.Plan{}, "", err
+	}
+	where := "backpressure.memory_limit"
+	if auto {
+		if n, file, ok := budget.DetectLimit("/"); ok {
+			limit, where = n, "cgroup "+file
+		} else {
+			limit, where = budget.DefaultMemoryLimit, "default (no cgroup limit found)"
+		}
+	}
+	p, err := budget.NewPlan(limit)
+	return p, where, err
+}
+
+// Run consumes until ctx ends, then stops gracefully within
+// cfg.Shutdown.Timeout: open files are finished, uploaded and committed.
+// It returns nil after a clean stop.
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) error {
+	plan, where, err := MemoryPlan(cfg.Backpressure)
+	if err != nil {
+		return err
+	}
+	if opts.SetGoMemLimit {
+		debug.SetMemoryLimit(plan.GoLimit)
+	}
+	log.Info("memory plan", "from", where, "plan", plan.String())
+
+	tmpl, err := naming.Parse(cfg.File.NameTemplate)
+	if err != nil {
+		return fmt.Errorf("file.name_template: %w", err)
+	}
+	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{PartSize: int64(cfg.Storage.PartSize)})
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+
+	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
+	b.Acquire(budget.FetchBuf, plan.Reserved)
+	fcfg := cfg.Format
+	// Probe the chain once so a format that can't be built fails at start,
+	// not on the first record.
+	if _, err := format.NewEncoder(fcfg, io.Discard); err != nil {
+		return fmt.Errorf("format: %w", err)
+	}
+	scfg := sink.Config{
+		Template:     tmpl,
+		Prefix:       cfg.Storage.Prefix,
+		Extension:    format.Extension(fcfg),
+		MaxRecords:   cfg.File.MaxRecords,
+		MaxBytes:     int64(cfg.File.MaxBytes),
+		MaxAge:       cfg.File.MaxAge,
+		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
+		Uploaders:    cfg.Storage.UploadConcurrency,
+		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
+			return format.NewEncoder(fcfg, w)
+		},
+		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
+			return format.NewCompressor(fcfg.Compression, w)
+		},
+		CompressorMemory: format.CompressorMemory(fcfg.Compression),
+		ErrRecord:        format.ErrRecord,
+		NullValues:       cfg.Errors.NullValues,
+		Tolerance:        cfg.Errors.Tolerance,
+	}
+	var src *source.Source
+	if cfg.Errors.DeadLetterTopic != "" {
+		dlq := cfg.Errors.DeadLetterTopic
+		scfg.DeadLetter = func(ctx context.Context, r *kgo.Record, cause error) error {
+			return deadLetter(ctx, src.Client(), dlq, r, cause)
+		}
+	}
+	snk := sink.New(scfg, bucket, b, log)
+	defer snk.Close()
+
+	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches}, snk, b, cfg.Shutdown.Timeout, log)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if opts.OnStart != nil {
+		opts.OnStart(&Progress{Plan: plan, sink: snk, source: src, budget: b})
+	}
+	log.Info("spillway running", "brokers", cfg.Kafka.Brokers, "group", cfg.Kafka.Group,
+		"storage", bucket.String(), "max_open_files", snk.MaxOpenFiles())
+
+	// hard ends only when the shutdown deadline passes, so that records
+	// already polled are still written after a graceful stop begins.
+	hard, cancelHard := context.WithCancel(context.Background())
+	defer cancelHard()
+	tickCtx, stopTick := context.WithCancel(hard)
+	tickDone := make(chan struct{})
+	go func() { defer close(tickDone); snk.RunTicker(tickCtx) }()
+	defer func() { stopTick(); <-tickDone }()
+
+	runErr := src.Run(ctx, hard)
+	if runErr == nil {
+		runErr = snk.Err()
+	}
+	if runErr != nil {
+		log.Error("stopping after a fatal error; offsets are committed only up to what is durable", "err", runErr)
+		return runErr
+	}
+	log.Info("stopping: finishing open files", "deadline", cfg.Shutdown.Timeout)
+	timer := time.AfterFunc(cfg.Shutdown.Timeout, cancelHard)
+	defer timer.Stop()
+	if err := src.Shutdown(hard); err != nil {
+		return fmt.Errorf("graceful stop (shutdown.timeout %s): %w", cfg.Shutdown.Timeout, err)
+	}
+	st := snk.Stats()
+	log.Info("stopped cleanly", "records", st.Records, "files", st.FilesUploaded, "bytes", st.BytesUploaded)
+	return nil
+}
+
+// deadLetter produces a record that could not be written to the dead-letter
+// topic, with the cause and origin in headers, and waits until it is acked.
+func deadLetter(ctx context.Context, cl *kgo.Client, topic string, r *kgo.Record, cause error) error {
+	dl := &kgo.Record{
+		Topic: topic,
+		Key:   r.Key,
+		Value: r.Value,
+		Headers: append(append([]kgo.RecordHeader(nil), r.Headers...),
+			kgo.RecordHeader{Key: "spillway.error", Value: []byte(cause.Error())},
+			kgo.RecordHeader{Key: "spillway.topic", Value: []byte(r.Topic)},
+			kgo.RecordHeader{Key: "spillway.partition", Value: fmt.Append(nil, r.Partition)},
+			kgo.RecordHeader{Key: "spillway.offset", Value: fmt.Append(nil, r.Offset)},
+		),
+	}
+	return cl.ProduceSync(ctx, dl).FirstErr()
+}

@@ -1,0 +1,532 @@
+// Package sink routes records to open files, decides when a file rotates,
+// hands finished files to storage, and tracks which offsets are durable.
+//
+// Data flows as an io.Writer chain per open file:
+// encoder ▸ compressor ▸ storage writer. One open file exists per
+// topic-partition. Closed files are committed to storage by a bounded pool
+// of upload workers, so consumption continues while uploads run; when every
+// worker is busy, rotation waits, and that wait is what slows consumption
+// when storage is slow.
+//
+// Concurrency: Write, Tick, Revoke, Lost and Drain may be called from
+// different goroutines; they serialize on one mutex. Upload workers never
+// take that mutex.
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/storage"
+)
+
+// Encoder turns records into bytes on the writer it was made with. Close
+// writes any trailer; it does not close that writer.
+type Encoder interface {
+	Encode(r *kgo.Record) error
+	Close() error
+}
+
+// Bucket is where files are committed.
+type Bucket interface {
+	NewWriter(ctx context.Context, key string, meta map[string]string) (*storage.Writer, error)
+	WriterMemory() int64
+}
+
+// Config is what the sink needs to know, already validated.
+type Config struct {
+	Template     *naming.Template
+	Prefix       string
+	Extension    string // ".jsonl.gz"
+	MaxRecords   int64
+	MaxBytes     int64
+	MaxAge       time.Duration
+	MaxOpenFiles int // 0 = derived from the budget
+	Uploaders    int
+
+	// NewEncoder and NewCompressor build a file's chain. CompressorMemory is
+	// what one compressor plus encoder holds, for the budget.
+	NewEncoder       func(w io.Writer) (Encoder, error)
+	NewCompressor    func(w io.Writer) (io.WriteCloser, error)
+	CompressorMemory int64
+
+	// ErrRecord tells record errors (policy applies) from I/O errors (fatal).
+	ErrRecord  error
+	NullValues string // write | ignore | fail
+	Tolerance  string // none | all
+	// DeadLetter, when set, receives records that cannot be written. It must
+	// return only once the record is durable in the dead-letter topic.
+	DeadLetter func(ctx context.Context, r *kgo.Record, cause error) error
+}
+
+// Reason says why a file was closed.
+type Reason string
+
+// Rotation reasons, as counted in metrics.
+const (
+	ReasonRecords   Reason = "records"
+	ReasonBytes     Reason = "bytes"
+	ReasonAge       Reason = "age"
+	ReasonPressure  Reason = "pressure"
+	ReasonOpenFiles Reason = "open_files"
+	ReasonRevoke    Reason = "revoke"
+	ReasonShutdown  Reason = "shutdown"
+)
+
+// Stats are counters for progress and metrics.
+type Stats struct {
+	Records       int64 // records written to files
+	Skipped       int64 // records skipped by the error policy
+	DeadLettered  int64
+	FilesOpen     int
+	FilesUploaded int64
+	BytesUploaded int64
+	Uploading     int64
+	Closed        map[Reason]int64
+}
+
+// Sink writes records into files. Create it with New.
+type Sink struct {
+	cfg     Config
+	bucket  Bucket
+	budget  *budget.Budget
+	tracker *tracker
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	files map[TopicPartition]*openFile
+	stats Stats
+
+	jobs chan *openFile
+	// Counters the upload workers update without s.mu.
+	uploading, filesUploaded, bytesUploaded atomic.Int64
+	workers                                 sync.WaitGroup
+	inflight                                sync.WaitGroup
+	fileMem                                 int64
+
+	errMu sync.Mutex
+	err   error
+	ctx   context.Context // ends uploads on hard stop
+	stop  context.CancelFunc
+}
+
+type openFile struct {
+	tp       TopicPartition
+	key      string
+	w        *storage.Writer
+	comp     io.WriteCloser
+	enc      Encoder
+	seg      *segment
+	start    int64
+	next     int64 // one past the last offset handled
+	records  int64
+	created  time.Time
+	lastUsed time.Time
+	mem      int64
+}
+
+// New starts the upload workers. Close stops them.
+func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
+	if cfg.Uploaders <= 0 {
+		cfg.Uploaders = 1
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Sink{
+		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
+		files:   map[TopicPartition]*openFile{},
+		jobs:    make(chan *openFile),
+		fileMem: cfg.CompressorMemory + bucket.WriterMemory(),
+		ctx:     ctx, stop: stop,
+	}
+	s.stats.Closed = map[Reason]int64{}
+	if s.cfg.MaxOpenFiles <= 0 {
+		// Half the budget for open files; the rest for fetches and uploads.
+		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / s.fileMem)
+		if s.cfg.MaxOpenFiles < 1 {
+			s.cfg.MaxOpenFiles = 1
+		}
+	}
+	for range cfg.Uploaders {
+		s.workers.Add(1)
+		go s.uploader()
+	}
+	return s
+}
+
+// MaxOpenFiles is the effective cap on open files.
+func (s *Sink) MaxOpenFiles() int { return s.cfg.MaxOpenFiles }
+
+// Err is the first fatal error, if any. After it, Write refuses records.
+func (s *Sink) Err() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+func (s *Sink) fail(err error) {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// Stats returns a copy of the counters.
+func (s *Sink) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.FilesOpen = len(s.files)
+	st.Uploading = s.uploading.Load()
+	st.FilesUploaded = s.filesUploaded.Load()
+	st.BytesUploaded = s.bytesUploaded.Load()
+	st.Closed = make(map[Reason]int64, len(s.stats.Closed))
+	for k, v := range s.stats.Closed {
+		st.Closed[k] = v
+	}
+	return st
+}
+
+// Write routes records to their files. Records must arrive in offset order
+// per partition, as a Kafka consumer gives them.
+func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.Err(); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := s.writeOne(ctx, r); err != nil {
+			s.fail(err)
+			return err
+		}
+	}
+	if s.budget.Over() {
+		if err := s.relieveLocked(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Sink) writeOne(ctx context.Context, r *kgo.Record) error {
+	tp := TopicPartition{r.Topic, r.Partition}
+	if r.Value == nil {
+		switch s.cfg.NullValues {
+		case "ignore":
+			return s.skip(ctx, tp, r, nil)
+		case "fail":
+			return s.recordError(ctx, tp, r, fmt.Errorf("record %s/%d@%d has a null value and errors.null_values is fail", r.Topic, r.Partition, r.Offset))
+		}
+	}
+	f, err := s.fileFor(ctx, tp, r)
+	if err != nil {
+		return err
+	}
+	if err := f.enc.Encode(r); err != nil {
+		if s.cfg.ErrRecord != nil && errors.Is(err, s.cfg.ErrRecord) {
+			return s.recordError(ctx, tp, r, err)
+		}
+		return fmt.Errorf("write %s: %w", f.key, err)
+	}
+	f.next = r.Offset + 1
+	f.records++
+	f.lastUsed = time.Now()
+	s.stats.Records++
+	s.budget.AddRecords(1)
+	switch {
+	case s.cfg.MaxRecords > 0 && f.records >= s.cfg.MaxRecords:
+		return s.closeLocked(ctx, f, ReasonRecords)
+	case s.cfg.MaxBytes > 0 && f.w.Written() >= s.cfg.MaxBytes:
+		return s.closeLocked(ctx, f, ReasonBytes)
+	}
+	return nil
+}
+
+// recordError applies the error policy to one record.
+func (s *Sink) recordError(ctx context.Context, tp TopicPartition, r *kgo.Record, cause error) error {
+	if s.cfg.DeadLetter != nil {
+		if err := s.cfg.DeadLetter(ctx, r, cause); err != nil {
+			return fmt.Errorf("send %s/%d@%d to the dead-letter topic: %w", r.Topic, r.Partition, r.Offset, err)
+		}
+		s.stats.DeadLettered++
+		s.log.Warn("record sent to the dead-letter topic", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "cause", cause)
+		return s.skip(ctx, tp, r, cause)
+	}
+	if s.cfg.Tolerance != "all" {
+		return fmt.Errorf("%w (to skip such records set errors.tolerance: all, or send them to errors.dead_letter_topic)", cause)
+	}
+	s.log.Warn("record skipped", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "cause", cause)
+	return s.skip(ctx, tp, r, cause)
+}
+
+// skip accounts for a record that is handled without being stored, so its
+// offset can still be committed.
+func (s *Sink) skip(_ context.Context, tp TopicPartition, r *kgo.Record, _ error) error {
+	s.stats.Skipped++
+	if f := s.files[tp]; f != nil {
+		f.next = r.Offset + 1
+		return nil
+	}
+	s.tracker.skipped(tp, r.Offset, r.Offset+1)
+	return nil
+}
+
+func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record) (*openFile, error) {
+	if f := s.files[tp]; f != nil {
+		return f, nil
+	}
+	if len(s.files) >= s.cfg.MaxOpenFiles {
+		if err := s.closeLocked(ctx, s.leastRecentLocked(), ReasonOpenFiles); err != nil {
+			return nil, err
+		}
+	}
+	name := s.cfg.Template.Render(naming.Vars{Topic: tp.Topic, Partition: tp.Partition, StartOffset: r.Offset, Time: r.Timestamp})
+	key := s.cfg.Prefix + name + s.cfg.Extension
+	w, err := s.bucket.NewWriter(s.ctx, key, map[string]string{
+		"spillway-topic":        tp.Topic,
+		"spillway-partition":    fmt.Sprint(tp.Partition),
+		"spillway-start-offset": fmt.Sprint(r.Offset),
+	})
+	if err != nil {
+		return nil, err
+	}
+	comp, err := s.cfg.NewCompressor(w)
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	enc, err := s.cfg.NewEncoder(comp)
+	if err != nil {
+		w.Abort()
+		return nil, err
+	}
+	now := time.Now()
+	f := &openFile{tp: tp, key: key, w: w, comp: comp, enc: enc, start: r.Offset, next: r.Offset,
+		created: now, lastUsed: now, mem: s.fileMem, seg: s.tracker.open(tp, r.Offset)}
+	s.budget.Acquire(budget.Encoders, f.mem)
+	s.files[tp] = f
+	return f, nil
+}
+
+func (s *Sink) leastRecentLocked() *openFile {
+	var lru *openFile
+	for _, f := range s.files {
+		if lru == nil || f.lastUsed.Before(lru.lastUsed) {
+			lru = f
+		}
+	}
+	return lru
+}
+
+// closeLocked finishes a file's encoding and hands it to an upload worker.
+// It blocks while every worker is busy: that is the back pressure.
+func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
+	delete(s.files, f.tp)
+	s.stats.Closed[why]++
+	s.budget.AddRecords(-f.records)
+	err := f.enc.Close()
+	if cerr := f.comp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		f.w.Abort()
+		s.budget.Release(budget.Encoders, f.mem)
+		return fmt.Errorf("finish %s: %w", f.key, err)
+	}
+	s.tracker.finish(f.seg, f.next)
+	// The compressor is gone; what remains is the writer's buffers.
+	s.budget.Release(budget.Encoders, f.mem)
+	f.mem = s.bucket.WriterMemory()
+	s.budget.Acquire(budget.Uploading, f.mem)
+	s.inflight.Add(1)
+	s.uploading.Add(1)
+	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
+	select {
+	case s.jobs <- f:
+		return nil
+	case <-ctx.Done():
+		s.inflight.Done()
+		f.w.Abort()
+		s.budget.Release(budget.Uploading, f.mem)
+		return fmt.Errorf("hand %s to an uploader: %w", f.key, ctx.Err())
+	}
+}
+
+func (s *Sink) uploader() {
+	defer s.workers.Done()
+	for f := range s.jobs {
+		n := f.w.Written()
+		err := f.w.Commit()
+		s.budget.Release(budget.Uploading, f.mem)
+		// Not s.mu: a writer holding s.mu may be waiting for this worker.
+		s.uploading.Add(-1)
+		if err == nil {
+			s.filesUploaded.Add(1)
+			s.bytesUploaded.Add(n)
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("upload %s: %w", f.key, err))
+		} else {
+			s.tracker.markDurable(f.seg)
+		}
+		s.inflight.Done()
+	}
+}
+
+// relieveLocked closes the largest open files until the budget would be
+// back under its low watermark.
+func (s *Sink) relieveLocked(ctx context.Context) error {
+	files := make([]*openFile, 0, len(s.files))
+	for _, f := range s.files {
+		files = append(files, f)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].w.Written() > files[j].w.Written() })
+	for _, f := range files {
+		if !s.budget.Over() {
+			break
+		}
+		if err := s.closeLocked(ctx, f, ReasonPressure); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Tick closes files older than max_age, including files of partitions that
+// went idle.
+func (s *Sink) Tick(ctx context.Context, now time.Time) error {
+	if s.cfg.MaxAge <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.filesLocked() {
+		if now.Sub(f.created) >= s.cfg.MaxAge {
+			if err := s.closeLocked(ctx, f, ReasonAge); err != nil {
+				s.fail(err)
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// filesLocked returns open files in a stable order.
+func (s *Sink) filesLocked() []*openFile {
+	out := make([]*openFile, 0, len(s.files))
+	for _, f := range s.files {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].tp.Topic != out[j].tp.Topic {
+			return out[i].tp.Topic < out[j].tp.Topic
+		}
+		return out[i].tp.Partition < out[j].tp.Partition
+	})
+	return out
+}
+
+// RunTicker calls Tick until ctx ends.
+func (s *Sink) RunTicker(ctx context.Context) {
+	every := time.Second
+	if s.cfg.MaxAge > 0 && s.cfg.MaxAge/4 < every {
+		every = s.cfg.MaxAge / 4
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if err := s.Tick(ctx, now); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Flush closes the open files of the given partitions (all when tps is nil)
+// and waits until they are durable.
+func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reason) error {
+	s.mu.Lock()
+	for _, f := range s.filesLocked() {
+		if tps == nil || tps[f.tp] {
+			if err := s.closeLocked(ctx, f, why); err != nil {
+				s.mu.Unlock()
+				s.fail(err)
+				return err
+			}
+		}
+	}
+	s.mu.Unlock()
+	if tps == nil {
+		done := make(chan struct{})
+		go func() { s.inflight.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for uploads: %w", ctx.Err())
+		}
+		return s.Err()
+	}
+	if err := s.tracker.waitDurable(ctx, tps); err != nil {
+		return fmt.Errorf("wait for uploads: %w", err)
+	}
+	return s.Err()
+}
+
+// Committable pops what became durable: per partition, the offset to commit.
+// only limits it to some partitions; nil means all.
+func (s *Sink) Committable(only map[TopicPartition]bool) map[TopicPartition]int64 {
+	return s.tracker.committable(only)
+}
+
+// Durable returns a channel closed the next time a file becomes durable.
+func (s *Sink) Durable() <-chan struct{} { return s.tracker.Wake() }
+
+// Drop forgets partitions this instance no longer owns: open files are
+// abandoned (their offsets were never committed, so nothing is lost) and
+// their offsets are never committed.
+func (s *Sink) Drop(tps map[TopicPartition]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tp := range tps {
+		if f := s.files[tp]; f != nil {
+			delete(s.files, tp)
+			s.budget.AddRecords(-f.records)
+			_ = f.enc.Close()
+			_ = f.comp.Close()
+			f.w.Abort()
+			s.budget.Release(budget.Encoders, f.mem)
+		}
+	}
+	s.tracker.drop(tps)
+}
+
+// Close abandons open files and stops the upload workers. Call Flush first
+// for a graceful stop.
+func (s *Sink) Close() {
+	s.mu.Lock()
+	all := map[TopicPartition]bool{}
+	for tp := range s.files {
+		all[tp] = true
+	}
+	s.mu.Unlock()
+	s.Drop(all)
+	s.stop()
+	close(s.jobs)
+	s.workers.Wait()
+}

@@ -1,0 +1,341 @@
+// Package source is the Kafka side: the consumer group, fetching with
+// pause and resume under the byte budget, rebalance callbacks, and offset
+// commits of exactly what the sink reports durable.
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/sink"
+)
+
+// Sink is what the source feeds and asks about durability.
+type Sink interface {
+	Write(ctx context.Context, recs []*kgo.Record) error
+	Flush(ctx context.Context, tps map[sink.TopicPartition]bool, why sink.Reason) error
+	Committable(only map[sink.TopicPartition]bool) map[sink.TopicPartition]int64
+	Durable() <-chan struct{}
+	Drop(tps map[sink.TopicPartition]bool)
+}
+
+// Source consumes a group's partitions into a Sink.
+type Source struct {
+	cl     *kgo.Client
+	sink   Sink
+	budget *budget.Budget
+	log    *slog.Logger
+	// revokeTimeout bounds how long a revoked partition's files may take.
+	revokeTimeout time.Duration
+
+	commitMu sync.Mutex
+	pending  map[sink.TopicPartition]int64 // durable, not yet committed
+	stats    Stats
+	statsMu  sync.Mutex
+	topics   map[string]bool
+}
+
+// Stats are the source's counters.
+type Stats struct {
+	Fetched   int64
+	Committed map[sink.TopicPartition]int64
+	Pauses    int64
+	Paused    bool
+}
+
+// New builds the consumer. It does not connect until Run.
+func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout time.Duration, log *slog.Logger) (*Source, error) {
+	src := &Source{sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
+		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{}}
+	src.stats.Committed = map[sink.TopicPartition]int64{}
+	opts, err := ClientOptions(k)
+	if err != nil {
+		return nil, err
+	}
+	start := kgo.NewOffset().AtStart()
+	if k.StartOffset == "latest" {
+		start = kgo.NewOffset().AtEnd()
+	}
+	opts = append(opts,
+		kgo.ConsumerGroup(k.Group),
+		kgo.ConsumeResetOffset(start),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(src.onRevoked),
+		kgo.OnPartitionsLost(src.onLost),
+		kgo.WithLogger(slogLogger{log}),
+	)
+	if fetch.MaxBytes > 0 {
+		opts = append(opts,
+			kgo.FetchMaxBytes(fetch.MaxBytes),
+			kgo.FetchMaxPartitionBytes(fetch.MaxBytes),
+			kgo.MaxConcurrentFetches(fetch.MaxConcurent))
+	}
+	if k.TopicRegex != "" {
+		if _, err := regexp.Compile(k.TopicRegex); err != nil {
+			return nil, fmt.Errorf("kafka.topic_regex: %w", err)
+		}
+		opts = append(opts, kgo.ConsumeTopics(k.TopicRegex), kgo.ConsumeRegex())
+	} else {
+		opts = append(opts, kgo.ConsumeTopics(k.Topics...))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	src.cl = cl
+	return src, nil
+}
+
+// Client is the underlying Kafka client, for producing dead letters.
+func (s *Source) Client() *kgo.Client { return s.cl }
+
+// Stats returns a copy of the counters.
+func (s *Source) Stats() Stats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	st := s.stats
+	st.Committed = make(map[sink.TopicPartition]int64, len(s.stats.Committed))
+	for k, v := range s.stats.Committed {
+		st.Committed[k] = v
+	}
+	return st
+}
+
+const maxPollRecords = 10_000
+
+// Run fetches and writes until stop ends (a graceful stop) or an error.
+// Writes use hard, which ends only when the stop deadline has passed. It
+// commits durable offsets in the background as soon as they are durable.
+func (s *Source) Run(stop, hard context.Context) error {
+	cctx, cancel := context.WithCancel(hard)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.commitLoop(cctx) }()
+	defer wg.Wait()
+	defer cancel()
+
+	for stop.Err() == nil {
+		if s.budget.Over() {
+			s.pause()
+			if err := s.budget.Wait(stop); err != nil {
+				break
+			}
+			s.resume()
+		}
+		fetches := s.cl.PollRecords(stop, maxPollRecords)
+		if fetches.IsClientClosed() || stop.Err() != nil {
+			s.cl.AllowRebalance()
+			break
+		}
+		var fatal error
+		fetches.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			s.log.Warn("fetch error", "topic", t, "partition", p, "err", err)
+			var ke *kerr.Error
+			if errors.As(err, &ke) && (ke == kerr.SaslAuthenticationFailed || ke == kerr.TopicAuthorizationFailed || ke == kerr.GroupAuthorizationFailed) {
+				fatal = fmt.Errorf("kafka: %s/%d: %w", t, p, err)
+			}
+		})
+		if fatal != nil {
+			s.cl.AllowRebalance()
+			return fatal
+		}
+		recs := fetches.Records()
+		var size int64
+		for _, r := range recs {
+			size += RecordSize(r)
+			s.topics[r.Topic] = true
+		}
+		s.budget.Acquire(budget.Fetched, size)
+		err := s.sink.Write(hard, recs)
+		s.budget.Release(budget.Fetched, size)
+		s.statsMu.Lock()
+		s.stats.Fetched += int64(len(recs))
+		s.statsMu.Unlock()
+		s.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RecordSize is the memory a fetched record holds, for the budget.
+func RecordSize(r *kgo.Record) int64 {
+	n := int64(len(r.Key) + len(r.Value) + len(r.Topic) + 128)
+	for _, h := range r.Headers {
+		n += int64(len(h.Key) + len(h.Value) + 32)
+	}
+	return n
+}
+
+func (s *Source) pause() {
+	topics := make([]string, 0, len(s.topics))
+	for t := range s.topics {
+		topics = append(topics, t)
+	}
+	s.cl.PauseFetchTopics(topics...)
+	s.cl.AllowRebalance()
+	snap := s.budget.Snapshot()
+	s.log.Info("budget full: fetching paused", "used", snap.Used, "limit", snap.Limit, "records", snap.Records)
+	s.statsMu.Lock()
+	s.stats.Pauses++
+	s.stats.Paused = true
+	s.statsMu.Unlock()
+}
+
+func (s *Source) resume() {
+	topics := make([]string, 0, len(s.topics))
+	for t := range s.topics {
+		topics = append(topics, t)
+	}
+	s.cl.ResumeFetchTopics(topics...)
+	s.log.Info("budget below low watermark: fetching resumed", "used", s.budget.Snapshot().Used)
+	s.statsMu.Lock()
+	s.stats.Paused = false
+	s.statsMu.Unlock()
+}
+
+// Shutdown makes every open file durable, commits, and leaves the group,
+// all within ctx.
+func (s *Source) Shutdown(ctx context.Context) error {
+	err := s.sink.Flush(ctx, nil, sink.ReasonShutdown)
+	if cerr := s.commit(ctx, nil); err == nil {
+		err = cerr
+	}
+	if lerr := s.cl.LeaveGroupContext(ctx); err == nil && lerr != nil && !errors.Is(lerr, context.Canceled) {
+		err = fmt.Errorf("leave group: %w", lerr)
+	}
+	return err
+}
+
+// Close releases the client. Call Shutdown first for a graceful stop.
+func (s *Source) Close() { s.cl.Close() }
+
+func (s *Source) commitLoop(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		wake := s.sink.Durable()
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-t.C:
+		}
+		if err := s.commit(ctx, nil); err != nil && ctx.Err() == nil {
+			s.log.Warn("offset commit failed; will retry", "err", err)
+		}
+	}
+}
+
+// commit commits what the sink reports durable, for the given partitions
+// (all when only is nil). It keeps what failed for the next attempt.
+func (s *Source) commit(ctx context.Context, only map[sink.TopicPartition]bool) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	for tp, off := range s.sink.Committable(only) {
+		s.pending[tp] = off
+	}
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	n := 0
+	for tp, off := range s.pending {
+		if only != nil && !only[tp] {
+			continue
+		}
+		if offsets[tp.Topic] == nil {
+			offsets[tp.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		offsets[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	var cerr error
+	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				tp := sink.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
+					cerr = fmt.Errorf("commit %s/%d: %w", t.Topic, p.Partition, e)
+					continue
+				}
+				off := offsets[t.Topic][p.Partition].Offset
+				if s.pending[tp] == off {
+					delete(s.pending, tp)
+				}
+				s.statsMu.Lock()
+				s.stats.Committed[tp] = off
+				s.statsMu.Unlock()
+			}
+		}
+	})
+	if cerr != nil {
+		return fmt.Errorf("commit offsets: %w", cerr)
+	}
+	return nil
+}
+
+func toSet(m map[string][]int32) map[sink.TopicPartition]bool {
+	out := map[sink.TopicPartition]bool{}
+	for t, ps := range m {
+		for _, p := range ps {
+			out[sink.TopicPartition{Topic: t, Partition: p}] = true
+		}
+	}
+	return out
+}
+
+// onRevoked finishes the revoked partitions' files and commits them before
+// the partitions move to another member, so the new owner starts exactly
+// where this one stopped.
+func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	tps := toSet(revoked)
+	fctx, cancel := context.WithTimeout(ctx, s.revokeTimeout)
+	defer cancel()
+	if err := s.sink.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
+		s.log.Warn("revoked partitions not flushed in time; their files are abandoned and will be consumed again by the new owner", "err", err)
+	}
+	if err := s.commit(fctx, tps); err != nil {
+		s.log.Warn("commit on revoke failed", "err", err)
+	}
+	s.forget(tps)
+}
+
+// onLost drops partitions without committing: another member may own them
+// already.
+func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	tps := toSet(lost)
+	s.log.Warn("partitions lost; dropping their open files without commit", "partitions", len(tps))
+	s.forget(tps)
+}
+
+func (s *Source) forget(tps map[sink.TopicPartition]bool) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.sink.Drop(tps)
+	for tp := range tps {
+		delete(s.pending, tp)
+	}
+}

@@ -1,0 +1,153 @@
+package storage
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// localBufferSize is the write buffer of a local file: big enough to turn
+// encoder writes into few syscalls, small enough not to matter to the budget.
+const localBufferSize = 256 << 10
+
+// tmpPrefix marks files being written. They live in the target directory so
+// that the final rename is atomic, and List skips them.
+const tmpPrefix = ".spillway-tmp-"
+
+type local struct{ root string }
+
+func openLocal(dir string) (*local, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create directory %s: %w", dir, err)
+	}
+	return &local{root: filepath.Clean(dir)}, nil
+}
+
+func (l *local) path(key string) (string, error) {
+	p := filepath.Join(l.root, filepath.FromSlash(key))
+	if !strings.HasPrefix(p, l.root+string(filepath.Separator)) {
+		return "", fmt.Errorf("key %q escapes the storage directory", key)
+	}
+	return p, nil
+}
+
+func (l *local) newWriter(_ context.Context, key string, _ map[string]string) (objectWriter, error) {
+	final, err := l.path(key)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return nil, err
+	}
+	return &localWriter{f: f, bw: bufio.NewWriterSize(f, localBufferSize), final: final}, nil
+}
+
+type localWriter struct {
+	f     *os.File
+	bw    *bufio.Writer
+	final string
+}
+
+func (w *localWriter) Write(p []byte) (int, error) { return w.bw.Write(p) }
+
+// commit makes the file durable before it becomes visible: flush, fsync the
+// data, rename into place, fsync the directory so the rename survives a
+// crash. Create-only: an existing object is never replaced.
+func (w *localWriter) commit() error {
+	err := w.bw.Flush()
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// Link fails if final exists, which gives create-only semantics.
+		err = os.Link(w.f.Name(), w.final)
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("object %s already exists: %w", w.final, ErrExists)
+		}
+	}
+	rmErr := os.Remove(w.f.Name())
+	if err == nil {
+		err = rmErr
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(w.final))
+	}
+	return err
+}
+
+func (w *localWriter) abort() {
+	_ = w.f.Close()
+	_ = os.Remove(w.f.Name())
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (l *local) list(ctx context.Context, prefix string, fn func(Object) error) error {
+	// Walk only the deepest directory the prefix names.
+	start := l.root
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))
+	}
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		rel, err := filepath.Rel(l.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return fn(Object{Key: key, Size: info.Size()})
+	})
+	return err
+}
+
+func (l *local) read(_ context.Context, key string) (io.ReadCloser, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(p)
+}
+
+func (l *local) close() error { return nil }

@@ -1,0 +1,196 @@
+// Package storage writes finished files to a bucket: a local directory or
+// any gocloud.dev/blob URL (s3, gs, azblob, mem).
+//
+// Its one promise is about durability: when Writer.Commit returns nil, the
+// object is durable under its final name, and before that no object is
+// visible under that name. The sink relies on this to decide which offsets
+// may be committed.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // registers azblob://
+	_ "gocloud.dev/blob/gcsblob"   // registers gs://
+	_ "gocloud.dev/blob/memblob"   // registers mem://
+	_ "gocloud.dev/blob/s3blob"    // registers s3://
+)
+
+// Options tunes how objects are uploaded.
+type Options struct {
+	// PartSize is the size of one upload request for remote stores. It is
+	// also the unit of memory a remote writer holds.
+	PartSize int64
+}
+
+// Object describes one stored object.
+type Object struct {
+	Key  string
+	Size int64
+}
+
+// backend is what a scheme must provide. It is small on purpose: the local
+// directory needs fsync semantics that gocloud's fileblob does not give.
+type backend interface {
+	newWriter(ctx context.Context, key string, meta map[string]string) (objectWriter, error)
+	list(ctx context.Context, prefix string, fn func(Object) error) error
+	read(ctx context.Context, key string) (io.ReadCloser, error)
+	close() error
+}
+
+type objectWriter interface {
+	io.Writer
+	commit() error
+	abort()
+}
+
+// Bucket is an opened storage location.
+type Bucket struct {
+	be       backend
+	url      string // redacted, for messages
+	writeMem int64
+}
+
+// Open opens the bucket named by rawURL. file:// URLs are handled here with
+// fsync; every other scheme goes through gocloud.dev/blob.
+func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("storage: parse url %q: %w", Redact(rawURL), err)
+	}
+	if opts.PartSize <= 0 {
+		opts.PartSize = 8 << 20
+	}
+	if u.Scheme == "file" {
+		dir := u.Path
+		if dir == "" {
+			return nil, fmt.Errorf("storage: file url %q has no path", rawURL)
+		}
+		be, err := openLocal(dir)
+		if err != nil {
+			return nil, err
+		}
+		return &Bucket{be: be, url: rawURL, writeMem: localBufferSize}, nil
+	}
+	b, err := blob.OpenBucket(ctx, rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), err)
+	}
+	// A gocloud writer holds the part being filled and the part being
+	// uploaded (MaxConcurrency 1).
+	return &Bucket{be: &remote{b: b, partSize: int(opts.PartSize)}, url: Redact(rawURL), writeMem: 2 * opts.PartSize}, nil
+}
+
+// WriterMemory is the most memory one open Writer of this bucket holds, for
+// the budget.
+func (b *Bucket) WriterMemory() int64 { return b.writeMem }
+
+// String returns the bucket URL with credentials removed.
+func (b *Bucket) String() string { return b.url }
+
+// NewWriter starts an object. Nothing is visible under key until Commit
+// returns nil. ctx bounds the whole upload.
+func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]string) (*Writer, error) {
+	w, err := b.be.newWriter(ctx, key, meta)
+	if err != nil {
+		return nil, fmt.Errorf("storage: start %s: %w", key, err)
+	}
+	return &Writer{w: w, key: key}, nil
+}
+
+// List calls fn for every object whose key starts with prefix.
+func (b *Bucket) List(ctx context.Context, prefix string, fn func(Object) error) error {
+	if err := b.be.list(ctx, prefix, fn); err != nil {
+		return fmt.Errorf("storage: list %q: %w", prefix, err)
+	}
+	return nil
+}
+
+// Read opens an object for reading.
+func (b *Bucket) Read(ctx context.Context, key string) (io.ReadCloser, error) {
+	r, err := b.be.read(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("storage: read %s: %w", key, err)
+	}
+	return r, nil
+}
+
+// Close releases the bucket.
+func (b *Bucket) Close() error { return b.be.close() }
+
+// Writer streams one object. It is not safe for concurrent use.
+type Writer struct {
+	w    objectWriter
+	key  string
+	n    int64
+	done bool
+}
+
+// Write appends p to the object.
+func (w *Writer) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.n += int64(n)
+	if err != nil {
+		return n, fmt.Errorf("storage: write %s: %w", w.key, err)
+	}
+	return n, nil
+}
+
+// Written is the number of bytes written so far.
+func (w *Writer) Written() int64 { return w.n }
+
+// Key is the object's final name.
+func (w *Writer) Key() string { return w.key }
+
+// Commit finishes the upload. When it returns nil the object is durable.
+func (w *Writer) Commit() error {
+	if w.done {
+		return errors.New("storage: writer already finished")
+	}
+	w.done = true
+	if err := w.w.commit(); err != nil {
+		return fmt.Errorf("storage: commit %s: %w", w.key, err)
+	}
+	return nil
+}
+
+// Abort discards the object; nothing stays visible under its name.
+func (w *Writer) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.w.abort()
+}
+
+// Redact removes credentials from a storage URL so it can be logged.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparseable url>"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		for _, s := range []string{"secret", "key", "token", "sig", "password", "credential"} {
+			if strings.Contains(lk, s) {
+				q.Set(k, "REDACTED")
+				changed = true
+			}
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
