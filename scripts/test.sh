@@ -42,8 +42,12 @@ on_exit() {
 	if [ "$rc" -ne 0 ] && [ -n "$CURRENT_STEP" ]; then
 		printf 'FAIL: step "%s" (exit %d)\n' "$CURRENT_STEP" "$rc" >&2
 	fi
+	stop_emulators
 }
 trap on_exit EXIT
+# A signal ends the script through exit, so the EXIT trap stops the emulators.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 as_root() {
 	if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -80,25 +84,155 @@ install_staticcheck() {
 	GOBIN="$CACHE_BIN" go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 }
 
-# install_versitygw: S3 emulator (see shared TESTING.md). Not installed yet:
-# add `GOBIN="$CACHE_BIN" go install github.com/versity/versitygw/cmd/versitygw@VERSION`
-# (about 65 s, so guard it like install_staticcheck) when the S3 tests need it.
+# ------------------------------------------------------------ emulators --
+# The storage tests run against emulators that nobody here wrote (see shared
+# TESTING.md). They are installed once into .cache (git-ignored) and rebuilt
+# only when a pin or the Go version changes.
+
+VERSITYGW_VERSION="v1.8.0"
+FAKE_GCS_SERVER_VERSION="v1.56.1"
+AZURITE_VERSION="3.37.0"
+
+# go_bin_current BIN MODULE VERSION: BIN exists, was built from MODULE at
+# VERSION, and by this Go.
+go_bin_current() {
+	local bin="$1" mod="$2" version="$3"
+	[ -x "$bin" ] || return 1
+	go version -m "$bin" 2>/dev/null | grep -Eq "^[[:space:]]+mod[[:space:]]+$mod[[:space:]]+$version([[:space:]]|\$)" || return 1
+	[ "$(go version -m "$bin" | head -n1 | awk '{print $2}')" = "$(go env GOVERSION)" ]
+}
+
+# install_versitygw: the S3 emulator (Apache-2.0); a cold build takes minutes.
 install_versitygw() {
-	:
+	if go_bin_current "$CACHE_BIN/versitygw" github.com/versity/versitygw "$VERSITYGW_VERSION"; then
+		echo "versitygw $VERSITYGW_VERSION already installed"
+		return 0
+	fi
+	mkdir -p "$CACHE_BIN"
+	GOBIN="$CACHE_BIN" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 }
 
-# install_fake_gcs_server: GCS emulator. Not installed yet; the in-process
-# fakestorage package may be enough. If a process is needed:
-# `GOBIN="$CACHE_BIN" go install github.com/fsouza/fake-gcs-server@VERSION`.
+# install_fake_gcs_server: the GCS emulator, as a separate program rather
+# than the in-process fakestorage package, so that the client and the server
+# share no code.
 install_fake_gcs_server() {
-	:
+	if go_bin_current "$CACHE_BIN/fake-gcs-server" github.com/fsouza/fake-gcs-server "$FAKE_GCS_SERVER_VERSION"; then
+		echo "fake-gcs-server $FAKE_GCS_SERVER_VERSION already installed"
+		return 0
+	fi
+	mkdir -p "$CACHE_BIN"
+	GOBIN="$CACHE_BIN" go install "github.com/fsouza/fake-gcs-server@$FAKE_GCS_SERVER_VERSION"
 }
 
-# install_azurite: Azure Blob emulator. Not installed yet: Node + npm from
-# Debian, then `npm install --prefix "$REPO/.cache/azurite" azurite@3.37.0`
-# (run azurite-blob with --skipApiVersionCheck --loose).
+# install_azurite: the Azure Blob emulator, from npm into .cache/azurite. It
+# runs on Node 20 despite npm's engine warning.
 install_azurite() {
-	:
+	local dir="$REPO/.cache/azurite"
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		echo "installing: nodejs npm"
+		as_root apt-get update -qq
+		as_root apt-get install -y -qq --no-install-recommends nodejs npm
+	fi
+	if [ -x "$dir/node_modules/.bin/azurite-blob" ] &&
+		[ "$(node -p "require('$dir/node_modules/azurite/package.json').version" 2>/dev/null)" = "$AZURITE_VERSION" ]; then
+		echo "azurite $AZURITE_VERSION already installed"
+		return 0
+	fi
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION"
+	[ -x "$dir/node_modules/.bin/azurite-blob" ]
+}
+
+EMULATOR_DIR=""
+EMULATOR_PIDS=()
+
+# free_port PREFERRED: PREFERRED if nothing listens there, else a port near
+# it that is free (another checkout may be running its own emulators).
+free_port() {
+	local p
+	for p in $(seq "$1" $(($1 + 50))); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port near $1"
+}
+
+# start_emulator NAME PORT CMD...: start CMD in the background, logging to
+# the temp dir, and wait until it accepts connections on PORT.
+start_emulator() {
+	local name="$1" port="$2"; shift 2
+	local logf="$EMULATOR_DIR/$name.log"
+	"$@" >"$logf" 2>&1 &
+	local pid=$!
+	EMULATOR_PIDS+=("$pid")
+	local deadline=$((SECONDS + 60))
+	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			cat "$logf" >&2
+			die "$name exited before it listened on 127.0.0.1:$port"
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || { cat "$logf" >&2; die "$name did not listen on 127.0.0.1:$port within 60s"; }
+		sleep 0.2
+	done
+	kill -0 "$pid" 2>/dev/null || die "$name exited; is 127.0.0.1:$port taken?"
+	echo "$name: pid $pid, 127.0.0.1:$port, log $logf"
+}
+
+# start_emulators: S3, GCS and Azure emulators on loopback ports, with their
+# data in a temp dir, and the environment the storage tests read.
+start_emulators() {
+	EMULATOR_DIR="$(mktemp -d "${TMPDIR:-/tmp}/spillway-emulators.XXXXXX")"
+	mkdir -p "$EMULATOR_DIR/s3" "$EMULATOR_DIR/azurite"
+
+	local s3_port gcs_port azure_port
+	export AWS_ACCESS_KEY_ID="spillway-test"
+	export AWS_SECRET_ACCESS_KEY="spillway-test-secret"
+	export AWS_REGION="us-east-1"
+	export AWS_EC2_METADATA_DISABLED=true
+	s3_port="$(free_port 7070)"
+	start_emulator versitygw "$s3_port" \
+		"$CACHE_BIN/versitygw" --access "$AWS_ACCESS_KEY_ID" --secret "$AWS_SECRET_ACCESS_KEY" \
+		--region "$AWS_REGION" --port "127.0.0.1:$s3_port" --quiet posix "$EMULATOR_DIR/s3"
+	export SPILLWAY_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
+
+	# STORAGE_EMULATOR_HOST must equal -public-host exactly, or every read
+	# fails with "object doesn't exist".
+	gcs_port="$(free_port 4443)"
+	start_emulator fake-gcs-server "$gcs_port" \
+		"$CACHE_BIN/fake-gcs-server" -scheme http -host 127.0.0.1 -port "$gcs_port" \
+		-public-host "127.0.0.1:$gcs_port" -external-url "http://127.0.0.1:$gcs_port" \
+		-backend memory -log-level warn
+	export STORAGE_EMULATOR_HOST="127.0.0.1:$gcs_port"
+
+	# Azurite's well-known development account (public, not a secret).
+	# --disableTelemetry: it would otherwise send usage data off the machine.
+	# A 1 s keep-alive lets the tests wait out the SDK's idle connections
+	# (private to the SDK) before goleak looks.
+	azure_port="$(free_port 10000)"
+	start_emulator azurite "$azure_port" \
+		"$REPO/.cache/azurite/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$azure_port" \
+		--location "$EMULATOR_DIR/azurite" --skipApiVersionCheck --loose --silent --disableTelemetry \
+		--blobKeepAliveTimeout 1
+	export SPILLWAY_TEST_AZURE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:$azure_port/devstoreaccount1;"
+}
+
+# stop_emulators: kill what start_emulators started (by pid) and remove
+# their data. Runs from the EXIT trap, so it must not fail.
+stop_emulators() {
+	local pid
+	for pid in "${EMULATOR_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${EMULATOR_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	EMULATOR_PIDS=()
+	if [ -n "$EMULATOR_DIR" ]; then
+		rm -rf "$EMULATOR_DIR"
+		EMULATOR_DIR=""
+	fi
 }
 
 install_tools() {
@@ -137,6 +271,7 @@ main() {
 	step "go vet" go vet ./...
 	step "staticcheck" staticcheck ./...
 	step "go build" go build ./...
+	step "start emulators" start_emulators
 	step "go test -race" run_tests
 	log "all checks passed ($((SECONDS - start))s)"
 }

@@ -56,13 +56,39 @@ func run(args []string, stdout, stderr io.Writer, environ []string) int {
 	return exitRuntime
 }
 
+// usageArgs marks argument errors as usage errors (exit 2).
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if err := v(c, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+// groupCmd is a command that only holds subcommands: an unknown one is a
+// usage error, not a request for help.
+func groupCmd(c *cobra.Command) *cobra.Command {
+	c.Args = usageArgs(cobra.NoArgs)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		return usageError{fmt.Errorf("%s needs a subcommand; see `%s --help`", c.CommandPath(), c.CommandPath())}
+	}
+	return c
+}
+
 func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
-	root := &cobra.Command{
+	root := groupCmd(&cobra.Command{
 		Use:           "spillway",
 		Short:         "Kafka to object storage, with back pressure",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-	}
+	})
+	root.Args = usageArgs(func(c *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q; commands are run, demo, config check, version", args[0])
+		}
+		return nil
+	})
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -97,7 +123,7 @@ func runCmd(stderr io.Writer, environ []string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run --config FILE",
 		Short: "Consume until SIGINT/SIGTERM, then finish open files, upload, commit and exit",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
 				return usageError{errors.New("run needs --config FILE (see `spillway config check`)")}
@@ -122,7 +148,7 @@ func demoCmd(stdout, stderr io.Writer) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole pipeline on an in-process broker with synthetic data into ./spillway-out",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Out == "" {
 				o.Out = demo.DefaultOut()
@@ -150,16 +176,16 @@ func demoCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func configCmd(stdout io.Writer, environ []string) *cobra.Command {
-	c := &cobra.Command{Use: "config", Short: "Inspect configuration"}
+	c := groupCmd(&cobra.Command{Use: "config", Short: "Inspect configuration"})
 	c.AddCommand(&cobra.Command{
 		Use:   "check FILE",
 		Short: "Validate a config and print the effective one, secrets redacted",
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: usageArgs(func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError{errors.New("config check takes exactly one FILE")}
+				return errors.New("config check takes exactly one FILE")
 			}
 			return nil
-		},
+		}),
 		RunE: func(_ *cobra.Command, args []string) error {
 			cfg, err := loadConfig(args[0], environ)
 			if err != nil {
@@ -180,7 +206,7 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		Run: func(*cobra.Command, []string) {
 			fmt.Fprintln(stdout, "spillway", version)
 		},

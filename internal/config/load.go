@@ -211,11 +211,29 @@ func unknownKeyHint(key string) string {
 	return fmt.Sprintf("%s takes %s", where, strings.Join(keys.children(section), ", "))
 }
 
+// notForUs tells variables that share the prefix but were never meant as
+// config: Kubernetes injects SPILLWAY_SERVICE_HOST, SPILLWAY_PORT and
+// SPILLWAY_PORT_8080_TCP... for a Service named spillway, and the test
+// script sets SPILLWAY_TEST_*. Refusing to start over those would break
+// deployments that did nothing wrong.
+func notForUs(name string) bool {
+	rest := strings.TrimPrefix(name, envPrefix)
+	for _, p := range []string{"SERVICE_", "TEST_"} {
+		if strings.HasPrefix(rest, p) {
+			return true
+		}
+	}
+	return rest == "PORT" || strings.HasPrefix(rest, "PORT_")
+}
+
 // fromEnv maps one SPILLWAY_* variable to its key and converted value, or
 // to "" (ignored) after recording a problem. The value of an unknown or
 // rejected variable is never shown: it may be a secret.
 func fromEnv(name, value string, ps *problems, bad map[string]bool) (string, any) {
 	s, ok := keys.byEnv[name]
+	if !ok && notForUs(name) {
+		return "", nil
+	}
 	if !ok {
 		hint := fmt.Sprintf("variables are %s followed by a key in upper case with _ for ., such as %s for kafka.brokers",
 			envPrefix, keys.byKey["kafka.brokers"].env)

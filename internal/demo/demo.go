@@ -238,7 +238,7 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 	fmt.Fprintf(out, "\nsummary: %d produced, %d stored in %d files over %d partitions, %d missing, %d duplicated, %.1fs\n",
 		sum.Produced, sum.Stored, sum.Files, len(parts), sum.Missing, sum.Duplicates, sum.Elapsed.Seconds())
 	if sum.OK() {
-		fmt.Fprintf(out, "OK: every record is in %s exactly once, and the committed offsets match.\n", sum.Dir)
+		fmt.Fprintf(out, "OK: every record is in %s exactly once, and the group's committed offsets equal the end offsets.\n", sum.Dir)
 		return sum, nil
 	}
 	return sum, fmt.Errorf("demo: output check failed: %d missing, %d duplicated", sum.Missing, sum.Duplicates)

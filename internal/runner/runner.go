@@ -30,6 +30,8 @@ type Options struct {
 	// SetGoMemLimit applies the plan's GOMEMLIMIT to the process. The run
 	// command sets it; tests that run several pipelines in one process don't.
 	SetGoMemLimit bool
+	// StorageFaults slow or stall storage (tests, bench).
+	StorageFaults *storage.Faults
 }
 
 // Progress reads counters of a running pipeline. Safe for concurrent use.
@@ -84,14 +86,24 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
-	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{PartSize: int64(cfg.Storage.PartSize)})
+	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
+	b.Acquire(budget.FetchBuf, plan.Reserved)
+	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{
+		PartSize:          int64(cfg.Storage.PartSize),
+		UploadConcurrency: cfg.Storage.UploadConcurrency,
+		Faults:            opts.StorageFaults,
+		Account: func(delta int64) {
+			if delta >= 0 {
+				b.Acquire(budget.Buffered, delta)
+			} else {
+				b.Release(budget.Buffered, -delta)
+			}
+		},
+	})
 	if err != nil {
 		return err
 	}
 	defer bucket.Close()
-
-	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
-	b.Acquire(budget.FetchBuf, plan.Reserved)
 	fcfg := cfg.Format
 	// Probe the chain once so a format that can't be built fails at start,
 	// not on the first record.
@@ -128,7 +140,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	snk := sink.New(scfg, bucket, b, log)
 	defer snk.Close()
 
-	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches}, snk, b, cfg.Shutdown.Timeout, log)
+	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches, Reserved: plan.Reserved}, snk, b, cfg.Shutdown.Timeout, log)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,10 @@ func testConfig(brokers []string, dir string) *config.Config {
 // started runs the pipeline in the background and returns a stop function
 // that asks for a graceful stop and returns Run's error.
 func started(t *testing.T, cfg *config.Config) (progress func() *Progress, stop func() error) {
+	return startedWith(t, cfg, Options{})
+}
+
+func startedWith(t *testing.T, cfg *config.Config, opts Options) (progress func() *Progress, stop func() error) {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
@@ -54,7 +58,8 @@ func started(t *testing.T, cfg *config.Config) (progress func() *Progress, stop 
 	ctx, cancel := context.WithCancel(context.Background())
 	var p atomic.Pointer[Progress]
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, testLogger(t), Options{OnStart: p.Store}) }()
+	opts.OnStart = p.Store
+	go func() { done <- Run(ctx, cfg, testLogger(t), opts) }()
 	var stopped bool
 	var runErr error
 	stop = func() error {

@@ -3,14 +3,14 @@
 //
 // Data flows as an io.Writer chain per open file:
 // encoder ▸ compressor ▸ storage writer. One open file exists per
-// topic-partition. Closed files are committed to storage by a bounded pool
-// of upload workers, so consumption continues while uploads run; when every
-// worker is busy, rotation waits, and that wait is what slows consumption
-// when storage is slow.
+// topic-partition. Storage takes parts in the background and a closed file
+// is committed in the background, so consumption continues while uploads
+// run; every byte waiting for storage is in the budget, and the budget, not a
+// blocked write, is what slows consumption when storage is slow.
 //
-// Concurrency: Write, Tick, Revoke, Lost and Drain may be called from
-// different goroutines; they serialize on one mutex. Upload workers never
-// take that mutex.
+// Concurrency: Write, Tick, Flush, Drop and Close may be called from
+// different goroutines; they serialize on one mutex. Uploads run in their
+// own goroutines and never take it.
 package sink
 
 import (
@@ -42,6 +42,7 @@ type Encoder interface {
 type Bucket interface {
 	NewWriter(ctx context.Context, key string, meta map[string]string) (*storage.Writer, error)
 	WriterMemory() int64
+	PartSize() int64
 }
 
 // Config is what the sink needs to know, already validated.
@@ -108,10 +109,8 @@ type Sink struct {
 	files map[TopicPartition]*openFile
 	stats Stats
 
-	jobs chan *openFile
 	// Counters the upload workers update without s.mu.
 	uploading, filesUploaded, bytesUploaded atomic.Int64
-	workers                                 sync.WaitGroup
 	inflight                                sync.WaitGroup
 	fileMem                                 int64
 
@@ -145,21 +144,17 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	s := &Sink{
 		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
 		files:   map[TopicPartition]*openFile{},
-		jobs:    make(chan *openFile),
 		fileMem: cfg.CompressorMemory + bucket.WriterMemory(),
 		ctx:     ctx, stop: stop,
 	}
 	s.stats.Closed = map[Reason]int64{}
 	if s.cfg.MaxOpenFiles <= 0 {
 		// Half the budget for open files; the rest for fetches and uploads.
-		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / s.fileMem)
+		// Each open file also fills one part buffer, counted as it is used.
+		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / (s.fileMem + bucket.PartSize()))
 		if s.cfg.MaxOpenFiles < 1 {
 			s.cfg.MaxOpenFiles = 1
 		}
-	}
-	for range cfg.Uploaders {
-		s.workers.Add(1)
-		go s.uploader()
 	}
 	return s
 }
@@ -206,14 +201,23 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
-	for _, r := range recs {
+	for i, r := range recs {
 		if err := s.writeOne(ctx, r); err != nil {
 			s.fail(err)
 			return err
 		}
+		// A poll can return thousands of records: look at the budget within
+		// the batch too, cheaply, and at once after a big record.
+		if (i%256 == 255 || len(r.Value) >= 64<<10) && s.budget.Over() {
+			if err := s.relieveLocked(ctx); err != nil {
+				s.fail(err)
+				return err
+			}
+		}
 	}
 	if s.budget.Over() {
 		if err := s.relieveLocked(ctx); err != nil {
+			s.fail(err)
 			return err
 		}
 	}
@@ -330,9 +334,14 @@ func (s *Sink) leastRecentLocked() *openFile {
 	return lru
 }
 
-// closeLocked finishes a file's encoding and hands it to an upload worker.
-// It blocks while every worker is busy: that is the back pressure.
-func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
+// pendingCost is what a closed file waiting for storage holds besides its
+// part buffers (counted by storage) and its writer: its goroutine and state.
+const pendingCost = 16 << 10
+
+// closeLocked finishes a file's encoding and hands it to storage in the
+// background. It never waits for storage: what the file still holds stays
+// counted in the budget, and the budget is what slows consumption.
+func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
 	delete(s.files, f.tp)
 	s.stats.Closed[why]++
 	s.budget.AddRecords(-f.records)
@@ -340,49 +349,37 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	if cerr := f.comp.Close(); err == nil {
 		err = cerr
 	}
+	s.budget.Release(budget.Encoders, f.mem)
 	if err != nil {
 		f.w.Abort()
-		s.budget.Release(budget.Encoders, f.mem)
 		return fmt.Errorf("finish %s: %w", f.key, err)
 	}
 	s.tracker.finish(f.seg, f.next)
-	// The compressor is gone; what remains is the writer's buffers.
-	s.budget.Release(budget.Encoders, f.mem)
-	f.mem = s.bucket.WriterMemory()
+	f.mem = s.bucket.WriterMemory() + pendingCost
 	s.budget.Acquire(budget.Uploading, f.mem)
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
-	select {
-	case s.jobs <- f:
-		return nil
-	case <-ctx.Done():
-		s.inflight.Done()
-		f.w.Abort()
-		s.budget.Release(budget.Uploading, f.mem)
-		return fmt.Errorf("hand %s to an uploader: %w", f.key, ctx.Err())
-	}
+	go s.upload(f)
+	return nil
 }
 
-func (s *Sink) uploader() {
-	defer s.workers.Done()
-	for f := range s.jobs {
-		n := f.w.Written()
-		err := f.w.Commit()
-		s.budget.Release(budget.Uploading, f.mem)
-		// Not s.mu: a writer holding s.mu may be waiting for this worker.
-		s.uploading.Add(-1)
-		if err == nil {
-			s.filesUploaded.Add(1)
-			s.bytesUploaded.Add(n)
-		}
-		if err != nil {
-			s.fail(fmt.Errorf("upload %s: %w", f.key, err))
-		} else {
-			s.tracker.markDurable(f.seg)
-		}
-		s.inflight.Done()
+func (s *Sink) upload(f *openFile) {
+	defer s.inflight.Done()
+	n := f.w.Written()
+	err := f.w.Commit()
+	s.budget.Release(budget.Uploading, f.mem)
+	// Not s.mu: a writer holding s.mu may be waiting on the budget.
+	s.uploading.Add(-1)
+	if err != nil {
+		err = fmt.Errorf("upload %s: %w", f.key, err)
+		s.fail(err)
+		s.tracker.fail(err)
+		return
 	}
+	s.filesUploaded.Add(1)
+	s.bytesUploaded.Add(n)
+	s.tracker.markDurable(f.seg)
 }
 
 // relieveLocked closes the largest open files until the budget would be
@@ -393,8 +390,11 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 		files = append(files, f)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].w.Written() > files[j].w.Written() })
-	for _, f := range files {
-		if !s.budget.Over() {
+	// Closing frees a file's compressor, not bytes storage has yet to take:
+	// when storage is what is behind, closing everything would only make
+	// small files. Close the larger half at most; pausing does the rest.
+	for i, f := range files {
+		if !s.budget.Over() || (i >= (len(files)+1)/2) {
 			break
 		}
 		if err := s.closeLocked(ctx, f, ReasonPressure); err != nil {
@@ -462,6 +462,8 @@ func (s *Sink) RunTicker(ctx context.Context) {
 // and waits until they are durable.
 func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reason) error {
 	s.mu.Lock()
+	// Wait only for what exists now, not for files a later Write opens.
+	segs := s.tracker.segments(tps)
 	for _, f := range s.filesLocked() {
 		if tps == nil || tps[f.tp] {
 			if err := s.closeLocked(ctx, f, why); err != nil {
@@ -482,7 +484,7 @@ func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reaso
 		}
 		return s.Err()
 	}
-	if err := s.tracker.waitDurable(ctx, tps); err != nil {
+	if err := s.tracker.waitDurable(ctx, segs); err != nil {
 		return fmt.Errorf("wait for uploads: %w", err)
 	}
 	return s.Err()
@@ -527,6 +529,5 @@ func (s *Sink) Close() {
 	s.mu.Unlock()
 	s.Drop(all)
 	s.stop()
-	close(s.jobs)
-	s.workers.Wait()
+	s.inflight.Wait()
 }

@@ -27,6 +27,7 @@ type tracker struct {
 	mu    sync.Mutex
 	parts map[TopicPartition][]*segment
 	wake  chan struct{}
+	err   error // an upload failed: waiting is pointless
 }
 
 func newTracker() *tracker {
@@ -98,25 +99,52 @@ func (t *tracker) committable(only map[TopicPartition]bool) map[TopicPartition]i
 	return out
 }
 
-// pending reports whether any segment of the partitions is not durable yet.
-func (t *tracker) pending(tps map[TopicPartition]bool) bool {
+// fail records that an upload failed and wakes waiters.
+func (t *tracker) fail(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for tp := range tps {
-		for _, s := range t.parts[tp] {
-			if !s.durable {
-				return true
-			}
-		}
+	if t.err == nil {
+		t.err = err
 	}
-	return false
+	t.signalLocked()
 }
 
-// waitDurable blocks until every segment of the partitions is durable.
-func (t *tracker) waitDurable(ctx context.Context, tps map[TopicPartition]bool) error {
+// segments returns the segments of the partitions that exist now.
+func (t *tracker) segments(tps map[TopicPartition]bool) []*segment {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*segment
+	for tp := range tps {
+		out = append(out, t.parts[tp]...)
+	}
+	return out
+}
+
+// pending reports whether any of the segments is not durable yet, or the
+// error that means it never will be.
+func (t *tracker) pending(segs []*segment) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err != nil {
+		return false, t.err
+	}
+	for _, s := range segs {
+		if !s.durable {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// waitDurable blocks until every one of the segments is durable.
+func (t *tracker) waitDurable(ctx context.Context, segs []*segment) error {
 	for {
 		w := t.Wake()
-		if !t.pending(tps) {
+		pending, err := t.pending(segs)
+		if err != nil {
+			return err
+		}
+		if !pending {
 			return nil
 		}
 		select {

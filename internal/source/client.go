@@ -19,6 +19,7 @@ import (
 type Fetch struct {
 	MaxBytes     int32 // FetchMaxBytes
 	MaxConcurent int   // MaxConcurrentFetches
+	Reserved     int64 // what the budget reserves for the client's buffers
 }
 
 // ClientOptions translates the kafka config into franz-go options shared by

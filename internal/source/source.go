@@ -44,6 +44,8 @@ type Source struct {
 	stats    Stats
 	statsMu  sync.Mutex
 	topics   map[string]bool
+	// fetchReserved is what the budget holds for the client's buffers.
+	fetchReserved int64
 }
 
 // Stats are the source's counters.
@@ -59,6 +61,7 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 	src := &Source{sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
+	src.fetchReserved = fetch.Reserved
 	opts, err := ClientOptions(k)
 	if err != nil {
 		return nil, err
@@ -162,8 +165,13 @@ func (s *Source) Run(stop, hard context.Context) error {
 			size += RecordSize(r)
 			s.topics[r.Topic] = true
 		}
+		// Polled records are part of the fetch buffers already reserved:
+		// move their bytes from one holder to the other, don't count twice.
+		moved := min(size, s.fetchReserved)
 		s.budget.Acquire(budget.Fetched, size)
+		s.budget.Release(budget.FetchBuf, moved)
 		err := s.sink.Write(hard, recs)
+		s.budget.Acquire(budget.FetchBuf, moved)
 		s.budget.Release(budget.Fetched, size)
 		s.statsMu.Lock()
 		s.stats.Fetched += int64(len(recs))

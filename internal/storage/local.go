@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,9 +11,9 @@ import (
 	"strings"
 )
 
-// localBufferSize is the write buffer of a local file: big enough to turn
-// encoder writes into few syscalls, small enough not to matter to the budget.
-const localBufferSize = 256 << 10
+// localPartSize is the part size for local files: big enough to turn encoder
+// writes into few syscalls, small enough that many open files stay cheap.
+const localPartSize = 1 << 20
 
 // tmpPrefix marks files being written. They live in the target directory so
 // that the final rename is atomic, and List skips them.
@@ -50,25 +49,21 @@ func (l *local) newWriter(_ context.Context, key string, _ map[string]string) (o
 	if err != nil {
 		return nil, err
 	}
-	return &localWriter{f: f, bw: bufio.NewWriterSize(f, localBufferSize), final: final}, nil
+	return &localWriter{f: f, final: final}, nil
 }
 
 type localWriter struct {
 	f     *os.File
-	bw    *bufio.Writer
 	final string
 }
 
-func (w *localWriter) Write(p []byte) (int, error) { return w.bw.Write(p) }
+func (w *localWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
 
-// commit makes the file durable before it becomes visible: flush, fsync the
+// commit makes the file durable before it becomes visible: fsync the
 // data, rename into place, fsync the directory so the rename survives a
 // crash. Create-only: an existing object is never replaced.
 func (w *localWriter) commit() error {
-	err := w.bw.Flush()
-	if err == nil {
-		err = w.f.Sync()
-	}
+	err := w.f.Sync()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}

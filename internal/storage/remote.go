@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"sync"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -14,8 +16,30 @@ import (
 var ErrExists = errors.New("object already exists")
 
 type remote struct {
-	b        *blob.Bucket
+	b *blob.Bucket
+	// name is the bucket or container, for error messages: gocloud's errors
+	// name the key but not the bucket, so "bucket does not exist" would
+	// not say which. Open should set it to the URL's host.
+	name     string
 	partSize int
+
+	hookOnce sync.Once
+	hook     func(func(any) bool) error
+}
+
+// beforeWrite returns the backend's hook that tunes a writer beyond what
+// blob.WriterOptions reaches (see s3StreamingHook), or nil.
+func (r *remote) beforeWrite() func(func(any) bool) error {
+	r.hookOnce.Do(func() { r.hook = s3StreamingHook(r.b, int64(r.partSize)) })
+	return r.hook
+}
+
+// wrap adds the bucket name to a backend error.
+func (r *remote) wrap(err error) error {
+	if err == nil || r.name == "" {
+		return err
+	}
+	return fmt.Errorf("bucket %q: %w", r.name, err)
 }
 
 func (r *remote) newWriter(ctx context.Context, key string, meta map[string]string) (objectWriter, error) {
@@ -27,28 +51,42 @@ func (r *remote) newWriter(ctx context.Context, key string, meta map[string]stri
 		Metadata:                    meta,
 		ContentType:                 "application/octet-stream",
 		DisableContentTypeDetection: true,
+		BeforeWrite:                 r.beforeWrite(),
+		// Create-only, like the local backend: a commit never replaces an
+		// object. S3 sends If-None-Match: * (on PutObject or
+		// CompleteMultipartUpload), GCS ifGenerationMatch=0, Azure
+		// If-None-Match: * on the block list commit. versitygw v1.8.0,
+		// fake-gcs-server v1.56.1 and Azurite 3.37.0 all enforce it, for
+		// one-request and multipart uploads alike (TestEmulatorCreateOnly).
+		// An S3-compatible store that ignores the header silently
+		// overwrites; one that rejects it fails every commit.
+		IfNotExist: true,
 	})
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, r.wrap(err)
 	}
-	return &remoteWriter{w: w, cancel: cancel}, nil
+	return &remoteWriter{w: w, cancel: cancel, r: r}, nil
 }
 
 type remoteWriter struct {
 	w      *blob.Writer
 	cancel context.CancelFunc
+	r      *remote
 }
 
-func (w *remoteWriter) Write(p []byte) (int, error) { return w.w.Write(p) }
+func (w *remoteWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	return n, w.r.wrap(err)
+}
 
 func (w *remoteWriter) commit() error {
 	defer w.cancel()
 	err := w.w.Close()
 	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-		return errors.Join(err, ErrExists)
+		err = errors.Join(err, ErrExists)
 	}
-	return err
+	return w.r.wrap(err)
 }
 
 func (w *remoteWriter) abort() {
@@ -64,7 +102,7 @@ func (r *remote) list(ctx context.Context, prefix string, fn func(Object) error)
 			return nil
 		}
 		if err != nil {
-			return err
+			return r.wrap(err)
 		}
 		if o.IsDir {
 			continue
@@ -76,7 +114,11 @@ func (r *remote) list(ctx context.Context, prefix string, fn func(Object) error)
 }
 
 func (r *remote) read(ctx context.Context, key string) (io.ReadCloser, error) {
-	return r.b.NewReader(ctx, key, nil)
+	rd, err := r.b.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	return rd, nil
 }
 
 func (r *remote) close() error { return r.b.Close() }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // registers azblob://
@@ -27,6 +28,14 @@ type Options struct {
 	// PartSize is the size of one upload request for remote stores. It is
 	// also the unit of memory a remote writer holds.
 	PartSize int64
+	// UploadConcurrency bounds the parts being handed to storage at once,
+	// across all writers of the bucket. Default 4.
+	UploadConcurrency int
+	// Account, when set, is told of every part buffer allocated (+bytes) and
+	// freed (-bytes), so the byte budget sees data waiting for storage.
+	Account func(delta int64)
+	// Faults, when set, slow or stall the backend (tests, bench).
+	Faults *Faults
 }
 
 // Object describes one stored object.
@@ -55,6 +64,11 @@ type Bucket struct {
 	be       backend
 	url      string // redacted, for messages
 	writeMem int64
+	partSize int
+	uploads  chan struct{}
+	account  func(int64)
+	faults   *Faults
+	pool     sync.Pool
 }
 
 // Open opens the bucket named by rawURL. file:// URLs are handled here with
@@ -67,6 +81,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if opts.PartSize <= 0 {
 		opts.PartSize = 8 << 20
 	}
+	if opts.UploadConcurrency <= 0 {
+		opts.UploadConcurrency = 4
+	}
+	if opts.Account == nil {
+		opts.Account = func(int64) {}
+	}
+	b := &Bucket{partSize: int(opts.PartSize), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -76,20 +97,26 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Bucket{be: be, url: rawURL, writeMem: localBufferSize}, nil
+		// A local file needs no big parts: they only batch write syscalls.
+		b.be, b.url, b.partSize = be, rawURL, min(b.partSize, localPartSize)
+		return b, nil
 	}
-	b, err := blob.OpenBucket(ctx, rawURL)
+	bb, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), err)
 	}
-	// A gocloud writer holds the part being filled and the part being
-	// uploaded (MaxConcurrency 1).
-	return &Bucket{be: &remote{b: b, partSize: int(opts.PartSize)}, url: Redact(rawURL), writeMem: 2 * opts.PartSize}, nil
+	// Besides our part queue, a gocloud writer buffers one part of its own.
+	b.be, b.url, b.writeMem = &remote{b: bb, partSize: int(opts.PartSize)}, Redact(rawURL), opts.PartSize
+	return b, nil
 }
 
-// WriterMemory is the most memory one open Writer of this bucket holds, for
-// the budget.
+// WriterMemory is the memory one open Writer holds beyond the part buffers
+// reported to Options.Account, for the budget.
 func (b *Bucket) WriterMemory() int64 { return b.writeMem }
+
+// PartSize is the size of one part buffer. An open writer holds one while
+// it fills, and up to queueDepth more while storage is behind.
+func (b *Bucket) PartSize() int64 { return int64(b.partSize) }
 
 // String returns the bucket URL with credentials removed.
 func (b *Bucket) String() string { return b.url }
@@ -101,7 +128,10 @@ func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]stri
 	if err != nil {
 		return nil, fmt.Errorf("storage: start %s: %w", key, err)
 	}
-	return &Writer{w: w, key: key}, nil
+	if b.faults != nil {
+		w = faultyWriter{w, b.faults}
+	}
+	return &Writer{w: newPartQueue(w, b.partSize, b.uploads, b.account, &b.pool), key: key}, nil
 }
 
 // List calls fn for every object whose key starts with prefix.
@@ -126,7 +156,7 @@ func (b *Bucket) Close() error { return b.be.close() }
 
 // Writer streams one object. It is not safe for concurrent use.
 type Writer struct {
-	w    objectWriter
+	w    *partQueue
 	key  string
 	n    int64
 	done bool

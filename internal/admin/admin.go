@@ -1,0 +1,288 @@
+// Package admin serves Spillway's operator endpoint over HTTP:
+//
+//	/metrics  Prometheus metrics (private registry, Go and process collectors)
+//	/healthz  200 "ok" while the process serves
+//	/readyz   200 when ready, 503 with the reason otherwise
+//	/status   the current Status as indented JSON
+//
+// Every value comes from one Source.Snapshot call per request, taken at
+// request (scrape) time: the package runs no goroutine of its own besides the
+// HTTP server, and holds no global state.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// DefaultListen is the default admin.listen: loopback only, by design. The
+// endpoint has no authentication, so exposing it beyond the host is an explicit
+// choice of the operator.
+const DefaultListen = "127.0.0.1:8080"
+
+// ShutdownTimeout bounds how long Run waits for in-flight requests once its
+// context ends.
+const ShutdownTimeout = 5 * time.Second
+
+// Source provides the pipeline's state. Snapshot is called once per request
+// to /metrics, /readyz and /status, from the HTTP server's goroutines, possibly
+// concurrently: it must be safe for concurrent use, cheap, and must not block
+// on I/O. The returned Status is owned by the caller (admin never modifies it).
+type Source interface {
+	Snapshot() Status
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func() Status
+
+// Snapshot calls f.
+func (f SourceFunc) Snapshot() Status { return f() }
+
+// Status is a point-in-time view of a running pipeline. It is plain data, so
+// that it can be rendered as JSON on /status as is: keep secrets (credentials,
+// URLs with user info) out of it.
+type Status struct {
+	// Ready means the consumer has joined its group and the storage
+	// preflight passed.
+	Ready bool `json:"ready"`
+	// NotReadyReason says why Ready is false, for /readyz; optional.
+	NotReadyReason string `json:"not_ready_reason,omitempty"`
+	// FatalError is the last fatal error, if any. A Status with a fatal
+	// error is never ready.
+	FatalError string `json:"fatal_error,omitempty"`
+
+	// The byte budget (package budget): limit, current use, high-water mark,
+	// and the bytes held by each holder (fetched, encoders, buffered, ...).
+	BudgetLimitBytes int64            `json:"budget_limit_bytes"`
+	BudgetUsedBytes  int64            `json:"budget_used_bytes"`
+	BudgetPeakBytes  int64            `json:"budget_peak_bytes"`
+	BudgetHeldBytes  map[string]int64 `json:"budget_held_bytes"`
+
+	// BufferedRecords are records fetched and not yet durable.
+	BufferedRecords int64 `json:"buffered_records"`
+	// FetchPaused is true while fetching is paused by back pressure;
+	// PausedPartitions counts the partitions currently paused.
+	FetchPaused      bool `json:"fetch_paused"`
+	PausedPartitions int  `json:"paused_partitions"`
+
+	OpenFiles       int   `json:"open_files"`
+	UploadsInFlight int64 `json:"uploads_in_flight"`
+
+	// Counters since the process started.
+	FilesUploaded       int64 `json:"files_uploaded"`
+	BytesUploaded       int64 `json:"bytes_uploaded"`
+	RecordsWritten      int64 `json:"records_written"`
+	RecordsSkipped      int64 `json:"records_skipped"`
+	RecordsDeadLettered int64 `json:"records_dead_lettered"`
+	// FilesClosed counts closed files by rotation reason (records, bytes,
+	// age, pressure, open_files, revoke, shutdown). Include every reason,
+	// with 0 where none happened, so that rate() works from the first scrape.
+	FilesClosed map[string]int64 `json:"files_closed"`
+
+	// CommittedOffsets are the offsets committed to Kafka, by topic and
+	// partition: the next offset to consume, as Kafka defines a commit.
+	CommittedOffsets map[string]map[int32]int64 `json:"committed_offsets"`
+}
+
+// Server is the admin HTTP endpoint. Create it with New or NewWithListener,
+// then call Run once.
+type Server struct {
+	listen string
+	src    Source
+	log    *slog.Logger
+	reg    *prometheus.Registry
+
+	mu sync.Mutex
+	ln net.Listener // set by NewWithListener, or by Run once bound
+}
+
+// New returns a server that will listen on listen (host:port; see
+// CheckListen) when Run is called. An empty listen disables the endpoint.
+// A nil log discards logs.
+func New(listen string, src Source, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{listen: listen, src: src, log: log, reg: newRegistry(src)}
+}
+
+// NewWithListener returns a server that serves on ln. Run closes ln; if Run is
+// never called, the caller closes it. Use it to bind before Run (port 0 in
+// tests, or to fail early on a busy port).
+func NewWithListener(ln net.Listener, src Source, log *slog.Logger) *Server {
+	s := New(ln.Addr().String(), src, log)
+	s.ln = ln
+	return s
+}
+
+// Addr returns the address the server listens on, with the real port when
+// admin.listen asked for port 0. It is empty before Run has bound the address
+// (unless the server was built with NewWithListener) and when disabled.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// CheckListen validates an admin.listen value: empty (disabled) or host:port
+// with a numeric port. The error names the config key and the fix.
+func CheckListen(listen string) error {
+	if listen == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(listen)
+	if err == nil {
+		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("admin.listen %q: want host:port, e.g. %s, or empty to disable: %w", listen, DefaultListen, err)
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down, waiting up to ShutdownTimeout
+// for requests in flight. It returns nil after a clean stop, and an error
+// when admin.listen is invalid, the address can't be bound, the server
+// fails, or the shutdown deadline passes (connections are then closed).
+//
+// When the server is disabled (New with an empty listen) Run returns nil at
+// once, without waiting for ctx: it holds no goroutine, so a caller that
+// waits for all its components is not held up by it.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		if s.listen == "" {
+			s.log.Info("admin endpoint disabled (admin.listen is empty)")
+			return nil
+		}
+		if err := CheckListen(s.listen); err != nil {
+			return err
+		}
+		var err error
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(ctx, "tcp", s.listen); err != nil {
+			return fmt.Errorf("admin.listen %q: %w", s.listen, err)
+		}
+		s.mu.Lock()
+		s.ln = ln
+		s.mu.Unlock()
+	}
+	addr := ln.Addr().String()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		s.log.Warn("admin endpoint listens beyond loopback; it has no authentication", "addr", addr)
+	}
+
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }() // Serve closes ln when it returns
+	s.log.Info("admin endpoint serving", "addr", addr, "paths", "/metrics /healthz /readyz /status")
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("admin: serving on %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("admin: stopping the server on %s: %w", addr, err)
+	}
+	return nil
+}
+
+// Handler returns the endpoint's routes, for tests or for mounting elsewhere.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 4,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeText(w, http.StatusOK, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /status", s.status)
+	return mux
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	st := s.src.Snapshot()
+	switch {
+	case st.FatalError != "":
+		writeText(w, http.StatusServiceUnavailable, "not ready: fatal error: "+st.FatalError+"\n")
+	case !st.Ready:
+		why := st.NotReadyReason
+		if why == "" {
+			why = "the consumer has not joined its group or the storage preflight has not passed"
+		}
+		writeText(w, http.StatusServiceUnavailable, "not ready: "+why+"\n")
+	default:
+		writeText(w, http.StatusOK, "ready\n")
+	}
+}
+
+func (s *Server) status(w http.ResponseWriter, _ *http.Request) {
+	b, err := json.MarshalIndent(s.src.Snapshot(), "", "  ")
+	if err != nil { // Status is plain data: this would be a bug
+		s.log.Error("admin: encoding /status", "err", err)
+		writeText(w, http.StatusInternalServerError, "encoding status: "+err.Error()+"\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeText(w http.ResponseWriter, code int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(body))
+}
+
+// newRegistry builds the private registry: Go runtime, process, and
+// Spillway's own metrics. Nothing is registered globally.
+func newRegistry(src Source) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newCollector(src),
+	)
+	return reg
+}

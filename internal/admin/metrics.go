@@ -1,0 +1,116 @@
+package admin
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector turns one Source.Snapshot into Spillway's metrics at scrape
+// time. It keeps no state: values live in the pipeline, not here.
+type collector struct {
+	src Source
+}
+
+func newCollector(src Source) *collector { return &collector{src: src} }
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("spillway_"+name, help, labels, nil)
+}
+
+var (
+	descBudgetLimit = desc("budget_limit_bytes",
+		"Byte budget for all data Spillway holds (fetched records, encoder state, encoded bytes, upload parts). Above its high watermark fetching pauses and large files are flushed early.")
+	descBudgetUsed = desc("budget_used_bytes",
+		"Bytes currently held against the budget. Compare with spillway_budget_limit_bytes to see how close back pressure is.")
+	descBudgetPeak = desc("budget_peak_bytes",
+		"Highest spillway_budget_used_bytes since start: shows whether the budget was ever approached.")
+	descBudgetHeld = desc("budget_held_bytes",
+		"Bytes held against the budget by each holder (fetched, fetch_buffer, encoders, buffered, uploading): shows where memory goes when the budget is tight.",
+		"holder")
+	descBufferedRecords = desc("buffered_records",
+		"Records fetched from Kafka and not yet durable in storage; their offsets can't be committed yet.")
+	descFetchPaused = desc("fetch_paused",
+		"1 while fetching from Kafka is paused by back pressure (budget above its high watermark), else 0. Long pauses mean storage is slower than Kafka.")
+	descPausedPartitions = desc("fetch_paused_partitions",
+		"Partitions whose fetching is currently paused.")
+	descOpenFiles = desc("open_files",
+		"Files being written and not yet closed; each holds encoder state and buffered bytes.")
+	descUploadsInFlight = desc("uploads_in_flight",
+		"Closed files whose upload to storage has not finished yet.")
+	descFilesUploaded = desc("files_uploaded_total",
+		"Files uploaded to storage and durable since start.")
+	descBytesUploaded = desc("bytes_uploaded_total",
+		"Bytes uploaded to storage since start (after format and compression).")
+	descRecordsWritten = desc("records_written_total",
+		"Records written to files since start.")
+	descRecordsSkipped = desc("records_skipped_total",
+		"Records skipped by the error policy (errors.tolerance: all) since start: data deliberately not in storage.")
+	descRecordsDeadLettered = desc("records_dead_lettered_total",
+		"Records sent to the dead-letter topic (errors.dead_letter_topic) since start, because they could not be encoded.")
+	descFilesClosed = desc("files_closed_total",
+		"Files closed since start, by the reason that closed them (records, bytes, age, pressure, open_files, revoke, shutdown). Many pressure or open_files closes mean the budget is too small for the load.",
+		"reason")
+	descCommittedOffset = desc("committed_offset",
+		"Offset committed to Kafka per partition: the next offset to consume. Everything below it is durable in storage. Compare with the partition's end offset for lag.",
+		"topic", "partition")
+
+	allDescs = []*prometheus.Desc{
+		descBudgetLimit, descBudgetUsed, descBudgetPeak, descBudgetHeld,
+		descBufferedRecords, descFetchPaused, descPausedPartitions,
+		descOpenFiles, descUploadsInFlight,
+		descFilesUploaded, descBytesUploaded,
+		descRecordsWritten, descRecordsSkipped, descRecordsDeadLettered,
+		descFilesClosed, descCommittedOffset,
+	}
+)
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range allDescs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. It takes one snapshot, so the
+// values of one scrape are consistent with each other as far as the Source
+// makes them so.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Snapshot()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+
+	gauge(descBudgetLimit, float64(st.BudgetLimitBytes))
+	gauge(descBudgetUsed, float64(st.BudgetUsedBytes))
+	gauge(descBudgetPeak, float64(st.BudgetPeakBytes))
+	for holder, n := range st.BudgetHeldBytes {
+		gauge(descBudgetHeld, float64(n), holder)
+	}
+	gauge(descBufferedRecords, float64(st.BufferedRecords))
+	paused := 0.0
+	if st.FetchPaused {
+		paused = 1
+	}
+	gauge(descFetchPaused, paused)
+	gauge(descPausedPartitions, float64(st.PausedPartitions))
+	gauge(descOpenFiles, float64(st.OpenFiles))
+	gauge(descUploadsInFlight, float64(st.UploadsInFlight))
+
+	counter(descFilesUploaded, float64(st.FilesUploaded))
+	counter(descBytesUploaded, float64(st.BytesUploaded))
+	counter(descRecordsWritten, float64(st.RecordsWritten))
+	counter(descRecordsSkipped, float64(st.RecordsSkipped))
+	counter(descRecordsDeadLettered, float64(st.RecordsDeadLettered))
+	for reason, n := range st.FilesClosed {
+		counter(descFilesClosed, float64(n), reason)
+	}
+	for topic, parts := range st.CommittedOffsets {
+		for p, off := range parts {
+			gauge(descCommittedOffset, float64(off), topic, strconv.FormatInt(int64(p), 10))
+		}
+	}
+}

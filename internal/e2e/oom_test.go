@@ -1,0 +1,432 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+const (
+	oomTopic      = "big"
+	oomPartitions = 1000
+	oomBacklog    = 1536 << 20 // value bytes to produce before spillway starts
+	oomLimit      = 256 << 20  // the cgroup's hard memory limit
+	oomGroup      = "spillway-oom"
+)
+
+// TestBoundedMemoryUnderCgroup proves promise 1 (bounded memory) against the
+// real failure users hit: a container's memory limit, enforced by the
+// kernel. A backlog of 1.5 GiB in 1000 partitions, with records from 100 B
+// to 1 MiB, waits in the broker; spillway then drains it inside a 256 MiB
+// memory cgroup with memory_limit: auto. It must not be OOM-killed, must
+// stop cleanly on SIGTERM, and every record must be in storage exactly once.
+//
+// The broker runs in its own process, outside the cgroup, so only
+// spillway's memory counts against the limit.
+func TestBoundedMemoryUnderCgroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("produces and drains a 1.5 GiB backlog; skipped with -short")
+	}
+	cg := newMemCgroup(t, oomLimit)
+	out := filepath.Join(t.TempDir(), "out")
+	if o := os.Getenv("SCR_OUT"); o != "" {
+		out = o
+	}
+	checkDisk(t, filepath.Dir(out), 6<<30)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startBroker(t, oomPartitions, oomTopic)
+
+	// ---- the backlog, from a producer built without -race
+	admin := b.Client(t)
+	start := time.Now()
+	records, backlog := b.produceBacklog(t, oomTopic, oomPartitions, oomBacklog)
+	produceTime := time.Since(start)
+	ends := testkit.EndOffsets(t, admin, oomTopic)
+	for p := range int32(oomPartitions) {
+		want := records / oomPartitions
+		if int64(p) < records%oomPartitions {
+			want++
+		}
+		if ends[p] != want {
+			t.Fatalf("partition %d: end offset %d after producing, want %d", p, ends[p], want)
+		}
+	}
+	t.Logf("backlog: %d records, %d value bytes (%.2f GiB) in %d partitions, produced in %s (%.0f MiB/s)",
+		records, backlog, float64(backlog)/(1<<30), oomPartitions, produceTime.Round(time.Second),
+		float64(backlog)/(1<<20)/produceTime.Seconds())
+
+	// ---- drain it under the limit
+	sp := startSpillway(t, fmt.Sprintf(`kafka:
+  brokers: [%q]
+  group: %s
+  topics: [%s]
+  start_offset: earliest
+storage:
+  url: "file://%s"
+file:
+  max_bytes: 64MiB
+  max_age: 10s
+format:
+  type: jsonl
+  compression: zstd
+  value_encoding: base64
+backpressure:
+  memory_limit: auto
+admin:
+  listen: ""
+log:
+  level: info
+shutdown:
+  timeout: 60s
+`, b.Addr, oomGroup, oomTopic, out), cg)
+
+	deadline := 15 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		// Leave time to stop spillway and read the output back.
+		deadline = min(deadline, time.Until(d)-3*time.Minute)
+	}
+	start = time.Now()
+	var planLogged bool
+	lastLog := start
+	for {
+		if !planLogged {
+			if line := grepLine(sp.LogPath, "memory plan"); line != "" {
+				t.Logf("spillway: %s", line)
+				planLogged = true
+			}
+		}
+		committed := testkit.CommittedOffsets(t, admin, oomGroup, oomTopic)
+		var done int64
+		complete := 0
+		for p, end := range ends {
+			done += min(committed[p], end)
+			if committed[p] == end {
+				complete++
+			}
+		}
+		if complete == len(ends) {
+			break
+		}
+		if time.Since(lastLog) >= 10*time.Second {
+			lastLog = time.Now()
+			_, anon := sp.Peaks()
+			t.Logf("drain %s: committed %d/%d records, %d/%d partitions complete; spillway RSS %s; cgroup usage %s (anon peak %s), failcnt %d",
+				time.Since(start).Round(time.Second), done, records, complete, len(ends),
+				mib(sp.RSS()), mib(cg.Usage()), mib(anon), cg.Failcnt())
+		}
+		select {
+		case <-sp.Done():
+			st := sp.Wait(t, 0)
+			hwm, anon := sp.Peaks()
+			t.Fatalf("spillway exited before draining the backlog (%d/%d records committed): %s; OOM kills in its cgroup: %d; cgroup peak %s, anon peak %s, process peak RSS %s, failcnt %d",
+				done, records, describeExit(st), cg.OOMKills(), mib(cg.Peak()), mib(anon), mib(hwm), cg.Failcnt())
+		case <-time.After(time.Second):
+		}
+		if time.Since(start) > deadline {
+			hwm, anon := sp.Peaks()
+			t.Fatalf("backlog not drained after %s: %d/%d records committed (cgroup peak %s, anon peak %s, process peak RSS %s); run with a longer -timeout if the machine is slow",
+				deadline.Round(time.Second), done, records, mib(cg.Peak()), mib(anon), mib(hwm))
+		}
+	}
+	drainTime := time.Since(start)
+
+	sp.Signal(t, syscall.SIGTERM)
+	st := sp.Wait(t, 90*time.Second)
+	hwm, anon := sp.Peaks()
+	t.Logf("drained in %s (%.0f MiB/s of values); %s", drainTime.Round(time.Second),
+		float64(backlog)/(1<<20)/drainTime.Seconds(), describeExit(st))
+	t.Logf("memory: cgroup limit %s, cgroup peak %s (page cache included), cgroup anon peak %s, spillway peak RSS (VmHWM) %s, failcnt %d, OOM kills %d",
+		mib(oomLimit), mib(cg.Peak()), mib(anon), mib(hwm), cg.Failcnt(), cg.OOMKills())
+	if n := cg.OOMKills(); n != 0 {
+		t.Errorf("the kernel OOM-killed %d process(es) in spillway's %s cgroup", n, mib(oomLimit))
+	}
+	if st.ExitCode() != 0 {
+		t.Fatalf("spillway after SIGTERM: %s, want exit status 0", describeExit(st))
+	}
+
+	// ---- every record exactly once
+	start = time.Now()
+	got := countStored(t, out)
+	t.Logf("storage: %d files, %d records, %d value bytes, %s compressed on disk; read back with %s in %s",
+		got.files, len(got.recs), got.valueBytes, mib(got.fileBytes), got.reader, time.Since(start).Round(time.Second))
+	testkit.AssertExactlyOnce(t, got.recs, oomTopic, ends)
+	if got.valueBytes != backlog {
+		t.Errorf("stored values hold %d bytes, want the %d produced", got.valueBytes, backlog)
+	}
+	for _, e := range got.badValues {
+		t.Error(e)
+	}
+}
+
+// backlogPhrase is the text that fills the second half of record i's value;
+// it must match testdata/backlog.
+func backlogPhrase(i int) string {
+	return fmt.Sprintf("record %d of partition %d: the quick brown fox jumps over the lazy dog. ",
+		i, i%oomPartitions)
+}
+
+// checkDisk skips the test if dir's file system has less than need bytes
+// free, and fails it if dir is a tmpfs: files there are memory charged to
+// spillway's cgroup, which would test the wrong thing.
+func checkDisk(t *testing.T, dir string, need uint64) {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatalf("statfs %s: %v", dir, err)
+	}
+	const tmpfsMagic = 0x01021994
+	if st.Type == tmpfsMagic {
+		t.Fatalf("%s is a tmpfs: spillway's output would be memory charged to its cgroup; set TMPDIR to a directory on disk", dir)
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	t.Logf("disk: %s free in %s", mib(int64(free)), dir)
+	if free < need {
+		t.Skipf("needs %s free in %s for the output, has %s", mib(int64(need)), dir, mib(int64(free)))
+	}
+}
+
+func mib(n int64) string {
+	if n < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+}
+
+// grepLine returns the first line of a file that contains s, or "".
+func grepLine(path, s string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), s) {
+			return sc.Text()
+		}
+	}
+	return ""
+}
+
+// stored is what countStored read back.
+type stored struct {
+	files      int
+	fileBytes  int64
+	recs       []testkit.StoredRecord // File, Line, Topic, Partition and Offset only
+	valueBytes int64                  // decoded value bytes
+	badValues  []string               // values that are not the ones produced
+	reader     string                 // what decompressed the files
+}
+
+// countStored streams every output file under root and keeps only each
+// record's position and value length, never the values: testkit.ReadJSONL
+// would hold the whole 2 GiB of base64 in memory. Every record's text half
+// is checked against what was produced, from a few bytes of its base64.
+//
+// Files are decompressed by the zstd command when it is installed (an
+// independent reader, and ten times faster than an in-process decoder slowed
+// by -race), else by klauspost/compress.
+func countStored(t *testing.T, root string) stored {
+	t.Helper()
+	var s stored
+	zstdCmd, _ := exec.LookPath("zstd")
+	var dec *zstd.Decoder
+	if zstdCmd != "" {
+		s.reader = zstdCmd + " -dc"
+	} else {
+		var err error
+		if dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1)); err != nil {
+			t.Fatal(err)
+		}
+		defer dec.Close()
+		s.reader = "klauspost/compress/zstd (no zstd command found)"
+	}
+	br := bufio.NewReaderSize(nil, 1<<20)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != root && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		topic, partition, _, ok := testkit.ParseDefaultName(path)
+		if !ok || !strings.HasSuffix(path, ".jsonl.zst") {
+			return fmt.Errorf("%s: not a {{topic}}-{{partition}}-{{start_offset}}.jsonl.zst file", path)
+		}
+		if info, err := d.Info(); err == nil {
+			s.fileBytes += info.Size()
+		}
+		s.files++
+		if zstdCmd != "" {
+			cmd := exec.Command(zstdCmd, "-dcq", "--", path)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return err
+			}
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			br.Reset(out)
+			rerr := s.readLines(br, path, topic, partition)
+			if rerr != nil {
+				_ = cmd.Process.Kill()
+			}
+			if werr := cmd.Wait(); rerr == nil && werr != nil {
+				rerr = fmt.Errorf("%s: zstd -dc: %v: %s", path, werr, stderr.String())
+			}
+			return rerr
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := dec.Reset(f); err != nil {
+			return fmt.Errorf("%s: zstd: %w", path, err)
+		}
+		br.Reset(dec)
+		return s.readLines(br, path, topic, partition)
+	})
+	if err != nil {
+		t.Fatalf("reading spillway's output: %v", err)
+	}
+	return s
+}
+
+// readLines reads one decompressed jsonl file.
+func (s *stored) readLines(br *bufio.Reader, path, topic string, partition int32) error {
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer (a large value): copy what was
+			// read before the next read reuses the buffer.
+			head := append([]byte(nil), line...)
+			var rest []byte
+			rest, err = br.ReadBytes('\n')
+			line = append(head, rest...)
+		}
+		if err == io.EOF && len(line) == 0 {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: line %d: %w", path, lineNo, err)
+		}
+		offset, value, perr := parseLine(bytes.TrimSuffix(line, []byte("\n")))
+		if perr != nil {
+			return fmt.Errorf("%s: line %d: %w", path, lineNo, perr)
+		}
+		n, verr := decodedLen(value)
+		if verr != nil {
+			return fmt.Errorf("%s: line %d: value: %w", path, lineNo, verr)
+		}
+		s.valueBytes += int64(n)
+		s.recs = append(s.recs, testkit.StoredRecord{File: path, Line: lineNo, Topic: topic, Partition: partition, Offset: offset})
+		if msg := checkValue(partition, offset, value, n); msg != "" && len(s.badValues) < 10 {
+			s.badValues = append(s.badValues, fmt.Sprintf("%s: line %d: %s", path, lineNo, msg))
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+var (
+	valuePrefix  = []byte(`,"value":"`)
+	offsetPrefix = []byte(`","offset":`)
+)
+
+// parseLine returns a jsonl line's offset and base64 value. Lines in the
+// default field order (key, value, offset, ...) take a fast path that scans
+// no further than the offset; any other line is decoded as JSON.
+func parseLine(line []byte) (offset int64, value []byte, err error) {
+	if bytes.HasPrefix(line, []byte(`{"key":"big-`)) {
+		if i := bytes.Index(line, valuePrefix); i > 0 {
+			rest := line[i+len(valuePrefix):]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.HasPrefix(rest[j:], offsetPrefix) {
+				digits := rest[j+len(offsetPrefix):]
+				k := 0
+				for k < len(digits) && digits[k] >= '0' && digits[k] <= '9' {
+					k++
+				}
+				if k < len(digits) && (digits[k] == ',' || digits[k] == '}') {
+					if off, err := strconv.ParseInt(string(digits[:k]), 10, 64); err == nil {
+						return off, rest[:j], nil
+					}
+				}
+			}
+		}
+	}
+	var l struct {
+		Offset *int64  `json:"offset"`
+		Value  *string `json:"value"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil {
+		return 0, nil, fmt.Errorf("%w: %.200q", err, line)
+	}
+	if l.Offset == nil || l.Value == nil {
+		return 0, nil, fmt.Errorf("no \"offset\" or no string \"value\": %.200q", line)
+	}
+	return *l.Offset, []byte(*l.Value), nil
+}
+
+// decodedLen is the length of standard, padded base64 once decoded.
+func decodedLen(b64 []byte) (int, error) {
+	if len(b64)%4 != 0 {
+		return 0, fmt.Errorf("%d base64 characters, not a multiple of 4", len(b64))
+	}
+	n := len(b64) / 4 * 3
+	if bytes.HasSuffix(b64, []byte("==")) {
+		n -= 2
+	} else if bytes.HasSuffix(b64, []byte("=")) {
+		n--
+	}
+	return n, nil
+}
+
+// checkValue checks the start of a stored value's text half against the
+// record produced at that partition and offset (record i went to partition
+// i%1000 at offset i/1000). It decodes only the base64 around the half, not
+// the whole value. n is the decoded length. It returns "" when it matches.
+func checkValue(partition int32, offset int64, b64 []byte, n int) string {
+	half := n / 2
+	from := half / 3 * 4 // the base64 quantum holding decoded byte half
+	chunk := b64[from:min(len(b64), from+128)]
+	text, err := base64.StdEncoding.DecodeString(string(chunk))
+	if err != nil {
+		return fmt.Sprintf("offset %d: value is not base64: %v", offset, err)
+	}
+	text = text[half%3:]
+	want := backlogPhrase(int(offset)*oomPartitions + int(partition))
+	if k := min(len(text), len(want)); string(text[:k]) != want[:k] {
+		return fmt.Sprintf("partition %d offset %d: value's text half starts %.60q, want %.60q", partition, offset, text, want)
+	}
+	return ""
+}

@@ -1,0 +1,197 @@
+package runner
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// heapSampler records the highest live heap seen, from runtime/metrics.
+type heapSampler struct {
+	stop chan struct{}
+	done chan uint64
+}
+
+func sampleHeap() *heapSampler {
+	h := &heapSampler{stop: make(chan struct{}), done: make(chan uint64)}
+	go func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var peak uint64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(s)
+			peak = max(peak, s[0].Value.Uint64())
+			select {
+			case <-h.stop:
+				h.done <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heapSampler) Stop() uint64 { close(h.stop); return <-h.done }
+
+func heapNow() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// randomValue is incompressible enough that compression doesn't hide bytes.
+func randomValue(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(r.IntN(26))
+	}
+	return fmt.Appendf(b[:0], `{"v":"%s"}`, b[:n-8])
+}
+
+// TestSlowStorageStaysInBudget runs a fast backlog into slow storage (added
+// latency and a bandwidth cap). The accountant's high-water mark must stay
+// within the budget, the heap growth within the process limit, and every
+// record must arrive.
+func TestSlowStorageStaysInBudget(t *testing.T) {
+	cluster := testkit.NewCluster(t, 8, "events")
+	cl := cluster.Client(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	testkit.Produce(t, cl, "events", 30_000, func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % 8), Value: randomValue(rng, 1024)}
+	})
+	end := testkit.EndOffsets(t, cl, "events")
+
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.Backpressure.MemoryLimit = "64MiB"
+	cfg.Format.Compression = "gzip"
+	cfg.File.MaxRecords = 0
+	cfg.File.MaxBytes = 4 << 20
+	faults := &storage.Faults{Latency: 2 * time.Millisecond, BytesPerSecond: 1 << 20}
+
+	base := heapNow()
+	heap := sampleHeap()
+	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults})
+	waitCommitted(t, cl, cfg.Kafka.Group, end)
+	p := progress()
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	peakHeap := heap.Stop()
+
+	snap := p.Budget()
+	t.Logf("budget: limit %d, peak %d (%.0f%%); pauses %d; files %d by reason %v; heap growth peak %d MiB (process limit %d MiB)",
+		snap.Limit, snap.Peak, 100*float64(snap.Peak)/float64(snap.Limit), p.Source().Pauses,
+		p.Sink().FilesUploaded, p.Sink().Closed, int64(peakHeap-base)>>20, p.Plan.Process>>20)
+	if snap.Peak > snap.Limit {
+		t.Errorf("accountant peak %d exceeds the budget %d", snap.Peak, snap.Limit)
+	}
+	// Whether it had to pause depends on how fast this machine consumes;
+	// TestStorageStallPausesFetching makes the pause certain.
+	if growth := int64(peakHeap) - int64(base); growth > p.Plan.Process {
+		t.Errorf("heap grew by %d bytes, over the process limit %d", growth, p.Plan.Process)
+	}
+	if used := p.Budget().Used - p.Plan.Reserved; used != 0 {
+		t.Errorf("after a clean stop the budget still counts %d bytes", used)
+	}
+	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
+}
+
+// TestStorageStallPausesFetching stalls storage for seconds: fetching must
+// pause, resume when storage comes back, and lose nothing.
+func TestStorageStallPausesFetching(t *testing.T) {
+	cluster := testkit.NewCluster(t, 8, "events")
+	cl := cluster.Client(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	gen := func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % 8), Value: randomValue(rng, 2048)}
+	}
+	testkit.Produce(t, cl, "events", 5_000, gen)
+
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.Backpressure.MemoryLimit = "64MiB"
+	cfg.Format.Compression = "none"
+	cfg.File.MaxRecords = 0
+	faults := &storage.Faults{}
+	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults})
+	waitFor(t, "the first records to be written", func() bool {
+		p := progress()
+		return p != nil && p.Sink().Records > 0
+	})
+
+	faults.Stall()
+	testkit.Produce(t, cl, "events", 40_000, gen)
+	waitFor(t, "fetching to pause while storage is stalled", func() bool { return progress().Source().Paused })
+	writtenWhilePaused := progress().Sink().Records
+	time.Sleep(3 * time.Second) // the stall itself: storage stays down this long
+	if p := progress(); !p.Source().Paused || p.Sink().Records != writtenWhilePaused {
+		t.Errorf("while storage was stalled: paused=%v, records written went %d -> %d", p.Source().Paused, writtenWhilePaused, p.Sink().Records)
+	}
+	if snap := progress().Budget(); snap.Peak > snap.Limit {
+		t.Errorf("accountant peak %d exceeds the budget %d during the stall", snap.Peak, snap.Limit)
+	}
+	faults.Resume()
+
+	end := testkit.EndOffsets(t, cl, "events")
+	waitCommitted(t, cl, cfg.Kafka.Group, end)
+	p := progress()
+	if p.Source().Paused {
+		t.Errorf("fetching still paused after storage came back")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
+}
+
+// TestRecordCountThreshold: with plenty of bytes left, the record-count
+// trigger alone flushes files early.
+func TestRecordCountThreshold(t *testing.T) {
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	testkit.Produce(t, cl, "events", 10_000, func(i int) *kgo.Record {
+		return &kgo.Record{Value: fmt.Appendf(nil, `{"i":%d}`, i)}
+	})
+	end := testkit.EndOffsets(t, cl, "events")
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.Backpressure.MaxBufferedRecords = 1000
+	cfg.File.MaxRecords = 0
+	progress, stop := started(t, cfg)
+	waitCommitted(t, cl, cfg.Kafka.Group, end)
+	p := progress()
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	closed := p.Sink().Closed
+	t.Logf("files closed by reason: %v", closed)
+	if closed[sink.ReasonPressure] < 5 {
+		t.Errorf("10000 records with max_buffered_records 1000 closed %d files for pressure, want >= 5 (%v)", closed[sink.ReasonPressure], closed)
+	}
+	if snap := p.Budget(); snap.Peak >= snap.Limit/2 {
+		t.Errorf("the byte budget was not the trigger here, yet peak %d is near the limit %d", snap.Peak, snap.Limit)
+	}
+	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
+}

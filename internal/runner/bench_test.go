@@ -1,0 +1,382 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// End-to-end throughput: one kfake broker loaded once with benchRecords 1 KiB
+// JSON values over 16 partitions, then drained three ways, each with its own
+// consumer group (so each pays the same ~1 s group join):
+//
+//	raw:      a franz-go group consumer that polls and discards (the broker's upper bound)
+//	naive:    the same consumer appending value+'\n' to one buffered file per partition, one fsync each at the end
+//	spillway: runner.Run (jsonl, no compression, file://) until every record is written, then a graceful stop
+//
+// Run, without -race:
+//
+//	go test -run XXX -bench BenchmarkDrain -benchtime 1x -count 3 ./internal/runner/
+//
+// Each sub-benchmark reports records/s, MB/s (value bytes / elapsed) and the
+// live-heap peak above the pre-run baseline, and the time to the first
+// record (mostly the group join); spillway also reports the budget's peak and
+// limit (the data budget, half of memory_limit), the stop's duration and the
+// bytes stored. When all three run in one BenchmarkDrain call, the ratios
+// spillway/naive and naive/raw (medians over -count) are logged by the last
+// spillway run. Speed is never asserted.
+
+const (
+	benchRecordsDefault = 200_000 // ~200 MB of values
+	benchPartitions     = 16
+	benchValueSize      = 1024
+)
+
+// benchRecords is the number of records to load; SPILLWAY_BENCH_RECORDS
+// lowers (or raises) it.
+func benchRecords(b *testing.B) int {
+	s := os.Getenv("SPILLWAY_BENCH_RECORDS")
+	if s == "" {
+		return benchRecordsDefault
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		b.Fatalf("SPILLWAY_BENCH_RECORDS=%q: want a positive integer", s)
+	}
+	return n
+}
+
+var benchWords = []string{
+	"checkout", "login", "logout", "search", "click", "view", "purchase", "refund",
+	"mobile", "desktop", "tablet", "chrome", "firefox", "safari", "eu-west-1",
+	"us-east-2", "ap-south-1", "premium", "free", "trial", "banner", "email",
+	"cart", "wishlist", "recommendation", "latency", "timeout", "retry", "ok",
+	"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "lorem",
+	"ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit",
+}
+
+// benchValue builds a JSON object of exactly size bytes, with varied fields
+// and free text, so that no two values are alike.
+func benchValue(r *rand.Rand, i, size int) []byte {
+	v := make([]byte, 0, size)
+	v = fmt.Appendf(v, `{"id":%d,"ts":"2025-01-%02dT%02d:%02d:%02d.%03dZ","user":"u-%06d","event":"%s","device":"%s","region":"%s","amount":%d.%02d,"tags":["%s","%s"],"text":"`,
+		i, 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), r.IntN(1_000_000),
+		benchWords[r.IntN(8)], benchWords[8+r.IntN(6)], benchWords[14+r.IntN(3)],
+		r.IntN(1000), r.IntN(100), benchWords[r.IntN(len(benchWords))], benchWords[r.IntN(len(benchWords))])
+	for len(v) < size-2 {
+		w := benchWords[r.IntN(len(benchWords))]
+		if len(v)+len(w)+1 > size-2 {
+			w = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"[:size-2-len(v)]
+		} else if len(v) > 0 && v[len(v)-1] != '"' {
+			v = append(v, ' ')
+		}
+		v = append(v, w...)
+	}
+	return append(v, '"', '}')
+}
+
+// benchHeap samples the live heap every 2 ms and returns the peak above the
+// baseline taken (after a GC) when it started.
+type benchHeap struct {
+	base uint64
+	stop chan struct{}
+	done chan uint64
+}
+
+func benchHeapRead() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func startBenchHeap() *benchHeap {
+	runtime.GC()
+	h := &benchHeap{base: benchHeapRead(), stop: make(chan struct{}), done: make(chan uint64)}
+	go func() {
+		var peak uint64
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, benchHeapRead())
+			select {
+			case <-h.stop:
+				h.done <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return h
+}
+
+// peakDelta stops sampling and returns the peak minus the baseline.
+func (h *benchHeap) peakDelta() uint64 {
+	close(h.stop)
+	p := <-h.done
+	if p < h.base {
+		return 0
+	}
+	return p - h.base
+}
+
+type benchData struct {
+	cluster    *testkit.Cluster
+	admin      *kgo.Client
+	end        map[int32]int64
+	records    int64
+	valueBytes int64
+}
+
+// benchDrain runs one consumer group over the whole topic, calling each for
+// every fetch, until every partition reached its end offset. It returns how
+// long the first records took (mostly the group join).
+func benchDrain(b *testing.B, d *benchData, group string, each func(kgo.FetchTopicPartition)) (first time.Duration) {
+	start := time.Now()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(d.cluster.Addrs()...),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics("events"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	left := len(d.end)
+	for _, e := range d.end {
+		if e == 0 {
+			left--
+		}
+	}
+	next := make(map[int32]int64, len(d.end))
+	for left > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			b.Fatalf("drain %s: %v (reached %v of %v)", group, err, next, d.end)
+		}
+		fs.EachError(func(t string, p int32, err error) { b.Fatalf("fetch %s/%d: %v", t, p, err) })
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			if first == 0 {
+				first = time.Since(start)
+			}
+			each(p)
+			before := next[p.Partition]
+			next[p.Partition] = p.Records[len(p.Records)-1].Offset + 1
+			if e := d.end[p.Partition]; before < e && next[p.Partition] >= e {
+				left--
+			}
+		})
+	}
+	return first
+}
+
+// BenchmarkDrain compares raw, naive and spillway drains of the same data on
+// the same broker.
+func BenchmarkDrain(b *testing.B) {
+	n := benchRecords(b)
+	d := &benchData{cluster: testkit.NewCluster(b, benchPartitions, "events")}
+	d.admin = d.cluster.Client(b)
+	rng := rand.New(rand.NewPCG(7, 11))
+	testkit.Produce(b, d.admin, "events", n, func(i int) *kgo.Record {
+		v := benchValue(rng, i, benchValueSize)
+		d.valueBytes += int64(len(v))
+		return &kgo.Record{Partition: int32(i % benchPartitions), Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: v}
+	})
+	d.end = testkit.EndOffsets(b, d.admin, "events")
+	for _, e := range d.end {
+		d.records += e
+	}
+	if d.records != int64(n) {
+		b.Fatalf("loaded %d records, want %d", d.records, n)
+	}
+
+	// records/s of every run of each sub-benchmark in this call (-count
+	// runs each sub-benchmark that many times, in turn).
+	rates := map[string][]float64{}
+	median := func(name string) float64 {
+		v := slices.Sorted(slices.Values(rates[name]))
+		if len(v) == 0 {
+			return 0
+		}
+		return v[len(v)/2]
+	}
+	var seq atomic.Int64
+	report := func(b *testing.B, name string, heap uint64, first time.Duration) {
+		sec := b.Elapsed().Seconds()
+		rate := float64(d.records) * float64(b.N) / sec
+		b.ReportMetric(rate, "records/s")
+		b.ReportMetric(float64(d.valueBytes)*float64(b.N)/sec/1e6, "value-MB/s")
+		b.ReportMetric(float64(heap)/(1<<20), "heap-peak-MiB")
+		b.ReportMetric(float64(first.Milliseconds()), "first-rec-ms")
+		rates[name] = append(rates[name], rate)
+	}
+	group := func(name string) string { return fmt.Sprintf("bench-%s-%d", name, seq.Add(1)) }
+
+	b.Run("raw", func(b *testing.B) {
+		b.SetBytes(d.valueBytes)
+		var heap uint64
+		var first time.Duration
+		for range b.N {
+			b.StopTimer()
+			h := startBenchHeap()
+			b.StartTimer()
+			first = benchDrain(b, d, group("raw"), func(kgo.FetchTopicPartition) {})
+			b.StopTimer()
+			heap = max(heap, h.peakDelta())
+		}
+		report(b, "raw", heap, first)
+	})
+
+	b.Run("naive", func(b *testing.B) {
+		b.SetBytes(d.valueBytes)
+		var heap uint64
+		var first time.Duration
+		for range b.N {
+			b.StopTimer()
+			dir := b.TempDir()
+			h := startBenchHeap()
+			b.StartTimer()
+			files := map[int32]*os.File{}
+			bufs := map[int32]*bufio.Writer{}
+			first = benchDrain(b, d, group("naive"), func(p kgo.FetchTopicPartition) {
+				w := bufs[p.Partition]
+				if w == nil {
+					f, err := os.Create(filepath.Join(dir, fmt.Sprintf("events-%d.jsonl", p.Partition)))
+					if err != nil {
+						b.Fatal(err)
+					}
+					files[p.Partition], w = f, bufio.NewWriterSize(f, 1<<20)
+					bufs[p.Partition] = w
+				}
+				for _, r := range p.Records {
+					w.Write(r.Value)
+					w.WriteByte('\n')
+				}
+			})
+			for p, f := range files {
+				if err := bufs[p].Flush(); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Sync(); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			heap = max(heap, h.peakDelta())
+		}
+		report(b, "naive", heap, first)
+	})
+
+	b.Run("spillway", func(b *testing.B) {
+		b.SetBytes(d.valueBytes)
+		var heap uint64
+		var first time.Duration
+		var budgetPeak, budgetLimit, outBytes int64
+		var stopTook time.Duration
+		for range b.N {
+			b.StopTimer()
+			dir := b.TempDir()
+			cfg := testConfig(d.cluster.Addrs(), dir)
+			cfg.Kafka.Group = group("spillway")
+			cfg.Backpressure.MemoryLimit = "512MiB"
+			cfg.File.MaxBytes = 128 * config.MiB
+			cfg.File.MaxRecords = 0
+			cfg.File.MaxAge = time.Hour
+			cfg.Format.Type = "jsonl"
+			cfg.Format.Compression = "none"
+			cfg.Shutdown.Timeout = 2 * time.Minute
+			if err := cfg.Validate(); err != nil {
+				b.Fatalf("bench config: %v", err)
+			}
+			var prog atomic.Pointer[Progress]
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			h := startBenchHeap()
+			b.StartTimer()
+
+			start := time.Now()
+			first = 0
+			go func() { done <- Run(ctx, cfg, testLogger(b), Options{OnStart: prog.Store}) }()
+			// With max_bytes 128MiB and max_age 1h no file closes before the
+			// stop, so nothing is committed until then: wait until every
+			// record is written, then stop gracefully (finish, fsync, commit).
+			deadline := time.Now().Add(5 * time.Minute)
+			for {
+				if p := prog.Load(); p != nil {
+					written := p.Sink().Records
+					if first == 0 && written > 0 {
+						first = time.Since(start)
+					}
+					if written >= d.records {
+						break
+					}
+				}
+				select {
+				case err := <-done:
+					cancel()
+					b.Fatalf("spillway stopped early: %v", err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					cancel()
+					<-done
+					b.Fatalf("spillway did not write %d records within 5 minutes", d.records)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			stopAt := time.Now()
+			cancel()
+			err := <-done
+			stopTook = time.Since(stopAt)
+
+			b.StopTimer()
+			heap = max(heap, h.peakDelta())
+			if err != nil {
+				b.Fatalf("graceful stop: %v", err)
+			}
+			bs := prog.Load().Budget()
+			budgetPeak, budgetLimit = max(budgetPeak, bs.Peak), bs.Limit
+			outBytes = prog.Load().Sink().BytesUploaded
+			if got := testkit.CommittedOffsets(b, d.admin, cfg.Kafka.Group, "events"); !maps.Equal(got, d.end) {
+				b.Fatalf("after stop, committed %v, want end offsets %v", got, d.end)
+			}
+		}
+		report(b, "spillway", heap, first)
+		b.ReportMetric(float64(budgetPeak)/(1<<20), "budget-peak-MiB")
+		b.ReportMetric(float64(budgetLimit)/(1<<20), "budget-limit-MiB")
+		b.ReportMetric(float64(stopTook.Milliseconds()), "stop-ms")
+		b.ReportMetric(float64(outBytes)/1e6, "out-MB")
+		// Logged here, not in the parent: a parent's log shows only with -v.
+		if raw, naive, sw := median("raw"), median("naive"), median("spillway"); raw > 0 && naive > 0 {
+			b.Logf("%d records, %.0f MB, medians of %d/%d/%d runs: spillway/naive = %.2f, naive/raw = %.2f, spillway/raw = %.2f",
+				d.records, float64(d.valueBytes)/1e6, len(rates["raw"]), len(rates["naive"]), len(rates["spillway"]),
+				sw/naive, naive/raw, sw/raw)
+		}
+	})
+
+}

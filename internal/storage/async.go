@@ -1,0 +1,162 @@
+package storage
+
+import "sync"
+
+// partQueue decouples the encoder from storage latency. Write copies bytes
+// into a part buffer; full parts go to a per-object goroutine that hands them
+// to the backend while the encoder goes on. Every part buffer is reported to
+// Options.Account, so the byte budget sees exactly the bytes waiting for
+// storage, and the bucket-wide semaphore bounds how many parts are being
+// handed to storage at once (storage.upload_concurrency).
+//
+// Write never waits for storage: the queue is bounded by the byte budget,
+// which pauses fetching when storage falls behind, not by a fixed depth that
+// would stall every partition behind one slow object.
+type partQueue struct {
+	dst      objectWriter
+	partSize int
+	uploads  chan struct{} // bucket-wide semaphore
+	account  func(int64)
+	pool     *sync.Pool
+
+	cur []byte
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queued  [][]byte
+	closed  bool  // no more parts
+	aborted bool  // drop what is queued
+	err     error // first backend error
+	running bool
+	done    chan struct{}
+}
+
+func newPartQueue(dst objectWriter, partSize int, uploads chan struct{}, account func(int64), pool *sync.Pool) *partQueue {
+	p := &partQueue{dst: dst, partSize: partSize, uploads: uploads, account: account, pool: pool, done: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *partQueue) run() {
+	defer close(p.done)
+	for {
+		p.mu.Lock()
+		for len(p.queued) == 0 && !p.closed {
+			p.cond.Wait()
+		}
+		if len(p.queued) == 0 {
+			p.mu.Unlock()
+			return
+		}
+		part := p.queued[0]
+		p.queued = p.queued[1:]
+		skip := p.err != nil || p.aborted
+		p.mu.Unlock()
+		if !skip {
+			p.uploads <- struct{}{}
+			_, err := p.dst.Write(part)
+			<-p.uploads
+			if err != nil {
+				p.mu.Lock()
+				p.err = err
+				p.mu.Unlock()
+			}
+		}
+		p.free(part)
+	}
+}
+
+func (p *partQueue) alloc() []byte {
+	p.account(int64(p.partSize))
+	if b, ok := p.pool.Get().(*[]byte); ok && cap(*b) == p.partSize {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, p.partSize)
+}
+
+func (p *partQueue) free(b []byte) {
+	p.account(-int64(p.partSize))
+	p.pool.Put(&b)
+}
+
+func (p *partQueue) push(part []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		p.free(part)
+		return p.err
+	}
+	if !p.running {
+		p.running = true
+		go p.run()
+	}
+	p.queued = append(p.queued, part)
+	p.cond.Signal()
+	return nil
+}
+
+func (p *partQueue) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		if p.cur == nil {
+			p.cur = p.alloc()
+		}
+		c := copy(p.cur[len(p.cur):cap(p.cur)], b)
+		p.cur = p.cur[:len(p.cur)+c]
+		b = b[c:]
+		n += c
+		if len(p.cur) == cap(p.cur) {
+			part := p.cur
+			p.cur = nil
+			if err := p.push(part); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// finish closes the queue and waits for the goroutine, if any.
+func (p *partQueue) finish(abort bool) error {
+	p.mu.Lock()
+	p.closed = true
+	p.aborted = abort
+	running := p.running
+	p.cond.Signal()
+	p.mu.Unlock()
+	if running {
+		<-p.done
+	}
+	return p.err
+}
+
+// commit sends the last part, waits for the queue to drain, then completes
+// the object.
+func (p *partQueue) commit() error {
+	if p.cur != nil {
+		part := p.cur
+		p.cur = nil
+		if err := p.push(part); err != nil {
+			_ = p.finish(true)
+			p.dst.abort()
+			return err
+		}
+	}
+	if err := p.finish(false); err != nil {
+		p.dst.abort()
+		return err
+	}
+	// Completing an upload sends its last part: it takes a slot too.
+	p.uploads <- struct{}{}
+	defer func() { <-p.uploads }()
+	return p.dst.commit()
+}
+
+func (p *partQueue) abort() {
+	if p.cur != nil {
+		p.free(p.cur)
+		p.cur = nil
+	}
+	_ = p.finish(true)
+	p.dst.abort()
+}
