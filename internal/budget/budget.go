@@ -114,7 +114,7 @@ func (b *Budget) overLocked() bool {
 }
 
 func (b *Budget) underLowLocked() bool {
-	return b.used < b.low && (b.maxRecs <= 0 || b.records < b.maxRecs*7/10)
+	return b.used < b.low && (b.maxRecs <= 0 || b.records*10 < b.maxRecs*7)
 }
 
 // Wait returns at once if usage is not above the high watermark. Otherwise

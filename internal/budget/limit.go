@@ -35,7 +35,20 @@ func DetectLimit(root string) (limit int64, where string, ok bool) {
 		case parts[0] == "0" && parts[1] == "":
 			file = filepath.Join(root, "sys/fs/cgroup", parts[2], "memory.max")
 		case hasController(parts[1], "memory"):
-			file = filepath.Join(root, "sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
+			// Inside a container without its own cgroup namespace, the path
+			// names the host's hierarchy (/docker/<id>) but the container's
+			// own cgroup is mounted at the root: try the path, then its
+			// parents, up to the mount root.
+			for p := parts[2]; ; p = filepath.Dir(p) {
+				file = filepath.Join(root, "sys/fs/cgroup/memory", p, "memory.limit_in_bytes")
+				if n, ok := readLimit(file); ok {
+					return n, file, true
+				}
+				if p == "/" || p == "." {
+					break
+				}
+			}
+			continue
 		default:
 			continue
 		}

@@ -167,7 +167,6 @@ func TestDetectLimit(t *testing.T) {
 // v1 hosts), /proc/self/cgroup names the host path (/docker/<id>) while the
 // container's own cgroup is mounted at /sys/fs/cgroup/memory itself.
 func TestDetectLimitV1ContainerWithoutNamespace(t *testing.T) {
-	skipBug(t, "limit.go DetectLimit: v1 host path /docker/<id> is joined under the container's mount, the file is missing and the container limit is ignored")
 	root := fakeRoot(t, map[string]string{
 		"proc/self/cgroup":                           "4:memory:/docker/0123456789abcdef\n",
 		"sys/fs/cgroup/memory/memory.limit_in_bytes": "536870912\n",

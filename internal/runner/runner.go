@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
@@ -145,8 +146,21 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return err
 	}
 	defer src.Close()
+	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b}
 	if opts.OnStart != nil {
-		opts.OnStart(&Progress{Plan: plan, sink: snk, source: src, budget: b})
+		opts.OnStart(progress)
+	}
+	if cfg.Admin.Listen != "" {
+		srv := admin.New(cfg.Admin.Listen, admin.SourceFunc(progress.Status), log)
+		actx, stopAdmin := context.WithCancel(context.Background())
+		adminDone := make(chan error, 1)
+		go func() { adminDone <- srv.Run(actx) }()
+		defer func() {
+			stopAdmin()
+			if err := <-adminDone; err != nil {
+				log.Warn("admin endpoint", "err", err)
+			}
+		}()
 	}
 	log.Info("spillway running", "brokers", cfg.Kafka.Brokers, "group", cfg.Kafka.Group,
 		"storage", bucket.String(), "max_open_files", snk.MaxOpenFiles())

@@ -237,7 +237,6 @@ func TestUploadErrorIsFatal(t *testing.T) {
 // Flush(tps) waits for the files it closed; a file opened afterwards by a
 // concurrent Write is not its business.
 func TestFlushPartitionsWaitsOnlyForItsFiles(t *testing.T) {
-	skipBug(t, "sink.go Flush/tracker.waitDurable: waits until every segment of the partition is durable, including a file a concurrent Write opened after the flush, so it hangs until ctx ends")
 	h := newHarness(t, withGate())
 	release := h.gate.hold(key("t", 0, 0))
 	defer release()
@@ -255,7 +254,6 @@ func TestFlushPartitionsWaitsOnlyForItsFiles(t *testing.T) {
 }
 
 func TestFlushPartitionsReturnsUploadError(t *testing.T) {
-	skipBug(t, "sink.go Flush/tracker.waitDurable: a failed upload never marks its segment, so Flush(ctx, tps) waits for ctx instead of returning the upload error")
 	h := newHarness(t)
 	putObject(t, h.bucket, key("t", 0, 0))
 	h.write(recs("t", 0, 0, 3)...)

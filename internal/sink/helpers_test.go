@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,15 +36,6 @@ import (
 func TestMain(m *testing.M) {
 	blob.DefaultURLMux().RegisterBucket(gateScheme, gateOpener{})
 	goleak.VerifyTestMain(m)
-}
-
-// skipBug skips a test that demonstrates a known bug, so the suite stays
-// green. Set SPILLWAY_SHOW_BUGS=1 to run it and see it fail.
-func skipBug(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("SPILLWAY_SHOW_BUGS") == "" {
-		t.Skip("BUG: " + msg)
-	}
 }
 
 // ---- a gocloud bucket whose commits can be held back, per key ----

@@ -30,7 +30,7 @@ func openLocal(dir string) (*local, error) {
 
 func (l *local) path(key string) (string, error) {
 	p := filepath.Join(l.root, filepath.FromSlash(key))
-	if !strings.HasPrefix(p, l.root+string(filepath.Separator)) {
+	if rel, err := filepath.Rel(l.root, p); err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", fmt.Errorf("key %q escapes the storage directory", key)
 	}
 	return p, nil
@@ -106,6 +106,9 @@ func (l *local) list(ctx context.Context, prefix string, fn func(Object) error) 
 	start := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		start = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))
+		if rel, err := filepath.Rel(l.root, start); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("prefix %q escapes the storage directory", prefix)
+		}
 	}
 	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"sort"
 	"testing"
 
@@ -16,15 +15,6 @@ import (
 // TestMain is the one TestMain of package storage's tests: goleak checks
 // that no writer, part queue or bucket leaves a goroutine behind.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// skipBug skips a test that demonstrates a known bug, so the suite stays
-// green. Set SPILLWAY_SHOW_BUGS=1 to run it and see it fail.
-func skipBug(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("SPILLWAY_SHOW_BUGS") == "" {
-		t.Skip("BUG: " + msg)
-	}
-}
 
 func open(t *testing.T, url string, opts storage.Options) *storage.Bucket {
 	t.Helper()

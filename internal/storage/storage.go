@@ -76,7 +76,12 @@ type Bucket struct {
 func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("storage: parse url %q: %w", Redact(rawURL), err)
+		// url.Error quotes the whole URL, secrets included: keep only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("storage: parse url %s: %w", Redact(rawURL), err)
 	}
 	if opts.PartSize <= 0 {
 		opts.PartSize = 8 << 20
@@ -103,7 +108,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	}
 	bb, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), err)
+		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), redactedError{err, rawURL})
 	}
 	// Besides our part queue, a gocloud writer buffers one part of its own.
 	b.be, b.url, b.writeMem = &remote{b: bb, partSize: int(opts.PartSize)}, Redact(rawURL), opts.PartSize
@@ -198,6 +203,32 @@ func (w *Writer) Abort() {
 	w.done = true
 	w.w.abort()
 }
+
+// redactedError hides a URL's secrets in an error's text while keeping the
+// error itself for errors.Is and errors.As.
+type redactedError struct {
+	err error
+	raw string
+}
+
+func (e redactedError) Error() string {
+	msg := strings.ReplaceAll(e.err.Error(), e.raw, Redact(e.raw))
+	if u, err := url.Parse(e.raw); err == nil {
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				if len(v) >= 4 && Redact(e.raw) != e.raw && !strings.Contains(Redact(e.raw), v) {
+					msg = strings.ReplaceAll(msg, v, "REDACTED")
+				}
+			}
+		}
+		if p, ok := u.User.Password(); ok && p != "" {
+			msg = strings.ReplaceAll(msg, p, "REDACTED")
+		}
+	}
+	return msg
+}
+
+func (e redactedError) Unwrap() error { return e.err }
 
 // Redact removes credentials from a storage URL so it can be logged.
 func Redact(raw string) string {
