@@ -343,7 +343,7 @@ func describeExit(st *os.ProcessState) string {
 		return "still running"
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("killed by %v (exit status %d in a shell)", ws.Signal(), 128+int(ws.Signal()))
+		return fmt.Sprintf("killed by signal %d, %v (exit status %d in a shell)", int(ws.Signal()), ws.Signal(), 128+int(ws.Signal()))
 	}
 	return fmt.Sprintf("exit status %d", st.ExitCode())
 }
