@@ -113,8 +113,8 @@ func Run(ctx context.Context, o Options, out io.Writer, log *slog.Logger) (Summa
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var last struct {
-		recs, bytes int64
-		at          time.Time
+		recs int64
+		at   time.Time
 	}
 	last.at = start
 	producing := true
@@ -143,11 +143,12 @@ func Run(ctx context.Context, o Options, out io.Writer, log *slog.Logger) (Summa
 				committed += off
 			}
 			dt := now.Sub(last.at).Seconds()
-			fmt.Fprintf(out, "  %6.1fs  produced %8d  written %8d  %8.0f rec/s  %6.1f MB/s  files %4d  buffered %6.1f MiB  lag %8d\n",
+			// MB/s is of record values taken in; files are smaller, compressed.
+			fmt.Fprintf(out, "  %6.1fs  produced %8d  written %8d  %8.0f rec/s  %6.1f MB/s  files %4d  budget %5.1f/%.0f MiB  lag %8d\n",
 				now.Sub(start).Seconds(), produced.Load(), st.Records,
-				float64(st.Records-last.recs)/dt, float64(st.BytesUploaded-last.bytes)/dt/1e6,
-				st.FilesUploaded, float64(b.Used)/(1<<20), produced.Load()-committed)
-			last.recs, last.bytes, last.at = st.Records, st.BytesUploaded, now
+				float64(st.Records-last.recs)/dt, float64(st.Records-last.recs)*float64(o.RecordSize)/dt/1e6,
+				st.FilesUploaded, float64(b.Used)/(1<<20), float64(b.Limit)/(1<<20), produced.Load()-committed)
+			last.recs, last.at = st.Records, now
 			if !producing && committed >= int64(o.Records) {
 				stopRun()
 				if err := <-runDone; err != nil {
