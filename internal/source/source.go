@@ -81,9 +81,13 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 		kgo.WithLogger(slogLogger{log}),
 	)
 	if fetch.MaxBytes > 0 {
+		// A quarter of a fetch per partition, so one hot partition can't
+		// fill every fetch while the others wait. The broker still returns
+		// at least one batch, so big records pass.
+		perPartition := max(fetch.MaxBytes/4, 1<<20)
 		opts = append(opts,
 			kgo.FetchMaxBytes(fetch.MaxBytes),
-			kgo.FetchMaxPartitionBytes(fetch.MaxBytes),
+			kgo.FetchMaxPartitionBytes(min(perPartition, fetch.MaxBytes)),
 			kgo.MaxConcurrentFetches(fetch.MaxConcurent))
 	}
 	if k.TopicRegex != "" {
