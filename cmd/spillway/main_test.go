@@ -4,11 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // binPath is the spillway binary built once by TestMain for the binary
@@ -44,15 +45,8 @@ func TestMain(m *testing.M) {
 // detector when the tests themselves run with it.
 func buildBinary(dir string) (string, error) {
 	bin := filepath.Join(dir, "spillway")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	args = append(args, ".")
-	cmd := exec.Command("go", args...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go %v: %v\n%s", args, err, out)
+	if err := testkit.GoBuild(bin, ".", raceEnabled); err != nil {
+		return "", err
 	}
 	return bin, nil
 }

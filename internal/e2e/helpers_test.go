@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // binDir holds the binaries built for this run; TestMain removes it.
@@ -43,18 +45,13 @@ var built = sync.OnceValues(func() (binaries, error) {
 		broker:   filepath.Join(binDir, "kfakebroker"),
 		backlog:  filepath.Join(binDir, "backlog"),
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return b, fmt.Errorf("the go command is needed to build the binaries under test: %w", err)
-	}
 	for out, pkg := range map[string]string{
 		b.spillway: "github.com/spillway/spillway/cmd/spillway",
 		b.broker:   "github.com/spillway/spillway/internal/testkit/kfakebroker",
 		b.backlog:  "github.com/spillway/spillway/internal/e2e/testdata/backlog",
 	} {
-		cmd := exec.Command(goBin, "build", "-o", out, pkg)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return b, fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+		if err := testkit.GoBuild(out, pkg, false); err != nil {
+			return b, err
 		}
 	}
 	return b, nil

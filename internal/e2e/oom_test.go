@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,19 +258,8 @@ func countStored(t *testing.T, root string) stored {
 	}
 	defer dec.Close()
 	var in, out []byte
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path != root && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
+	err = testkit.WalkOutput(root, func(path string) error {
+		var err error
 		topic, partition, _, ok := testkit.ParseDefaultName(path)
 		if !ok || !strings.HasSuffix(path, ".jsonl.zst") {
 			return fmt.Errorf("%s: not a {{topic}}-{{partition}}-{{start_offset}}.jsonl.zst file", path)

@@ -14,18 +14,22 @@ import (
 	"github.com/spillway/spillway/internal/testkit"
 )
 
+// heapObjects is the runtime/metrics name of the live heap.
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
 // heapSampler records the highest live heap seen, from runtime/metrics.
 type heapSampler struct {
 	stop chan struct{}
 	done chan uint64
 }
 
-func sampleHeap() *heapSampler {
+// sampleHeap starts reading the live heap every interval, until Stop.
+func sampleHeap(every time.Duration) *heapSampler {
 	h := &heapSampler{stop: make(chan struct{}), done: make(chan uint64)}
 	go func() {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		s := []metrics.Sample{{Name: heapObjects}}
 		var peak uint64
-		t := time.NewTicker(5 * time.Millisecond)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			metrics.Read(s)
@@ -41,10 +45,11 @@ func sampleHeap() *heapSampler {
 	return h
 }
 
+// Stop stops sampling and returns the peak seen.
 func (h *heapSampler) Stop() uint64 { close(h.stop); return <-h.done }
 
 func heapNow() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	s := []metrics.Sample{{Name: heapObjects}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
@@ -91,7 +96,7 @@ func TestSlowStorageStaysInBudget(t *testing.T) {
 	faults := &storage.Faults{Latency: 2 * time.Millisecond, BytesPerSecond: 1 << 20}
 
 	base := heapNow()
-	heap := sampleHeap()
+	heap := sampleHeap(5 * time.Millisecond)
 	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults})
 	waitCommitted(t, cl, cfg.Kafka.Group, end)
 	p := progress()

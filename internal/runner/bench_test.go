@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -94,41 +93,19 @@ func benchValue(r *rand.Rand, i, size int) []byte {
 // benchHeap samples the live heap every 2 ms and returns the peak above the
 // baseline taken (after a GC) when it started.
 type benchHeap struct {
-	base uint64
-	stop chan struct{}
-	done chan uint64
-}
-
-func benchHeapRead() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
+	base    uint64
+	sampler *heapSampler
 }
 
 func startBenchHeap() *benchHeap {
 	runtime.GC()
-	h := &benchHeap{base: benchHeapRead(), stop: make(chan struct{}), done: make(chan uint64)}
-	go func() {
-		var peak uint64
-		t := time.NewTicker(2 * time.Millisecond)
-		defer t.Stop()
-		for {
-			peak = max(peak, benchHeapRead())
-			select {
-			case <-h.stop:
-				h.done <- peak
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return h
+	base := heapNow()
+	return &benchHeap{base: base, sampler: sampleHeap(2 * time.Millisecond)}
 }
 
 // peakDelta stops sampling and returns the peak minus the baseline.
 func (h *benchHeap) peakDelta() uint64 {
-	close(h.stop)
-	p := <-h.done
+	p := h.sampler.Stop()
 	if p < h.base {
 		return 0
 	}

@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -33,11 +34,11 @@ func TestNothingCommittableBeforeFlush(t *testing.T) {
 		t.Fatal("Durable did not fire after files became durable")
 	}
 	// only limits the partitions popped.
-	if got := h.s.Committable(map[sink.TopicPartition]bool{tp("t", 1): true}); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 1): 103}) {
+	if got := h.s.Committable(map[sink.TopicPartition]bool{tp("t", 1): true}); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 103}) {
 		t.Fatalf("Committable(only t/1) = %v", got)
 	}
 	want := map[sink.TopicPartition]int64{tp("t", 0): 5, tp("u", 0): 8}
-	if got := h.s.Committable(nil); !equalOffsets(got, want) {
+	if got := h.s.Committable(nil); !maps.Equal(got, want) {
 		t.Fatalf("Committable = %v, want %v", got, want)
 	}
 	// What was returned is popped.
@@ -49,7 +50,7 @@ func TestNothingCommittableBeforeFlush(t *testing.T) {
 		t.Fatalf("Committable with a new open file = %v", got)
 	}
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 6}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 6}) {
 		t.Fatalf("Committable = %v", got)
 	}
 	h.contiguous(h.objects()[:2], map[sink.TopicPartition]int64{tp("t", 0): 6})
@@ -64,7 +65,7 @@ func TestFlushSomePartitions(t *testing.T) {
 	if err := h.s.Flush(ctx, map[sink.TopicPartition]bool{tp("t", 1): true}, sink.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 1): 4}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 4}) {
 		t.Fatalf("Committable = %v, want only the flushed partition", got)
 	}
 	st := h.s.Stats()
@@ -121,7 +122,7 @@ func TestCommittableNeverPassesUnuploadedFile(t *testing.T) {
 		return got[tp("t", 0)] == 111
 	})
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 112}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 112}) {
 		t.Fatalf("Committable after Flush = %v, want 112", got)
 	}
 	if len(h.gate.files()) != 3 {
@@ -159,7 +160,7 @@ func TestRotationDoesNotWaitForStorage(t *testing.T) {
 	}
 	release()
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
 		t.Fatalf("Committable = %v, want 2", got)
 	}
 	h.eventually("the budget to drain", func() bool { return h.b.Snapshot().Used == base })
@@ -188,7 +189,7 @@ func TestFlushCancelledWhileUploading(t *testing.T) {
 	}
 	release()
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 1}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 1}) {
 		t.Fatalf("Committable = %v", got)
 	}
 }
@@ -226,7 +227,7 @@ func TestUploadErrorIsFatal(t *testing.T) {
 		t.Fatal("Write accepted records after a fatal upload error")
 	}
 	// Partition 1 was stored; partition 0 never becomes committable.
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
 		t.Fatalf("Committable = %v, want only t/1", got)
 	}
 	if got := h.localFiles(); strings.Join(got, " ") != key("t", 0, 0)+" "+key("t", 1, 0) {
@@ -348,7 +349,7 @@ func TestConcurrentCallers(t *testing.T) {
 	for p := int32(0); p < parts; p++ {
 		want[tp("t", p)] = n
 	}
-	if !equalOffsets(committed, want) {
+	if !maps.Equal(committed, want) {
 		t.Fatalf("committed %v, want %v", committed, want)
 	}
 	h.contiguous(h.objects(), want)

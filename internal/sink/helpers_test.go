@@ -517,15 +517,3 @@ func tp(topic string, p int32) sink.TopicPartition {
 func key(topic string, p int32, start int64) string {
 	return fmt.Sprintf("%s-%d-%d.jsonl", topic, p, start)
 }
-
-func equalOffsets(a, b map[sink.TopicPartition]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}

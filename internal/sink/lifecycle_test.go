@@ -1,6 +1,7 @@
 package sink_test
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/spillway/spillway/internal/budget"
@@ -24,7 +25,7 @@ func TestDropAbandonsOpenFiles(t *testing.T) {
 		t.Fatalf("Committable after Drop = %v, want nothing (t/2's skips are forgotten too)", got)
 	}
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
 		t.Fatalf("Committable = %v, want only t/1", got)
 	}
 	if got := h.localFiles(); len(got) != 1 || got[0] != key("t", 1, 0) {
@@ -38,7 +39,7 @@ func TestDropAbandonsOpenFiles(t *testing.T) {
 	// object in the way.
 	h.write(recs("t", 0, 0, 2)...)
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
 		t.Fatalf("Committable = %v", got)
 	}
 	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 2, tp("t", 1): 3})
@@ -141,7 +142,7 @@ func TestPressureRecordTrigger(t *testing.T) {
 		t.Fatalf("Records = %d, want t/1's 2", r)
 	}
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 2}) {
 		t.Fatalf("Committable = %v", got)
 	}
 	if objs := h.objects(); len(objs) != 2 {

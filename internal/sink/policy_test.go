@@ -3,6 +3,8 @@ package sink_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,12 +59,12 @@ func TestBadRecordToleranceAll(t *testing.T) {
 	}
 	h.flush()
 	want := map[sink.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 3}
-	if got := h.s.Committable(nil); !equalOffsets(got, want) {
+	if got := h.s.Committable(nil); !maps.Equal(got, want) {
 		t.Fatalf("Committable = %v, want %v (past the skipped records)", got, want)
 	}
 	files := h.objects()
 	got := h.offsets(files)
-	if len(files) != 2 || !equalInts(got[tp("t", 0)], []int64{0, 2}) || !equalInts(got[tp("t", 1)], []int64{1}) {
+	if len(files) != 2 || !slices.Equal(got[tp("t", 0)], []int64{0, 2}) || !slices.Equal(got[tp("t", 1)], []int64{1}) {
 		t.Fatalf("stored %v in %d files, want t/0: [0 2], t/1: [1]", got, len(files))
 	}
 }
@@ -91,10 +93,10 @@ func TestDeadLetter(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 3}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 3}) {
 		t.Fatalf("Committable = %v", got)
 	}
-	if got := h.offsets(h.objects())[tp("t", 0)]; !equalInts(got, []int64{0, 2}) {
+	if got := h.offsets(h.objects())[tp("t", 0)]; !slices.Equal(got, []int64{0, 2}) {
 		t.Fatalf("stored %v", got)
 	}
 }
@@ -136,7 +138,7 @@ func TestNullValues(t *testing.T) {
 		h := newHarness(t, withConfig(func(c *sink.Config) { c.NullValues = "ignore" }))
 		// With no file open, an ignored record is committable at once.
 		h.write(null("t", 0, 0), null("t", 0, 1))
-		if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+		if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
 			t.Fatalf("Committable = %v, want 2 before any Flush: nothing needs storing", got)
 		}
 		h.write(rec("t", 0, 2), null("t", 0, 3), rec("t", 0, 4), null("t", 0, 5))
@@ -144,10 +146,10 @@ func TestNullValues(t *testing.T) {
 			t.Fatalf("Committable = %v with records 2 and 4 open", got)
 		}
 		h.flush()
-		if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 6}) {
+		if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 6}) {
 			t.Fatalf("Committable = %v, want 6", got)
 		}
-		if got := h.offsets(h.objects())[tp("t", 0)]; !equalInts(got, []int64{2, 4}) {
+		if got := h.offsets(h.objects())[tp("t", 0)]; !slices.Equal(got, []int64{2, 4}) {
 			t.Fatalf("stored %v, want [2 4]", got)
 		}
 		if st := h.s.Stats(); st.Skipped != 4 || st.Records != 2 {
@@ -175,7 +177,7 @@ func TestNullValues(t *testing.T) {
 		h := newHarness(t, withConfig(func(c *sink.Config) { c.NullValues = "fail"; c.Tolerance = "all" }))
 		h.write(rec("t", 0, 0), null("t", 0, 1), rec("t", 0, 2))
 		h.flush()
-		if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 3}) {
+		if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 3}) {
 			t.Fatalf("Committable = %v", got)
 		}
 		if st := h.s.Stats(); st.Skipped != 1 {
@@ -195,7 +197,7 @@ func TestNullValues(t *testing.T) {
 			t.Fatalf("dead letters %v", got)
 		}
 		h.flush()
-		if c := h.s.Committable(nil); !equalOffsets(c, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+		if c := h.s.Committable(nil); !maps.Equal(c, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
 			t.Fatalf("Committable = %v", c)
 		}
 	})
@@ -209,23 +211,11 @@ func TestSkippedBetweenFiles(t *testing.T) {
 	h.write(null("t", 0, 2))       // no file open: skipped at once
 	h.write(recs("t", 0, 3, 5)...) // file [3,5)
 	h.flush()
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 5}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 5}) {
 		t.Fatalf("Committable = %v", got)
 	}
 	files := h.objects()
 	if len(files) != 2 || files[1].start != 3 {
 		t.Fatalf("files %+v", files)
 	}
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

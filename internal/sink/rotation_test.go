@@ -2,6 +2,7 @@ package sink_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestRotateOnMaxRecords(t *testing.T) {
 				st.FilesUploaded != 6 || st.BytesUploaded != int64(bytes) || st.Uploading != 0 || st.Skipped != 0 {
 				t.Fatalf("after Flush: %+v (stored bytes %d)", st, bytes)
 			}
-			if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 10, tp("t", 1): 10}) {
+			if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 10, tp("t", 1): 10}) {
 				t.Fatalf("Committable = %v, want 10 for both", got)
 			}
 		})
@@ -133,7 +134,7 @@ func TestRotateOnMaxAge(t *testing.T) {
 	if err := h.s.Flush(waitCtx, map[sink.TopicPartition]bool{tp("t", 0): true}, sink.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
 		t.Fatalf("Committable = %v, want only partition 0 at 2", got)
 	}
 	if st := h.s.Stats(); st.Closed[sink.ReasonRevoke] != 0 {
@@ -149,7 +150,7 @@ func TestRotateOnMaxAge(t *testing.T) {
 	}
 	h.flush()
 	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 2, tp("t", 1): 3})
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
 		t.Fatalf("Committable = %v", got)
 	}
 }
@@ -177,7 +178,7 @@ func TestRunTickerClosesIdleFiles(t *testing.T) {
 	if st := h.s.Stats(); st.Closed[sink.ReasonAge] != 1 {
 		t.Fatalf("Closed = %v", st.Closed)
 	}
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 0): 1}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 1}) {
 		t.Fatalf("Committable = %v", got)
 	}
 }
@@ -208,7 +209,7 @@ func TestMaxOpenFiles(t *testing.T) {
 		t.Fatalf("%d files, want %d", len(files), parts*per)
 	}
 	h.contiguous(files, want)
-	if got := h.s.Committable(nil); !equalOffsets(got, want) {
+	if got := h.s.Committable(nil); !maps.Equal(got, want) {
 		t.Fatalf("Committable = %v, want %v", got, want)
 	}
 }
@@ -229,7 +230,7 @@ func TestMaxOpenFilesEvictsLeastRecentlyUsed(t *testing.T) {
 	if err := h.s.Flush(ctx, map[sink.TopicPartition]bool{tp("t", 1): true}, sink.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.s.Committable(nil); !equalOffsets(got, map[sink.TopicPartition]int64{tp("t", 1): 1}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 1}) {
 		t.Fatalf("Committable = %v, want partition 1 evicted and durable, 0 and 2 still open", got)
 	}
 	if st := h.s.Stats(); st.FilesOpen != 2 || st.Closed[sink.ReasonRevoke] != 0 {

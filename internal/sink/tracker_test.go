@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 )
@@ -12,21 +13,9 @@ var (
 	tpB = TopicPartition{"b", 1}
 )
 
-func equalCommits(a, b map[TopicPartition]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 func wantCommits(t *testing.T, tr *tracker, only map[TopicPartition]bool, want map[TopicPartition]int64) {
 	t.Helper()
-	if got := tr.committable(only); !equalCommits(got, want) {
+	if got := tr.committable(only); !maps.Equal(got, want) {
 		t.Fatalf("committable(%v) = %v, want %v", only, got, want)
 	}
 }

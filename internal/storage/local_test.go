@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,7 +99,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 			if len(objs) != 1 || objs[0] != (storage.Object{Key: key, Size: int64(len(data))}) {
 				t.Fatalf("List = %+v", objs)
 			}
-			if got := files(t, dir); !equalKeys(got, []string{key}) {
+			if got := files(t, dir); !slices.Equal(got, []string{key}) {
 				t.Fatalf("files after Commit = %v, want only %s (temp file removed)", got, key)
 			}
 		})
@@ -162,7 +163,7 @@ func TestLocalCreateOnly(t *testing.T) {
 	if got := read(t, b, key); !bytes.Equal(got, first) {
 		t.Fatalf("object replaced: %q", got)
 	}
-	if got := files(t, dir); !equalKeys(got, []string{key}) {
+	if got := files(t, dir); !slices.Equal(got, []string{key}) {
 		t.Fatalf("files = %v, want only %s (failed commit leaves no temp file)", got, key)
 	}
 }
@@ -204,7 +205,7 @@ func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
 	if got, want := string(read(t, b, key)), fmt.Sprintf("writer %d\n", winner); got != want {
 		t.Fatalf("object = %q, want the winner's %q", got, want)
 	}
-	if got := files(t, dir); !equalKeys(got, []string{key}) {
+	if got := files(t, dir); !slices.Equal(got, []string{key}) {
 		t.Fatalf("files = %v", got)
 	}
 }
@@ -241,7 +242,7 @@ func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
 		{"o", all[:1]},
 	} {
 		got := keys(list(t, b, tc.prefix))
-		if !equalKeys(got, tc.want) {
+		if !slices.Equal(got, tc.want) {
 			t.Errorf("List(%q) = %v, want %v", tc.prefix, got, tc.want)
 		}
 	}

@@ -92,18 +92,6 @@ func keys(objs []storage.Object) []string {
 	return ks
 }
 
-func equalKeys(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // payload is n bytes that are not all alike, so a misplaced part shows.
 func payload(n int) []byte {
 	var buf bytes.Buffer

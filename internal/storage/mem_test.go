@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestMemWriteCommitListRead(t *testing.T) {
 		"u":    {"u.jsonl"},
 		"none": nil,
 	} {
-		if got := keys(list(t, b, prefix)); !equalKeys(got, want) {
+		if got := keys(list(t, b, prefix)); !slices.Equal(got, want) {
 			t.Errorf("List(%q) = %v, want %v", prefix, got, want)
 		}
 	}

@@ -71,7 +71,26 @@ func ParseDefaultName(name string) (topic string, partition int32, startOffset i
 func ReadJSONL(t testing.TB, root string) []StoredRecord {
 	t.Helper()
 	var out []StoredRecord
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := WalkOutput(root, func(path string) error {
+		recs, err := readJSONLFile(path)
+		if err != nil {
+			return err
+		}
+		out = append(out, recs...)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("testkit.ReadJSONL(%s): %v", root, err)
+	}
+	return out
+}
+
+// WalkOutput calls fn with the path of every file under root, in lexical
+// order, as ReadJSONL reads them: names starting with "." (files and
+// folders, but not root itself) are skipped. It stops at the first error,
+// of the walk or of fn, and returns it.
+func WalkOutput(root string, fn func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -84,17 +103,8 @@ func ReadJSONL(t testing.TB, root string) []StoredRecord {
 		if d.IsDir() {
 			return nil
 		}
-		recs, err := readJSONLFile(path)
-		if err != nil {
-			return err
-		}
-		out = append(out, recs...)
-		return nil
+		return fn(path)
 	})
-	if err != nil {
-		t.Fatalf("testkit.ReadJSONL(%s): %v", root, err)
-	}
-	return out
 }
 
 // jsonlLine is the shape of one line of the jsonl format.
