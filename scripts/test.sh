@@ -128,6 +128,11 @@ install_fake_gcs_server() {
 # runs on Node 20 despite npm's engine warning.
 install_azurite() {
 	local dir="$REPO/.cache/azurite"
+	# Node trusts only its own CA bundle; where the network inspects TLS,
+	# the machine's store holds the CA that npm needs.
+	if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+		export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+	fi
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		echo "installing: nodejs npm"
 		as_root apt-get update -qq
