@@ -208,7 +208,7 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 		}
 		// A poll can return thousands of records: look at the budget within
 		// the batch too, cheaply, and at once after a big record.
-		if (i%256 == 255 || len(r.Value) >= 64<<10) && s.budget.Over() {
+		if (i%64 == 63 || len(r.Value) >= 64<<10) && s.budget.Over() {
 			if err := s.relieveLocked(ctx); err != nil {
 				s.fail(err)
 				return err

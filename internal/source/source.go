@@ -171,12 +171,13 @@ func (s *Source) Run(stop, hard context.Context) error {
 		}
 		// Polled records are part of the fetch buffers already reserved:
 		// move their bytes from one holder to the other, don't count twice.
+		// Release before acquire, so the move itself never shows as a peak.
 		moved := min(size, s.fetchReserved)
-		s.budget.Acquire(budget.Fetched, size)
 		s.budget.Release(budget.FetchBuf, moved)
+		s.budget.Acquire(budget.Fetched, size)
 		err := s.sink.Write(hard, recs)
-		s.budget.Acquire(budget.FetchBuf, moved)
 		s.budget.Release(budget.Fetched, size)
+		s.budget.Acquire(budget.FetchBuf, moved)
 		s.statsMu.Lock()
 		s.stats.Fetched += int64(len(recs))
 		s.statsMu.Unlock()

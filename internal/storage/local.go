@@ -11,9 +11,9 @@ import (
 	"strings"
 )
 
-// localPartSize is the part size for local files: big enough to turn encoder
+// chunkSize is the unit of the part queue: big enough to turn encoder
 // writes into few syscalls, small enough that many open files stay cheap.
-const localPartSize = 1 << 20
+const chunkSize = 256 << 10
 
 // tmpPrefix marks files being written. They live in the target directory so
 // that the final rename is atomic, and List skips them.

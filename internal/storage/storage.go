@@ -92,7 +92,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if opts.Account == nil {
 		opts.Account = func(int64) {}
 	}
-	b := &Bucket{partSize: int(opts.PartSize), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
+	// The queue's chunks are smaller than a remote part: the backend's writer
+	// gathers them into parts of PartSize (counted in WriterMemory), and
+	// small chunks keep each open file's step in memory small, so the budget
+	// is never overshot by a file's first write.
+	b := &Bucket{partSize: int(min(opts.PartSize, chunkSize)), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -103,7 +107,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 			return nil, err
 		}
 		// A local file needs no big parts: they only batch write syscalls.
-		b.be, b.url, b.partSize = be, rawURL, min(b.partSize, localPartSize)
+		b.be, b.url = be, rawURL
 		return b, nil
 	}
 	bb, err := blob.OpenBucket(ctx, rawURL)
@@ -119,8 +123,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 // reported to Options.Account, for the budget.
 func (b *Bucket) WriterMemory() int64 { return b.writeMem }
 
-// PartSize is the size of one part buffer. An open writer holds one while
-// it fills, and up to queueDepth more while storage is behind.
+// PartSize is the size of one chunk of the part queue. An open writer holds
+// one while it fills, and more while storage is behind, all reported to
+// Options.Account.
 func (b *Bucket) PartSize() int64 { return int64(b.partSize) }
 
 // String returns the bucket URL with credentials removed.
