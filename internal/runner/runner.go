@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"runtime/debug"
 	"time"
 
@@ -151,7 +152,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		opts.OnStart(progress)
 	}
 	if cfg.Admin.Listen != "" {
-		srv := admin.New(cfg.Admin.Listen, admin.SourceFunc(progress.Status), log)
+		// Bind before consuming: a taken port is a startup error, not a
+		// warning nobody reads while the sink runs blind.
+		ln, err := net.Listen("tcp", cfg.Admin.Listen)
+		if err != nil {
+			return fmt.Errorf("admin.listen %q: %w; choose a free host:port, or \"\" to disable the endpoint", cfg.Admin.Listen, err)
+		}
+		srv := admin.NewWithListener(ln, admin.SourceFunc(progress.Status), log)
 		actx, stopAdmin := context.WithCancel(context.Background())
 		adminDone := make(chan error, 1)
 		go func() { adminDone <- srv.Run(actx) }()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -207,4 +208,21 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("second graceful stop: %v", err)
 	}
 	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
+}
+
+// A taken admin port stops startup with a message naming the key, before
+// anything is consumed.
+func TestAdminPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cluster := testkit.NewCluster(t, 1, "events")
+	cfg := testConfig(cluster.Addrs(), t.TempDir())
+	cfg.Admin.Listen = ln.Addr().String()
+	err = Run(context.Background(), cfg, testLogger(t), Options{})
+	if err == nil || !strings.Contains(err.Error(), "admin.listen") || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("Run with a taken admin port = %v, want an error naming admin.listen", err)
+	}
 }

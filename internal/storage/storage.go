@@ -114,8 +114,14 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), redactedError{err, rawURL})
 	}
-	// Besides our part queue, a gocloud writer buffers one part of its own.
-	b.be, b.url, b.writeMem = &remote{b: bb, partSize: int(opts.PartSize)}, Redact(rawURL), opts.PartSize
+	// Besides our part queue, a gocloud writer buffers parts of its own: one
+	// for GCS and Azure; for S3 the transfer manager holds its first part and
+	// a pool of two, briefly four (measured in TestEmulatorWriterMemory).
+	writeMem := opts.PartSize
+	if u.Scheme == "s3" {
+		writeMem = 4 * opts.PartSize
+	}
+	b.be, b.url, b.writeMem = &remote{b: bb, partSize: int(opts.PartSize)}, Redact(rawURL), writeMem
 	return b, nil
 }
 
