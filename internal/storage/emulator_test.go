@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -380,11 +381,6 @@ func TestEmulatorMissingBucket(t *testing.T) {
 			t.Fatalf("listing missing bucket %s succeeded", name)
 		}
 		if !strings.Contains(err.Error(), name) || !strings.Contains(listErr.Error(), name) {
-			// gocloud's errors name the key, not the bucket (Azure's carry
-			// the request URL); remote adds the name when Open gives it.
-			if r, ok := b.be.(*remote); ok && r.name == "" && os.Getenv("SPILLWAY_SHOW_BUGS") == "" {
-				t.Skipf("BUG: storage.Open does not set remote.name (the URL's host), so errors do not name bucket %s: %v", name, err)
-			}
 			t.Errorf("errors do not name the bucket %s:\ncommit: %v\nlist: %v", name, err, listErr)
 		}
 	})
@@ -459,11 +455,13 @@ func TestEmulatorWriterMemory(t *testing.T) {
 			if _, err := rand.Read(part); err != nil {
 				t.Fatal(err)
 			}
+			// The heap that the last GC marked live: unlike HeapAlloc, not
+			// inflated by what the upload goroutine allocates meanwhile.
+			sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 			live := func() int64 {
 				runtime.GC()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				return int64(ms.HeapAlloc)
+				metrics.Read(sample)
+				return int64(sample[0].Value.Uint64())
 			}
 			base := live()
 			w, err := r.newWriter(ctx, key, nil)
@@ -499,10 +497,13 @@ func TestEmulatorWriterMemory(t *testing.T) {
 			plain.hookOnce.Do(func() {})
 			t.Logf("s3 writer without the threshold hook: peak live heap %.1f MiB", float64(measure(plain, "mem/plain"))/(1<<20))
 		}
-		// The transfer manager holds its first part and two pooled parts;
-		// GCS one chunk; Azure one block, outside the Go heap (mmap).
-		if limit := int64(3.5 * emuPartSize); peak > limit {
-			t.Errorf("%s writer held %d bytes, more than %d (3.5 parts)", e.name, peak, limit)
+		// The S3 transfer manager holds its first part and two pooled parts:
+		// 3 parts (15.5 MiB), or 4 (20.5 MiB) when a GC cycle spans the end
+		// of the first part's io.ReadAll, whose chunks are then still marked
+		// live; 7 parts (34.5 MiB) without the hook. GCS holds one chunk;
+		// Azure one block, mmap'd outside the Go heap and so not seen here.
+		if limit := int64(4.5 * emuPartSize); peak > limit {
+			t.Errorf("%s writer held %d bytes, more than %d (4.5 parts)", e.name, peak, limit)
 		}
 	})
 }

@@ -121,7 +121,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if u.Scheme == "s3" {
 		writeMem = 4 * opts.PartSize
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, partSize: int(opts.PartSize)}, Redact(rawURL), writeMem
+	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize)}, Redact(rawURL), writeMem
 	return b, nil
 }
 
