@@ -219,3 +219,20 @@ func TestSkippedBetweenFiles(t *testing.T) {
 		t.Fatalf("files %+v", files)
 	}
 }
+
+// A file whose every record was skipped stores nothing, and its offsets
+// still become committable.
+func TestAllSkippedFileStoresNothing(t *testing.T) {
+	h := newHarness(t, withConfig(func(c *sink.Config) { c.Tolerance = "all" }))
+	h.write(bad("t", 0, 0), bad("t", 0, 1))
+	h.flush()
+	if got, want := h.s.Committable(nil), map[sink.TopicPartition]int64{tp("t", 0): 2}; !maps.Equal(got, want) {
+		t.Fatalf("Committable = %v, want %v", got, want)
+	}
+	if files := h.objects(); len(files) != 0 {
+		t.Fatalf("stored %d objects for a file of skipped records, want none", len(files))
+	}
+	if st := h.s.Stats(); st.Skipped != 2 || st.FilesUploaded != 0 {
+		t.Fatalf("%+v, want 2 skipped and no upload", st)
+	}
+}

@@ -355,6 +355,13 @@ func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
 		return fmt.Errorf("finish %s: %w", f.key, err)
 	}
 	s.tracker.finish(f.seg, f.next)
+	if f.records == 0 {
+		// Every record of this file was skipped by the error policy: store
+		// nothing, but let its offsets be committed.
+		f.w.Abort()
+		s.tracker.markDurable(f.seg)
+		return nil
+	}
 	f.mem = s.bucket.WriterMemory() + pendingCost
 	s.budget.Acquire(budget.Uploading, f.mem)
 	s.inflight.Add(1)
