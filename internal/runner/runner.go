@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,6 +23,7 @@ import (
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/verify"
 )
 
 // Options are hooks for callers that watch a run (the demo, tests).
@@ -142,7 +144,15 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	snk := sink.New(scfg, bucket, b, log)
 	defer snk.Close()
 
-	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches, Reserved: plan.Reserved}, snk, b, cfg.Shutdown.Timeout, log)
+	var resume source.Resumer
+	if _, exact := tmpl.PartitionPrefix("t", 0); exact && slices.Contains(fcfg.Fields, "offset") {
+		resume = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
+			return verify.NextOffset(ctx, bucket, tmpl, cfg.Storage.Prefix, topic, partition)
+		}
+	} else {
+		log.Warn("records stored before a crash but not committed may be written again: resuming from storage needs a name template that lists one partition's files under one prefix and format.fields with offset")
+	}
+	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches, Reserved: plan.Reserved}, snk, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
 	}

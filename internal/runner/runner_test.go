@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
@@ -225,4 +226,43 @@ func TestAdminPortTaken(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "admin.listen") || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("Run with a taken admin port = %v, want an error naming admin.listen", err)
 	}
+}
+
+// TestResumeFromStorage: a run stores and commits everything; then the
+// group's commits are rolled back to zero, as if the process had crashed
+// after its uploads and before its commits. The next run must resume from
+// what storage holds, not write those records again.
+func TestResumeFromStorage(t *testing.T) {
+	cluster := testkit.NewCluster(t, 4, "events")
+	cl := cluster.Client(t)
+	gen := func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % 4), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
+	}
+	testkit.Produce(t, cl, "events", 8_000, gen)
+	end := testkit.EndOffsets(t, cl, "events")
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.File.MaxRecords = 300
+
+	_, stop := started(t, cfg)
+	waitCommitted(t, cl, cfg.Kafka.Group, end)
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	// The crash: storage holds everything, the group has committed nothing.
+	zero := kadm.Offsets{}
+	for p := range end {
+		zero.AddOffset("events", p, 0, -1)
+	}
+	if _, err := kadm.NewClient(cl).CommitOffsets(context.Background(), cfg.Kafka.Group, zero); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Produce(t, cl, "events", 2_000, gen)
+	end = testkit.EndOffsets(t, cl, "events")
+	_, stop2 := started(t, cfg)
+	waitCommitted(t, cl, cfg.Kafka.Group, end)
+	if err := stop2(); err != nil {
+		t.Fatalf("second graceful stop: %v", err)
+	}
+	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,12 +31,18 @@ type Sink interface {
 	Drop(tps map[sink.TopicPartition]bool)
 }
 
+// Resumer tells where storage ends for a partition: one past the highest
+// offset stored, ok=false when nothing is stored.
+type Resumer func(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
+
 // Source consumes a group's partitions into a Sink.
 type Source struct {
-	cl     *kgo.Client
-	sink   Sink
-	budget *budget.Budget
-	log    *slog.Logger
+	group   string
+	resumer Resumer
+	cl      *kgo.Client
+	sink    Sink
+	budget  *budget.Budget
+	log     *slog.Logger
 	// revokeTimeout bounds how long a revoked partition's files may take.
 	revokeTimeout time.Duration
 
@@ -57,8 +64,11 @@ type Stats struct {
 }
 
 // New builds the consumer. It does not connect until Run.
-func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout time.Duration, log *slog.Logger) (*Source, error) {
-	src := &Source{sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
+//
+// resume, when set, is asked on every assignment where storage ends, so that
+// records stored before a crash, but not committed, are not written again.
+func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger) (*Source, error) {
+	src := &Source{group: k.Group, resumer: resume, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
 	src.fetchReserved = fetch.Reserved
@@ -78,6 +88,7 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsRevoked(src.onRevoked),
 		kgo.OnPartitionsLost(src.onLost),
+		kgo.OnPartitionsAssigned(src.onAssigned),
 		kgo.WithLogger(slogLogger{log}),
 	)
 	if fetch.MaxBytes > 0 {
@@ -334,6 +345,65 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		s.log.Warn("commit on revoke failed", "err", err)
 	}
 	s.forget(tps)
+}
+
+// onAssigned moves the group's offsets of new partitions forward to where
+// storage ends, when storage is ahead: a previous owner crashed after an
+// upload and before its commit. The client loads committed offsets only
+// after this callback returns, so fetching starts at the recovered offset.
+func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if s.resumer == nil || len(assigned) == 0 {
+		return
+	}
+	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, s.group)
+	if err != nil {
+		s.log.Error("cannot read committed offsets to resume from storage; records stored but not committed may be written again", "err", err)
+		return
+	}
+	ahead := map[string]map[int32]kgo.EpochOffset{}
+	n := 0
+	for topic, parts := range assigned {
+		for _, p := range parts {
+			next, ok, err := s.resumer(ctx, topic, p)
+			if err != nil {
+				s.log.Error("cannot read what storage holds; resuming from the committed offset", "topic", topic, "partition", p, "err", err)
+				continue
+			}
+			var at int64 = -1
+			if o, found := committed.Lookup(topic, p); found && o.Err == nil {
+				at = o.At
+			}
+			if ok && next > at {
+				if ahead[topic] == nil {
+					ahead[topic] = map[int32]kgo.EpochOffset{}
+				}
+				ahead[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: next}
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	var cerr error
+	cl.CommitOffsetsSync(ctx, ahead, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && cerr == nil {
+					cerr = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, e)
+				}
+			}
+		}
+	})
+	if cerr != nil {
+		s.log.Error("cannot move offsets to where storage ends; records stored but not committed may be written again", "err", cerr)
+		return
+	}
+	s.log.Info("resumed from storage: partitions whose stored data is ahead of the group's commit", "partitions", n)
 }
 
 // onLost drops partitions without committing: another member may own them

@@ -8,8 +8,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -174,4 +176,38 @@ func readOffsets(ctx context.Context, b *storage.Bucket, key string, exts []stri
 		p.Records++
 	}
 	return nil
+}
+
+// ErrNotListable means the name template does not put a partition's files
+// under one listable prefix, so what storage holds for it can't be found.
+var ErrNotListable = errors.New("file.name_template has a variable before {{start_offset}} other than {{topic}} and {{partition}}, so one partition's files can't be listed")
+
+// NextOffset returns one past the highest offset stored for a partition,
+// and ok=false when storage holds nothing for it. It lists the partition's
+// prefix, picks the file with the highest start offset, and reads that file
+// alone.
+func NextOffset(ctx context.Context, b *storage.Bucket, tmpl *naming.Template, prefix, topic string, partition int32) (next int64, ok bool, err error) {
+	pp, exact := tmpl.PartitionPrefix(topic, partition)
+	if !exact {
+		return 0, false, ErrNotListable
+	}
+	lastKey, lastStart, lastExts := "", int64(-1), []string(nil)
+	err = b.List(ctx, prefix+pp, func(o storage.Object) error {
+		name, exts := splitExt(strings.TrimPrefix(o.Key, prefix))
+		if start, ok := tmpl.MatchPartition(name, topic, partition); ok && start > lastStart {
+			lastKey, lastStart, lastExts = o.Key, start, exts
+		}
+		return nil
+	})
+	if err != nil || lastKey == "" {
+		return 0, false, err
+	}
+	p := &Partition{Topic: topic, Partition: partition}
+	if err := readOffsets(ctx, b, lastKey, lastExts, p); err != nil {
+		return 0, false, err
+	}
+	if len(p.offsets) == 0 {
+		return lastStart, true, nil
+	}
+	return slices.Max(p.offsets) + 1, true, nil
 }
