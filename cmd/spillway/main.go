@@ -85,14 +85,14 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	})
 	root.Args = usageArgs(func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q; commands are run, demo, config check, version", args[0])
+			return fmt.Errorf("unknown command %q; commands are run, demo, verify, config check, version", args[0])
 		}
 		return nil
 	})
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(runCmd(stderr, environ), demoCmd(stdout, stderr), configCmd(stdout, environ), versionCmd(stdout))
+	root.AddCommand(runCmd(stderr, environ), demoCmd(stdout, stderr), verifyCmd(stdout, environ), configCmd(stdout, environ), versionCmd(stdout))
 	return root
 }
 
