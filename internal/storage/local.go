@@ -45,7 +45,9 @@ func (l *local) newWriter(_ context.Context, key string, _ map[string]string) (o
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	// The final name is in the temp name, so a later owner of the partition
+	// can tell which abandoned temp files are its to remove.
+	f, err := os.CreateTemp(dir, tmpPrefix+filepath.Base(final)+".*")
 	if err != nil {
 		return nil, err
 	}
@@ -149,3 +151,41 @@ func (l *local) read(_ context.Context, key string) (io.ReadCloser, error) {
 }
 
 func (l *local) close() error { return nil }
+
+// removeTemps deletes temp files left by a process that died while writing,
+// in the directory of prefix, whose final key belongs(key) says is ours.
+func (l *local) removeTemps(_ context.Context, prefix string, belongs func(key string) bool) error {
+	dir := l.root
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		dir = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(l.root, dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), tmpPrefix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		// Strip CreateTemp's random suffix.
+		if i := strings.LastIndexByte(name, '.'); i > 0 {
+			name = name[:i]
+		}
+		key := filepath.ToSlash(filepath.Join(rel, name))
+		key = strings.TrimPrefix(key, "./")
+		if belongs(key) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}

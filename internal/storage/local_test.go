@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -455,4 +456,47 @@ func TestLocalOpenErrors(t *testing.T) {
 	if _, err := storage.Open(context.Background(), "file://"+f+"/sub", storage.Options{}); err == nil {
 		t.Fatal("Open under a regular file succeeded")
 	}
+}
+
+// A writer that died mid-write leaves a temp file; the partition's next
+// owner removes exactly the temp files whose final key is its own.
+func TestRemoveAbandoned(t *testing.T) {
+	b, dir := openLocal(t, storage.Options{})
+	ctx := context.Background()
+	mine, err := b.NewWriter(ctx, "out/t-0-5.jsonl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.NewWriter(ctx, "out/t-1-5.jsonl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*storage.Writer{mine, other} {
+		if _, err := w.Write(bytes.Repeat([]byte("x"), 300<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(n int) []string {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := files(t, dir)
+			if len(got) == n || time.Now().After(deadline) {
+				return got
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if got := waitFor(2); len(got) != 2 {
+		t.Fatalf("temp files before cleanup: %v, want 2", got)
+	}
+	err = b.RemoveAbandoned(ctx, "out/t-0-", func(key string) bool { return key == "out/t-0-5.jsonl" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, dir)
+	if len(got) != 1 || !strings.Contains(got[0], "t-1-5.jsonl") {
+		t.Fatalf("after removing partition 0's abandoned file: %v, want only partition 1's temp file", got)
+	}
+	mine.Abort()
+	other.Abort()
 }

@@ -158,6 +158,22 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(Object) error)
 	return nil
 }
 
+// RemoveAbandoned deletes what a writer that died mid-write left under
+// prefix, for the keys that belongs accepts: temp files of a local
+// directory. (Object stores keep nothing visible; their incomplete uploads
+// are aborted, or expire by a lifecycle rule.) Call it only for partitions
+// this process owns, before writing to them.
+func (b *Bucket) RemoveAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error {
+	l, ok := b.be.(*local)
+	if !ok {
+		return nil
+	}
+	if err := l.removeTemps(ctx, prefix, belongs); err != nil {
+		return fmt.Errorf("storage: remove abandoned temp files under %q: %w", prefix, err)
+	}
+	return nil
+}
+
 // Read opens an object for reading.
 func (b *Bucket) Read(ctx context.Context, key string) (io.ReadCloser, error) {
 	r, err := b.be.read(ctx, key)

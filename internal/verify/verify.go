@@ -183,13 +183,24 @@ func readOffsets(ctx context.Context, b *storage.Bucket, key string, exts []stri
 var ErrNotListable = errors.New("file.name_template has a variable before {{start_offset}} other than {{topic}} and {{partition}}, so one partition's files can't be listed")
 
 // NextOffset returns one past the highest offset stored for a partition,
-// and ok=false when storage holds nothing for it. It lists the partition's
+// and ok=false when storage holds nothing for it. It also removes what a
+// writer that died left for the partition: call it only as its owner. It lists the partition's
 // prefix, picks the file with the highest start offset, and reads that file
 // alone.
 func NextOffset(ctx context.Context, b *storage.Bucket, tmpl *naming.Template, prefix, topic string, partition int32) (next int64, ok bool, err error) {
 	pp, exact := tmpl.PartitionPrefix(topic, partition)
 	if !exact {
 		return 0, false, ErrNotListable
+	}
+	// A previous owner that died mid-write left temp files: they hold no
+	// committed data, and this process owns the partition now.
+	err = b.RemoveAbandoned(ctx, prefix+pp, func(key string) bool {
+		name, _ := splitExt(strings.TrimPrefix(key, prefix))
+		_, ok := tmpl.MatchPartition(name, topic, partition)
+		return ok
+	})
+	if err != nil {
+		return 0, false, err
 	}
 	lastKey, lastStart, lastExts := "", int64(-1), []string(nil)
 	err = b.List(ctx, prefix+pp, func(o storage.Object) error {
