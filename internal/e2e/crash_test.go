@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+const (
+	crashTopic      = "events"
+	crashGroup      = "crash"
+	crashPartitions = 8
+	crashRecords    = 300_000
+	crashBatch      = 1_000
+	crashMinKills   = 5
+)
+
+// TestCrashExactlyOnce SIGKILLs spillway at random moments while records
+// still flow into the topic, restarting it after each kill, then lets a last
+// run drain the topic and stop cleanly. Every record must be in storage
+// exactly once, and no temporary file may be left behind: a restarted
+// spillway must resume after what the killed one already stored, even if
+// it had not committed it yet.
+func TestCrashExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts spillway while 300k records are produced; skipped with -short")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("random seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+
+	out := filepath.Join(t.TempDir(), "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := startBroker(t, crashPartitions, crashTopic)
+	admin := b.Client(t)
+
+	// ---- the producer, in the background: batches with short sleeps, so
+	// that it still produces while spillway is killed.
+	prod := b.Client(t, kgo.ProducerLinger(5*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	produced := make(chan error, 1)
+	pad := strings.Repeat("x", 1000)
+	go func() {
+		produced <- func() error {
+			for from := 0; from < crashRecords; from += crashBatch {
+				recs := make([]*kgo.Record, 0, crashBatch)
+				for i := from; i < min(from+crashBatch, crashRecords); i++ {
+					recs = append(recs, &kgo.Record{
+						Topic:     crashTopic,
+						Partition: int32(i % crashPartitions),
+						Key:       fmt.Appendf(nil, "k-%d", i),
+						Value:     fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, pad),
+					})
+				}
+				if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					return fmt.Errorf("producing records %d..%d: %w", from, from+len(recs)-1, err)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			return nil
+		}()
+	}()
+
+	config := fmt.Sprintf(`kafka:
+  brokers: [%q]
+  group: %s
+  topics: [%s]
+  start_offset: earliest
+storage:
+  url: "file://%s"
+file:
+  max_records: 2000
+  max_age: 1s
+format:
+  type: jsonl
+  compression: zstd
+backpressure:
+  memory_limit: 256MiB
+admin:
+  listen: ""
+log:
+  level: info
+shutdown:
+  timeout: 20s
+`, b.Addr, crashGroup, crashTopic, out)
+
+	// ---- kill spillway at random moments, at least crashMinKills times and
+	// until the producer is done.
+	var produceErr error
+	producerDone := false
+	kills := 0
+	for kills < crashMinKills || !producerDone {
+		sp := startSpillway(t, config, nil)
+		wait := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
+		select {
+		case <-sp.Done():
+			t.Fatalf("spillway (run %d) exited by itself before being killed: %s", kills+1, describeExit(sp.Wait(t, 0)))
+		case <-time.After(wait):
+		}
+		sp.Signal(t, syscall.SIGKILL)
+		st := sp.Wait(t, 30*time.Second)
+		kills++
+		var committed int64
+		for _, o := range testkit.CommittedOffsets(t, admin, crashGroup, crashTopic) {
+			committed += max(o, 0)
+		}
+		t.Logf("kill %d after %s: %s; %d records committed so far", kills, wait.Round(time.Millisecond), describeExit(st), committed)
+		if !producerDone {
+			select {
+			case produceErr = <-produced:
+				producerDone = true
+			default:
+			}
+		}
+	}
+	if produceErr != nil {
+		t.Fatal(produceErr)
+	}
+
+	ends := testkit.EndOffsets(t, admin, crashTopic)
+	var total int64
+	for _, e := range ends {
+		total += e
+	}
+	if total != crashRecords {
+		t.Fatalf("end offsets %v add up to %d records, want %d", ends, total, crashRecords)
+	}
+	t.Logf("producer done: %d records; spillway killed %d times", total, kills)
+
+	// ---- a last run drains the topic and stops cleanly.
+	sp := startSpillway(t, config, nil)
+	// Generous: the restarted member first waits for the group to evict
+	// the killed ones, which takes about a minute with kfake.
+	const deadline = 5 * time.Minute
+	start := time.Now()
+	for {
+		committed := testkit.CommittedOffsets(t, admin, crashGroup, crashTopic)
+		complete := 0
+		var done int64
+		for p, end := range ends {
+			done += min(committed[p], end)
+			if committed[p] == end {
+				complete++
+			}
+		}
+		if complete == len(ends) {
+			break
+		}
+		select {
+		case <-sp.Done():
+			t.Fatalf("last spillway run exited before draining the topic (%d/%d records committed): %s",
+				done, total, describeExit(sp.Wait(t, 0)))
+		case <-time.After(500 * time.Millisecond):
+		}
+		if time.Since(start) > deadline {
+			t.Fatalf("topic not drained after %s: %d/%d records committed", deadline, done, total)
+		}
+	}
+	t.Logf("last run drained the topic in %s", time.Since(start).Round(100*time.Millisecond))
+	sp.Signal(t, syscall.SIGTERM)
+	if st := sp.Wait(t, 60*time.Second); st.ExitCode() != 0 {
+		t.Fatalf("spillway after SIGTERM: %s, want exit status 0", describeExit(st))
+	}
+
+	// ---- every record exactly once, and no temporary file left behind.
+	recs := testkit.ReadJSONL(t, out)
+	t.Logf("storage: %d records read back (%d produced)", len(recs), total)
+	testkit.AssertExactlyOnce(t, recs, crashTopic, ends)
+
+	var leftovers []string
+	err := filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".spillway-tmp-") {
+			leftovers = append(leftovers, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking %s: %v", out, err)
+	}
+	if len(leftovers) > 0 {
+		t.Errorf("%d temporary file(s) left in the output directory, e.g. %s", len(leftovers), leftovers[0])
+	}
+}
