@@ -36,6 +36,13 @@ func TestCrashExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts spillway while 300k records are produced; skipped with -short")
 	}
+	// Every SIGKILL leaves a dead group member that the next run waits out
+	// (45s session timeout); with many kills the final drain took over 5
+	// minutes under CI load. Until static membership (kgo.InstanceID) lands,
+	// run this on demand, not in every CI run.
+	if os.Getenv("SPILLWAY_TEST_CRASH") == "" {
+		t.Skip("set SPILLWAY_TEST_CRASH=1 to run: slow until static membership lands (see the issue note)")
+	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("random seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
