@@ -160,14 +160,7 @@ shutdown:
 	start := time.Now()
 	for {
 		committed := testkit.CommittedOffsets(t, admin, crashGroup, crashTopic)
-		complete := 0
-		var done int64
-		for p, end := range ends {
-			done += min(committed[p], end)
-			if committed[p] == end {
-				complete++
-			}
-		}
+		done, complete := drainProgress(committed, ends)
 		if complete == len(ends) {
 			break
 		}

@@ -572,3 +572,15 @@ func (c *memCgroup) remove(t testing.TB) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// drainProgress sums the records committed up to the end offsets, and
+// counts the partitions fully committed.
+func drainProgress(committed, ends map[int32]int64) (done int64, complete int) {
+	for p, end := range ends {
+		done += min(committed[p], end)
+		if committed[p] == end {
+			complete++
+		}
+	}
+	return done, complete
+}

@@ -118,14 +118,7 @@ shutdown:
 			}
 		}
 		committed := testkit.CommittedOffsets(t, admin, oomGroup, oomTopic)
-		var done int64
-		complete := 0
-		for p, end := range ends {
-			done += min(committed[p], end)
-			if committed[p] == end {
-				complete++
-			}
-		}
+		done, complete := drainProgress(committed, ends)
 		if complete == len(ends) {
 			break
 		}
