@@ -108,6 +108,10 @@ type Sink struct {
 	mu    sync.Mutex
 	files map[TopicPartition]*openFile
 	stats Stats
+	// unaccounted counts records written but not yet told to the budget:
+	// the budget takes a lock, so records are reported in batches, before
+	// every look at it and before any file's records are taken back.
+	unaccounted int64
 
 	// Counters the upload workers update without s.mu.
 	uploading, filesUploaded, bytesUploaded atomic.Int64
@@ -208,14 +212,14 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 		}
 		// A poll can return thousands of records: look at the budget within
 		// the batch too, cheaply, and at once after a big record.
-		if (i%64 == 63 || len(r.Value) >= 64<<10) && s.budget.Over() {
+		if (i%64 == 63 || len(r.Value) >= 64<<10) && s.overLocked() {
 			if err := s.relieveLocked(ctx); err != nil {
 				s.fail(err)
 				return err
 			}
 		}
 	}
-	if s.budget.Over() {
+	if s.overLocked() {
 		if err := s.relieveLocked(ctx); err != nil {
 			s.fail(err)
 			return err
@@ -248,7 +252,7 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record) error {
 	f.records++
 	f.lastUsed = time.Now()
 	s.stats.Records++
-	s.budget.AddRecords(1)
+	s.unaccounted++
 	switch {
 	case s.cfg.MaxRecords > 0 && f.records >= s.cfg.MaxRecords:
 		return s.closeLocked(ctx, f, ReasonRecords)
@@ -256,6 +260,19 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record) error {
 		return s.closeLocked(ctx, f, ReasonBytes)
 	}
 	return nil
+}
+
+// overLocked reports the records written so far, then asks the budget.
+func (s *Sink) overLocked() bool {
+	s.reportRecordsLocked()
+	return s.budget.Over()
+}
+
+func (s *Sink) reportRecordsLocked() {
+	if s.unaccounted != 0 {
+		s.budget.AddRecords(s.unaccounted)
+		s.unaccounted = 0
+	}
 }
 
 // recordError applies the error policy to one record.
@@ -344,6 +361,7 @@ const pendingCost = 16 << 10
 func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
 	delete(s.files, f.tp)
 	s.stats.Closed[why]++
+	s.reportRecordsLocked()
 	s.budget.AddRecords(-f.records)
 	err := f.enc.Close()
 	if cerr := f.comp.Close(); err == nil {
@@ -515,6 +533,7 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 	for tp := range tps {
 		if f := s.files[tp]; f != nil {
 			delete(s.files, tp)
+			s.reportRecordsLocked()
 			s.budget.AddRecords(-f.records)
 			_ = f.enc.Close()
 			_ = f.comp.Close()
