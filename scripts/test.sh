@@ -281,4 +281,25 @@ main() {
 	log "all checks passed ($((SECONDS - start))s)"
 }
 
-main "$@"
+# serve_emulators: for developing storage tests. It installs the tools, starts
+# the emulators, writes their environment to .cache/emulators.env (source it
+# in another shell), and keeps them up until interrupted.
+serve_emulators() {
+	install_tools
+	start_emulators
+	local envf="$REPO/.cache/emulators.env"
+	{
+		for v in AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION AWS_EC2_METADATA_DISABLED \
+			SPILLWAY_TEST_S3_ENDPOINT STORAGE_EMULATOR_HOST SPILLWAY_TEST_AZURE_CONNECTION_STRING; do
+			printf 'export %s=%q\n' "$v" "${!v}"
+		done
+	} >"$envf"
+	log "emulators up; source $envf (Ctrl-C stops them)"
+	while sleep 3600; do :; done
+}
+
+case "${1:-}" in
+"") main ;;
+emulators) serve_emulators ;;
+*) die "usage: $0 [emulators]" ;;
+esac
