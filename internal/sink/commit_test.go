@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -77,9 +78,11 @@ func TestFlushSomePartitions(t *testing.T) {
 	}
 }
 
-// With two files of one partition, the offset never passes the file whose
-// upload has not completed, even when a later file is already stored.
-func TestCommittableNeverPassesUnuploadedFile(t *testing.T) {
+// A partition's files are published in offset order: while one is held,
+// the next waits (its parts may stream, its final step may not), and the
+// offset never passes the held file. Storage so never holds a later file
+// without the earlier ones, which resuming from the last file relies on.
+func TestPartitionFilesPublishInOrder(t *testing.T) {
 	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) {
 		c.MaxRecords = 5
 		c.Uploaders = 2
@@ -88,11 +91,16 @@ func TestCommittableNeverPassesUnuploadedFile(t *testing.T) {
 	release := h.gate.hold(key("t", 0, 100))
 	defer release()
 
-	h.write(recs("t", 0, 100, 110)...) // two files: [100,105) held, [105,110) free
+	h.write(recs("t", 0, 100, 110)...) // two files: [100,105) held, [105,110) behind it
 	h.gate.awaitCommit(t, key("t", 0, 100))
-	h.eventually("the second file to be stored", func() bool { return h.s.Stats().FilesUploaded == 1 })
-	if _, ok := h.gate.files()[key("t", 0, 105)]; !ok {
-		t.Fatalf("second file not stored: %v", h.gate.files())
+	if st := h.s.Stats(); st.Uploading != 2 {
+		t.Fatalf("Uploading = %d, want both files", st.Uploading)
+	}
+	// The second file's goroutine waits on the first's end, so its
+	// commit cannot start however long this waits.
+	time.Sleep(100 * time.Millisecond)
+	if got := h.gate.started(); len(got) != 0 {
+		t.Fatalf("commits %v started while %s is held", got, key("t", 0, 100))
 	}
 	if got := h.s.Committable(nil); len(got) != 0 {
 		t.Fatalf("Committable = %v while [100,105) is not stored", got)
@@ -105,8 +113,8 @@ func TestCommittableNeverPassesUnuploadedFile(t *testing.T) {
 	if got := h.s.Committable(nil); len(got) != 0 {
 		t.Fatalf("Committable = %v while [100,105) is not stored", got)
 	}
-	if st := h.s.Stats(); st.Uploading != 1 {
-		t.Fatalf("Uploading = %d, want 1 (the held file)", st.Uploading)
+	if st := h.s.Stats(); st.Uploading != 2 {
+		t.Fatalf("Uploading = %d, want 2 (the held file and the one behind it)", st.Uploading)
 	}
 
 	durable := h.s.Durable()
@@ -128,6 +136,56 @@ func TestCommittableNeverPassesUnuploadedFile(t *testing.T) {
 	if len(h.gate.files()) != 3 {
 		t.Fatalf("stored %d files, want 3", len(h.gate.files()))
 	}
+	if got, want := h.gate.started(), []string{key("t", 0, 105), key("t", 0, 111)}; !slices.Equal(got, want) {
+		t.Fatalf("commits after the release %v, want %v", got, want)
+	}
+}
+
+// When a partition's file fails, the files after it are abandoned, never
+// published: storage keeps a gap-free prefix, and the failure is reported.
+func TestFailedFileAbandonsLaterFiles(t *testing.T) {
+	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 5; c.Uploaders = 2 }))
+	release := h.gate.hold(key("t", 0, 0))
+	h.gate.fail(key("t", 0, 0), errors.New("injected: storage refused the object"))
+	h.write(recs("t", 0, 0, 15)...) // [0,5) fails, [5,10) and [10,15) behind it
+	h.write(recs("t", 1, 0, 5)...)  // another partition, unaffected
+	h.gate.awaitCommit(t, key("t", 0, 0))
+	release()
+	err := h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Flush = %v, want the injected failure", err)
+	}
+	files := h.gate.files()
+	for _, k := range []string{key("t", 0, 0), key("t", 0, 5), key("t", 0, 10)} {
+		if _, ok := files[k]; ok {
+			t.Fatalf("%s stored after the partition's earlier file failed: %v", k, slices.Sorted(maps.Keys(files)))
+		}
+	}
+	if got := h.s.Committable(nil); got[tp("t", 0)] != 0 {
+		t.Fatalf("Committable = %v, want nothing for t/0", got)
+	}
+}
+
+// A lost partition's files that are not yet published stay unpublished,
+// and when the partition comes back its new files don't wait on them.
+func TestDropAbandonsUnpublishedFiles(t *testing.T) {
+	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 5; c.Uploaders = 2 }))
+	release := h.gate.hold(key("t", 0, 0))
+	defer release()
+	h.write(recs("t", 0, 0, 10)...)
+	h.gate.awaitCommit(t, key("t", 0, 0))
+	h.s.Drop(map[sink.TopicPartition]bool{tp("t", 0): true})
+	release()
+	// Back again, resumed at 5 (say the new owner had stored [0,5)).
+	h.write(recs("t", 0, 5, 10)...)
+	h.flush()
+	files := h.gate.files()
+	if _, ok := files[key("t", 0, 5)]; !ok {
+		t.Fatalf("the returned partition's file was not stored: %v", slices.Sorted(maps.Keys(files)))
+	}
+	if got := h.s.Committable(nil); got[tp("t", 0)] != 10 {
+		t.Fatalf("Committable = %v, want 10 for t/0", got)
+	}
 }
 
 // Rotation never waits for storage: closed files commit in the background
@@ -142,7 +200,9 @@ func TestRotationDoesNotWaitForStorage(t *testing.T) {
 	h.gate.awaitCommit(t, key("t", 0, 0))
 
 	done := make(chan error, 1)
-	go func() { done <- h.s.Write(context.Background(), recs("t", 0, 1, 2)) }()
+	go func() {
+		done <- h.s.Write(context.Background(), append(recs("t", 0, 1, 2), rec("t", 1, 0)))
+	}()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -154,9 +214,9 @@ func TestRotationDoesNotWaitForStorage(t *testing.T) {
 	if used := h.b.Snapshot().Used; used <= base {
 		t.Fatalf("budget %d does not count the files waiting for storage (base %d)", used, base)
 	}
-	h.eventually("the later file to be stored", func() bool { return h.s.Stats().FilesUploaded == 1 })
-	if got := h.s.Committable(nil); len(got) != 0 {
-		t.Fatalf("Committable = %v while the first file is still held", got)
+	h.eventually("the other partition's file to be stored", func() bool { return h.s.Stats().FilesUploaded == 1 })
+	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 1}) {
+		t.Fatalf("Committable = %v while t/0's first file is still held, want only t/1", got)
 	}
 	release()
 	h.flush()

@@ -56,12 +56,13 @@ type gate struct {
 	mu      sync.Mutex
 	objects map[string][]byte
 	holds   map[string]chan struct{}
+	fails   map[string]error
 	commits chan string // every commit that reached the store, in order
 }
 
 // newGate returns a store and the URL that opens it.
 func newGate(t *testing.T) (*gate, string) {
-	g := &gate{objects: map[string][]byte{}, holds: map[string]chan struct{}{}, commits: make(chan string, 10000)}
+	g := &gate{objects: map[string][]byte{}, holds: map[string]chan struct{}{}, fails: map[string]error{}, commits: make(chan string, 10000)}
 	name := fmt.Sprintf("g%d", gateSeq.Add(1))
 	gates.Store(name, g)
 	t.Cleanup(func() { gates.Delete(name) })
@@ -91,6 +92,26 @@ func (g *gate) awaitCommit(t *testing.T, key string) {
 			}
 		case <-timeout:
 			t.Fatalf("commit of %s never started", key)
+		}
+	}
+}
+
+// fail makes the commit of key fail with err.
+func (g *gate) fail(key string, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fails[key] = err
+}
+
+// started drains the commits that reached the store so far.
+func (g *gate) started() []string {
+	var out []string
+	for {
+		select {
+		case k := <-g.commits:
+			out = append(out, k)
+		default:
+			return out
 		}
 	}
 }
@@ -164,6 +185,9 @@ func (w *gateWriter) Close() error {
 	}
 	w.g.mu.Lock()
 	defer w.g.mu.Unlock()
+	if err := w.g.fails[w.key]; err != nil {
+		return err
+	}
 	if _, ok := w.g.objects[w.key]; ok {
 		return errGateExists
 	}

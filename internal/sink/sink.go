@@ -118,6 +118,13 @@ type Sink struct {
 	inflight                                sync.WaitGroup
 	fileMem                                 int64
 
+	// unpublished holds, per partition and in offset order, the closed files
+	// whose upload has not ended. A file is published only after the one
+	// before it: storage then always holds a gap-free run of a partition's
+	// offsets, which is what resuming from the last stored file relies on.
+	pubMu       sync.Mutex
+	unpublished map[TopicPartition][]*openFile
+
 	errMu sync.Mutex
 	err   error
 	ctx   context.Context // ends uploads on hard stop
@@ -137,6 +144,12 @@ type openFile struct {
 	created  time.Time
 	lastUsed time.Time
 	mem      int64
+
+	// Set when the file is handed to storage.
+	prev    *openFile     // the partition's previous file still uploading
+	ended   chan struct{} // closed when the upload ended, either way
+	durable bool          // read after ended is closed
+	dropped atomic.Bool   // the partition was lost: don't publish
 }
 
 // New starts the upload workers. Close stops them.
@@ -147,9 +160,10 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Sink{
 		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
-		files:   map[TopicPartition]*openFile{},
-		fileMem: cfg.CompressorMemory + bucket.WriterMemory(),
-		ctx:     ctx, stop: stop,
+		files:       map[TopicPartition]*openFile{},
+		unpublished: map[TopicPartition][]*openFile{},
+		fileMem:     cfg.CompressorMemory + bucket.WriterMemory(),
+		ctx:         ctx, stop: stop,
 	}
 	s.stats.Closed = map[Reason]int64{}
 	if s.cfg.MaxOpenFiles <= 0 {
@@ -385,26 +399,79 @@ func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
+	f.ended = make(chan struct{})
+	s.pubMu.Lock()
+	q := s.unpublished[f.tp]
+	if len(q) > 0 {
+		f.prev = q[len(q)-1]
+	}
+	s.unpublished[f.tp] = append(q, f)
+	s.pubMu.Unlock()
 	go s.upload(f)
 	return nil
 }
 
+// upload streams the rest of a closed file and publishes it once the
+// partition's previous file is published. Parts keep streaming while it
+// waits; only the final step (the link, or completing the multipart upload)
+// is ordered. Should the previous file fail, this one is abandoned, so a
+// crash can never leave a later file stored after a missing one.
 func (s *Sink) upload(f *openFile) {
 	defer s.inflight.Done()
+	defer s.ended(f)
+	defer func() {
+		s.budget.Release(budget.Uploading, f.mem)
+		// Not s.mu: a writer holding s.mu may be waiting on the budget.
+		s.uploading.Add(-1)
+	}()
+	if f.prev != nil {
+		select {
+		case <-f.prev.ended:
+			if !f.prev.durable {
+				// It failed (and that was reported) or was dropped.
+				f.w.Abort()
+				return
+			}
+		case <-s.ctx.Done():
+			f.w.Abort()
+			return
+		}
+	}
+	if f.dropped.Load() {
+		f.w.Abort()
+		return
+	}
 	n := f.w.Written()
-	err := f.w.Commit()
-	s.budget.Release(budget.Uploading, f.mem)
-	// Not s.mu: a writer holding s.mu may be waiting on the budget.
-	s.uploading.Add(-1)
-	if err != nil {
+	if err := f.w.Commit(); err != nil {
 		err = fmt.Errorf("upload %s: %w", f.key, err)
 		s.fail(err)
 		s.tracker.fail(err)
 		return
 	}
+	f.durable = true
 	s.filesUploaded.Add(1)
 	s.bytesUploaded.Add(n)
 	s.tracker.markDurable(f.seg)
+}
+
+// ended takes a file whose upload is over off its partition's queue and
+// lets the next file go on.
+func (s *Sink) ended(f *openFile) {
+	s.pubMu.Lock()
+	q := s.unpublished[f.tp]
+	for i, g := range q {
+		if g == f {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(s.unpublished, f.tp)
+	} else {
+		s.unpublished[f.tp] = q
+	}
+	s.pubMu.Unlock()
+	close(f.ended)
 }
 
 // relieveLocked closes the largest open files until the budget would be
@@ -541,6 +608,18 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 			s.budget.Release(budget.Encoders, f.mem)
 		}
 	}
+	// Files of a lost partition that are not yet published stay
+	// unpublished: the new owner resumes from what storage holds. They
+	// leave the queue too, so that should the partition come back, its new
+	// files don't wait on them.
+	s.pubMu.Lock()
+	for tp := range tps {
+		for _, f := range s.unpublished[tp] {
+			f.dropped.Store(true)
+		}
+		delete(s.unpublished, tp)
+	}
+	s.pubMu.Unlock()
 	s.tracker.drop(tps)
 }
 
