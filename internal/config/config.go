@@ -32,8 +32,15 @@ type Kafka struct {
 	TopicRegex  string   `koanf:"topic_regex"`
 	StartOffset string   `koanf:"start_offset"` // earliest | latest
 	ClientID    string   `koanf:"client_id"`
-	TLS         TLS      `koanf:"tls"`
-	SASL        SASL     `koanf:"sasl"`
+	// InstanceID turns on static membership (KIP-345): a restarted
+	// instance with the same id takes its partitions back at once, with
+	// no rebalance, instead of waiting out the old member's session.
+	InstanceID string `koanf:"instance_id"`
+	// SessionTimeout is how long the group waits for a silent member
+	// before giving its partitions to others.
+	SessionTimeout time.Duration `koanf:"session_timeout"`
+	TLS            TLS           `koanf:"tls"`
+	SASL           SASL          `koanf:"sasl"`
 }
 
 // TLS configures the connection to the brokers.

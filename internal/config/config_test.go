@@ -101,6 +101,10 @@ func TestRejects(t *testing.T) {
 		}},
 		{"empty group", "kafka:\n  group: ''\n", nil,
 			[]string{"kafka.group: required; set the consumer group name, such as spillway"}},
+		{"bad instance id and session timeout", "kafka:\n  instance_id: 'pod 0'\n  session_timeout: 1s\n", nil, []string{
+			`kafka.instance_id: "pod 0" is not a valid group instance id; use 1 to 249 letters, digits, '.', '_' or '-', unique per instance, such as the pod name`,
+			`kafka.session_timeout: "1s" is outside what brokers accept by default; use a duration from 6s to 30m0s, such as 45s`,
+		}},
 		{"neither topics nor topic_regex", "", []string{"SPILLWAY_STORAGE_URL=mem://"},
 			[]string{`kafka.topics: required; list the topics to consume, such as ["events"], or set kafka.topic_regex to a pattern such as "events\\..*"`}},
 		{"both topics and topic_regex", "kafka:\n  topic_regex: 'a.*'\n", nil,
@@ -311,7 +315,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		Kafka: Kafka{
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
-			StartOffset: "earliest", ClientID: "spillway",
+			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second,
 		},
 		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4},
 		File: File{
@@ -393,7 +397,7 @@ storage:
 // users, docs and tests rely on them.
 func TestKeysAreTheContract(t *testing.T) {
 	design := []string{
-		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id",
+		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
 		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency",

@@ -18,6 +18,8 @@ func Default() *Config {
 			Group:       "spillway",
 			StartOffset: "earliest",
 			ClientID:    "spillway",
+			// Kafka's own default for consumers.
+			SessionTimeout: 45 * time.Second,
 		},
 		Storage: Storage{
 			PartSize:          8 * MiB,

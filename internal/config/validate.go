@@ -41,6 +41,10 @@ const (
 	minMaxBytes    = 1 * KiB
 	minMaxAge      = time.Second
 	minMemoryLimit = 64 * MiB // below this the fetch buffers alone would not fit
+	// Kafka brokers' default group.min.session.timeout.ms and
+	// group.max.session.timeout.ms: outside them every join is refused.
+	minSessionTimeout = 6 * time.Second
+	maxSessionTimeout = 30 * time.Minute
 )
 
 const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"
@@ -133,6 +137,12 @@ func (k *Kafka) check(ps *problems) {
 	}
 	if strings.TrimSpace(k.Group) == "" {
 		ps.add("kafka.group", "", "required; set the consumer group name, such as spillway")
+	}
+	if k.InstanceID != "" && !topicName.MatchString(k.InstanceID) {
+		ps.add("kafka.instance_id", k.InstanceID, "is not a valid group instance id; use 1 to 249 letters, digits, '.', '_' or '-', unique per instance, such as the pod name")
+	}
+	if k.SessionTimeout < minSessionTimeout || k.SessionTimeout > maxSessionTimeout {
+		ps.add("kafka.session_timeout", k.SessionTimeout.String(), "is outside what brokers accept by default; use a duration from %s to %s, such as 45s", minSessionTimeout, maxSessionTimeout)
 	}
 
 	switch {

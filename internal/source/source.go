@@ -82,6 +82,7 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 	}
 	opts = append(opts,
 		kgo.ConsumerGroup(k.Group),
+		kgo.SessionTimeout(k.SessionTimeout),
 		kgo.ConsumeResetOffset(start),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
@@ -91,6 +92,9 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 		kgo.OnPartitionsAssigned(src.onAssigned),
 		kgo.WithLogger(slogLogger{log}),
 	)
+	if k.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(k.InstanceID))
+	}
 	if fetch.MaxBytes > 0 {
 		// A quarter of a fetch per partition, so one hot partition can't
 		// fill every fetch while the others wait. The broker still returns
