@@ -3,9 +3,12 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,6 +268,91 @@ func startSpillway(t testing.TB, configYAML string, cg *memCgroup) *spillwayProc
 		}
 	})
 	return p
+}
+
+// runVerify runs `spillway verify --config --json` with the given config and
+// returns its report and exit code.
+func runVerify(t testing.TB, configYAML string) (verifyReport, int) {
+	t.Helper()
+	bins := binariesFor(t)
+	cfgPath := filepath.Join(t.TempDir(), "spillway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(configYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.spillway, "verify", "--config", cfgPath, "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("spillway verify: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	var r verifyReport
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("spillway verify (exit %d) printed no JSON report: %v\nstdout: %s\nstderr: %s", code, err, out, stderr.String())
+	}
+	return r, code
+}
+
+// verifyReport is the part of `spillway verify --json` the tests read.
+type verifyReport struct {
+	OK         bool `json:"ok"`
+	Partitions []struct {
+		Partition  int32      `json:"partition"`
+		Records    int64      `json:"records"`
+		Ranges     [][2]int64 `json:"stored_ranges"`
+		Gaps       [][2]int64 `json:"gaps"`
+		Duplicates int64      `json:"duplicates"`
+		Committed  int64      `json:"committed_offset"`
+		End        int64      `json:"end_offset"`
+		OK         bool       `json:"ok"`
+	} `json:"partitions"`
+}
+
+// checkVerify asserts that `spillway verify` finds every record of the
+// topic stored exactly once and committed.
+func checkVerify(t testing.TB, configYAML string, ends map[int32]int64) {
+	t.Helper()
+	r, code := runVerify(t, configYAML)
+	if code != 0 || !r.OK {
+		t.Errorf("spillway verify: exit %d, ok=%v: %+v", code, r.OK, r.Partitions)
+	}
+	if len(r.Partitions) != len(ends) {
+		t.Errorf("spillway verify reports %d partitions, want %d", len(r.Partitions), len(ends))
+	}
+	var records int64
+	for _, p := range r.Partitions {
+		records += p.Records
+		if p.Duplicates != 0 || len(p.Gaps) != 0 || p.Committed != ends[p.Partition] || p.End != ends[p.Partition] {
+			t.Errorf("spillway verify, partition %d: %+v, want end and committed %d, no gaps or duplicates", p.Partition, p, ends[p.Partition])
+		}
+	}
+	t.Logf("spillway verify: exit %d, %d partitions, %d records, ok=%v", code, len(r.Partitions), records, r.OK)
+}
+
+// tempFiles lists the temporary files a writer left in dir.
+func tempFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".spillway-tmp-") {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking %s: %v", dir, err)
+	}
+	return found
 }
 
 // sample records the process's VmHWM and the cgroup's anonymous memory
