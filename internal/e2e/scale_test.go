@@ -1,0 +1,249 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+const (
+	scaleTopic      = "events"
+	scaleGroup      = "scale"
+	scalePartitions = 24
+	scaleRecords    = 240_000
+	scaleBatch      = 1_200
+)
+
+// TestScaleOut runs several spillway processes in one group over 24
+// partitions while records flow in: three start together, one is SIGKILLed
+// mid-run, a fourth joins, and one leaves gracefully. Kafka's group protocol
+// alone shares the partitions. At the end every record is in storage
+// exactly once, and `spillway verify` agrees.
+func TestScaleOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four spillway processes against a broker process; skipped with -short")
+	}
+	out := t.TempDir()
+	b := startBroker(t, scalePartitions, scaleTopic)
+	admin := b.Client(t)
+	adm := kadm.NewClient(admin)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	produced := produceInBackground(ctx, b.Client(t, kgo.ProducerLinger(5*time.Millisecond)),
+		scaleTopic, scalePartitions, scaleRecords, scaleBatch, 200)
+
+	config := func(name string) string {
+		return fmt.Sprintf(`kafka:
+  brokers: [%q]
+  group: %s
+  topics: [%s]
+  client_id: %s
+  # A killed member's partitions move after this long.
+  session_timeout: 6s
+storage:
+  url: "file://%s"
+file:
+  max_records: 2000
+  max_age: 1s
+backpressure:
+  memory_limit: 256MiB
+admin:
+  listen: ""
+shutdown:
+  timeout: 20s
+`, b.Addr, scaleGroup, scaleTopic, name, out)
+	}
+
+	procs := map[string]*spillwayProc{}
+	start := func(name string) { procs[name] = startSpillway(t, config(name), nil) }
+	for _, name := range []string{"a", "b", "c"} {
+		start(name)
+	}
+	waitMembers(t, adm, procs, []string{"a", "b", "c"})
+	waitCommitted(t, admin, scaleGroup, scaleTopic, 20_000)
+
+	// b dies: after the session timeout its partitions go to a and c.
+	procs["b"].Signal(t, syscall.SIGKILL)
+	t.Logf("b: %s", describeExit(procs["b"].Wait(t, 30*time.Second)))
+	delete(procs, "b")
+	waitMembers(t, adm, procs, []string{"a", "c"})
+	waitCommitted(t, admin, scaleGroup, scaleTopic, 60_000)
+
+	// d joins and takes a share.
+	start("d")
+	waitMembers(t, adm, procs, []string{"a", "c", "d"})
+	waitCommitted(t, admin, scaleGroup, scaleTopic, 100_000)
+
+	// a leaves gracefully: it flushes and commits what it has, then its
+	// partitions move at once.
+	procs["a"].Signal(t, syscall.SIGTERM)
+	if st := procs["a"].Wait(t, 60*time.Second); st.ExitCode() != 0 {
+		t.Fatalf("a after SIGTERM: %s, want exit status 0", describeExit(st))
+	}
+	delete(procs, "a")
+	waitMembers(t, adm, procs, []string{"c", "d"})
+
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	ends := testkit.EndOffsets(t, admin, scaleTopic)
+	waitDrained(t, admin, scaleGroup, scaleTopic, ends, procs)
+	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		procs[name].Signal(t, syscall.SIGTERM)
+	}
+	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		if st := procs[name].Wait(t, 60*time.Second); st.ExitCode() != 0 {
+			t.Fatalf("%s after SIGTERM: %s, want exit status 0", name, describeExit(st))
+		}
+	}
+
+	recs := testkit.ReadJSONL(t, out)
+	t.Logf("storage: %d records read back", len(recs))
+	testkit.AssertExactlyOnce(t, recs, scaleTopic, ends)
+	if leftovers := tempFiles(t, out); len(leftovers) > 0 {
+		t.Errorf("%d temporary file(s) left, e.g. %s", len(leftovers), leftovers[0])
+	}
+	checkVerify(t, config("verify"), ends)
+}
+
+// produceInBackground produces total records of about size bytes over the
+// topic's partitions, in batches with short sleeps so that production
+// overlaps what the test does to spillway. The channel gets the outcome.
+func produceInBackground(ctx context.Context, cl *kgo.Client, topic string, partitions, total, batch, size int) <-chan error {
+	done := make(chan error, 1)
+	pad := strings.Repeat("x", size)
+	go func() {
+		done <- func() error {
+			for from := 0; from < total; from += batch {
+				recs := make([]*kgo.Record, 0, batch)
+				for i := from; i < min(from+batch, total); i++ {
+					recs = append(recs, &kgo.Record{
+						Topic:     topic,
+						Partition: int32(i % partitions),
+						Key:       fmt.Appendf(nil, "k-%d", i),
+						Value:     fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, pad),
+					})
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					return fmt.Errorf("producing records %d..%d: %w", from, from+len(recs)-1, err)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			return nil
+		}()
+	}()
+	return done
+}
+
+// waitMembers waits until the group's members are exactly the given client
+// ids, each with at least one partition, and every partition is assigned.
+func waitMembers(t testing.TB, adm *kadm.Client, procs map[string]*spillwayProc, want []string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	var last string
+	for {
+		got, assigned := groupShares(t, adm)
+		last = fmt.Sprint(got)
+		if slices.Equal(slices.Sorted(maps.Keys(got)), want) && assigned == scalePartitions && !slices.Contains(slices.Collect(maps.Values(got)), 0) {
+			t.Logf("group members and their partitions: %v", got)
+			return
+		}
+		for name, p := range procs {
+			select {
+			case <-p.Done():
+				t.Fatalf("%s exited: %s", name, describeExit(p.Wait(t, 0)))
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group never settled on members %v; last seen %s", want, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// groupShares returns how many partitions each member (by client id) has,
+// and how many are assigned in all.
+func groupShares(t testing.TB, adm *kadm.Client) (map[string]int, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	groups, err := adm.DescribeGroups(ctx, scaleGroup)
+	if err != nil {
+		t.Fatalf("describe group: %v", err)
+	}
+	shares, total := map[string]int{}, 0
+	g, ok := groups[scaleGroup]
+	if !ok || g.State != "Stable" {
+		return shares, 0
+	}
+	for _, m := range g.Members {
+		n := 0
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, tp := range a.Topics {
+				n += len(tp.Partitions)
+			}
+		}
+		shares[m.ClientID] += n
+		total += n
+	}
+	return shares, total
+}
+
+// waitCommitted waits until the group has committed at least n records.
+func waitCommitted(t testing.TB, admin *kgo.Client, group, topic string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var sum int64
+		for _, o := range testkit.CommittedOffsets(t, admin, group, topic) {
+			sum += max(o, 0)
+		}
+		if sum >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d records committed after 3m, want %d", sum, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitDrained waits until the group has committed every partition to its
+// end offset.
+func waitDrained(t testing.TB, admin *kgo.Client, group, topic string, ends map[int32]int64, procs map[string]*spillwayProc) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		done, complete := drainProgress(testkit.CommittedOffsets(t, admin, group, topic), ends)
+		if complete == len(ends) {
+			return
+		}
+		for name, p := range procs {
+			select {
+			case <-p.Done():
+				t.Fatalf("%s exited before the topic was drained (%d records committed): %s", name, done, describeExit(p.Wait(t, 0)))
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic not drained after 5m: %d records committed", done)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
