@@ -157,7 +157,7 @@ func waitMembers(t testing.TB, adm *kadm.Client, procs map[string]*spillwayProc,
 	deadline := time.Now().Add(3 * time.Minute)
 	var last string
 	for {
-		got, assigned := groupShares(t, adm)
+		got, assigned := groupSharesOf(t, adm, scaleGroup)
 		last = fmt.Sprint(got)
 		if slices.Equal(slices.Sorted(maps.Keys(got)), want) && assigned == scalePartitions && !slices.Contains(slices.Collect(maps.Values(got)), 0) {
 			t.Logf("group members and their partitions: %v", got)
@@ -177,18 +177,18 @@ func waitMembers(t testing.TB, adm *kadm.Client, procs map[string]*spillwayProc,
 	}
 }
 
-// groupShares returns how many partitions each member (by client id) has,
-// and how many are assigned in all.
-func groupShares(t testing.TB, adm *kadm.Client) (map[string]int, int) {
+// groupSharesOf returns how many partitions each member of a stable group
+// (by client id) has, and how many are assigned in all.
+func groupSharesOf(t testing.TB, adm *kadm.Client, group string) (map[string]int, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	groups, err := adm.DescribeGroups(ctx, scaleGroup)
+	groups, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		t.Fatalf("describe group: %v", err)
 	}
 	shares, total := map[string]int{}, 0
-	g, ok := groups[scaleGroup]
+	g, ok := groups[group]
 	if !ok || g.State != "Stable" {
 		return shares, 0
 	}
@@ -210,15 +210,12 @@ func waitCommitted(t testing.TB, admin *kgo.Client, group, topic string, n int64
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		var sum int64
-		for _, o := range testkit.CommittedOffsets(t, admin, group, topic) {
-			sum += max(o, 0)
-		}
-		if sum >= n {
+		got := sum(testkit.CommittedOffsets(t, admin, group, topic))
+		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d records committed after 3m, want %d", sum, n)
+			t.Fatalf("only %d records committed after 3m, want %d", got, n)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

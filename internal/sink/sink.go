@@ -443,6 +443,12 @@ func (s *Sink) upload(f *openFile) {
 	}
 	n := f.w.Written()
 	if err := f.w.Commit(); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			// Create-only writes are the fence between writers: the
+			// other one won, and going on would only write around it.
+			err = fmt.Errorf("%w: another writer already stored it: a newer owner of %s/%d, if this instance lost the partition, or another group writing into the same prefix; stopping so that a restart resumes from what storage holds",
+				err, f.tp.Topic, f.tp.Partition)
+		}
 		err = fmt.Errorf("upload %s: %w", f.key, err)
 		s.fail(err)
 		s.tracker.fail(err)
