@@ -53,6 +53,13 @@ type Source struct {
 	topics   map[string]bool
 	// fetchReserved is what the budget holds for the client's buffers.
 	fetchReserved int64
+
+	// fatal is set by a rebalance callback that can't go on safely; it
+	// ends Run through cancelPoll before any record of the partition is
+	// written.
+	fatalMu    sync.Mutex
+	fatal      error
+	cancelPoll context.CancelFunc
 }
 
 // Stats are the source's counters.
@@ -142,6 +149,11 @@ const maxPollRecords = 10_000
 // Writes use hard, which ends only when the stop deadline has passed. It
 // commits durable offsets in the background as soon as they are durable.
 func (s *Source) Run(stop, hard context.Context) error {
+	stop, cancelPoll := context.WithCancel(stop)
+	defer cancelPoll()
+	s.fatalMu.Lock()
+	s.cancelPoll = cancelPoll
+	s.fatalMu.Unlock()
 	cctx, cancel := context.WithCancel(hard)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -159,6 +171,10 @@ func (s *Source) Run(stop, hard context.Context) error {
 			s.resume()
 		}
 		fetches := s.cl.PollRecords(stop, maxPollRecords)
+		if err := s.fatalErr(); err != nil {
+			s.cl.AllowRebalance()
+			return err
+		}
 		if fetches.IsClientClosed() || stop.Err() != nil {
 			s.cl.AllowRebalance()
 			break
@@ -201,7 +217,26 @@ func (s *Source) Run(stop, hard context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.fatalErr()
+}
+
+// stopWith ends Run with err: a callback found that going on could write
+// records twice.
+func (s *Source) stopWith(err error) {
+	s.fatalMu.Lock()
+	defer s.fatalMu.Unlock()
+	if s.fatal == nil {
+		s.fatal = err
+	}
+	if s.cancelPoll != nil {
+		s.cancelPoll()
+	}
+}
+
+func (s *Source) fatalErr() error {
+	s.fatalMu.Lock()
+	defer s.fatalMu.Unlock()
+	return s.fatal
 }
 
 // RecordSize is the memory a fetched record holds, for the budget.
@@ -355,13 +390,20 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 // storage ends, when storage is ahead: a previous owner crashed after an
 // upload and before its commit. The client loads committed offsets only
 // after this callback returns, so fetching starts at the recovered offset.
+//
+// When it can't tell where storage ends, it stops the run rather than
+// consume from the committed offset: that could write stored records again.
+// The storage client has retried by then; a restart tries again.
 func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	if s.resumer == nil || len(assigned) == 0 {
 		return
 	}
 	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, s.group)
+	if err == nil {
+		err = committed.Error()
+	}
 	if err != nil {
-		s.log.Error("cannot read committed offsets to resume from storage; records stored but not committed may be written again", "err", err)
+		s.stopWith(fmt.Errorf("resume from storage: read the group's committed offsets: %w", err))
 		return
 	}
 	ahead := map[string]map[int32]kgo.EpochOffset{}
@@ -370,8 +412,8 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		for _, p := range parts {
 			next, ok, err := s.resumer(ctx, topic, p)
 			if err != nil {
-				s.log.Error("cannot read what storage holds; resuming from the committed offset", "topic", topic, "partition", p, "err", err)
-				continue
+				s.stopWith(fmt.Errorf("resume from storage: find where storage ends for %s/%d: %w", topic, p, err))
+				return
 			}
 			var at int64 = -1
 			if o, found := committed.Lookup(topic, p); found && o.Err == nil {
@@ -404,7 +446,7 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		}
 	})
 	if cerr != nil {
-		s.log.Error("cannot move offsets to where storage ends; records stored but not committed may be written again", "err", cerr)
+		s.stopWith(fmt.Errorf("resume from storage: move the group's offsets to where storage ends: %w", cerr))
 		return
 	}
 	s.log.Info("resumed from storage: partitions whose stored data is ahead of the group's commit", "partitions", n)

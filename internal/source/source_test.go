@@ -1,0 +1,84 @@
+package source_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/source"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recordingSink stands in for the sink: what is under test is the source's
+// side of their contract (what it writes, when), not files.
+type recordingSink struct {
+	mu      sync.Mutex
+	written int
+}
+
+func (s *recordingSink) Write(_ context.Context, recs []*kgo.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.written += len(recs)
+	return nil
+}
+
+func (s *recordingSink) Flush(context.Context, map[sink.TopicPartition]bool, sink.Reason) error {
+	return nil
+}
+
+func (s *recordingSink) Committable(map[sink.TopicPartition]bool) map[sink.TopicPartition]int64 {
+	return nil
+}
+func (s *recordingSink) Durable() <-chan struct{}          { return make(chan struct{}) }
+func (s *recordingSink) Drop(map[sink.TopicPartition]bool) {}
+
+// When it can't learn where storage ends for an assigned partition, the
+// source stops with that error before writing any record: consuming from the
+// committed offset instead could store records twice.
+func TestResumeFailureStopsBeforeWriting(t *testing.T) {
+	c := testkit.NewCluster(t, 2, "events")
+	testkit.Produce(t, c.Client(t), "events", 100, func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, "%d", i)}
+	})
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	rec := &recordingSink{}
+	listErr := errors.New("injected: list refused")
+	resumer := func(context.Context, string, int32) (int64, bool, error) { return 0, false, listErr }
+	src, err := source.New(k, source.Fetch{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = src.Run(ctx, ctx)
+	if !errors.Is(err, listErr) || !strings.Contains(err.Error(), "resume from storage") {
+		t.Fatalf("Run = %v, want the resume error", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run only returned at the test's deadline")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.written != 0 {
+		t.Fatalf("%d records written after resuming from storage failed", rec.written)
+	}
+}
