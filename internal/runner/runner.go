@@ -112,6 +112,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// missing bucket or refused credentials stop startup with what to fix,
 	// rather than surfacing at the first upload.
 	pf, err := bucket.Preflight(ctx, cfg.Storage.Prefix)
+	if err != nil && ctx.Err() != nil {
+		// Stopped during the check: nothing was consumed, so nothing to finish.
+		log.Info("stopped cleanly before consuming")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
