@@ -202,6 +202,20 @@ func s3Cases(t *testing.T) []storageCase {
 			secrets: []string{badSecret, secret},
 		},
 		{
+			name: "wrong-region", url: strings.Replace(s3url(existing), "region=us-east-1", "region=eu-west-1", 1),
+			want:    []string{`storage: bucket "` + existing + `" is in region us-east-1, not the one configured (set region=us-east-1 in storage.url): AuthorizationHeaderMalformed`},
+			secrets: []string{secret},
+		},
+		{
+			// Nothing in the environment, no profile, no instance role
+			// (AWS_EC2_METADATA_DISABLED): the SDK finds no credentials.
+			name: "no-credentials", url: s3url(existing),
+			env: []string{"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=",
+				"AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_CONFIG_FILE=/nonexistent"},
+			want:    []string{`storage: no usable credentials were found for bucket "` + existing + `" (check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE or the role)`},
+			secrets: []string{secret},
+		},
+		{
 			// versitygw answers an unknown key with XAdminUserNotFound,
 			// AWS with InvalidAccessKeyId.
 			name: "wrong-key", url: s3url(existing),

@@ -383,6 +383,11 @@ func TestEmulatorMissingBucket(t *testing.T) {
 		if !strings.Contains(err.Error(), name) || !strings.Contains(listErr.Error(), name) {
 			t.Errorf("errors do not name the bucket %s:\ncommit: %v\nlist: %v", name, err, listErr)
 		}
+		// Met while running (the bucket deleted, say), it is fatal too:
+		// retrying would pause consumption forever.
+		if !IsFatal(err) || !IsFatal(listErr) {
+			t.Errorf("IsFatal: commit %v, list %v; want both true:\ncommit: %v\nlist: %v", IsFatal(err), IsFatal(listErr), err, listErr)
+		}
 	})
 }
 
