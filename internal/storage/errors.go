@@ -314,6 +314,12 @@ func classifyGCS(err error) *FatalError {
 	case http.StatusUnauthorized:
 		f.Kind = KindCredentials
 	case http.StatusForbidden:
+		// Google's older quota answers are 403s too; they pass.
+		for _, it := range ge.Errors {
+			if strings.Contains(it.Reason, "RateLimitExceeded") || strings.Contains(it.Reason, "rateLimitExceeded") {
+				return nil
+			}
+		}
 		f.Kind = KindAccessDenied
 	case http.StatusNotFound:
 		// A missing object is the caller's business (a read, a delete);

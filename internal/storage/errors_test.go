@@ -90,6 +90,8 @@ func TestClassify(t *testing.T) {
 		{"gcs unauthenticated", &googleapi.Error{Code: 401}, KindCredentials, "", []string{"GOOGLE_APPLICATION_CREDENTIALS", "HTTP 401"}},
 		{"gcs forbidden", &googleapi.Error{Code: 403}, KindAccessDenied, "", []string{"HTTP 403"}},
 		{"gcs throttled", &googleapi.Error{Code: 429}, 0, "", nil},
+		{"gcs throttled, the old way", &googleapi.Error{Code: 403, Errors: []googleapi.ErrorItem{{Reason: "userRateLimitExceeded"}}}, 0, "", nil},
+		{"gcs forbidden, with a reason", &googleapi.Error{Code: 403, Errors: []googleapi.ErrorItem{{Reason: "forbidden"}}}, KindAccessDenied, "", nil},
 		{"gcs unavailable", &googleapi.Error{Code: 503}, 0, "", nil},
 
 		{"network", &smithy.OperationError{Err: io.ErrUnexpectedEOF}, 0, "", nil},

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -79,7 +78,9 @@ func (b *Bucket) preflight(ctx context.Context, prefix string, timeout time.Dura
 	return rep, fmt.Errorf("storage: preflight of %s: %w", b.url, err)
 }
 
-var preflightData = []byte("spillway preflight: checks that this bucket is writable; safe to delete\n")
+// preflightData is the probe's content, which says what it is to whoever
+// finds one left over.
+const preflightData = "spillway preflight: checks that this bucket is writable; safe to delete\n"
 
 // preflight lists one key under prefix, writes the probe create-only, reads
 // it back and deletes it. A failed delete is returned as leftover, not err.
@@ -89,7 +90,7 @@ func (r *remote) preflight(ctx context.Context, prefix, probe string) (leftover 
 	if _, _, err := r.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: prefix}); err != nil {
 		return nil, r.explain(err, fmt.Sprintf("list objects under %q", prefix))
 	}
-	err = r.b.WriteAll(ctx, probe, preflightData, &blob.WriterOptions{
+	err = r.b.WriteAll(ctx, probe, []byte(preflightData), &blob.WriterOptions{
 		ContentType:                 "text/plain",
 		DisableContentTypeDetection: true,
 		IfNotExist:                  true, // what every real write sends
@@ -98,7 +99,7 @@ func (r *remote) preflight(ctx context.Context, prefix, probe string) (leftover 
 		return nil, r.explain(err, fmt.Sprintf("write %q", probe))
 	}
 	got, err := r.b.ReadAll(ctx, probe)
-	if err == nil && !bytes.Equal(got, preflightData) {
+	if err == nil && string(got) != preflightData {
 		err = fmt.Errorf("read back %d bytes that differ from the %d written", len(got), len(preflightData))
 	}
 	if err != nil {
@@ -166,7 +167,7 @@ func (l *local) preflight(probe string) error {
 	if err != nil {
 		return fmt.Errorf("can't create a file in %s (check the directory's owner and mode): %w", dir, err)
 	}
-	_, err = f.Write(preflightData)
+	_, err = f.WriteString(preflightData)
 	if err == nil {
 		err = f.Sync()
 	}
