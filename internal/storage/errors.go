@@ -118,7 +118,12 @@ func (e *FatalError) Error() string {
 		if e.Action != "" {
 			msg += " when trying to " + e.Action
 		}
-		msg += " (the credentials lack a permission Spillway needs: see \"Storage backends\" in the README for the list)"
+		if strings.HasPrefix(e.Action, "delete ") {
+			// Only the preflight deletes, and only its own probe.
+			msg += " (only the startup check deletes, its own probe object: grant delete, or remove the probe by hand)"
+		} else {
+			msg += " (the credentials lack a permission Spillway needs: see \"Storage backends\" in the README for the list)"
+		}
 	case KindWrongRegion:
 		if e.Region != "" {
 			msg = fmt.Sprintf("%s is in region %s, not the one configured (set region=%s in storage.url)", ref, e.Region, e.Region)
