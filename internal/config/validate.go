@@ -47,6 +47,19 @@ const (
 	maxSessionTimeout = 30 * time.Minute
 )
 
+// Object stores' limits on multipart uploads. S3 and Azure Blob cap an
+// object's number of parts (blocks) and the size of one; GCS resumable
+// uploads send chunks of a multiple of 256KiB, and its client rounds any
+// other ChunkSize up to the next one, so the buffer each writer holds would
+// be larger than part_size says and than the budget counts.
+const (
+	maxS3Parts        = 10_000
+	maxS3PartSize     = 5 * GiB
+	maxAzureBlocks    = 50_000
+	maxAzureBlockSize = 4000 * MiB
+	gcsChunkUnit      = 256 * KiB
+)
+
 const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"
 
 // topicName is what Kafka accepts as a topic name.
@@ -105,6 +118,7 @@ func (c *Config) problems() problems {
 	c.Kafka.check(&ps)
 	c.Storage.check(&ps)
 	c.File.check(&ps)
+	c.checkParts(&ps)
 	c.Format.check(&ps)
 	c.Backpressure.check(&ps)
 
@@ -233,7 +247,7 @@ func (s *Storage) check(ps *problems) {
 	case s.PartSize < minPartSize:
 		ps.add("storage.part_size", s.PartSize.String(), "is too small; use at least %s", minPartSize)
 	case scheme == "s3" && s.PartSize < minS3PartSize:
-		ps.add("storage.part_size", s.PartSize.String(), "is too small for s3: S3 parts must be at least %s", minS3PartSize)
+		ps.add("storage.part_size", s.PartSize.String(), "is too small for s3: S3 parts must be at least %s; use %s or more, such as 8MiB", minS3PartSize, minS3PartSize)
 	}
 	if s.UploadConcurrency < 1 || s.UploadConcurrency > maxConcurrency {
 		ps.add("storage.upload_concurrency", strconv.Itoa(s.UploadConcurrency), "is out of range; use 1 to %d", maxConcurrency)
@@ -270,6 +284,56 @@ func (s *Storage) checkURL(ps *problems) string {
 		ps.add(key, shown, "has no bucket or container name; use a form such as %s://NAME", u.Scheme)
 	}
 	return u.Scheme
+}
+
+// checkParts checks storage.part_size against the store's multipart limits
+// and file.max_bytes: a file whose upload needs more parts than the store
+// allows would fail at its last part, every time, after its records were
+// fetched. Part sizes already refused by Storage.check are not reported
+// again.
+func (c *Config) checkParts(ps *problems) {
+	const key = "storage.part_size"
+	part := c.Storage.PartSize
+	u, err := url.Parse(c.Storage.URL)
+	if err != nil || part < minPartSize {
+		return
+	}
+	var store string
+	var maxParts int64
+	var maxPart Size
+	switch u.Scheme {
+	case "s3":
+		if part < minS3PartSize {
+			return
+		}
+		store, maxParts, maxPart = "S3", maxS3Parts, maxS3PartSize
+	case "azblob":
+		store, maxParts, maxPart = "Azure Blob", maxAzureBlocks, maxAzureBlockSize
+	case "gs":
+		if part%gcsChunkUnit != 0 {
+			down := part / gcsChunkUnit * gcsChunkUnit
+			ps.add(key, part.String(), "is not a multiple of %s: GCS uploads in chunks of multiples of %s and would round it up, holding more memory than counted; use %s or %s",
+				gcsChunkUnit, gcsChunkUnit, max(down, minPartSize), down+gcsChunkUnit)
+		}
+		return
+	default:
+		return
+	}
+	if part > maxPart {
+		ps.add(key, part.String(), "is too large for %s: a part can be at most %s; use a size such as 8MiB", u.Scheme, maxPart)
+		return
+	}
+	// One part is kept spare: the record that carries a file past
+	// max_bytes is written whole, and the compressor's last block with it.
+	usable := maxParts - 1
+	if c.File.MaxBytes < minMaxBytes || int64(c.File.MaxBytes) <= int64(part)*usable {
+		return
+	}
+	need := (int64(c.File.MaxBytes) + usable - 1) / usable
+	need = (need + int64(MiB) - 1) / int64(MiB) * int64(MiB)
+	most := int64(part) * usable / int64(MiB) * int64(MiB) // a round figure to suggest
+	ps.add(key, part.String(), "is too small for file.max_bytes %s: %s allows %d parts per object (one is kept spare for the record that carries a file past max_bytes); use at least %s, or set file.max_bytes to at most %s",
+		c.File.MaxBytes, store, maxParts, Size(need), Size(most))
 }
 
 func (f *File) check(ps *problems) {

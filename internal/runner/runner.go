@@ -108,6 +108,22 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return err
 	}
 	defer bucket.Close()
+	// Before the consumer exists, so nothing is fetched or committed: a
+	// missing bucket or refused credentials stop startup with what to fix,
+	// rather than surfacing at the first upload.
+	pf, err := bucket.Preflight(ctx, cfg.Storage.Prefix)
+	if err != nil && ctx.Err() != nil {
+		// Stopped during the check: nothing was consumed, so nothing to finish.
+		log.Info("stopped cleanly before consuming")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pf.Leftover != nil {
+		log.Warn("storage preflight could not delete its probe object; it is harmless (no file name matches it) and may be deleted by hand",
+			"key", pf.Probe, "err", pf.Leftover)
+	}
 	fcfg := cfg.Format
 	// Probe the chain once so a format that can't be built fails at start,
 	// not on the first record.

@@ -383,6 +383,11 @@ func TestEmulatorMissingBucket(t *testing.T) {
 		if !strings.Contains(err.Error(), name) || !strings.Contains(listErr.Error(), name) {
 			t.Errorf("errors do not name the bucket %s:\ncommit: %v\nlist: %v", name, err, listErr)
 		}
+		// Met while running (the bucket deleted, say), it is fatal too:
+		// retrying would pause consumption forever.
+		if !IsFatal(err) || !IsFatal(listErr) {
+			t.Errorf("IsFatal: commit %v, list %v; want both true:\ncommit: %v\nlist: %v", IsFatal(err), IsFatal(listErr), err, listErr)
+		}
 	})
 }
 
@@ -402,11 +407,10 @@ func TestEmulatorS3WrongCredentials(t *testing.T) {
 	}
 	_ = raw.Close()
 
-	// AWS answers a wrong key with "InvalidAccessKeyId: The AWS Access Key
-	// Id you provided does not exist", versitygw with "XAdminUserNotFound: No
-	// user exists with the provided access key ID": both say "access key".
+	// AWS answers a wrong key with InvalidAccessKeyId, versitygw with
+	// XAdminUserNotFound; both are classified as refused credentials.
 	for _, tc := range []struct{ name, key, secret, want string }{
-		{"wrong-key", "no-such-key", os.Getenv("AWS_SECRET_ACCESS_KEY"), "access key"},
+		{"wrong-key", "no-such-key", os.Getenv("AWS_SECRET_ACCESS_KEY"), "the credentials were refused"},
 		{"wrong-secret", os.Getenv("AWS_ACCESS_KEY_ID"), "wrong-secret-do-not-print", "signaturedoesnotmatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -426,6 +430,9 @@ func TestEmulatorS3WrongCredentials(t *testing.T) {
 			}
 			if !strings.Contains(strings.ToLower(err.Error()), tc.want) {
 				t.Errorf("error does not say %q: %v", tc.want, err)
+			}
+			if !IsFatal(err) {
+				t.Errorf("IsFatal(%v) = false", err)
 			}
 			if strings.Contains(err.Error(), "wrong-secret-do-not-print") {
 				t.Errorf("error shows the secret: %v", err)

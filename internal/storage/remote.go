@@ -34,9 +34,16 @@ func (r *remote) beforeWrite() func(func(any) bool) error {
 	return r.hook
 }
 
-// wrap adds the bucket name to a backend error.
+// wrap adds the bucket name to a backend error, and turns an error no retry
+// can fix (see classify) into a *FatalError that says what to change.
 func (r *remote) wrap(err error) error {
-	if err == nil || r.name == "" {
+	if err == nil {
+		return nil
+	}
+	if f := classify(err, r.name); f != nil {
+		return f
+	}
+	if r.name == "" {
 		return err
 	}
 	return fmt.Errorf("bucket %q: %w", r.name, err)

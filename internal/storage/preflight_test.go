@@ -1,0 +1,317 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"gocloud.dev/blob/azureblob"
+)
+
+// wantFatal checks that err is a *FatalError of kind, that IsFatal says so,
+// and that its message holds every one of want.
+func wantFatal(t *testing.T, err error, kind Kind, want ...string) *FatalError {
+	t.Helper()
+	var fe *FatalError
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want a *FatalError (%v)", err, kind)
+	}
+	if fe.Kind != kind {
+		t.Errorf("kind = %v, want %v: %v", fe.Kind, kind, err)
+	}
+	if !IsFatal(err) {
+		t.Errorf("IsFatal(%v) = false", err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not say %q:\n%v", w, err)
+		}
+	}
+	return fe
+}
+
+// TestEmulatorPreflight: on a fresh bucket the preflight passes and leaves
+// nothing behind.
+func TestEmulatorPreflight(t *testing.T) {
+	forEachEmulator(t, func(t *testing.T, e emulator) {
+		ctx := testCtx(t)
+		b, _ := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
+		for _, prefix := range []string{"", "raw/events/"} {
+			rep, err := b.Preflight(ctx, prefix)
+			if err != nil {
+				t.Fatalf("Preflight(%q): %v", prefix, err)
+			}
+			if rep.Leftover != nil {
+				t.Errorf("Preflight(%q) could not delete %s: %v", prefix, rep.Probe, rep.Leftover)
+			}
+			if !strings.HasPrefix(rep.Probe, prefix+preflightPrefix) {
+				t.Errorf("probe key %q is not under %q", rep.Probe, prefix)
+			}
+		}
+		if got := listKeys(t, ctx, b, ""); len(got) != 0 {
+			t.Errorf("after preflight the bucket holds %v, want nothing", got)
+		}
+	})
+}
+
+// TestEmulatorPreflightMissingBucket: a bucket that does not exist fails the
+// preflight with a fatal error that names it and says to create it.
+func TestEmulatorPreflightMissingBucket(t *testing.T) {
+	forEachEmulator(t, func(t *testing.T, e emulator) {
+		ctx := testCtx(t)
+		name := newBucketName(t)
+		b, err := Open(ctx, e.url(name), Options{PartSize: emuPartSize})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer b.Close()
+		_, err = b.Preflight(ctx, "raw/")
+		what := "bucket"
+		if e.name == "azure" {
+			what = "container"
+		}
+		wantFatal(t, err, KindMissingBucket, `storage: `+what+` "`+name+`" does not exist (Spillway never creates `+what+`s: create it, or fix storage.url)`)
+		t.Logf("%s: %v", e.name, err)
+	})
+}
+
+// TestEmulatorPreflightWrongCredentials: a wrong key or secret fails the
+// preflight as refused credentials, and the secret is not in the message.
+// fake-gcs-server accepts any request without authentication, so GCS has
+// no case here (the classification of GCS's 401 is unit-tested).
+func TestEmulatorPreflightWrongCredentials(t *testing.T) {
+	const badSecret = "wrong-secret-do-not-print"
+	t.Run("s3", func(t *testing.T) {
+		e := s3Emulator(t)
+		waitIdleConns(t)
+		ctx := testCtx(t)
+		_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
+		for _, tc := range []struct{ name, key, secret, code string }{
+			// AWS says InvalidAccessKeyId; versitygw XAdminUserNotFound.
+			{"wrong-key", "no-such-key", badSecret, "XAdminUserNotFound"},
+			{"wrong-secret", os.Getenv("AWS_ACCESS_KEY_ID"), badSecret, "SignatureDoesNotMatch"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Setenv("AWS_ACCESS_KEY_ID", tc.key)
+				t.Setenv("AWS_SECRET_ACCESS_KEY", tc.secret)
+				b, err := Open(ctx, e.url(name), Options{PartSize: emuPartSize})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer b.Close()
+				_, err = b.Preflight(ctx, "raw/")
+				wantFatal(t, err, KindCredentials, `storage: the credentials were refused by bucket "`+name+`" (check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY`, tc.code)
+				if strings.Contains(err.Error(), badSecret) {
+					t.Errorf("error shows the secret: %v", err)
+				}
+				t.Logf("%v", err)
+			})
+		}
+	})
+	t.Run("azure", func(t *testing.T) {
+		e := azureEmulator(t)
+		waitIdleConns(t)
+		ctx := testCtx(t)
+		_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
+		// gocloud's azblob opener reads the environment once per process,
+		// so the wrong key goes through a client of our own.
+		conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
+		i := strings.Index(conn, "AccountKey=")
+		if i < 0 {
+			t.Fatalf("connection string has no AccountKey")
+		}
+		const badKey = "d3Jvbmcta2V5LWRvLW5vdC1wcmludA=="
+		end := strings.IndexByte(conn[i:], ';')
+		bad := conn[:i] + "AccountKey=" + badKey + conn[i+end:]
+		cc, err := container.NewClientFromConnectionString(bad, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := azureblob.OpenBucket(ctx, cc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &Bucket{be: &remote{b: raw, name: name}, url: "azblob://" + name}
+		defer b.Close()
+		_, err = b.Preflight(ctx, "raw/")
+		// Azurite answers a wrong key with AuthorizationFailure; Azure
+		// with AuthenticationFailed.
+		wantFatal(t, err, KindCredentials, `storage: the credentials were refused by container "`+name+`" (check AZURE_STORAGE_CONNECTION_STRING`, "AuthorizationFailure")
+		if strings.Contains(err.Error(), badKey) {
+			t.Errorf("error shows the key: %v", err)
+		}
+		t.Logf("%v", err)
+	})
+}
+
+// TestEmulatorPreflightWrongRegion: versitygw checks the region of the
+// signature as AWS does, and says which one it expects.
+func TestEmulatorPreflightWrongRegion(t *testing.T) {
+	e := s3Emulator(t)
+	waitIdleConns(t)
+	ctx := testCtx(t)
+	_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
+	u := strings.Replace(e.url(name), "region=us-east-1", "region=eu-west-1", 1)
+	b, err := Open(ctx, u, Options{PartSize: emuPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	_, err = b.Preflight(ctx, "")
+	fe := wantFatal(t, err, KindWrongRegion, `bucket "`+name+`" is in region us-east-1`, "set region=us-east-1 in storage.url")
+	if fe.Region != "us-east-1" {
+		t.Errorf("Region = %q, want us-east-1", fe.Region)
+	}
+	t.Logf("%v", err)
+}
+
+// TestEmulatorPreflightDeleteDenied: a policy that allows writing but not
+// deleting passes the preflight, with the probe reported as left over. A
+// proxy in front of versitygw answers every DELETE as AWS does when the
+// policy lacks s3:DeleteObject.
+func TestEmulatorPreflightDeleteDenied(t *testing.T) {
+	e := s3Emulator(t)
+	waitIdleConns(t)
+	ctx := testCtx(t)
+	_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
+	target, err := url.Parse(os.Getenv("SPILLWAY_TEST_S3_ENDPOINT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	u := strings.Replace(e.url(name), os.Getenv("SPILLWAY_TEST_S3_ENDPOINT"), srv.URL, 1)
+	b, err := Open(ctx, u, Options{PartSize: emuPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rep, err := b.Preflight(ctx, "raw/")
+	if err != nil {
+		t.Fatalf("Preflight with delete denied: %v", err)
+	}
+	wantFatal(t, rep.Leftover, KindAccessDenied, `when trying to delete "`+rep.Probe+`"`)
+	if got := listKeys(t, ctx, b, "raw/"); len(got) != 1 {
+		t.Errorf("bucket holds %v, want the probe alone", got)
+	}
+	t.Logf("leftover: %v", rep.Leftover)
+}
+
+// TestPreflightBlackHole: an endpoint that accepts connections and never
+// answers fails the preflight when its time is up, with a message that says
+// so, rather than hanging startup. No emulator needed.
+func TestPreflightBlackHole(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		waitNoIdleConns()
+	}()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	ctx := context.Background()
+	b, err := Open(ctx, "s3://hole?endpoint=http://"+ln.Addr().String()+"&use_path_style=true&region=us-east-1", Options{PartSize: 5 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const timeout = 2 * time.Second
+	start := time.Now()
+	_, err = b.preflight(ctx, "", timeout)
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("preflight against a black hole succeeded")
+	}
+	if !strings.Contains(err.Error(), "did not answer within 2s") {
+		t.Errorf("error does not say the store did not answer: %v", err)
+	}
+	// Generous: the bound is what matters, not the machine's speed.
+	if took > timeout+20*time.Second {
+		t.Errorf("preflight took %v with a %v timeout", took, timeout)
+	}
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+}
+
+// waitNoIdleConns gives client transport goroutines of closed connections
+// a moment to end, for goleak.
+func waitNoIdleConns() {
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	time.Sleep(100 * time.Millisecond)
+}
+
+// TestLocalPreflight: a writable directory passes and keeps nothing; a
+// prefix whose directory can't be created fails with the path.
+func TestLocalPreflight(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Open(context.Background(), "file://"+dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Preflight(context.Background(), "raw/x/"); err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	var left []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("preflight left %v", left)
+	}
+	// A regular file where the prefix needs a directory (root ignores
+	// permission bits, so modes can't make the test fail).
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Preflight(context.Background(), "file/sub/")
+	if err == nil || !strings.Contains(err.Error(), "can't create directory "+filepath.Join(dir, "file", "sub")) {
+		t.Errorf("Preflight under a file: %v", err)
+	}
+}
