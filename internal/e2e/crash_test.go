@@ -175,6 +175,7 @@ shutdown:
 		}
 	}
 	t.Logf("last run drained the topic in %s", time.Since(start).Round(100*time.Millisecond))
+	sp.WaitRunning(t)
 	sp.Signal(t, syscall.SIGTERM)
 	if st := sp.Wait(t, 60*time.Second); st.ExitCode() != 0 {
 		t.Fatalf("spillway after SIGTERM: %s, want exit status 0", describeExit(st))

@@ -270,6 +270,26 @@ func startSpillway(t testing.TB, configYAML string, cg *memCgroup) *spillwayProc
 	return p
 }
 
+// WaitRunning waits until spillway logged that it runs: its signal handlers
+// are set by then, so a SIGTERM is a graceful stop, not a kill.
+func (p *spillwayProc) WaitRunning(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if b, err := os.ReadFile(p.LogPath); err == nil && bytes.Contains(b, []byte("spillway running")) {
+			return
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("spillway exited before it ran: %s", describeExit(p.state))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("spillway did not log that it runs within 2m")
+		}
+	}
+}
+
 // runVerify runs `spillway verify --config --json` with the given config and
 // returns its report and exit code.
 func runVerify(t testing.TB, configYAML string) (verifyReport, int) {

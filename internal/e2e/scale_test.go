@@ -87,6 +87,7 @@ shutdown:
 
 	// a leaves gracefully: it flushes and commits what it has, then its
 	// partitions move at once.
+	procs["a"].WaitRunning(t)
 	procs["a"].Signal(t, syscall.SIGTERM)
 	if st := procs["a"].Wait(t, 60*time.Second); st.ExitCode() != 0 {
 		t.Fatalf("a after SIGTERM: %s, want exit status 0", describeExit(st))
@@ -100,6 +101,7 @@ shutdown:
 	ends := testkit.EndOffsets(t, admin, scaleTopic)
 	waitDrained(t, admin, scaleGroup, scaleTopic, ends, procs)
 	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		procs[name].WaitRunning(t)
 		procs[name].Signal(t, syscall.SIGTERM)
 	}
 	for _, name := range slices.Sorted(maps.Keys(procs)) {

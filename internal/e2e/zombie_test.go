@@ -117,6 +117,7 @@ shutdown:
 	ends := testkit.EndOffsets(t, admin, scaleTopic)
 	waitDrained(t, admin, group, scaleTopic, ends, procs)
 	for _, name := range []string{"owner", "zombie"} {
+		procs[name].WaitRunning(t)
 		procs[name].Signal(t, syscall.SIGTERM)
 	}
 	for _, name := range []string{"owner", "zombie"} {
