@@ -214,32 +214,58 @@ func (s *Sink) Stats() Stats {
 // Write routes records to their files. Records must arrive in offset order
 // per partition, as a Kafka consumer gives them.
 func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
+	_, err := s.write(ctx, recs, false)
+	return err
+}
+
+// WriteSome is Write for a consumer that can wait: it stops early, and says
+// how many records it took, when the budget stays full after one relief.
+// The caller then waits for the budget and passes the rest. Going on would
+// not free anything: once the larger files are closed, what holds the
+// budget is storage being behind, and every file a later record reopens
+// only adds a writer's memory.
+func (s *Sink) WriteSome(ctx context.Context, recs []*kgo.Record) (int, error) {
+	return s.write(ctx, recs, true)
+}
+
+func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.Err(); err != nil {
-		return err
+		return 0, err
+	}
+	relieved := false
+	// relieve closes the larger files once; it reports whether to stop.
+	relieve := func() (bool, error) {
+		if some && relieved {
+			return true, nil
+		}
+		relieved = true
+		if err := s.relieveLocked(ctx); err != nil {
+			s.fail(err)
+			return true, err
+		}
+		return some && s.overLocked(), nil
 	}
 	for i, r := range recs {
 		if err := s.writeOne(ctx, r); err != nil {
 			s.fail(err)
-			return err
+			return i, err
 		}
 		// A poll can return thousands of records: look at the budget within
 		// the batch too, cheaply, and at once after a big record.
 		if (i%64 == 63 || len(r.Value) >= 64<<10) && s.overLocked() {
-			if err := s.relieveLocked(ctx); err != nil {
-				s.fail(err)
-				return err
+			if stop, err := relieve(); stop || err != nil {
+				return i + 1, err
 			}
 		}
 	}
-	if s.overLocked() {
-		if err := s.relieveLocked(ctx); err != nil {
-			s.fail(err)
-			return err
+	if s.overLocked() && !(some && relieved) {
+		if _, err := relieve(); err != nil {
+			return len(recs), err
 		}
 	}
-	return nil
+	return len(recs), nil
 }
 
 func (s *Sink) writeOne(ctx context.Context, r *kgo.Record) error {

@@ -24,7 +24,9 @@ import (
 
 // Sink is what the source feeds and asks about durability.
 type Sink interface {
-	Write(ctx context.Context, recs []*kgo.Record) error
+	// WriteSome takes records until the budget stays full; it returns how
+	// many it took.
+	WriteSome(ctx context.Context, recs []*kgo.Record) (int, error)
 	Flush(ctx context.Context, tps map[sink.TopicPartition]bool, why sink.Reason) error
 	Committable(only map[sink.TopicPartition]bool) map[sink.TopicPartition]int64
 	Durable() <-chan struct{}
@@ -48,9 +50,13 @@ type Source struct {
 
 	commitMu sync.Mutex
 	pending  map[sink.TopicPartition]int64 // durable, not yet committed
-	stats    Stats
-	statsMu  sync.Mutex
-	topics   map[string]bool
+	// forgotten counts revokes and losses, and when each partition was
+	// last forgotten: records polled before that are no longer ours.
+	forgotten   uint64
+	forgottenAt map[sink.TopicPartition]uint64
+	stats       Stats
+	statsMu     sync.Mutex
+	topics      map[string]bool
 	// fetchReserved is what the budget holds for the client's buffers.
 	fetchReserved int64
 
@@ -76,7 +82,8 @@ type Stats struct {
 // records stored before a crash, but not committed, are not written again.
 func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
-		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{}}
+		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
+		forgottenAt: map[sink.TopicPartition]uint64{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
 	src.fetchReserved = fetch.Reserved
 	opts, err := ClientOptions(k)
@@ -206,7 +213,7 @@ func (s *Source) Run(stop, hard context.Context) error {
 		moved := min(size, s.fetchReserved)
 		s.budget.Release(budget.FetchBuf, moved)
 		s.budget.Acquire(budget.Fetched, size)
-		err := s.sink.Write(hard, recs)
+		err := s.write(stop, hard, recs)
 		s.budget.Release(budget.Fetched, size)
 		s.budget.Acquire(budget.FetchBuf, moved)
 		s.statsMu.Lock()
@@ -218,6 +225,42 @@ func (s *Source) Run(stop, hard context.Context) error {
 		}
 	}
 	return s.fatalErr()
+}
+
+// write hands polled records to the sink. When the budget fills within the
+// batch it waits, fetching paused and rebalances allowed, as between polls;
+// then it passes on the rest, less the records of partitions that were
+// revoked or lost meanwhile: their new owner consumes them.
+func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
+	for {
+		n, err := s.sink.WriteSome(hard, recs)
+		if err != nil {
+			return err
+		}
+		recs = recs[n:]
+		if len(recs) == 0 {
+			return nil
+		}
+		s.commitMu.Lock()
+		seen := s.forgotten
+		s.commitMu.Unlock()
+		s.pause()
+		err = s.budget.Wait(stop)
+		s.resume()
+		if err != nil {
+			// Stopping: the rest was never written, so never committed.
+			return nil
+		}
+		s.commitMu.Lock()
+		kept := recs[:0:0]
+		for _, r := range recs {
+			if s.forgottenAt[sink.TopicPartition{Topic: r.Topic, Partition: r.Partition}] <= seen {
+				kept = append(kept, r)
+			}
+		}
+		s.commitMu.Unlock()
+		recs = kept
+	}
 }
 
 // stopWith ends Run with err: a callback found that going on could write
@@ -464,7 +507,9 @@ func (s *Source) forget(tps map[sink.TopicPartition]bool) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.sink.Drop(tps)
+	s.forgotten++
 	for tp := range tps {
 		delete(s.pending, tp)
+		s.forgottenAt[tp] = s.forgotten
 	}
 }

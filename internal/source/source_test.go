@@ -30,11 +30,11 @@ type recordingSink struct {
 	written int
 }
 
-func (s *recordingSink) Write(_ context.Context, recs []*kgo.Record) error {
+func (s *recordingSink) WriteSome(_ context.Context, recs []*kgo.Record) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.written += len(recs)
-	return nil
+	return len(recs), nil
 }
 
 func (s *recordingSink) Flush(context.Context, map[sink.TopicPartition]bool, sink.Reason) error {
