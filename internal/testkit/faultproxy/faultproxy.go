@@ -372,14 +372,18 @@ func (s *slowBody) Read(b []byte) (int, error) {
 
 // PartUploads matches the requests that carry one part of a multipart or
 // resumable upload: S3 UploadPart (PUT ?partNumber&uploadId), a GCS
-// resumable-upload chunk (PUT ?upload_id) and an Azure Put Block (PUT
+// resumable-upload chunk (PUT or POST ?upload_id) and an Azure Put Block (PUT
 // ?comp=block).
 func PartUploads(r *http.Request) bool {
-	if r.Method != http.MethodPut {
-		return false
-	}
 	q := r.URL.Query()
-	return (q.Has("partNumber") && q.Has("uploadId")) || q.Has("upload_id") || q.Get("comp") == "block"
+	switch r.Method {
+	case http.MethodPut:
+		return (q.Has("partNumber") && q.Has("uploadId")) || q.Has("upload_id") || q.Get("comp") == "block"
+	case http.MethodPost:
+		// Google's client sends resumable chunks with POST.
+		return q.Has("upload_id")
+	}
+	return false
 }
 
 // Writes matches every request that changes the store: PUT, POST and
