@@ -311,3 +311,35 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestEmulatorRetryBound: a part that storage keeps throttling is tried
+// MaxAttempts times, then the upload fails, and nothing is visible.
+func TestEmulatorRetryBound(t *testing.T) {
+	forEachEmulator(t, func(t *testing.T, e emulator) {
+		if e.name == "gcs" {
+			t.Skip("a GCS resumable-upload chunk is retried until ChunkRetryDeadline (time, see gcsChunkHook), not a number of times")
+		}
+		ctx := testCtx(t)
+		px, name := throughProxy(t, ctx, e)
+		const attempts = 3
+		b, err := Open(ctx, px.url(name), Options{PartSize: emuPartSize,
+			Retry: Retry{MaxAttempts: attempts, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		throttle := px.proxy.Inject(faultproxy.Rule{Match: faultproxy.PartUploads, Fault: px.throttle})
+		errs := writeAll(ctx, b, []faultObject{{"bound/big", randomBytes(t, 2*emuPartSize+1)}})
+		throttle.Release()
+		if errs[0] == nil {
+			t.Fatal("an upload whose every part is throttled succeeded")
+		}
+		t.Logf("after %d throttled part requests: %v", throttle.Count(), errs[0])
+		if throttle.Count() != attempts {
+			t.Errorf("the throttled part was tried %d times, want MaxAttempts = %d", throttle.Count(), attempts)
+		}
+		if got := listKeys(t, ctx, b, "bound/"); len(got) != 0 {
+			t.Errorf("after the failed upload, List = %v, want nothing", got)
+		}
+	})
+}

@@ -227,10 +227,15 @@ func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
 
 func azureClientFactory(r Retry) func(azureblob.ServiceURL, azureblob.ContainerName) (*container.Client, error) {
 	return func(svcURL azureblob.ServiceURL, name azureblob.ContainerName) (*container.Client, error) {
+		// MaxRetries counts retries, not tries, and azcore reads 0 as "the
+		// default, 3": no retries must be said as -1.
+		retries := int32(r.MaxAttempts - 1)
+		if retries == 0 {
+			retries = -1
+		}
 		opts := &container.ClientOptions{}
 		opts.Retry = policy.RetryOptions{
-			// MaxRetries counts retries, not tries.
-			MaxRetries:    int32(r.MaxAttempts - 1),
+			MaxRetries:    retries,
 			RetryDelay:    r.InitialBackoff,
 			MaxRetryDelay: r.MaxBackoff,
 			// StatusCodes nil: 408, 429, 500, 502, 503, 504. Transport
