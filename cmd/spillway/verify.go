@@ -67,7 +67,7 @@ func runVerify(ctx context.Context, cfg *config.Config) (verify.Report, error) {
 	if err != nil {
 		return verify.Report{}, usageError{fmt.Errorf("file.name_template: %w", err)}
 	}
-	b, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{})
+	b, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{Retry: storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1}})
 	if err != nil {
 		return verify.Report{}, err
 	}

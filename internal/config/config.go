@@ -64,6 +64,10 @@ type Storage struct {
 	Prefix            string `koanf:"prefix"`
 	PartSize          Size   `koanf:"part_size"`
 	UploadConcurrency int    `koanf:"upload_concurrency"`
+	// MaxRetries is how many times one storage request that failed for a
+	// reason that may pass (throttling, 5xx, timeout, reset) is retried,
+	// with capped exponential backoff, before the error stops the run.
+	MaxRetries int `koanf:"max_retries"`
 }
 
 // File decides how records are grouped into files.

@@ -163,6 +163,10 @@ func TestRejects(t *testing.T) {
 			[]string{`storage.upload_concurrency: "0" is out of range; use 1 to 64`}},
 		{"too much upload concurrency", "storage:\n  upload_concurrency: 65\n", nil,
 			[]string{`storage.upload_concurrency: "65" is out of range; use 1 to 64`}},
+		{"negative retries", "storage:\n  max_retries: -1\n", nil,
+			[]string{`storage.max_retries: "-1" is out of range; use 0 (fail on the first error) to 50`}},
+		{"too many retries", "storage:\n  max_retries: 51\n", nil,
+			[]string{`storage.max_retries: "51" is out of range; use 0 (fail on the first error) to 50`}},
 
 		// file
 		{"file limits out of range", "file:\n  max_records: -1\n  max_bytes: 512B\n  max_age: 500ms\n", nil, []string{
@@ -325,7 +329,7 @@ func TestDefaults(t *testing.T) {
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
 			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second,
 		},
-		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4},
+		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9},
 		File: File{
 			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
 			MaxBytes:     128 << 20, MaxAge: 5 * time.Minute,
@@ -408,7 +412,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
-		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency",
+		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries",
 		"file.name_template", "file.max_records", "file.max_bytes", "file.max_age",
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",

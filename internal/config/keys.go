@@ -24,6 +24,7 @@ func Default() *Config {
 		Storage: Storage{
 			PartSize:          8 * MiB,
 			UploadConcurrency: 4,
+			MaxRetries:        9,
 		},
 		File: File{
 			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",

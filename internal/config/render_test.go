@@ -33,6 +33,7 @@ storage:
   prefix: ""
   part_size: 8MiB
   upload_concurrency: 4
+  max_retries: 9
 file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
   max_records: 0

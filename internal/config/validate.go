@@ -38,6 +38,7 @@ const (
 	minPartSize    = 64 * KiB
 	minS3PartSize  = 5 * MiB // S3 rejects smaller multipart parts (all but the last)
 	maxConcurrency = 64
+	maxRetries     = 50 // with 15 s waits, over 12 minutes of retrying
 	minMaxBytes    = 1 * KiB
 	minMaxAge      = time.Second
 	minMemoryLimit = 64 * MiB // below this the fetch buffers alone would not fit
@@ -251,6 +252,9 @@ func (s *Storage) check(ps *problems) {
 	}
 	if s.UploadConcurrency < 1 || s.UploadConcurrency > maxConcurrency {
 		ps.add("storage.upload_concurrency", strconv.Itoa(s.UploadConcurrency), "is out of range; use 1 to %d", maxConcurrency)
+	}
+	if s.MaxRetries < 0 || s.MaxRetries > maxRetries {
+		ps.add("storage.max_retries", strconv.Itoa(s.MaxRetries), "is out of range; use 0 (fail on the first error) to %d", maxRetries)
 	}
 }
 

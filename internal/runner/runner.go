@@ -96,6 +96,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		PartSize:          int64(cfg.Storage.PartSize),
 		UploadConcurrency: cfg.Storage.UploadConcurrency,
 		Faults:            opts.StorageFaults,
+		Retry:             storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1},
 		Account: func(delta int64) {
 			if delta >= 0 {
 				b.Acquire(budget.Buffered, delta)

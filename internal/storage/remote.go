@@ -22,6 +22,7 @@ type remote struct {
 	// not say which. Open should set it to the URL's host.
 	name     string
 	partSize int
+	retry    Retry // for the GCS writer's chunk retry deadline
 
 	hookOnce sync.Once
 	hook     func(func(any) bool) error
@@ -30,7 +31,12 @@ type remote struct {
 // beforeWrite returns the backend's hook that tunes a writer beyond what
 // blob.WriterOptions reaches (see s3StreamingHook), or nil.
 func (r *remote) beforeWrite() func(func(any) bool) error {
-	r.hookOnce.Do(func() { r.hook = s3StreamingHook(r.b, int64(r.partSize)) })
+	r.hookOnce.Do(func() {
+		r.hook = s3StreamingHook(r.b, int64(r.partSize))
+		if r.hook == nil {
+			r.hook = gcsChunkHook(r.b, r.retry)
+		}
+	})
 	return r.hook
 }
 

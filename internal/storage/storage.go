@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // registers azblob://
 	_ "gocloud.dev/blob/gcsblob"   // registers gs://
 	_ "gocloud.dev/blob/memblob"   // registers mem://
@@ -36,6 +35,9 @@ type Options struct {
 	Account func(delta int64)
 	// Faults, when set, slow or stall the backend (tests, bench).
 	Faults *Faults
+	// Retry bounds the retries of remote storage requests; zero fields
+	// take Retry's defaults.
+	Retry Retry
 }
 
 // Object describes one stored object.
@@ -110,7 +112,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		b.be, b.url = be, rawURL
 		return b, nil
 	}
-	bb, err := blob.OpenBucket(ctx, rawURL)
+	bb, err := openRemote(ctx, u, rawURL, opts.Retry)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), redactedError{err, rawURL})
 	}
@@ -121,7 +123,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if u.Scheme == "s3" {
 		writeMem = 4 * opts.PartSize
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize)}, Redact(rawURL), writeMem
+	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults()}, Redact(rawURL), writeMem
 	return b, nil
 }
 
