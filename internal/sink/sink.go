@@ -248,6 +248,13 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 		return some && s.overLocked(), nil
 	}
 	for i, r := range recs {
+		// Opening a file charges a whole writer (4 parts on S3): don't
+		// while the budget is full.
+		if some && s.files[TopicPartition{r.Topic, r.Partition}] == nil && s.overLocked() {
+			if stop, err := relieve(); stop || err != nil {
+				return i, err
+			}
+		}
 		if err := s.writeOne(ctx, r); err != nil {
 			s.fail(err)
 			return i, err
