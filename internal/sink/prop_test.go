@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -31,7 +32,8 @@ import (
 // and "no duplicates" (DESIGN.md, promises 2 and 3). It drives a real Sink
 // over a real file:// bucket, the backend with create-only publication,
 // through random interleavings of what a consumer group does to it:
-// records arriving, files rotating, uploads completing or failing in any
+// records arriving (some of them tombstones, which null_values: ignore
+// skips), files rotating, uploads completing or failing in any
 // order, offset commits, crashes (SIGKILL: whatever is not yet stored is
 // gone), revokes and lost partitions, and partitions coming back.
 //
@@ -43,15 +45,16 @@ import (
 //
 // After every action:
 //   - the committed offset of every partition is at most the end of the
-//     gap-free run of offsets that storage holds from offset 0 (nothing is
-//     committed that a crash could lose),
+//     gap-free run of offsets that storage holds from offset 0, tombstones
+//     counting as held (nothing is committed that a crash could lose),
 //   - no offset is stored twice, and every stored record is the right one,
 //   - a commit never moves an offset backwards, nor happens for a
 //     partition this instance does not own.
 //
 // At the end every partition is assigned, everything is fed, flushed,
 // uploaded and committed (restarting if the sink died), and then every
-// offset of every partition must be stored exactly once and committed.
+// offset of every partition must be stored exactly once (tombstones never)
+// and committed.
 //
 // Each upload's commit waits at storage.Faults.BeforeCommit until the test
 // completes or fails it, so the order in which files become durable is the
@@ -72,6 +75,10 @@ func TestPropCommitAndRecovery(t *testing.T) {
 			keys:       map[string][]int64{},
 		}
 		m.logEnd = make([]int64, m.parts)
+		m.tombstones = make([]map[int64]bool, m.parts)
+		for p := range m.tombstones {
+			m.tombstones[p] = map[int64]bool{}
+		}
 		m.fed = make([]int64, m.parts)
 		m.committed = make([]int64, m.parts)
 		m.assigned = make([]bool, m.parts)
@@ -93,11 +100,6 @@ const (
 	// propMaxLog bounds the records of one run, so that a run stays fast
 	// under -race and a counterexample stays readable.
 	propMaxLog = 40
-	// settleQuiet is how long uploads must stay unchanged before the test
-	// accepts that the ones not waiting for a decision are held back by
-	// the sink itself (a later file waiting for an earlier one). It is
-	// never waited for while every upload in flight waits for a decision.
-	settleQuiet = 10 * time.Millisecond
 )
 
 var errKilled = errors.New("process killed before the upload completed")
@@ -110,10 +112,13 @@ type propModel struct {
 	parts      int
 	maxRecords int
 
-	logEnd    []int64 // records produced to each partition
-	fed       []int64 // next offset the source feeds, while assigned
-	committed []int64 // the group's committed offset (0: none, start earliest)
-	assigned  []bool
+	logEnd []int64 // records produced to each partition
+	// tombstones are records with a null value, which null_values: ignore
+	// skips: never stored, yet their offsets are committed like the rest.
+	tombstones []map[int64]bool
+	fed        []int64 // next offset the source feeds, while assigned
+	committed  []int64 // the group's committed offset (0: none, start earliest)
+	assigned   []bool
 
 	gen  *generation
 	gens int
@@ -138,7 +143,6 @@ type commitGate struct {
 	dead    bool              // the process was killed: no commit ever completes
 	approve func(string) bool // commits that go through without waiting
 	waiting []*heldCommit
-	events  int // arrivals and decisions, to tell when nothing moves
 }
 
 type heldCommit struct {
@@ -150,7 +154,6 @@ type heldCommit struct {
 
 func (g *commitGate) beforeCommit(tmplMatch func(string) (int32, int64), key string) error {
 	g.mu.Lock()
-	g.events++
 	if g.dead {
 		g.mu.Unlock()
 		return errKilled
@@ -186,19 +189,12 @@ func (g *commitGate) held() []string {
 	return out
 }
 
-func (g *commitGate) state() (waiting, events int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.waiting), g.events
-}
-
 // decide lets the i-th waiting commit go on (err nil) or fail.
 func (g *commitGate) decide(i int, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.waiting[i]
 	g.waiting = slices.Delete(g.waiting, i, i+1)
-	g.events++
 	h.done <- err
 }
 
@@ -213,7 +209,6 @@ func (g *commitGate) setApprove(approve func(string) bool) {
 	}
 	g.waiting = slices.DeleteFunc(g.waiting, func(h *heldCommit) bool {
 		if approve(h.key) {
-			g.events++
 			h.done <- nil
 			return true
 		}
@@ -258,6 +253,7 @@ func (m *propModel) start(rt *rapid.T, why string) {
 	cfg := m.cfg
 	cfg.MaxRecords = int64(m.maxRecords)
 	cfg.MaxAge = time.Hour // only Tick, called by the test, closes files by age
+	cfg.NullValues = "ignore"
 	m.gen = &generation{bucket: bucket, gate: g,
 		s: sink.New(cfg, bucket, budget.New(1<<30, 0), slog.New(slog.DiscardHandler))}
 	rt.Logf("process %d starts (%s)", m.gens, why)
@@ -300,35 +296,69 @@ func (m *propModel) assign(rt *rapid.T, p int) {
 	rt.Logf("  t/%d assigned, consuming from %d", p, m.fed[p])
 }
 
-// settle waits until the uploads in flight have done what they can: every
-// one is waiting for the test's decision, or nothing has moved for a while
-// (a file held back by the sink behind an earlier one of its partition).
+// settle waits until the sink and storage can go no further without the
+// test: every goroutine but this one is blocked, on a channel, a lock or a
+// condition (an upload waiting for the test's decision, a later file of a
+// partition waiting for an earlier one, idle part queues).
+//
+// Waiting for exactly that, rather than for a count of uploads or for a
+// quiet while, is what makes a run replayable: what an upload does after
+// its commit (mark the file durable, let the partition's next file go)
+// would otherwise race with the test's next action, and a failure that
+// depends on such a race can't be replayed, so rapid can't shrink it.
 func (m *propModel) settle(rt *rapid.T) {
 	deadline := time.Now().Add(20 * time.Second)
-	type snap struct {
-		uploading      int64
-		waiting, event int
-	}
-	var last snap
-	quietSince := time.Now()
 	for {
-		var cur snap
-		cur.waiting, cur.event = m.gen.gate.state()
-		cur.uploading = m.gen.s.Stats().Uploading
-		if cur.uploading == int64(cur.waiting) {
+		busy := busyGoroutines()
+		if busy == "" {
 			return
 		}
-		now := time.Now()
-		if cur != last {
-			last, quietSince = cur, now
-		} else if now.Sub(quietSince) >= settleQuiet {
-			return
+		if time.Now().After(deadline) {
+			rt.Fatalf("the sink never settled; still busy:\n%s", busy)
 		}
-		if now.After(deadline) {
-			rt.Fatalf("uploads never settled: %d uploading, %d waiting for a decision", cur.uploading, cur.waiting)
-		}
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(50 * time.Microsecond)
 	}
+}
+
+// blockedStates are the goroutine states in which a goroutine waits for
+// another one; anything else (running, runnable, in a system call) is work
+// still going on.
+var blockedStates = map[string]bool{
+	"chan receive": true, "chan send": true, "select": true,
+	"chan receive (nil chan)": true, "chan send (nil chan)": true, "select (no cases)": true,
+	"sync.Cond.Wait": true, "sync.Mutex.Lock": true, "sync.RWMutex.Lock": true,
+	"sync.RWMutex.RLock": true, "sync.WaitGroup.Wait": true, "semacquire": true,
+}
+
+// busyGoroutines returns the stacks of the goroutines, other than the
+// caller, that are not blocked, or "" when there are none.
+func busyGoroutines() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var busy []string
+	// The first stack is the caller's own.
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i == 0 {
+			continue
+		}
+		// "goroutine 7 [chan receive, 2 minutes]:"
+		open, end := strings.IndexByte(g, '['), strings.IndexByte(g, ']')
+		if open < 0 || end < open {
+			continue
+		}
+		state, _, _ := strings.Cut(g[open+1:end], ",")
+		if !blockedStates[state] {
+			busy = append(busy, g)
+		}
+	}
+	return strings.Join(busy, "\n\n")
 }
 
 func (m *propModel) dead() bool { return m.gen.s.Err() != nil }
@@ -367,6 +397,19 @@ func (m *propModel) commit(rt *rapid.T, only map[sink.TopicPartition]bool) {
 	}
 }
 
+// records returns the log's records [from, to) of partition p.
+func (m *propModel) records(p int, from, to int64) []*kgo.Record {
+	var out []*kgo.Record
+	for off := from; off < to; off++ {
+		if m.tombstones[p][off] {
+			out = append(out, null(propTopic, int32(p), off))
+		} else {
+			out = append(out, rec(propTopic, int32(p), off))
+		}
+	}
+	return out
+}
+
 // ---- actions ----
 
 // Produce appends records to a partition's log.
@@ -380,8 +423,16 @@ func (m *propModel) Produce(rt *rapid.T) {
 	}
 	p := rapid.IntRange(0, m.parts-1).Draw(rt, "p")
 	n := rapid.IntRange(1, 4).Draw(rt, "n")
-	m.logEnd[p] += int64(n)
-	rt.Logf("produce: t/%d log ends at %d", p, m.logEnd[p])
+	var nulls []int64
+	for range n {
+		// One in six is a tombstone; shrinking goes towards none.
+		if rapid.IntRange(0, 5).Draw(rt, "tombstone") == 5 {
+			m.tombstones[p][m.logEnd[p]] = true
+			nulls = append(nulls, m.logEnd[p])
+		}
+		m.logEnd[p]++
+	}
+	rt.Logf("produce: t/%d log ends at %d (tombstones at %v)", p, m.logEnd[p], nulls)
 }
 
 // Poll feeds a partition's next records to the sink, in offset order, as
@@ -399,7 +450,7 @@ func (m *propModel) Poll(rt *rapid.T) {
 	p := ps[k%len(ps)]
 	n = min(n, m.logEnd[p]-m.fed[p])
 	from := m.fed[p]
-	if err := m.gen.s.Write(context.Background(), recs(propTopic, int32(p), from, from+n)); err != nil {
+	if err := m.gen.s.Write(context.Background(), m.records(p, from, from+n)); err != nil {
 		// An upload failed in the meantime: the process is stopping.
 		rt.Logf("poll: t/%d [%d,%d): Write: %v", p, from, from+n, err)
 		return
@@ -536,8 +587,8 @@ func (m *propModel) Assign(rt *rapid.T) {
 func (m *propModel) Check(rt *rapid.T) {
 	stored := m.stored(rt)
 	for p := range m.parts {
-		if end := gapFree(stored[p]); m.committed[p] > end {
-			rt.Fatalf("t/%d: committed %d, but storage holds only offsets [0,%d) without a gap (stored: %s): a crash now loses records",
+		if end := m.gapFree(p, stored[p]); m.committed[p] > end {
+			rt.Fatalf("t/%d: committed %d, but storage holds only offsets [0,%d) without a gap, tombstones aside (stored: %s): a crash now loses records",
 				p, m.committed[p], end, ranges(stored[p]))
 		}
 	}
@@ -578,8 +629,8 @@ func (m *propModel) stored(rt *rapid.T) []map[int64]string {
 }
 
 // readObject returns the offsets an object holds, checking that they run
-// without a gap from the start offset in its name and that each record is
-// the log's record at that offset.
+// from the start offset in its name with no gap but tombstones, and that
+// each record is the log's record at that offset.
 func (m *propModel) readObject(rt *rapid.T, key string) []int64 {
 	p, start := m.match(key)
 	if p < 0 || int(p) >= m.parts {
@@ -605,8 +656,22 @@ func (m *propModel) readObject(rt *rapid.T, key string) []int64 {
 		if err := json.Unmarshal(l.Value, &v); err != nil || v != value(propTopic, p, l.Offset) {
 			rt.Fatalf("%s: offset %d holds %s, not the log's record", key, l.Offset, l.Value)
 		}
-		if want := start + int64(len(offs)); l.Offset != want || l.Offset >= m.logEnd[p] {
-			rt.Fatalf("%s: record %d has offset %d, want %d (log end %d)", key, len(offs), l.Offset, want, m.logEnd[p])
+		if l.Offset >= m.logEnd[p] || m.tombstones[p][l.Offset] {
+			rt.Fatalf("%s: offset %d is past the log end %d or a tombstone", key, l.Offset, m.logEnd[p])
+		}
+		// A file starts at the offset in its name and holds every record
+		// from there on but tombstones.
+		next := start
+		if len(offs) > 0 {
+			next = offs[len(offs)-1] + 1
+		}
+		for o := next; o < l.Offset; o++ {
+			if !m.tombstones[p][o] {
+				rt.Fatalf("%s: record %d has offset %d, but the log's record %d is missing before it", key, len(offs), l.Offset, o)
+			}
+		}
+		if l.Offset < next || (len(offs) == 0 && l.Offset != start) {
+			rt.Fatalf("%s: record %d has offset %d, want %d", key, len(offs), l.Offset, next)
 		}
 		offs = append(offs, l.Offset)
 	}
@@ -616,11 +681,12 @@ func (m *propModel) readObject(rt *rapid.T, key string) []int64 {
 	return offs
 }
 
-// gapFree is the end of the run of offsets stored from 0.
-func gapFree(stored map[int64]string) int64 {
+// gapFree is the end of the run of offsets from 0 that nothing can lose:
+// stored, or tombstones of the log (nothing to store).
+func (m *propModel) gapFree(p int, stored map[int64]string) int64 {
 	n := int64(0)
 	for {
-		if _, ok := stored[n]; !ok {
+		if _, ok := stored[n]; !ok && !(m.tombstones[p][n] && n < m.logEnd[p]) {
 			return n
 		}
 		n++
@@ -675,7 +741,7 @@ func (m *propModel) drain(rt *rapid.T) {
 		}
 		var batch []*kgo.Record
 		for p := range m.parts {
-			batch = append(batch, recs(propTopic, int32(p), m.fed[p], m.logEnd[p])...)
+			batch = append(batch, m.records(p, m.fed[p], m.logEnd[p])...)
 			m.fed[p] = m.logEnd[p]
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -699,8 +765,8 @@ func (m *propModel) drain(rt *rapid.T) {
 	stored := m.stored(rt)
 	m.closeGeneration(false)
 	for p := range m.parts {
-		if end := gapFree(stored[p]); end != m.logEnd[p] || len(stored[p]) != int(m.logEnd[p]) {
-			rt.Fatalf("t/%d: after the drain storage holds %s, want [0,%d) once", p, ranges(stored[p]), m.logEnd[p])
+		if end := m.gapFree(p, stored[p]); end != m.logEnd[p] || len(stored[p]) != int(m.logEnd[p])-len(m.tombstones[p]) {
+			rt.Fatalf("t/%d: after the drain storage holds %s, want [0,%d) once, tombstones %v aside", p, ranges(stored[p]), m.logEnd[p], m.tombstones[p])
 		}
 		if m.committed[p] != m.logEnd[p] {
 			rt.Fatalf("t/%d: after the drain the commit is %d, want %d", p, m.committed[p], m.logEnd[p])
