@@ -124,6 +124,11 @@ type Sink struct {
 	// offsets, which is what resuming from the last stored file relies on.
 	pubMu       sync.Mutex
 	unpublished map[TopicPartition][]*openFile
+	// failed marks the partitions one of whose uploads failed. None of
+	// their later files may be published, not even one closed after the
+	// failed file left the queue: a restart would resume after it and skip
+	// the failed file's records.
+	failed map[TopicPartition]bool
 
 	errMu sync.Mutex
 	err   error
@@ -162,6 +167,7 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
 		files:       map[TopicPartition]*openFile{},
 		unpublished: map[TopicPartition][]*openFile{},
+		failed:      map[TopicPartition]bool{},
 		fileMem:     cfg.CompressorMemory + bucket.WriterMemory(),
 		ctx:         ctx, stop: stop,
 	}
@@ -470,12 +476,20 @@ func (s *Sink) upload(f *openFile) {
 			return
 		}
 	}
-	if f.dropped.Load() {
+	s.pubMu.Lock()
+	failed := s.failed[f.tp]
+	s.pubMu.Unlock()
+	if f.dropped.Load() || failed {
 		f.w.Abort()
 		return
 	}
 	n := f.w.Written()
 	if err := f.w.Commit(); err != nil {
+		// Before this file leaves the queue (deferred), so that no later
+		// file of the partition can miss it.
+		s.pubMu.Lock()
+		s.failed[f.tp] = true
+		s.pubMu.Unlock()
 		if errors.Is(err, storage.ErrExists) {
 			// Create-only writes are the fence between writers: the
 			// other one won, and going on would only write around it.
@@ -657,6 +671,7 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 			f.dropped.Store(true)
 		}
 		delete(s.unpublished, tp)
+		delete(s.failed, tp)
 	}
 	s.pubMu.Unlock()
 	s.tracker.drop(tps)

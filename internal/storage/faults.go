@@ -13,6 +13,11 @@ type Faults struct {
 	Latency time.Duration
 	// BytesPerSecond throttles writes (0 = unlimited).
 	BytesPerSecond int64
+	// BeforeCommit, when set, is called with an object's key just before
+	// the object is committed, and may block. If it returns an error the
+	// commit fails with it and nothing is stored. Tests use it to decide
+	// when, in which order and whether each upload completes.
+	BeforeCommit func(key string) error
 
 	mu    sync.Mutex
 	stall chan struct{} // non-nil while stalled
@@ -55,7 +60,8 @@ func (f *Faults) wait(n int) {
 
 type faultyWriter struct {
 	objectWriter
-	f *Faults
+	f   *Faults
+	key string
 }
 
 func (w faultyWriter) Write(p []byte) (int, error) {
@@ -65,5 +71,13 @@ func (w faultyWriter) Write(p []byte) (int, error) {
 
 func (w faultyWriter) commit() error {
 	w.f.wait(0)
+	if w.f.BeforeCommit != nil {
+		if err := w.f.BeforeCommit(w.key); err != nil {
+			// The part queue aborts only on its own errors: drop the
+			// object here so that no temp file or upload is left behind.
+			w.objectWriter.abort()
+			return err
+		}
+	}
 	return w.objectWriter.commit()
 }
