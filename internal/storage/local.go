@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // chunkSize is the unit of the part queue: big enough to turn encoder
@@ -19,13 +20,21 @@ const chunkSize = 256 << 10
 // that the final rename is atomic, and List skips them.
 const tmpPrefix = ".spillway-tmp-"
 
-type local struct{ root string }
+type local struct {
+	root string
+
+	// writing holds this process's temp files still being written or
+	// committed: removeTemps must not take them for a dead writer's when
+	// a partition comes back to this process before its upload ended.
+	mu      sync.Mutex
+	writing map[string]bool
+}
 
 func openLocal(dir string) (*local, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("storage: create directory %s: %w", dir, err)
 	}
-	return &local{root: filepath.Clean(dir)}, nil
+	return &local{root: filepath.Clean(dir), writing: map[string]bool{}}, nil
 }
 
 func (l *local) path(key string) (string, error) {
@@ -51,12 +60,22 @@ func (l *local) newWriter(_ context.Context, key string, _ map[string]string) (o
 	if err != nil {
 		return nil, err
 	}
-	return &localWriter{f: f, final: final}, nil
+	l.mu.Lock()
+	l.writing[f.Name()] = true
+	l.mu.Unlock()
+	return &localWriter{f: f, final: final, l: l}, nil
 }
 
 type localWriter struct {
 	f     *os.File
 	final string
+	l     *local
+}
+
+func (w *localWriter) done() {
+	w.l.mu.Lock()
+	delete(w.l.writing, w.f.Name())
+	w.l.mu.Unlock()
 }
 
 func (w *localWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
@@ -65,6 +84,7 @@ func (w *localWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
 // data, rename into place, fsync the directory so the rename survives a
 // crash. Create-only: an existing object is never replaced.
 func (w *localWriter) commit() error {
+	defer w.done()
 	err := w.f.Sync()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
@@ -89,6 +109,7 @@ func (w *localWriter) commit() error {
 func (w *localWriter) abort() {
 	_ = w.f.Close()
 	_ = os.Remove(w.f.Name())
+	w.done()
 }
 
 func syncDir(dir string) error {
@@ -181,7 +202,10 @@ func (l *local) removeTemps(_ context.Context, prefix string, belongs func(key s
 		}
 		key := filepath.ToSlash(filepath.Join(rel, name))
 		key = strings.TrimPrefix(key, "./")
-		if belongs(key) {
+		l.mu.Lock()
+		ours := l.writing[filepath.Join(dir, e.Name())]
+		l.mu.Unlock()
+		if belongs(key) && !ours {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
