@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/storage"
 )
 
 // The accepted values of enumerated keys. Load matches them
@@ -252,6 +253,13 @@ func (s *Storage) check(ps *problems) {
 	}
 	if s.UploadConcurrency < 1 || s.UploadConcurrency > maxConcurrency {
 		ps.add("storage.upload_concurrency", strconv.Itoa(s.UploadConcurrency), "is out of range; use 1 to %d", maxConcurrency)
+	}
+	if scheme == "s3" {
+		if u, err := url.Parse(s.URL); err == nil && u.Query().Has(storage.StorageClassParam) {
+			if err := storage.CheckStorageClass(u.Query().Get(storage.StorageClassParam)); err != nil {
+				ps.add("storage.url", redactURL(s.URL), "%v", err)
+			}
+		}
 	}
 	if s.MaxRetries < 0 || s.MaxRetries > maxRetries {
 		ps.add("storage.max_retries", strconv.Itoa(s.MaxRetries), "is out of range; use 0 (fail on the first error) to %d", maxRetries)

@@ -26,13 +26,16 @@ type remote struct {
 
 	hookOnce sync.Once
 	hook     func(func(any) bool) error
+	// storageClass is the S3 storage class of new objects ("" = the
+	// bucket's default).
+	storageClass string
 }
 
 // beforeWrite returns the backend's hook that tunes a writer beyond what
 // blob.WriterOptions reaches (see s3StreamingHook), or nil.
 func (r *remote) beforeWrite() func(func(any) bool) error {
 	r.hookOnce.Do(func() {
-		r.hook = s3StreamingHook(r.b, int64(r.partSize))
+		r.hook = s3StreamingHook(r.b, int64(r.partSize), r.storageClass)
 		if r.hook == nil {
 			r.hook = gcsChunkHook(r.b, r.retry)
 		}

@@ -1,12 +1,31 @@
 package storage
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 )
+
+// StorageClassParam is the s3:// URL parameter that sets the storage class
+// of the objects Spillway writes, such as STANDARD_IA.
+const StorageClassParam = "storage_class"
+
+// CheckStorageClass refuses S3 storage classes whose objects can't be read
+// back at once: resuming after a crash reads a partition's last file.
+func CheckStorageClass(class string) error {
+	switch class {
+	case "STANDARD", "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "OUTPOSTS", "EXPRESS_ONEZONE":
+		return nil
+	case "GLACIER", "DEEP_ARCHIVE":
+		return fmt.Errorf("%s=%s: objects in that class can't be read back without a restore, and resuming after a crash reads a partition's last file; write STANDARD or STANDARD_IA and move files later with a lifecycle rule", StorageClassParam, class)
+	default:
+		return fmt.Errorf("%s=%q is not an S3 storage class; use STANDARD, STANDARD_IA, ONEZONE_IA, INTELLIGENT_TIERING or GLACIER_IR", StorageClassParam, class)
+	}
+}
 
 // s3AbortTimeout bounds the AbortMultipartUpload that cleans up a failed or
 // aborted upload.
@@ -34,7 +53,9 @@ const s3AbortTimeout = 30 * time.Second
 // 5 MiB parts on a 64 MiB object (TestEmulatorWriterMemory): 15.5 MiB of
 // live heap, sometimes 20.5 MiB, against 34.5 MiB without the hook. These
 // are copies of bytes the part queue already holds.
-func s3StreamingHook(b *blob.Bucket, partSize int64) func(func(any) bool) error {
+//
+// It also sets the objects' storage class, when one is given.
+func s3StreamingHook(b *blob.Bucket, partSize int64, storageClass string) func(func(any) bool) error {
 	var client *s3.Client
 	if !b.As(&client) {
 		return nil
@@ -43,6 +64,10 @@ func s3StreamingHook(b *blob.Bucket, partSize int64) func(func(any) bool) error 
 	// explicitly (the manager ignores the client's); keep it.
 	checksum := client.Options().RequestChecksumCalculation
 	return func(as func(any) bool) error {
+		var in *transfermanager.UploadObjectInput
+		if storageClass != "" && as(&in) {
+			in.StorageClass = tmtypes.StorageClass(storageClass)
+		}
 		var tm *transfermanager.Client
 		if !as(&tm) {
 			return nil

@@ -112,6 +112,19 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		b.be, b.url = be, rawURL
 		return b, nil
 	}
+	// storage_class is ours, not gocloud's (whose opener refuses unknown
+	// parameters): take it out before gocloud sees the URL.
+	var storageClass string
+	if u.Scheme == "s3" && u.Query().Has(StorageClassParam) {
+		q := u.Query()
+		storageClass = q.Get(StorageClassParam)
+		if err := CheckStorageClass(storageClass); err != nil {
+			return nil, fmt.Errorf("storage: %s: %w", Redact(rawURL), err)
+		}
+		q.Del(StorageClassParam)
+		u.RawQuery = q.Encode()
+		rawURL = u.String()
+	}
 	bb, err := openRemote(ctx, u, rawURL, opts.Retry)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), redactedError{err, rawURL})
@@ -123,7 +136,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if u.Scheme == "s3" {
 		writeMem = 4 * opts.PartSize
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults()}, Redact(rawURL), writeMem
+	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, Redact(rawURL), writeMem
 	return b, nil
 }
 
