@@ -117,6 +117,39 @@ func (b *Budget) underLowLocked() bool {
 	return b.used < b.low && (b.maxRecs <= 0 || b.records*10 < b.maxRecs*7)
 }
 
+// HasRoom reports whether n more bytes fit under the limit, or usage is below
+// the low watermark: then a charge bigger than the gap must still pass, or
+// nothing could ever be opened.
+func (b *Budget) HasRoom(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used+n <= b.limit || b.underLowLocked()
+}
+
+// WaitLow blocks until usage is below the low watermark or ctx ends; it
+// returns at once if it is below already.
+func (b *Budget) WaitLow(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.underLowLocked() {
+		return nil
+	}
+	b.paused = true
+	defer func() { b.paused = false }()
+	for !b.underLowLocked() {
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			b.mu.Lock()
+			return ctx.Err()
+		case <-wake:
+		}
+		b.mu.Lock()
+	}
+	return nil
+}
+
 // Wait returns at once if usage is not above the high watermark. Otherwise
 // it blocks until usage falls below the low watermark or ctx ends. onPause
 // runs once when waiting starts, so the caller can flush and pause fetching.

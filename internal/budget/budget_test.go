@@ -302,3 +302,50 @@ func TestRecordTriggerOfOneResumes(t *testing.T) {
 		t.Fatalf("Wait with no records and no bytes held = %v, want nil", err)
 	}
 }
+
+// HasRoom: a charge fits under the limit, or usage is low enough that a
+// charge bigger than the gap must pass (else nothing could ever open).
+func TestHasRoom(t *testing.T) {
+	b := budget.New(100, 0)
+	b.Acquire(budget.Encoders, 60)
+	if !b.HasRoom(40) || !b.HasRoom(41) {
+		// 60 < low watermark (70): even 41 passes.
+		t.Fatalf("at 60 of 100: HasRoom(40)=%v HasRoom(41)=%v, want both true", b.HasRoom(40), b.HasRoom(41))
+	}
+	b.Acquire(budget.Encoders, 20) // 80: above the low watermark
+	if !b.HasRoom(20) || b.HasRoom(21) {
+		t.Fatalf("at 80 of 100: HasRoom(20)=%v HasRoom(21)=%v, want true, false", b.HasRoom(20), b.HasRoom(21))
+	}
+}
+
+// WaitLow waits below the low watermark even when usage is not over the
+// high one, and returns at once when it is below already.
+func TestWaitLow(t *testing.T) {
+	b := budget.New(100, 0)
+	if err := b.WaitLow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.Acquire(budget.Uploading, 80) // not over (90), not low (70)
+	done := make(chan error, 1)
+	go func() { done <- b.WaitLow(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("WaitLow returned (%v) at 80 of 100", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.Release(budget.Uploading, 15) // 65
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitLow still waiting at 65 of 100")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Acquire(budget.Uploading, 15)
+	cancel()
+	if err := b.WaitLow(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitLow with a cancelled context = %v", err)
+	}
+}

@@ -241,8 +241,14 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 		return 0, err
 	}
 	relieved := false
+	// full: the budget is over its high watermark or, when a file is to be
+	// opened, has no room for one. Opening charges a whole writer (5 parts
+	// on S3), so the watermark alone would let the budget pass its limit.
+	full := func(opening bool) bool {
+		return s.overLocked() || opening && !s.budget.HasRoom(s.fileMem)
+	}
 	// relieve closes the larger files once; it reports whether to stop.
-	relieve := func() (bool, error) {
+	relieve := func(opening bool) (bool, error) {
 		if some && relieved {
 			return true, nil
 		}
@@ -251,13 +257,11 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 			s.fail(err)
 			return true, err
 		}
-		return some && s.overLocked(), nil
+		return some && full(opening), nil
 	}
 	for i, r := range recs {
-		// Opening a file charges a whole writer (4 parts on S3): don't
-		// while the budget is full.
-		if some && s.files[TopicPartition{r.Topic, r.Partition}] == nil && s.overLocked() {
-			if stop, err := relieve(); stop || err != nil {
+		if some && s.files[TopicPartition{r.Topic, r.Partition}] == nil && full(true) {
+			if stop, err := relieve(true); stop || err != nil {
 				return i, err
 			}
 		}
@@ -268,13 +272,13 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 		// A poll can return thousands of records: look at the budget within
 		// the batch too, cheaply, and at once after a big record.
 		if (i%64 == 63 || len(r.Value) >= 64<<10) && s.overLocked() {
-			if stop, err := relieve(); stop || err != nil {
+			if stop, err := relieve(false); stop || err != nil {
 				return i + 1, err
 			}
 		}
 	}
 	if s.overLocked() && !(some && relieved) {
-		if _, err := relieve(); err != nil {
+		if _, err := relieve(false); err != nil {
 			return len(recs), err
 		}
 	}

@@ -244,8 +244,10 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		s.commitMu.Lock()
 		seen := s.forgotten
 		s.commitMu.Unlock()
+		// Below the low watermark, not just the high one: a file may be
+		// what is waiting to open, and it needs room.
 		s.pause()
-		err = s.budget.Wait(stop)
+		err = s.budget.WaitLow(stop)
 		s.resume()
 		if err != nil {
 			// Stopping: the rest was never written, so never committed.

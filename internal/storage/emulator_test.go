@@ -512,10 +512,12 @@ func TestEmulatorWriterMemory(t *testing.T) {
 		// The S3 transfer manager holds its first part and two pooled parts:
 		// 3 parts (15.5 MiB), or 4 (20.5 MiB) when a GC cycle spans the end
 		// of the first part's io.ReadAll, whose chunks are then still marked
-		// live; 7 parts (34.5 MiB) without the hook. GCS holds one chunk;
-		// Azure one block, mmap'd outside the Go heap and so not seen here.
-		if limit := int64(4.5 * emuPartSize); peak > limit {
-			t.Errorf("%s writer held %d bytes, more than %d (4.5 parts)", e.name, peak, limit)
+		// live, and 5.1 was seen once under CI load; 7 parts (34.5 MiB)
+		// without the hook. Bucket.WriterMemory counts 5. GCS holds one
+		// chunk; Azure one block, mmap'd outside the Go heap and so not seen
+		// here.
+		if limit := int64(5.5 * emuPartSize); peak > limit {
+			t.Errorf("%s writer held %d bytes, more than %d (5.5 parts)", e.name, peak, limit)
 		}
 	})
 }
