@@ -294,8 +294,13 @@ serve_emulators() {
 			printf 'export %s=%q\n' "$v" "${!v}"
 		done
 	} >"$envf"
-	log "emulators up; source $envf (Ctrl-C stops them)"
-	while sleep 3600; do :; done
+	log "emulators up; source $envf (Ctrl-C or SIGTERM stops them)"
+	# wait, not a foreground sleep: bash runs the INT/TERM trap (which stops
+	# the emulators) only once the foreground command ends.
+	while :; do
+		sleep 3600 &
+		wait $!
+	done
 }
 
 case "${1:-}" in
