@@ -131,6 +131,23 @@ func (b *Budget) HasRoom(n int64) bool {
 func (b *Budget) WaitLow(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.waitLowLocked(ctx)
+}
+
+// Wait returns at once if usage is not above the high watermark. Otherwise
+// it blocks until usage falls below the low watermark or ctx ends.
+func (b *Budget) Wait(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.overLocked() {
+		return nil
+	}
+	return b.waitLowLocked(ctx)
+}
+
+// waitLowLocked waits, b.mu held (it is released while waiting), until
+// usage is below the low watermark.
+func (b *Budget) waitLowLocked(ctx context.Context) error {
 	if b.underLowLocked() {
 		return nil
 	}
@@ -147,34 +164,6 @@ func (b *Budget) WaitLow(ctx context.Context) error {
 		}
 		b.mu.Lock()
 	}
-	return nil
-}
-
-// Wait returns at once if usage is not above the high watermark. Otherwise
-// it blocks until usage falls below the low watermark or ctx ends. onPause
-// runs once when waiting starts, so the caller can flush and pause fetching.
-func (b *Budget) Wait(ctx context.Context) error {
-	b.mu.Lock()
-	if !b.overLocked() {
-		b.mu.Unlock()
-		return nil
-	}
-	b.paused = true
-	for !b.underLowLocked() {
-		wake := b.wake
-		b.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			b.mu.Lock()
-			b.paused = false
-			b.mu.Unlock()
-			return ctx.Err()
-		case <-wake:
-		}
-		b.mu.Lock()
-	}
-	b.paused = false
-	b.mu.Unlock()
 	return nil
 }
 
