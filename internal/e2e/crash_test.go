@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -48,35 +47,10 @@ func TestCrashExactlyOnce(t *testing.T) {
 
 	// ---- the producer, in the background: batches with short sleeps, so
 	// that it still produces while spillway is killed.
-	prod := b.Client(t, kgo.ProducerLinger(5*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	produced := make(chan error, 1)
-	pad := strings.Repeat("x", 1000)
-	go func() {
-		produced <- func() error {
-			for from := 0; from < crashRecords; from += crashBatch {
-				recs := make([]*kgo.Record, 0, crashBatch)
-				for i := from; i < min(from+crashBatch, crashRecords); i++ {
-					recs = append(recs, &kgo.Record{
-						Topic:     crashTopic,
-						Partition: int32(i % crashPartitions),
-						Key:       fmt.Appendf(nil, "k-%d", i),
-						Value:     fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, pad),
-					})
-				}
-				if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-					return fmt.Errorf("producing records %d..%d: %w", from, from+len(recs)-1, err)
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			return nil
-		}()
-	}()
+	produced := produceInBackground(ctx, b.Client(t, kgo.ProducerLinger(5*time.Millisecond)),
+		crashTopic, crashPartitions, crashRecords, crashBatch, 1000)
 
 	config := fmt.Sprintf(`kafka:
   brokers: [%q]

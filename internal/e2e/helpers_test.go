@@ -692,3 +692,36 @@ func drainProgress(committed, ends map[int32]int64) (done int64, complete int) {
 	}
 	return done, complete
 }
+
+// produceInBackground produces total records of about size bytes over the
+// topic's partitions, in batches with short sleeps so that production
+// overlaps what the test does to spillway. The channel gets the outcome.
+func produceInBackground(ctx context.Context, cl *kgo.Client, topic string, partitions, total, batch, size int) <-chan error {
+	done := make(chan error, 1)
+	pad := strings.Repeat("x", size)
+	go func() {
+		done <- func() error {
+			for from := 0; from < total; from += batch {
+				recs := make([]*kgo.Record, 0, batch)
+				for i := from; i < min(from+batch, total); i++ {
+					recs = append(recs, &kgo.Record{
+						Topic:     topic,
+						Partition: int32(i % partitions),
+						Key:       fmt.Appendf(nil, "k-%d", i),
+						Value:     fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, pad),
+					})
+				}
+				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+					return fmt.Errorf("producing records %d..%d: %w", from, from+len(recs)-1, err)
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+			return nil
+		}()
+	}()
+	return done
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -119,49 +118,25 @@ shutdown:
 	checkVerify(t, config("verify"), ends)
 }
 
-// produceInBackground produces total records of about size bytes over the
-// topic's partitions, in batches with short sleeps so that production
-// overlaps what the test does to spillway. The channel gets the outcome.
-func produceInBackground(ctx context.Context, cl *kgo.Client, topic string, partitions, total, batch, size int) <-chan error {
-	done := make(chan error, 1)
-	pad := strings.Repeat("x", size)
-	go func() {
-		done <- func() error {
-			for from := 0; from < total; from += batch {
-				recs := make([]*kgo.Record, 0, batch)
-				for i := from; i < min(from+batch, total); i++ {
-					recs = append(recs, &kgo.Record{
-						Topic:     topic,
-						Partition: int32(i % partitions),
-						Key:       fmt.Appendf(nil, "k-%d", i),
-						Value:     fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, pad),
-					})
-				}
-				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-					return fmt.Errorf("producing records %d..%d: %w", from, from+len(recs)-1, err)
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(100 * time.Millisecond):
-				}
-			}
-			return nil
-		}()
-	}()
-	return done
-}
-
 // waitMembers waits until the group's members are exactly the given client
 // ids, each with at least one partition, and every partition is assigned.
 func waitMembers(t testing.TB, adm *kadm.Client, procs map[string]*spillwayProc, want []string) {
 	t.Helper()
+	waitGroup(t, adm, scaleGroup, procs, fmt.Sprintf("members %v sharing all %d partitions", want, scalePartitions),
+		func(got map[string]int, assigned int) bool {
+			return slices.Equal(slices.Sorted(maps.Keys(got)), want) && assigned == scalePartitions &&
+				!slices.Contains(slices.Collect(maps.Values(got)), 0)
+		})
+}
+
+// waitGroup waits until the stable group's shares (partitions per client
+// id) satisfy ok, failing if one of procs exits first.
+func waitGroup(t testing.TB, adm *kadm.Client, group string, procs map[string]*spillwayProc, what string, ok func(map[string]int, int) bool) {
+	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
-	var last string
 	for {
-		got, assigned := groupSharesOf(t, adm, scaleGroup)
-		last = fmt.Sprint(got)
-		if slices.Equal(slices.Sorted(maps.Keys(got)), want) && assigned == scalePartitions && !slices.Contains(slices.Collect(maps.Values(got)), 0) {
+		got, assigned := groupSharesOf(t, adm, group)
+		if ok(got, assigned) {
 			t.Logf("group members and their partitions: %v", got)
 			return
 		}
@@ -173,7 +148,7 @@ func waitMembers(t testing.TB, adm *kadm.Client, procs map[string]*spillwayProc,
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("group never settled on members %v; last seen %s", want, last)
+			t.Fatalf("group never reached %s; last seen %v", what, got)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,25 +144,5 @@ func sum(offsets map[int32]int64) int64 {
 // (by client id) holding these numbers of partitions.
 func waitShares(t testing.TB, adm *kadm.Client, group string, procs map[string]*spillwayProc, want map[string]int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	var last map[string]int
-	for {
-		got, _ := groupSharesOf(t, adm, group)
-		last = got
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			t.Logf("group members and their partitions: %v", got)
-			return
-		}
-		for name, p := range procs {
-			select {
-			case <-p.Done():
-				t.Fatalf("%s exited: %s", name, describeExit(p.Wait(t, 0)))
-			default:
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group never reached %v; last seen %v", want, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitGroup(t, adm, group, procs, fmt.Sprint(want), func(got map[string]int, _ int) bool { return maps.Equal(got, want) })
 }
