@@ -15,11 +15,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -90,28 +87,9 @@ type storageCase struct {
 	secrets []string
 }
 
-// waitIdleConns waits, when t ends, until the keep-alive connections of
-// the SDK clients used for setup are closed, for goleak (TestMain). The
-// Azure SDK keeps its transport private; scripts/test.sh starts Azurite
-// with a 1 s keep-alive timeout, and versitygw keeps none.
-func waitIdleConns(t *testing.T) {
-	t.Cleanup(func() {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-			buf := make([]byte, 1<<20)
-			stacks := string(buf[:runtime.Stack(buf, true)])
-			if !strings.Contains(stacks, "net/http.(*persistConn).readLoop") || time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-}
-
 func TestBinaryRunStorageFatal(t *testing.T) {
 	spillwayBinary(t)
-	waitIdleConns(t)
+	testkit.WaitIdleConns(t)
 	backends := []struct {
 		name  string
 		cases func(t *testing.T) []storageCase
@@ -263,19 +241,10 @@ func gcsCases(t *testing.T) []storageCase {
 
 func azureCases(t *testing.T) []storageCase {
 	conn := needEmulator(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
-	endpoint := ""
-	accountKey := ""
-	for part := range strings.SplitSeq(conn, ";") {
-		if v, ok := strings.CutPrefix(part, "BlobEndpoint="); ok {
-			endpoint = v
-		}
-		if v, ok := strings.CutPrefix(part, "AccountKey="); ok {
-			accountKey = v
-		}
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" || accountKey == "" {
-		t.Fatalf("SPILLWAY_TEST_AZURE_CONNECTION_STRING has no usable BlobEndpoint or AccountKey")
+	_, u := testkit.AzureBlobEndpoint(t, conn)
+	accountKey := testkit.AzureConnField(conn, "AccountKey")
+	if accountKey == "" {
+		t.Fatalf("SPILLWAY_TEST_AZURE_CONNECTION_STRING has no AccountKey")
 	}
 	env := func(conn string) []string {
 		return []string{"AZURE_STORAGE_CONNECTION_STRING=" + conn, "AZURE_STORAGE_IS_LOCAL_EMULATOR=true", "AZURE_STORAGE_DOMAIN=" + u.Host}

@@ -14,7 +14,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,16 +119,7 @@ func newRemoteStore(t *testing.T, backend string) remoteStore {
 			throttle: faultproxy.GCSRateLimited(), internal: faultproxy.GCSBackendError()}
 	case "azure":
 		conn := needEmulatorEnv(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
-		var endpoint string
-		for part := range strings.SplitSeq(conn, ";") {
-			if v, ok := strings.CutPrefix(part, "BlobEndpoint="); ok {
-				endpoint = v
-			}
-		}
-		u, err := url.Parse(endpoint)
-		if err != nil || u.Host == "" {
-			t.Fatalf("SPILLWAY_TEST_AZURE_CONNECTION_STRING has no usable BlobEndpoint (%q)", endpoint)
-		}
+		endpoint, u := testkit.AzureBlobEndpoint(t, conn)
 		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn)
 		t.Setenv("AZURE_STORAGE_IS_LOCAL_EMULATOR", "true")
 		t.Setenv("AZURE_STORAGE_DOMAIN", u.Host)

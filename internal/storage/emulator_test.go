@@ -33,6 +33,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 const emuPartSize = 5 << 20 // the smallest part S3 accepts
@@ -106,16 +108,7 @@ func azureEmulator(t *testing.T) emulator {
 	// once per process; every test sets the same values. It also builds a
 	// service URL (unused with a connection string) that must be valid:
 	// http is allowed only for a local emulator on a loopback domain.
-	endpoint := ""
-	for part := range strings.SplitSeq(conn, ";") {
-		if v, ok := strings.CutPrefix(part, "BlobEndpoint="); ok {
-			endpoint = v
-		}
-	}
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" {
-		t.Fatalf("SPILLWAY_TEST_AZURE_CONNECTION_STRING has no usable BlobEndpoint (%q)", endpoint)
-	}
+	_, u := testkit.AzureBlobEndpoint(t, conn)
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn)
 	t.Setenv("AZURE_STORAGE_IS_LOCAL_EMULATOR", "true")
 	t.Setenv("AZURE_STORAGE_DOMAIN", u.Host)
@@ -140,31 +133,10 @@ var emulators = []struct {
 
 // forEachEmulator runs fn once per backend, in a subtest named after it.
 func forEachEmulator(t *testing.T, fn func(t *testing.T, e emulator)) {
-	waitIdleConns(t)
+	testkit.WaitIdleConns(t)
 	for _, em := range emulators {
 		t.Run(em.name, func(t *testing.T) { fn(t, em.mk(t)) })
 	}
-}
-
-// waitIdleConns waits, when t ends, until the HTTP connections the clients
-// keep alive are closed, so that goleak (TestMain) sees no goroutine left.
-// The GCS client uses http.DefaultClient, whose idle connections we close;
-// the S3 and Azure SDKs keep their transports private, so we wait for the
-// servers to close them: versitygw does not keep connections alive, and
-// scripts/test.sh starts Azurite with a 1 s keep-alive timeout.
-func waitIdleConns(t *testing.T) {
-	t.Cleanup(func() {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-			buf := make([]byte, 1<<20)
-			stacks := string(buf[:runtime.Stack(buf, true)])
-			if !strings.Contains(stacks, "net/http.(*persistConn).readLoop") || time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
 }
 
 // newBucketName is unique per call and valid for S3, GCS and Azure.
@@ -400,7 +372,7 @@ func TestEmulatorMissingBucket(t *testing.T) {
 // says so, and the secret is not in it.
 func TestEmulatorS3WrongCredentials(t *testing.T) {
 	e := s3Emulator(t)
-	waitIdleConns(t)
+	testkit.WaitIdleConns(t)
 	ctx := testCtx(t)
 	name := newBucketName(t)
 	raw, err := blob.OpenBucket(ctx, e.url(name))
@@ -527,7 +499,7 @@ func TestEmulatorWriterMemory(t *testing.T) {
 // the class (it reports STANDARD for every object, even one put with the
 // SDK directly), so a recording proxy in front of it checks what is sent.
 func TestEmulatorS3StorageClass(t *testing.T) {
-	waitIdleConns(t)
+	testkit.WaitIdleConns(t)
 	e := s3Emulator(t)
 	ctx := testCtx(t)
 	name := newBucketName(t)

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -21,6 +20,8 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // proxied is an emulator seen through a fault proxy.
@@ -72,16 +73,7 @@ func throughProxy(t *testing.T, ctx context.Context, e emulator) (proxied, strin
 		}, name
 	case "azure":
 		conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-		var endpoint string
-		for part := range strings.SplitSeq(conn, ";") {
-			if v, ok := strings.CutPrefix(part, "BlobEndpoint="); ok {
-				endpoint = v
-			}
-		}
-		u, err := url.Parse(endpoint)
-		if err != nil || u.Host == "" {
-			t.Fatalf("no BlobEndpoint in the Azure connection string")
-		}
+		endpoint, u := testkit.AzureBlobEndpoint(t, conn)
 		p := faultproxy.New(t, u.Scheme+"://"+u.Host, faultproxy.Options{})
 		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", strings.Replace(conn, "BlobEndpoint="+endpoint, "BlobEndpoint="+p.URL()+u.Path, 1))
 		t.Setenv("AZURE_STORAGE_DOMAIN", p.Host())

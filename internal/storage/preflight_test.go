@@ -17,6 +17,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"gocloud.dev/blob/azureblob"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // wantFatal checks that err is a *FatalError of kind, that IsFatal says so,
@@ -94,7 +96,7 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 	const badSecret = "wrong-secret-do-not-print"
 	t.Run("s3", func(t *testing.T) {
 		e := s3Emulator(t)
-		waitIdleConns(t)
+		testkit.WaitIdleConns(t)
 		ctx := testCtx(t)
 		_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
 		for _, tc := range []struct{ name, key, secret, code string }{
@@ -121,7 +123,7 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 	})
 	t.Run("azure", func(t *testing.T) {
 		e := azureEmulator(t)
-		waitIdleConns(t)
+		testkit.WaitIdleConns(t)
 		ctx := testCtx(t)
 		_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
 		// gocloud's azblob opener reads the environment once per process,
@@ -159,7 +161,7 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 // signature as AWS does, and says which one it expects.
 func TestEmulatorPreflightWrongRegion(t *testing.T) {
 	e := s3Emulator(t)
-	waitIdleConns(t)
+	testkit.WaitIdleConns(t)
 	ctx := testCtx(t)
 	_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
 	u := strings.Replace(e.url(name), "region=us-east-1", "region=eu-west-1", 1)
@@ -182,7 +184,7 @@ func TestEmulatorPreflightWrongRegion(t *testing.T) {
 // policy lacks s3:DeleteObject.
 func TestEmulatorPreflightDeleteDenied(t *testing.T) {
 	e := s3Emulator(t)
-	waitIdleConns(t)
+	testkit.WaitIdleConns(t)
 	ctx := testCtx(t)
 	_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
 	target, err := url.Parse(os.Getenv("SPILLWAY_TEST_S3_ENDPOINT"))
