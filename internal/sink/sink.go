@@ -259,13 +259,19 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 		}
 		return some && full(opening), nil
 	}
+	roomFor := func() bool { return !full(true) }
+	if !some {
+		roomFor = nil
+	}
 	for i, r := range recs {
-		if some && s.files[TopicPartition{r.Topic, r.Partition}] == nil && full(true) {
+		err := s.writeOne(ctx, r, roomFor)
+		if errors.Is(err, errNoRoom) {
 			if stop, err := relieve(true); stop || err != nil {
 				return i, err
 			}
+			err = s.writeOne(ctx, r, nil)
 		}
-		if err := s.writeOne(ctx, r); err != nil {
+		if err != nil {
 			s.fail(err)
 			return i, err
 		}
@@ -285,7 +291,12 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 	return len(recs), nil
 }
 
-func (s *Sink) writeOne(ctx context.Context, r *kgo.Record) error {
+// errNoRoom: a file was to be opened and the budget has no room for it.
+var errNoRoom = errors.New("no room in the budget for another file")
+
+// writeOne writes one record. roomFor, when set, is asked before a file is
+// opened; if it says no, writeOne returns errNoRoom and writes nothing.
+func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, roomFor func() bool) error {
 	tp := TopicPartition{r.Topic, r.Partition}
 	if r.Value == nil {
 		switch s.cfg.NullValues {
@@ -295,7 +306,7 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record) error {
 			return s.recordError(ctx, tp, r, fmt.Errorf("record %s/%d@%d has a null value and errors.null_values is fail", r.Topic, r.Partition, r.Offset))
 		}
 	}
-	f, err := s.fileFor(ctx, tp, r)
+	f, err := s.fileFor(ctx, tp, r, roomFor)
 	if err != nil {
 		return err
 	}
@@ -361,9 +372,12 @@ func (s *Sink) skip(_ context.Context, tp TopicPartition, r *kgo.Record, _ error
 	return nil
 }
 
-func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record) (*openFile, error) {
+func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, roomFor func() bool) (*openFile, error) {
 	if f := s.files[tp]; f != nil {
 		return f, nil
+	}
+	if roomFor != nil && !roomFor() {
+		return nil, errNoRoom
 	}
 	if len(s.files) >= s.cfg.MaxOpenFiles {
 		if err := s.closeLocked(ctx, s.leastRecentLocked(), ReasonOpenFiles); err != nil {
