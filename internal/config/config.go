@@ -68,6 +68,10 @@ type Storage struct {
 	// reason that may pass (throttling, 5xx, timeout, reset) is retried,
 	// with capped exponential backoff, before the error stops the run.
 	MaxRetries int `koanf:"max_retries"`
+	// TopicIDChange says what to do when storage.prefix holds a ledger of
+	// another id of a topic (it was deleted and recreated): fail, or
+	// start_fresh with a new ledger beside the old one.
+	TopicIDChange string `koanf:"topic_id_change"`
 }
 
 // File decides how records are grouped into files.

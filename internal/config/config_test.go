@@ -171,6 +171,8 @@ func TestRejects(t *testing.T) {
 			[]string{`storage.max_retries: "-1" is out of range; use 0 (fail on the first error) to 50`}},
 		{"too many retries", "storage:\n  max_retries: 51\n", nil,
 			[]string{`storage.max_retries: "51" is out of range; use 0 (fail on the first error) to 50`}},
+		{"bad topic id policy", "storage:\n  topic_id_change: adopt\n", nil,
+			[]string{`storage.topic_id_change: "adopt" is not valid; use fail or start_fresh`}},
 
 		// file
 		{"file limits out of range", "file:\n  max_records: -1\n  max_bytes: 512B\n  max_age: 500ms\n", nil, []string{
@@ -333,7 +335,7 @@ func TestDefaults(t *testing.T) {
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
 			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second,
 		},
-		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9},
+		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail"},
 		File: File{
 			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
 			MaxBytes:     128 << 20, MaxAge: 5 * time.Minute,
@@ -416,7 +418,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
-		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries",
+		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",
 		"file.name_template", "file.max_records", "file.max_bytes", "file.max_age",
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",

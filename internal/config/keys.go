@@ -25,6 +25,7 @@ func Default() *Config {
 			PartSize:          8 * MiB,
 			UploadConcurrency: 4,
 			MaxRetries:        9,
+			TopicIDChange:     "fail",
 		},
 		File: File{
 			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",

@@ -5,12 +5,15 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,6 +22,7 @@ import (
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
@@ -158,17 +162,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return deadLetter(ctx, src.Client(), dlq, r, cause)
 		}
 	}
+	ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
+	scfg.Ledger = ledger
+	scfg.Writer = writerName(cfg)
 	snk := sink.New(scfg, bucket, b, log)
 	defer snk.Close()
-
-	var resume source.Resumer
-	if _, exact := tmpl.PartitionPrefix("t", 0); exact && slices.Contains(fcfg.Fields, "offset") {
-		resume = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
-			return verify.NextOffset(ctx, bucket, tmpl, cfg.Storage.Prefix, topic, partition)
-		}
-	} else {
-		log.Warn("records stored before a crash but not committed may be written again: resuming from storage needs a name template that lists one partition's files under one prefix and format.fields with offset")
-	}
+	resume := resumer(cfg, bucket, tmpl, ledger)
 	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches, Reserved: plan.Reserved}, snk, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
@@ -226,6 +225,67 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	log.Info("stopped cleanly", "records", st.Records, "files", st.FilesUploaded, "bytes", st.BytesUploaded)
 	return nil
 }
+
+// writerName names this process in ledger entries, for people reading
+// them: the instance id, or the host and pid.
+func writerName(cfg *config.Config) string {
+	if cfg.Kafka.InstanceID != "" {
+		return cfg.Kafka.InstanceID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// resumer reads where a partition stands from the ledger. A partition
+// without a ledger may hold files of an earlier version, which resumed by
+// reading the last file back: that is still done where it worked (a
+// template that lists one partition's files, with offset in
+// format.fields); where it can't be, such files stop the run.
+func resumer(cfg *config.Config, bucket *storage.Bucket, tmpl *naming.Template, ledger *layout.Ledger) source.Resumer {
+	prefix := cfg.Storage.Prefix
+	_, listable := tmpl.PartitionPrefix("t", 0)
+	readable := listable && slices.Contains(cfg.Format.Fields, "offset") && (cfg.Format.Type == "jsonl" || cfg.Format.Type == "json")
+	legacy := func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
+		if readable {
+			return verify.NextOffset(ctx, bucket, tmpl, prefix, topic, partition)
+		}
+		if !listable {
+			return 0, false, nil
+		}
+		pp, _ := tmpl.PartitionPrefix(topic, partition)
+		found := ""
+		err := bucket.List(ctx, prefix+pp, func(o storage.Object) error {
+			if _, ok := tmpl.MatchPartition(verify.TrimExt(strings.TrimPrefix(o.Key, prefix)), topic, partition); ok {
+				found = o.Key
+				return errFound
+			}
+			return nil
+		})
+		if errors.Is(err, errFound) {
+			return 0, false, fmt.Errorf("%s is stored without a ledger entry, and its records can't be read back to find their offsets (format.fields has no offset, or the format is not jsonl or json)", found)
+		}
+		return 0, false, err
+	}
+	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Legacy: legacy}
+	return func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error) {
+		if listable {
+			// A previous owner that died mid-write left temp files (on a
+			// local directory): they hold nothing published, and this
+			// process owns the partition now.
+			pp, _ := tmpl.PartitionPrefix(id.Topic, id.Partition)
+			err := bucket.RemoveAbandoned(ctx, prefix+pp, func(key string) bool {
+				_, ok := tmpl.MatchPartition(verify.TrimExt(strings.TrimPrefix(key, prefix)), id.Topic, id.Partition)
+				return ok
+			})
+			if err != nil {
+				return layout.Point{}, err
+			}
+		}
+		return ledger.Resume(ctx, id, log, opts)
+	}
+}
+
+var errFound = errors.New("found")
 
 // deadLetter produces a record that could not be written to the dead-letter
 // topic, with the cause and origin in headers, and waits until it is acked.

@@ -44,6 +44,7 @@ type Options struct {
 type Object struct {
 	Key  string
 	Size int64
+	Dir  bool // a directory level of ListDir, not an object
 }
 
 // backend is what a scheme must provide. It is small on purpose: the local
@@ -51,6 +52,12 @@ type Object struct {
 type backend interface {
 	newWriter(ctx context.Context, key string, meta map[string]string) (objectWriter, error)
 	list(ctx context.Context, prefix string, fn func(Object) error) error
+	// listDir calls fn, in lexical order, for each name directly under
+	// prefix up to the next "/": a file (Object.Key the full key) or a
+	// directory (Object.Key the full key ending in "/", Object.Dir set).
+	listDir(ctx context.Context, prefix string, fn func(Object) error) error
+	// stat returns the object under key, ok=false when there is none.
+	stat(ctx context.Context, key string) (o Object, ok bool, err error)
 	read(ctx context.Context, key string) (io.ReadCloser, error)
 	close() error
 }
@@ -172,6 +179,40 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(Object) error)
 		return fmt.Errorf("storage: list %q: %w", prefix, err)
 	}
 	return nil
+}
+
+// ListDir calls fn, in lexical order, for each object and directory level
+// directly under prefix, as a listing with delimiter "/" gives them. Its
+// cost depends on how many names sit at that level, not on how many objects
+// lie below them.
+func (b *Bucket) ListDir(ctx context.Context, prefix string, fn func(Object) error) error {
+	if err := b.be.listDir(ctx, prefix, fn); err != nil {
+		return fmt.Errorf("storage: list %q: %w", prefix, err)
+	}
+	return nil
+}
+
+// Stat returns the object stored under key; ok is false when there is none.
+func (b *Bucket) Stat(ctx context.Context, key string) (Object, bool, error) {
+	o, ok, err := b.be.stat(ctx, key)
+	if err != nil {
+		return Object{}, false, fmt.Errorf("storage: stat %s: %w", key, err)
+	}
+	return o, ok, nil
+}
+
+// Put stores a small object create-only, durably: ErrExists when the key is
+// taken.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[string]string) error {
+	w, err := b.NewWriter(ctx, key, meta)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
 }
 
 // RemoveAbandoned deletes what a writer that died mid-write left under

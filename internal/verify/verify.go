@@ -108,6 +108,12 @@ func Scan(ctx context.Context, b *storage.Bucket, tmpl *naming.Template, prefix 
 	return out, nil
 }
 
+// TrimExt removes the known format and compression extensions of a name.
+func TrimExt(name string) string {
+	n, _ := splitExt(name)
+	return n
+}
+
 // splitExt separates "t-0-5.jsonl.zst" into "t-0-5" and [jsonl zst].
 // Extensions are the known format and compression names only, so a name
 // template holding dots keeps them.
