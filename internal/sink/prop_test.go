@@ -29,7 +29,7 @@ import (
 )
 
 // TestPropCommitAndRecovery is the property test of the promises "no loss"
-// and "no duplicates" (DESIGN.md, promises 2 and 3). It drives a real Sink
+// and "no duplicates" (docs/design.md, promises 2 and 3). It drives a real Sink
 // over a real file:// bucket, the backend with create-only publication,
 // through random interleavings of what a consumer group does to it:
 // records arriving (some of them tombstones, which null_values: ignore
