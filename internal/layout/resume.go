@@ -56,7 +56,7 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 	}
 	if !ours {
 		if len(others) > 0 && !opts.StartFresh {
-			return Point{}, &ForeignError{Prefix: l.prefix, ID: id, Found: strings.Join(others, ", "), Why: "topic id"}
+			return Point{}, &ForeignError{Prefix: l.location(), ID: id, Found: strings.Join(others, ", "), Why: "topic id"}
 		}
 		return l.resumeLegacy(ctx, id, log, opts)
 	}
@@ -69,7 +69,7 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		return l.resumeLegacy(ctx, id, log, opts)
 	}
 	if e.Cluster != id.Cluster {
-		return Point{}, &ForeignError{Prefix: l.prefix, ID: id, Found: e.Cluster, Why: "cluster id"}
+		return Point{}, &ForeignError{Prefix: l.location(), ID: id, Found: e.Cluster, Why: "cluster id"}
 	}
 	o, ok, err := l.st.Stat(ctx, e.File.Key)
 	if err != nil {
@@ -83,7 +83,7 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		}
 		p.State, p.From = e.After(), fmt.Sprintf("ledger entry %d", e.Seq)
 	}
-	return p, checkLog(l.prefix, id, p, log)
+	return p, checkLog(l.location(), id, p, log)
 }
 
 func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts ResumeOptions) (Point, error) {
@@ -97,7 +97,7 @@ func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts Re
 			p = Point{State: State{Next: next}, From: "files written before the ledger", Found: true}
 		}
 	}
-	return p, checkLog(l.prefix, id, p, log)
+	return p, checkLog(l.location(), id, p, log)
 }
 
 // checkLog refuses a state that claims offsets the log doesn't have: a
@@ -107,6 +107,19 @@ func checkLog(prefix string, id Identity, p Point, log Log) error {
 		return &PastEndError{Prefix: prefix, ID: id, Stored: end, End: log.End, From: p.From}
 	}
 	return nil
+}
+
+// location names the ledger's place for messages: the bucket's URL
+// (credentials removed) and the prefix.
+func (l *Ledger) location() string {
+	where := ""
+	if s, ok := l.st.(fmt.Stringer); ok {
+		where = s.String()
+	}
+	if l.prefix == "" {
+		return where + " (storage.prefix empty)"
+	}
+	return fmt.Sprintf("%s, storage.prefix %q,", where, l.prefix)
 }
 
 // ForeignError is a ledger that belongs to another topic id or cluster than
@@ -119,7 +132,7 @@ type ForeignError struct {
 }
 
 func (e *ForeignError) Error() string {
-	return fmt.Sprintf("storage.prefix %q holds a ledger of topic %s with %s %s, but the topic being consumed has %s %s: the topic was deleted and recreated, or the prefix belongs to another cluster, and its offsets mean nothing for this one. "+
+	return fmt.Sprintf("storage %s holds a ledger of topic %s with %s %s, but the topic being consumed has %s %s: the topic was deleted and recreated, or the prefix belongs to another cluster, and its offsets mean nothing for this one. "+
 		"Either set a new storage.prefix, or set storage.topic_id_change: start_fresh to start this topic afresh in that prefix (a file whose name the old topic already used then stops the run)",
 		e.Prefix, e.ID.Topic, e.Why, e.Found, e.Why, pick(e.Why == "topic id", e.ID.TopicID, e.ID.Cluster))
 }
@@ -140,6 +153,6 @@ type PastEndError struct {
 }
 
 func (e *PastEndError) Error() string {
-	return fmt.Sprintf("storage.prefix %q holds offsets of %s/%d up to %d (%s), past the log end %d: these files are not of this log (a recreated topic, another cluster, or files copied in), and resuming from them would skip records. Move them out of the prefix, or write into a new storage.prefix",
+	return fmt.Sprintf("storage %s holds offsets of %s/%d up to %d (%s), past the log end %d: these files are not of this log (a recreated topic, another cluster, or files copied in), and resuming from them would skip records. Move them out of the prefix, or write into a new storage.prefix",
 		e.Prefix, e.ID.Topic, e.ID.Partition, e.Stored, e.From, e.End)
 }
