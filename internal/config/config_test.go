@@ -140,7 +140,7 @@ func TestRejects(t *testing.T) {
 		{"no storage URL", "", topicsEnv,
 			[]string{"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"}},
 		{"unsupported scheme, credentials hidden", "storage:\n  url: 'http://user:hunter2@example.com/x'\n", topicsEnv,
-			[]string{`storage.url: "http://user:REDACTED@example.com/x" has scheme http, which is not supported; use file, mem, s3, gs or azblob`}},
+			[]string{`storage.url: "http://REDACTED@example.com/x" has scheme http, which is not supported; use file, mem, s3, gs or azblob`}},
 		{"path without scheme", "storage:\n  url: /var/out\n", topicsEnv,
 			[]string{`storage.url: "/var/out" has no scheme; for a local directory use file:///var/out`}},
 		{"file URL without path", "storage:\n  url: file://out\n", topicsEnv,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/redact"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -257,7 +258,7 @@ func (s *Storage) check(ps *problems) {
 	if scheme == "s3" {
 		if u, err := url.Parse(s.URL); err == nil && u.Query().Has(storage.StorageClassParam) {
 			if err := storage.CheckStorageClass(u.Query().Get(storage.StorageClassParam)); err != nil {
-				ps.add("storage.url", redactURL(s.URL), "%v", err)
+				ps.add("storage.url", redact.URL(s.URL), "%v", err)
 			}
 		}
 	}
@@ -275,7 +276,7 @@ func (s *Storage) checkURL(ps *problems) string {
 		ps.add(key, "", "required; %s", storageURLHint)
 		return ""
 	}
-	shown := redactURL(s.URL)
+	shown := redact.URL(s.URL)
 	u, err := url.Parse(s.URL)
 	switch {
 	case err != nil:

@@ -20,6 +20,8 @@ import (
 	_ "gocloud.dev/blob/gcsblob"   // registers gs://
 	_ "gocloud.dev/blob/memblob"   // registers mem://
 	_ "gocloud.dev/blob/s3blob"    // registers s3://
+
+	"github.com/spillway/spillway/internal/redact"
 )
 
 // Options tunes how objects are uploaded.
@@ -90,7 +92,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("storage: parse url %s: %w", Redact(rawURL), err)
+		return nil, fmt.Errorf("storage: parse url %s: %w", redact.URL(rawURL), err)
 	}
 	if opts.PartSize <= 0 {
 		opts.PartSize = 8 << 20
@@ -126,7 +128,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		q := u.Query()
 		storageClass = q.Get(StorageClassParam)
 		if err := CheckStorageClass(storageClass); err != nil {
-			return nil, fmt.Errorf("storage: %s: %w", Redact(rawURL), err)
+			return nil, fmt.Errorf("storage: %s: %w", redact.URL(rawURL), err)
 		}
 		q.Del(StorageClassParam)
 		u.RawQuery = q.Encode()
@@ -134,7 +136,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	}
 	bb, err := openRemote(ctx, u, rawURL, opts.Retry)
 	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), redactedError{err, rawURL})
+		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), redactedError{err, rawURL})
 	}
 	// Besides our part queue, a gocloud writer buffers parts of its own: one
 	// for GCS and Azure; for S3 the transfer manager holds its first part and
@@ -144,7 +146,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if u.Scheme == "s3" {
 		writeMem = 5 * opts.PartSize
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, Redact(rawURL), writeMem
+	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, redact.URL(rawURL), writeMem
 	return b, nil
 }
 
@@ -296,46 +298,26 @@ type redactedError struct {
 }
 
 func (e redactedError) Error() string {
-	msg := strings.ReplaceAll(e.err.Error(), e.raw, Redact(e.raw))
-	if u, err := url.Parse(e.raw); err == nil {
+	shown := redact.URL(e.raw)
+	msg := strings.ReplaceAll(e.err.Error(), e.raw, shown)
+	if u, err := url.Parse(e.raw); err == nil && shown != e.raw {
+		// The SDK may quote a part of the URL alone: hide each value that
+		// redact.URL hid (short ones would match unrelated text).
+		var hidden []string
 		for _, vs := range u.Query() {
-			for _, v := range vs {
-				if len(v) >= 4 && Redact(e.raw) != e.raw && !strings.Contains(Redact(e.raw), v) {
-					msg = strings.ReplaceAll(msg, v, "REDACTED")
-				}
-			}
+			hidden = append(hidden, vs...)
 		}
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "REDACTED")
+		if u.User != nil {
+			p, _ := u.User.Password()
+			hidden = append(hidden, u.User.Username(), p)
+		}
+		for _, v := range hidden {
+			if len(v) >= 4 && !strings.Contains(shown, v) {
+				msg = strings.ReplaceAll(msg, v, redact.Mark)
+			}
 		}
 	}
 	return msg
 }
 
 func (e redactedError) Unwrap() error { return e.err }
-
-// Redact removes credentials from a storage URL so it can be logged.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable url>"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	q := u.Query()
-	changed := false
-	for k := range q {
-		lk := strings.ToLower(k)
-		for _, s := range []string{"secret", "key", "token", "sig", "password", "credential"} {
-			if strings.Contains(lk, s) {
-				q.Set(k, "REDACTED")
-				changed = true
-			}
-		}
-	}
-	if changed {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
