@@ -2,9 +2,7 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
 	"regexp"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/internal/hostport"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/redact"
 	"github.com/spillway/spillway/internal/storage"
@@ -131,8 +130,8 @@ func (c *Config) problems() problems {
 	}
 	ps.oneOf("errors.null_values", c.Errors.NullValues, nullPolicies)
 	if c.Admin.Listen != "" {
-		if why := checkHostPort(c.Admin.Listen, true); why != "" {
-			ps.add("admin.listen", c.Admin.Listen, "%s; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", why)
+		if err := hostport.Listen(c.Admin.Listen); err != nil {
+			ps.add("admin.listen", c.Admin.Listen, "%v; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", err)
 		}
 	}
 	ps.oneOf("log.level", c.Log.Level, logLevels)
@@ -148,8 +147,8 @@ func (k *Kafka) check(ps *problems) {
 		ps.add("kafka.brokers", "", "required; list at least one broker as host:port, such as [\"127.0.0.1:9092\"]")
 	}
 	for _, b := range k.Brokers {
-		if why := checkHostPort(b, false); why != "" {
-			ps.add("kafka.brokers", b, "%s; use host:port such as 127.0.0.1:9092", why)
+		if err := hostport.Dial(b); err != nil {
+			ps.add("kafka.brokers", b, "%v; use host:port such as 127.0.0.1:9092", err)
 		}
 	}
 	if strings.TrimSpace(k.Group) == "" {
@@ -431,23 +430,6 @@ func (ps *problems) oneOf(key, v string, allowed []string) {
 	default:
 		ps.add(key, v, "is not valid; use %s", orList(allowed))
 	}
-}
-
-// checkHostPort returns why s is not host:port, or "". A listen address
-// may omit the host (":8080", all interfaces) and use port 0 (any free port).
-func checkHostPort(s string, listen bool) string {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return "is not host:port"
-	}
-	if host == "" && !listen {
-		return "has no host"
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n > 65535 || n < 0 || (n == 0 && !listen) {
-		return fmt.Sprintf("has an invalid port %q", port)
-	}
-	return ""
 }
 
 func orList(xs []string) string  { return joinLast(xs, " or ") }
