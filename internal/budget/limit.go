@@ -14,6 +14,11 @@ import (
 // defaults (8MiB parts, 4 uploads).
 const DefaultMemoryLimit = 1 << 30
 
+// MinMemoryLimit is the smallest process limit NewPlan accepts: below it
+// the fetch buffers and one open file's writer would not fit in the data
+// budget. config refuses a smaller backpressure.memory_limit with it.
+const MinMemoryLimit = 64 << 20
+
 // DetectLimit finds the memory limit of the cgroup this process runs in,
 // v2 (memory.max) or v1 (memory.limit_in_bytes). It returns ok=false when
 // there is none (no cgroup, or "max"). root is normally "/".
@@ -101,8 +106,8 @@ type Plan struct {
 // buffers. A quarter of the data budget is reserved for the Kafka client's
 // fetch buffers, divided by 4 because decompression can grow a fetch.
 func NewPlan(process int64) (Plan, error) {
-	if process < 64<<20 {
-		return Plan{}, fmt.Errorf("memory limit %d bytes is below the minimum of 64MiB", process)
+	if process < MinMemoryLimit {
+		return Plan{}, fmt.Errorf("memory limit %d bytes is below the minimum of %dMiB", process, MinMemoryLimit>>20)
 	}
 	p := Plan{Process: process, GoLimit: process * 85 / 100, Data: process / 2, Fetches: 2}
 	fetch := p.Data / 4 / int64(p.Fetches) / 4

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/budget"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -530,6 +533,18 @@ func TestLevenshtein(t *testing.T) {
 	} {
 		if got, _ := nearest(tt.in, cands); got != tt.want {
 			t.Errorf("nearest(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestMemoryLimitMinimumIsTheBudgets checks that config accepts exactly the
+// limits budget.NewPlan can plan for, at the boundary.
+func TestMemoryLimitMinimumIsTheBudgets(t *testing.T) {
+	for _, n := range []int64{budget.MinMemoryLimit - 1, budget.MinMemoryLimit} {
+		_, planErr := budget.NewPlan(n)
+		_, loadErr := LoadBytes([]byte(fmt.Sprintf("backpressure:\n  memory_limit: %d\n", n)), baseEnv)
+		if (planErr == nil) != (loadErr == nil) {
+			t.Errorf("memory_limit %d: budget.NewPlan says %v, config says %v", n, planErr, loadErr)
 		}
 	}
 }

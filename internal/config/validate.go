@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/hostport"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/redact"
@@ -42,7 +43,7 @@ const (
 	maxRetries     = 50 // with 15 s waits, over 12 minutes of retrying
 	minMaxBytes    = 1 * KiB
 	minMaxAge      = time.Second
-	minMemoryLimit = 64 * MiB // below this the fetch buffers alone would not fit
+	minMemoryLimit = Size(budget.MinMemoryLimit)
 	// Kafka brokers' default group.min.session.timeout.ms and
 	// group.max.session.timeout.ms: outside them every join is refused.
 	minSessionTimeout = 6 * time.Second
