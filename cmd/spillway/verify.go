@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -88,11 +87,11 @@ func runVerify(ctx context.Context, cfg *config.Config) (verify.Report, error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	topics := cfg.Kafka.Topics
-	if cfg.Kafka.TopicRegex != "" {
-		re, err := regexp.Compile(cfg.Kafka.TopicRegex)
-		if err != nil {
-			return verify.Report{}, err
-		}
+	re, err := cfg.Kafka.TopicPattern()
+	if err != nil {
+		return verify.Report{}, err
+	}
+	if re != nil {
 		all, err := adm.ListTopics(ctx)
 		if err != nil {
 			return verify.Report{}, fmt.Errorf("list topics: %w", err)

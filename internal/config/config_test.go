@@ -548,3 +548,22 @@ func TestMemoryLimitMinimumIsTheBudgets(t *testing.T) {
 		}
 	}
 }
+
+func TestTopicPattern(t *testing.T) {
+	if re, err := (&Kafka{}).TopicPattern(); re != nil || err != nil {
+		t.Errorf("unset: TopicPattern() = %v, %v; want nil, nil", re, err)
+	}
+	re, err := (&Kafka{TopicRegex: `events\.`}).TopicPattern()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unanchored, as kgo.ConsumeRegex matches.
+	if !re.MatchString("prod.events.clicks") || re.MatchString("events-x") {
+		t.Errorf("pattern %s matches wrongly", re)
+	}
+	_, err = (&Kafka{TopicRegex: "("}).TopicPattern()
+	var e *Error
+	if !errors.As(err, &e) || err.Error() != `kafka.topic_regex: "(" is not a valid regular expression: missing closing )` {
+		t.Errorf("bad pattern: err = %v, want an *Error naming kafka.topic_regex", err)
+	}
+}

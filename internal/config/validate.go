@@ -176,20 +176,37 @@ func (k *Kafka) check(ps *problems) {
 			ps.add("kafka.topics", t, "is listed twice")
 		}
 	}
-	if k.TopicRegex != "" {
-		if _, err := regexp.Compile(k.TopicRegex); err != nil {
-			why := err.Error()
-			var se *syntax.Error
-			if errors.As(err, &se) {
-				why = se.Code.String()
-			}
-			ps.add("kafka.topic_regex", k.TopicRegex, "is not a valid regular expression: %s", why)
+	if _, err := k.TopicPattern(); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			*ps = append(*ps, e.Problems...)
 		}
 	}
 
 	ps.oneOf("kafka.start_offset", k.StartOffset, startOffsets)
 	k.TLS.check(ps)
 	k.SASL.check(ps)
+}
+
+// TopicPattern returns kafka.topic_regex compiled, or nil when it is unset.
+// Validation, the consumer and verify all compile it here, so they agree
+// on what it accepts and matches: like kgo.ConsumeRegex, it matches
+// anywhere in a topic name unless anchored with ^ and $. A pattern that
+// does not compile is an *Error naming the key.
+func (k *Kafka) TopicPattern() (*regexp.Regexp, error) {
+	if k.TopicRegex == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(k.TopicRegex)
+	if err != nil {
+		why := err.Error()
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			why = se.Code.String()
+		}
+		return nil, &Error{Problems: []Problem{{Key: "kafka.topic_regex", Value: k.TopicRegex, Msg: "is not a valid regular expression: " + why}}}
+	}
+	return re, nil
 }
 
 func (t *TLS) check(ps *problems) {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 	"time"
 
@@ -129,8 +128,8 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 			kgo.MaxConcurrentFetches(fetch.MaxConcurent))
 	}
 	if k.TopicRegex != "" {
-		if _, err := regexp.Compile(k.TopicRegex); err != nil {
-			return nil, fmt.Errorf("kafka.topic_regex: %w", err)
+		if _, err := k.TopicPattern(); err != nil {
+			return nil, err
 		}
 		opts = append(opts, kgo.ConsumeTopics(k.TopicRegex), kgo.ConsumeRegex())
 	} else {
