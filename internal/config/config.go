@@ -1,7 +1,7 @@
 // Package config loads Spillway's configuration from YAML and the
 // environment, validates it, and renders it back with secrets redacted.
 //
-// The key names are a public contract (see DESIGN.md): add keys, never rename
+// The key names are a public contract (see docs/design.md): add keys, never rename
 // them.
 package config
 

@@ -331,7 +331,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// DESIGN.md's defaults, written out rather than taken from Default(),
+	// docs/design.md's defaults, written out rather than taken from Default(),
 	// so that a changed default fails here.
 	want := &Config{
 		Kafka: Kafka{
@@ -414,7 +414,7 @@ storage:
 	}
 }
 
-// TestKeysAreTheContract pins DESIGN.md's key names and their variables:
+// TestKeysAreTheContract pins docs/design.md's key names and their variables:
 // users, docs and tests rely on them.
 func TestKeysAreTheContract(t *testing.T) {
 	design := []string{
