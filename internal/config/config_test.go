@@ -146,8 +146,26 @@ func TestRejects(t *testing.T) {
 			[]string{`storage.url: "http://REDACTED@example.com/x" has scheme http, which is not supported; use file, mem, s3, gs or azblob`}},
 		{"path without scheme", "storage:\n  url: /var/out\n", topicsEnv,
 			[]string{`storage.url: "/var/out" has no scheme; for a local directory use file:///var/out`}},
-		{"file URL without path", "storage:\n  url: file://out\n", topicsEnv,
-			[]string{`storage.url: "file://out" has no path; use an absolute path after file:// such as file:///var/lib/spillway/out (three slashes)`}},
+		{"file URL with a host and no path", "storage:\n  url: file://out\n", topicsEnv,
+			[]string{`storage.url: "file://out" names the host "out", which a file URL can't have; for the directory out under the working directory write file:out, for /out write file:///out`}},
+		{"file URL with a host that hides a relative path", "storage:\n  url: file://relative/dir\n", topicsEnv,
+			[]string{`storage.url: "file://relative/dir" names the host "relative", which a file URL can't have (files would go to /dir); for the directory relative/dir under the working directory write file:relative/dir, for /relative/dir write file:///relative/dir`}},
+		{"file URL with a dot host", "storage:\n  url: file://./out/\n", topicsEnv,
+			[]string{`storage.url: "file://./out/" names the host ".", which a file URL can't have (files would go to /out/); for the directory ./out under the working directory write file:./out, for an absolute one write file:///var/lib/spillway/out`}},
+		{"file URL with a port", "storage:\n  url: 'file://h:1/x'\n", topicsEnv,
+			[]string{`storage.url: "file://h:1/x" names the host "h:1", which a file URL can't have; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
+		{"file URL with a user", "storage:\n  url: 'file://me@/x'\n", topicsEnv,
+			[]string{`storage.url: "file://REDACTED@/x" has a user name or password, which a file URL can't have; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
+		{"file URL with no path at all", "storage:\n  url: 'file:'\n", topicsEnv,
+			[]string{`storage.url: "file:" has no path; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
+		{"file URL with a tilde", "storage:\n  url: 'file:~/out'\n", topicsEnv,
+			[]string{`storage.url: "file:~/out" starts with ~, which is not expanded to a home directory; write the absolute path, such as file:///home/me/out`}},
+		{"storage prefix that escapes", "storage:\n  prefix: ../escape/\n", nil,
+			[]string{`storage.prefix: "../escape/" has a ".." segment; names must stay under storage.url, so "." and ".." segments are not allowed; use a prefix such as raw/`}},
+		{"absolute storage prefix", "storage:\n  prefix: /abs/\n", nil,
+			[]string{`storage.prefix: "/abs/" starts with "/"; names are relative to storage.url, so drop the leading "/", as in "abs/"`}},
+		{"storage prefix with an empty segment", "storage:\n  prefix: a//b/\n", nil,
+			[]string{`storage.prefix: "a//b/" has an empty path segment ("//"); write single slashes, as in "a/b/"`}},
 		{"bucket missing", "storage:\n  url: 's3:///x?region=eu-west-1'\n", topicsEnv,
 			[]string{`storage.url: "s3:///x?region=eu-west-1" has no bucket or container name; use a form such as s3://NAME`}},
 		{"part size too small", "storage:\n  part_size: 32KiB\n", nil,
@@ -185,8 +203,14 @@ func TestRejects(t *testing.T) {
 		}},
 
 		// format
+		{"format planned but not built", "format:\n  type: Parquet\n", nil,
+			[]string{`format.type: "parquet" is planned but not built in this version; use jsonl or json`}},
+		{"format csv", "format:\n  type: csv\n", nil,
+			[]string{`format.type: "csv" is planned but not built in this version; use jsonl or json`}},
+		{"format empty", "format:\n  type: ''\n", nil,
+			[]string{`format.type: is empty; use jsonl or json`}},
 		{"format values", "format:\n  type: xml\n  compression: lz4\n  value_encoding: hex\n", nil, []string{
-			`format.type: "xml" is not valid; use csv, json, jsonl, avro or parquet`,
+			`format.type: "xml" is not valid; use jsonl or json (csv, avro and parquet are planned)`,
 			`format.compression: "lz4" is not valid; use none, gzip, snappy or zstd`,
 			`format.value_encoding: "hex" is not valid; use none or base64`,
 		}},
@@ -315,7 +339,7 @@ log:
 		`kafka.start_offset: "newest" is not valid; use earliest or latest`,
 		"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1",
 		`storage.part_size: "1KiB" is too small; use at least 64KiB`,
-		`format.type: "xml" is not valid; use csv, json, jsonl, avro or parquet`,
+		`format.type: "xml" is not valid; use jsonl or json (csv, avro and parquet are planned)`,
 		`log.level: "loud" is not valid; use debug, info, warn or error`,
 	}
 	if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, want) {
@@ -565,5 +589,41 @@ func TestTopicPattern(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || err.Error() != `kafka.topic_regex: "(" is not a valid regular expression: missing closing )` {
 		t.Errorf("bad pattern: err = %v, want an *Error naming kafka.topic_regex", err)
+	}
+}
+
+// TestFileURLs checks the local directory forms storage.url accepts and what
+// each resolves to: a relative path is made absolute against the working
+// directory, so that the effective config says where files will land.
+func TestFileURLs(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"file:///var/out", "file:///var/out"},
+		{"file:/var/out", "file:/var/out"},
+		{"file://localhost/var/out", "file://localhost/var/out"},
+		{"file:///", "file:///"},
+		{"file:out", "file://" + wd + "/out"},
+		{"file:./out/", "file://" + wd + "/out"},
+		{"file:a/../b", "file://" + wd + "/b"},
+		{"file:my%20out", "file://" + wd + "/my%20out"},
+		{"FILE:out", "file://" + wd + "/out"},
+	} {
+		c, err := LoadBytes([]byte("storage:\n  url: '"+tt.in+"'\n"), topicsEnv)
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if c.Storage.URL != tt.want {
+			t.Errorf("%s: storage.url = %s, want %s", tt.in, c.Storage.URL, tt.want)
+		}
+	}
+	// Built in code, a relative path is not resolved: storage would refuse it.
+	c := Default()
+	c.Kafka.Topics, c.Storage.URL = []string{"events"}, "file:out"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `storage.url: "file:out" has a relative path`) {
+		t.Errorf("Validate of file:out = %v, want a relative path error", err)
 	}
 }

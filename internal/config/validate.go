@@ -2,9 +2,11 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -25,7 +27,6 @@ var (
 	startOffsets   = []string{"earliest", "latest"}
 	saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 	storageSchemes = []string{"file", "mem", "s3", "gs", "azblob"}
-	formatTypes    = []string{"csv", "json", "jsonl", "avro", "parquet"}
 	compressions   = []string{"none", "gzip", "snappy", "zstd"}
 	fieldNames     = []string{"key", "value", "offset", "timestamp", "headers"}
 	valueEncodings = []string{"none", "base64"}
@@ -34,6 +35,32 @@ var (
 	logLevels      = []string{"debug", "info", "warn", "error"}
 	logFormats     = []string{"text", "json"}
 )
+
+// formats is every format.type name, in the order messages list them.
+// built says whether this binary can write it: a planned format is refused
+// by validation, so that `config check` and `run` agree, and is turned on
+// here, by this one flag, once internal/format has its encoder.
+var formats = []struct {
+	name  string
+	built bool
+}{
+	{"jsonl", true},
+	{"json", true},
+	{"csv", false},
+	{"avro", false},
+	{"parquet", false},
+}
+
+// formatNames lists the names in formats that are built, or planned.
+func formatNames(built bool) []string {
+	var out []string
+	for _, f := range formats {
+		if f.built == built {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
 
 // Limits below which a setting can't work well.
 const (
@@ -83,7 +110,7 @@ var (
 func (c *Config) normalize() {
 	c.Kafka.StartOffset = canon(c.Kafka.StartOffset, startOffsets)
 	c.Kafka.SASL.Mechanism = canon(c.Kafka.SASL.Mechanism, saslMechanisms)
-	c.Format.Type = canon(c.Format.Type, formatTypes)
+	c.Format.Type = canon(c.Format.Type, append(formatNames(true), formatNames(false)...))
 	c.Format.Compression = canon(c.Format.Compression, compressions)
 	for i, f := range c.Format.Fields {
 		c.Format.Fields[i] = canon(f, fieldNames)
@@ -93,6 +120,7 @@ func (c *Config) normalize() {
 	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
+	c.Storage.URL = resolveFileURL(c.Storage.URL)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
 		if auto {
 			c.Backpressure.MemoryLimit = "auto"
@@ -100,6 +128,27 @@ func (c *Config) normalize() {
 			c.Backpressure.MemoryLimit = Size(limit).String()
 		}
 	}
+}
+
+// resolveFileURL turns a relative local directory, file:out or file:./out,
+// into the absolute file:///cwd/out, so that the effective config (and
+// `config check`) shows where files will land, and storage, which reads
+// only absolute paths, gets one. Anything else is returned as it is.
+func resolveFileURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "file" || u.Opaque == "" || strings.HasPrefix(u.Opaque, "~") {
+		return raw
+	}
+	p, err := url.PathUnescape(u.Opaque)
+	if err != nil {
+		return raw
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return raw
+	}
+	u.Opaque, u.Path, u.RawPath = "", abs, ""
+	return u.String()
 }
 
 func canon(v string, allowed []string) string {
@@ -263,6 +312,9 @@ func (s *SASL) check(ps *problems) {
 
 func (s *Storage) check(ps *problems) {
 	scheme := s.checkURL(ps)
+	if err := naming.CheckPrefix(s.Prefix); err != nil {
+		ps.add("storage.prefix", s.Prefix, "%v", err)
+	}
 	switch {
 	case s.PartSize < minPartSize:
 		ps.add("storage.part_size", s.PartSize.String(), "is too small; use at least %s", minPartSize)
@@ -309,12 +361,48 @@ func (s *Storage) checkURL(ps *problems) string {
 		return ""
 	case !slices.Contains(storageSchemes, u.Scheme):
 		ps.add(key, shown, "has scheme %s, which is not supported; use %s", u.Scheme, orList(storageSchemes))
-	case u.Scheme == "file" && u.Path == "":
-		ps.add(key, shown, "has no path; use an absolute path after file:// such as file:///var/lib/spillway/out (three slashes)")
+	case u.Scheme == "file":
+		checkFileURL(ps, u, shown)
 	case u.Scheme != "file" && u.Scheme != "mem" && u.Host == "":
 		ps.add(key, shown, "has no bucket or container name; use a form such as %s://NAME", u.Scheme)
 	}
 	return u.Scheme
+}
+
+// fileURLForms says how to write a local directory in storage.url.
+const fileURLForms = "write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out"
+
+// checkFileURL checks a file: storage.url, after resolveFileURL. Go's URL
+// parser reads file://relative/dir as the host "relative" and the path
+// /dir, and storage would write to /dir: a host is refused, with the two
+// forms that say what was meant.
+func checkFileURL(ps *problems, u *url.URL, shown string) {
+	const key = "storage.url"
+	switch {
+	case u.User != nil:
+		ps.add(key, shown, "has a user name or password, which a file URL can't have; %s", fileURLForms)
+	case u.Host != "" && u.Host != "localhost": // file://localhost/x is /x (RFC 8089)
+		where := "; " + fileURLForms
+		if rel := strings.TrimSuffix(u.Host+u.EscapedPath(), "/"); rel != "" && !strings.ContainsAny(u.Host, ":[]") {
+			abs := "for /" + rel + " write file:///" + rel
+			if strings.HasPrefix(u.Host, ".") { // file://./out: only the relative reading makes sense
+				abs = "for an absolute one write file:///var/lib/spillway/out"
+			}
+			where = fmt.Sprintf("; for the directory %s under the working directory write file:%s, %s", rel, rel, abs)
+			if u.Path != "" {
+				where = fmt.Sprintf(" (files would go to %s)%s", u.Path, where)
+			}
+		}
+		ps.add(key, shown, "names the host %q, which a file URL can't have%s", u.Host, where)
+	case strings.HasPrefix(u.Opaque, "~"):
+		ps.add(key, shown, "starts with ~, which is not expanded to a home directory; write the absolute path, such as file:///home/me/out")
+	case u.Opaque != "":
+		// Load resolves a relative path; a Config built in code must
+		// give an absolute one.
+		ps.add(key, shown, "has a relative path; write an absolute one such as file:///var/lib/spillway/out")
+	case u.Path == "":
+		ps.add(key, shown, "has no path; %s", fileURLForms)
+	}
 }
 
 // checkParts checks storage.part_size against the store's multipart limits
@@ -398,7 +486,14 @@ func (f *File) check(ps *problems) {
 }
 
 func (f *Format) check(ps *problems) {
-	ps.oneOf("format.type", f.Type, formatTypes)
+	switch built, planned := formatNames(true), formatNames(false); {
+	case slices.Contains(planned, f.Type):
+		ps.add("format.type", f.Type, "is planned but not built in this version; use %s", orList(built))
+	case f.Type == "":
+		ps.add("format.type", "", "is empty; use %s", orList(built))
+	case !slices.Contains(built, f.Type):
+		ps.add("format.type", f.Type, "is not valid; use %s (%s are planned)", orList(built), andList(planned))
+	}
 	ps.oneOf("format.compression", f.Compression, compressions)
 	if len(f.Fields) == 0 {
 		ps.add("format.fields", "", "required; list the record parts to write, such as [key, value, offset, timestamp, headers]")
