@@ -72,6 +72,16 @@ func TestRejects(t *testing.T) {
 		{"unknown key in a section, nothing close", "log:\n  colour: true\n", nil,
 			[]string{"log.colour: unknown key; log takes level, format"}},
 
+		// Keys given twice: named with their section and both lines.
+		{"duplicate top-level key", "kafka:\n  topics: [a]\nstorage:\n  url: file:///x\nkafka:\n  group: g\n", nil,
+			[]string{"yaml:5: kafka is set twice (first at line 1); keep one of the two"}},
+		{"duplicate nested keys, all of them", "kafka:\n  topics: [a]\n  sasl:\n    username: u\n    username: v\n  topics: [b]\n", nil, []string{
+			"yaml:5: kafka.sasl.username is set twice (first at line 4); keep one of the two",
+			"yaml:6: kafka.topics is set twice (first at line 2); keep one of the two",
+		}},
+		{"a list, not a mapping", "- kafka\n- storage\n", nil,
+			[]string{"yaml: the config must be a mapping of keys such as kafka: and storage:"}},
+
 		// Wrong types.
 		{"string where a list is expected", "kafka:\n  brokers: a:9092\n", nil,
 			[]string{`kafka.brokers: "a:9092" is a string; expected a list such as ["127.0.0.1:9092"]`}},
