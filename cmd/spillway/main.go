@@ -96,6 +96,8 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	return root
 }
 
+// loadConfig loads and validates the config at path. Every error is a
+// usage error (exit 2); it already names the file, so nothing is added.
 func loadConfig(path string, environ []string) (*config.Config, error) {
 	cfg, err := config.Load(path, environ)
 	if err != nil {
@@ -103,7 +105,7 @@ func loadConfig(path string, environ []string) (*config.Config, error) {
 		if errors.As(err, &ce) {
 			return nil, err
 		}
-		return nil, usageError{fmt.Errorf("config %s: %w", path, err)}
+		return nil, usageError{err}
 	}
 	return cfg, nil
 }

@@ -64,7 +64,7 @@ func verifyCmd(stdout io.Writer, environ []string) *cobra.Command {
 func runVerify(ctx context.Context, cfg *config.Config) (verify.Report, error) {
 	tmpl, err := naming.Parse(cfg.File.NameTemplate)
 	if err != nil {
-		return verify.Report{}, usageError{fmt.Errorf("file.name_template: %w", err)}
+		return verify.Report{}, usageError{err} // it names the template
 	}
 	b, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{Retry: storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1}})
 	if err != nil {
