@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,9 +42,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer, environ []string) int {
+	return runContext(context.Background(), args, stdout, stderr, environ)
+}
+
+// runContext is run with a context that, when cancelled, stops a command as
+// SIGTERM does; tests use it to run `run` in-process.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, environ []string) int {
 	root := newRoot(stdout, stderr, environ)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}

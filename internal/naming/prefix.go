@@ -12,9 +12,9 @@ import (
 //
 // The rule is the one Parse applies to a template's literal text. Object
 // stores keep "/raw", "a//b" and "a/./b" verbatim while the local
-// filesystem resolves them, so files would not list back under the prefix
-// they were written with, and resuming from storage and verify would not
-// find them; ".." would leave the storage directory. The prefix is joined to
+// filesystem resolves them, so one prefix would name different objects on
+// different stores, and a local listing (verify reads one) would not give
+// the names back as written; ".." would leave the storage directory. The prefix is joined to
 // a rendered name as it is, so only text followed by "/" is a path segment:
 // what follows the last "/" starts every file name ("raw/" and "raw-" are
 // both fine).
