@@ -73,6 +73,7 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "unknown key", set: map[string]string{"EXTRA": "file:\n  max_recrods: 10\n"}, want: "file.max_recrods: unknown key; did you mean file.max_records?"},
 		{name: "memory limit too small", set: map[string]string{"MEMORY": "32MiB"}, want: `backpressure.memory_limit: "32MiB" is too small`},
 		{name: "bad admin listen", set: map[string]string{"ADMIN": "localhost"}, want: `admin.listen: "localhost" is not host:port`},
+		{name: "admin listen with a signed port", set: map[string]string{"ADMIN": "127.0.0.1:+0"}, want: `admin.listen: "127.0.0.1:+0" has an invalid port "+0"`},
 		{name: "topic regex that does not compile", set: map[string]string{"KAFKA_EXTRA": "  topic_regex: '('\n"}, want: `kafka.topic_regex: "(" is not a valid regular expression`},
 	}
 	for i, tc := range cases {
