@@ -222,7 +222,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return fmt.Errorf("graceful stop (shutdown.timeout %s): %w", cfg.Shutdown.Timeout, err)
 	}
 	st := snk.Stats()
-	log.Info("stopped cleanly", "records", st.Records, "files", st.FilesUploaded, "bytes", st.BytesUploaded)
+	// Records stored, not records written: a file dropped with a revoked
+	// partition is written again by its next owner and stored once.
+	log.Info("stopped cleanly", "records_stored", st.Stored, "files", st.FilesUploaded, "bytes", st.BytesUploaded,
+		"records_skipped", st.Skipped, "records_already_stored", st.Resumed)
 	return nil
 }
 

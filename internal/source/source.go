@@ -431,7 +431,9 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	fctx, cancel := context.WithTimeout(ctx, s.revokeTimeout)
 	defer cancel()
 	if err := s.sink.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
-		s.log.Warn("revoked partitions not flushed in time; their files are abandoned and will be consumed again by the new owner", "err", err)
+		// Only what was not stored is abandoned: a file stored already is
+		// in the ledger, and the new owner resumes after it.
+		s.log.Warn("revoked partitions not flushed in time: files not yet stored are abandoned, and their records are consumed again by the new owner", "err", err, "timeout", s.revokeTimeout)
 	}
 	if err := s.commit(fctx, tps); err != nil {
 		s.log.Warn("commit on revoke failed", "err", err)
