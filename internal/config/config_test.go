@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -304,6 +305,8 @@ func TestNameTemplate(t *testing.T) {
 		{"{{partition}}-{{start_offset}}", "{{topic}}"},
 		{"{{topic}}-{{partition}}-{{start_offset}}-{{bogus}}", "bogus"},
 		{"{{topic}}-{{partition}}-{{start_offset", ""},
+		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}", "{{start_offset}}"},
+		{"{{topic}}-{{partition}}-{{key}}{{start_offset}}", "{{key}}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
@@ -320,9 +323,60 @@ func TestNameTemplate(t *testing.T) {
 	for _, ok := range []string{
 		"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.jsonl",
 		"{{timestamp:unit=yyyy}}/{{topic}}-{{partition}}-{{start_offset}}",
+		"dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/hour={{timestamp:unit=HH}}/key={{key}}/{{topic}}-{{partition}}-{{start_offset}}",
+		// One object per key, latest value wins: no {{start_offset}}.
+		"{{key}}",
+		"{{topic}}/{{partition}}/{{key}}",
 	} {
 		if _, err := LoadBytes([]byte("file:\n  name_template: '"+ok+"'\n"), baseEnv); err != nil {
 			t.Errorf("template %q: %v", ok, err)
+		}
+	}
+}
+
+// TestFileTimestamp covers the two keys that say what {{timestamp}}
+// renders: their defaults, the values they take, and the messages for the
+// values they don't.
+func TestFileTimestamp(t *testing.T) {
+	for _, tt := range []struct {
+		yaml   string
+		env    []string
+		source string
+		zone   string
+	}{
+		{"", nil, "wallclock", "UTC"},
+		{"file:\n  timestamp_source: Event\n  timezone: Europe/Berlin\n", nil, "event", "Europe/Berlin"},
+		{"", []string{"SPILLWAY_FILE_TIMESTAMP_SOURCE=WALLCLOCK", "SPILLWAY_FILE_TIMEZONE=+05:30"}, "wallclock", "+05:30"},
+		{"file:\n  timezone: Z\n", nil, "wallclock", "Z"},
+	} {
+		c, err := LoadBytes([]byte(tt.yaml), append(slices.Clone(baseEnv), tt.env...))
+		if err != nil {
+			t.Errorf("%q %q: %v", tt.yaml, tt.env, err)
+			continue
+		}
+		if c.File.TimestampSource != tt.source || c.File.Timezone != tt.zone {
+			t.Errorf("%q %q: timestamp_source %q, timezone %q; want %q, %q", tt.yaml, tt.env, c.File.TimestampSource, c.File.Timezone, tt.source, tt.zone)
+		}
+	}
+	const zoneFix = "; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00"
+	for _, tt := range []struct {
+		yaml string
+		want []string
+	}{
+		{"file:\n  timestamp_source: record\n", []string{`file.timestamp_source: "record" is not valid; use wallclock or event`}},
+		{"file:\n  timestamp_source: ''\n", []string{`file.timestamp_source: is empty; use wallclock or event`}},
+		{"file:\n  timezone: Europe/Berln\n", []string{`file.timezone: "Europe/Berln" is not a known time zone` + zoneFix}},
+		{"file:\n  timezone: Local\n", []string{`file.timezone: "Local" is the machine's own zone, which can differ between instances` + zoneFix}},
+		{"file:\n  timezone: ''\n", []string{`file.timezone: is empty` + zoneFix}},
+		// A bad zone doesn't hide a bad template: both are reported.
+		{"file:\n  timezone: Mars/Olympus\n  name_template: '{{topic}}'\n", []string{
+			`file.timezone: "Mars/Olympus" is not a known time zone` + zoneFix,
+			`file.name_template: file name template "{{topic}}": template has no {{partition}}: without it two files get the same name and the second overwrites the first; the default is {{topic}}-{{partition}}-{{start_offset}}`,
+		}},
+	} {
+		e := loadErr(t, tt.yaml, baseEnv)
+		if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q:\n got %q\nwant %q", tt.yaml, got, tt.want)
 		}
 	}
 }
@@ -374,8 +428,9 @@ func TestDefaults(t *testing.T) {
 		},
 		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail"},
 		File: File{
-			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
-			MaxBytes:     128 << 20, MaxAge: 5 * time.Minute,
+			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
+			TimestampSource: "wallclock", Timezone: "UTC",
+			MaxBytes: 128 << 20, MaxAge: 5 * time.Minute,
 		},
 		Format: Format{
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
@@ -456,7 +511,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
 		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",
-		"file.name_template", "file.max_records", "file.max_bytes", "file.max_age",
+		"file.name_template", "file.timestamp_source", "file.timezone", "file.max_records", "file.max_bytes", "file.max_age",
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
@@ -470,11 +525,13 @@ func TestKeysAreTheContract(t *testing.T) {
 		t.Errorf("keys (in order):\n got %q\nwant %q", got, design)
 	}
 	for name, key := range map[string]string{
-		"SPILLWAY_KAFKA_BROKERS":       "kafka.brokers",
-		"SPILLWAY_KAFKA_START_OFFSET":  "kafka.start_offset",
-		"SPILLWAY_KAFKA_SASL_PASSWORD": "kafka.sasl.password",
-		"SPILLWAY_KAFKA_TLS_CA_FILE":   "kafka.tls.ca_file",
-		"SPILLWAY_SHUTDOWN_TIMEOUT":    "shutdown.timeout",
+		"SPILLWAY_KAFKA_BROKERS":         "kafka.brokers",
+		"SPILLWAY_KAFKA_START_OFFSET":    "kafka.start_offset",
+		"SPILLWAY_KAFKA_SASL_PASSWORD":   "kafka.sasl.password",
+		"SPILLWAY_KAFKA_TLS_CA_FILE":     "kafka.tls.ca_file",
+		"SPILLWAY_SHUTDOWN_TIMEOUT":      "shutdown.timeout",
+		"SPILLWAY_FILE_TIMESTAMP_SOURCE": "file.timestamp_source",
+		"SPILLWAY_FILE_TIMEZONE":         "file.timezone",
 	} {
 		if s := keys.byEnv[name]; s == nil || s.key != key {
 			t.Errorf("%s maps to %v, want %s", name, s, key)

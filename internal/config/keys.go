@@ -28,10 +28,12 @@ func Default() *Config {
 			TopicIDChange:     "fail",
 		},
 		File: File{
-			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
-			MaxRecords:   0,
-			MaxBytes:     128 * MiB,
-			MaxAge:       5 * time.Minute,
+			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
+			TimestampSource: "wallclock",
+			Timezone:        "UTC",
+			MaxRecords:      0,
+			MaxBytes:        128 * MiB,
+			MaxAge:          5 * time.Minute,
 		},
 		Format: Format{
 			Type:          "jsonl",

@@ -34,6 +34,8 @@ var (
 	nullPolicies   = []string{"write", "ignore", "fail"}
 	logLevels      = []string{"debug", "info", "warn", "error"}
 	logFormats     = []string{"text", "json"}
+	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
+	timestampSources = []string{"wallclock", "event"}
 )
 
 // formats is every format.type name, in the order messages list them.
@@ -95,14 +97,6 @@ const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway
 // topicName is what Kafka accepts as a topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
-// Template variables that make file names unique per file. Templates are
-// Aiven's syntax: {{name}} or {{name:padding=true}}.
-var (
-	varTopic       = regexp.MustCompile(`\{\{\s*topic\s*\}\}`)
-	varPartition   = regexp.MustCompile(`\{\{\s*partition\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
-	varStartOffset = regexp.MustCompile(`\{\{\s*start_offset\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
-)
-
 // normalize puts enumerated values in their canonical case and
 // memory_limit in its canonical form, so that the rest of Spillway compares
 // plain strings. Values that match nothing are left as given, for Validate
@@ -121,6 +115,7 @@ func (c *Config) normalize() {
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
 	c.Storage.URL = resolveFileURL(c.Storage.URL)
+	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
 		if auto {
 			c.Backpressure.MemoryLimit = "auto"
@@ -456,24 +451,24 @@ func (c *Config) checkParts(ps *problems) {
 }
 
 func (f *File) check(ps *problems) {
-	const key = "file.name_template"
-	if _, err := naming.Parse(f.NameTemplate); err != nil {
-		ps.add(key, "", "%s", err.Error())
-	} else {
-		var missing []string
-		for _, v := range []struct {
-			name string
-			re   *regexp.Regexp
-		}{{"{{topic}}", varTopic}, {"{{partition}}", varPartition}, {"{{start_offset}}", varStartOffset}} {
-			if !v.re.MatchString(f.NameTemplate) {
-				missing = append(missing, v.name)
-			}
+	// Package naming owns the template rules (which variables a template
+	// needs, and what makes names collide); its message quotes the
+	// template and says what is wrong.
+	loc, err := naming.LoadLocation(f.Timezone)
+	if err != nil {
+		why := "is not a known time zone"
+		switch f.Timezone {
+		case "":
+			why = "is empty"
+		case "Local":
+			why = "is the machine's own zone, which can differ between instances"
 		}
-		if len(missing) > 0 {
-			ps.add(key, f.NameTemplate, "must contain %s (partition and start_offset may take :padding=true) so that every file gets a unique name",
-				andList(missing))
-		}
+		ps.add("file.timezone", f.Timezone, "%s; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00", why)
 	}
+	if _, err := naming.Parse(f.NameTemplate, naming.Location(loc)); err != nil {
+		ps.add("file.name_template", "", "%s", err.Error())
+	}
+	ps.oneOf("file.timestamp_source", f.TimestampSource, timestampSources)
 	if f.MaxRecords < 0 {
 		ps.add("file.max_records", strconv.FormatInt(f.MaxRecords, 10), "can't be negative; use 0 for no limit")
 	}
