@@ -90,7 +90,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	log.Info("memory plan", "from", where, "plan", plan.String())
 
-	tmpl, err := naming.Parse(cfg.File.NameTemplate)
+	loc, err := naming.LoadLocation(cfg.File.Timezone)
+	if err != nil {
+		return fmt.Errorf("file.timezone: %w", err)
+	}
+	tmpl, err := naming.Parse(cfg.File.NameTemplate, naming.Location(loc))
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
