@@ -45,11 +45,21 @@ func plainAt(c byte, i, n int) bool {
 
 // escapedLen is the length of key's escaping, before any cut.
 func escapedLen(key []byte) int {
+	if len(key) == 0 {
+		return 0
+	}
 	n := len(key)
-	for i, c := range key {
-		if !plainAt(c, i, len(key)) {
+	for _, c := range key {
+		if !keyPlain[c] {
 			n += 2
 		}
+	}
+	// The positional rules, for the bytes the table lets through.
+	if c := key[0]; c == '_' || c == '.' {
+		n += 2
+	}
+	if len(key) > 1 && key[len(key)-1] == '.' {
+		n += 2
 	}
 	return n
 }
@@ -78,7 +88,10 @@ func appendKey(b, key []byte) []byte {
 	case string(key) == nullKey:
 		return append(b, quotedNull...)
 	}
-	if escapedLen(key) <= maxKeyLen {
+	if n := escapedLen(key); n <= maxKeyLen {
+		if n == len(key) {
+			return append(b, key...) // the common case: nothing to escape
+		}
 		return appendEscaped(b, key, len(key), -1)
 	}
 	b = appendEscaped(b, key, len(key), keyCut)

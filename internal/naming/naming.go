@@ -480,6 +480,12 @@ func (t *Template) SplitsPartition() bool { return t.hasKey || t.hasTS }
 // Render returns the file name (without extension) for a file whose first
 // record has the given values.
 func (t *Template) Render(v Vars) string {
+	b := make([]byte, 0, t.maxLen(v))
+	return string(t.appendPieces(b, v, len(t.pieces), false))
+}
+
+// maxLen bounds the length of v's name.
+func (t *Template) maxLen(v Vars) int {
 	n := 0
 	for _, p := range t.pieces {
 		switch p.kind {
@@ -493,8 +499,7 @@ func (t *Template) Render(v Vars) string {
 			n += offsetWidth
 		}
 	}
-	b := make([]byte, 0, n)
-	return string(t.appendPieces(b, v, len(t.pieces), false))
+	return n
 }
 
 // AppendGroup appends v's group to b and returns the extended buffer: the
@@ -513,17 +518,16 @@ func (t *Template) AppendGroup(b []byte, v Vars) []byte {
 }
 
 // Group is AppendGroup into a new string.
-func (t *Template) Group(v Vars) string { return string(t.AppendGroup(nil, v)) }
+func (t *Template) Group(v Vars) string {
+	return string(t.AppendGroup(make([]byte, 0, t.maxLen(v)), v))
+}
 
 // appendPieces renders the first n pieces of the template, without
 // {{start_offset}} when group is set.
 func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
-	var year, day, hour int
-	var month time.Month
+	var year, month, day, hour int64
 	if t.hasTS {
-		lt := v.Time.In(t.loc)
-		year, month, day = lt.Date()
-		hour = lt.Hour()
+		year, month, day, hour = civil(v.Time, t.loc)
 	}
 	for _, p := range t.pieces[:n] {
 		switch p.kind {
@@ -540,16 +544,51 @@ func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 		case keyVar:
 			b = appendKey(b, v.Key)
 		case yearVar:
-			b = appendNum(b, int64(year), true, 4)
+			b = appendNum(b, year, true, 4)
 		case monthVar:
-			b = appendNum(b, int64(month), true, 2)
+			b = appendNum(b, month, true, 2)
 		case dayVar:
-			b = appendNum(b, int64(day), true, 2)
+			b = appendNum(b, day, true, 2)
 		case hourVar:
-			b = appendNum(b, int64(hour), true, 2)
+			b = appendNum(b, hour, true, 2)
 		}
 	}
 	return b
+}
+
+// civil returns the local date and hour of ts in loc. It looks the zone
+// up once and does the calendar arithmetic itself (Hinnant's
+// civil_from_days), where ts.In(loc).Date() and .Hour() would look the zone
+// up and split the time twice; Group runs once per record.
+func civil(ts time.Time, loc *time.Location) (year, month, day, hour int64) {
+	_, off := ts.In(loc).Zone()
+	sec := ts.Unix() + int64(off)
+	days := floorDiv(sec, 86400)
+	hour = (sec - days*86400) / 3600
+	z := days + 719468 // days since 0000-03-01
+	era := floorDiv(z, 146097)
+	doe := z - era*146097                                  // day of the 400-year era, [0, 146096]
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era, [0, 399]
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the year from 1 March, [0, 365]
+	mp := (5*doy + 2) / 153                                // month from March, [0, 11]
+	day = doy - (153*mp+2)/5 + 1
+	month = mp + 3
+	if month > 12 {
+		month -= 12
+	}
+	year = yoe + era*400
+	if month <= 2 {
+		year++
+	}
+	return year, month, day, hour
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
 }
 
 // appendNum appends n in decimal, zero-padded to width when pad is set.

@@ -1,6 +1,7 @@
 package naming
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,38 @@ func TestDSTBoundaries(t *testing.T) {
 	}
 	if tpl.Render(cest) == tpl.Render(cet) {
 		t.Errorf("files of the two 02:30s share the name %q", tpl.Render(cest))
+	}
+}
+
+// TestCivil checks the calendar arithmetic against package time, in zones
+// with daylight saving, half-hour and negative offsets, over the range of
+// Kafka timestamps.
+func TestCivil(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	zones := []*time.Location{time.UTC, mustLoad(t, "Europe/Berlin"), mustLoad(t, "America/St_Johns"),
+		mustLoad(t, "Australia/Lord_Howe"), mustLoad(t, "Pacific/Kiritimati"), mustLoad(t, "-15:30")}
+	check := func(ts time.Time) {
+		for _, loc := range zones {
+			y, m, d, h := civil(ts, loc)
+			lt := ts.In(loc)
+			wy, wm, wd := lt.Date()
+			if y != int64(wy) || m != int64(wm) || d != int64(wd) || h != int64(lt.Hour()) {
+				t.Fatalf("civil(%v, %v) = %d-%d-%d %dh, want %v", ts, loc, y, m, d, h, lt)
+			}
+		}
+	}
+	for _, ms := range []int64{-1, 0, 1, 951782400000 /* 2000-02-29 */, 4107542400000 /* 2100-03-01 */, 1<<63 - 1} {
+		check(time.UnixMilli(ms))
+	}
+	check(time.Date(-7, 3, 1, 0, 0, 0, 0, time.UTC))
+	for range 100000 {
+		switch r.IntN(3) {
+		case 0:
+			check(time.UnixMilli(r.Int64()))
+		case 1:
+			check(time.UnixMilli(r.Int64N(4102444800000))) // 1970 to 2100
+		default:
+			check(time.UnixMilli(-1 - r.Int64N(1<<50)))
+		}
 	}
 }
