@@ -141,6 +141,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	scfg := sink.Config{
 		Template:     tmpl,
+		EventTime:    cfg.File.TimestampSource == "event",
 		Prefix:       cfg.Storage.Prefix,
 		Extension:    format.Extension(fcfg),
 		MaxRecords:   cfg.File.MaxRecords,
