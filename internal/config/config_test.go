@@ -307,6 +307,9 @@ func TestNameTemplate(t *testing.T) {
 		{"{{topic}}-{{partition}}-{{start_offset", ""},
 		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}", "{{start_offset}}"},
 		{"{{topic}}-{{partition}}-{{key}}{{start_offset}}", "{{key}}"},
+		// One object per key, latest value wins: planned, not built yet.
+		{"{{key}}", "not built"},
+		{"{{topic}}/{{partition}}/{{key}}", "{{start_offset}}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
@@ -324,9 +327,6 @@ func TestNameTemplate(t *testing.T) {
 		"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.jsonl",
 		"{{timestamp:unit=yyyy}}/{{topic}}-{{partition}}-{{start_offset}}",
 		"dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/hour={{timestamp:unit=HH}}/key={{key}}/{{topic}}-{{partition}}-{{start_offset}}",
-		// One object per key, latest value wins: no {{start_offset}}.
-		"{{key}}",
-		"{{topic}}/{{partition}}/{{key}}",
 	} {
 		if _, err := LoadBytes([]byte("file:\n  name_template: '"+ok+"'\n"), baseEnv); err != nil {
 			t.Errorf("template %q: %v", ok, err)

@@ -428,12 +428,16 @@ func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 	if s.cfg.EventTime {
 		t = r.Timestamp
 	}
-	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t}
+	// r.Key as it is: a copy would turn an empty key into a null one.
+	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t, Key: r.Key}
 }
 
 func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
 	v := s.vars(r, now)
-	s.groupBuf = s.cfg.Template.AppendGroup(s.groupBuf[:0], v)
+	s.groupBuf = s.groupBuf[:0]
+	if s.cfg.Template.SplitsPartition() {
+		s.groupBuf = s.cfg.Template.AppendGroup(s.groupBuf, v)
+	}
 	if f := s.groups[tp][string(s.groupBuf)]; f != nil {
 		return f, nil
 	}
