@@ -187,6 +187,10 @@ type openFile struct {
 	ended   chan struct{} // closed when the upload ended, either way
 	durable bool          // read after ended is closed
 	dropped atomic.Bool   // the partition was lost: don't publish
+	// lp is the partition's ledger as it was when the file opened: a file
+	// belongs to one ownership of its partition, and must not write an
+	// entry for a later one.
+	lp *ledgerPart
 }
 
 // New starts the upload workers. Close stops them.
@@ -469,8 +473,11 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		w.Abort()
 		return nil, err
 	}
+	s.pubMu.Lock()
+	lp := s.ledgered[tp]
+	s.pubMu.Unlock()
 	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, start: r.Offset,
-		created: now, lastUsed: now, mem: s.fileMem, u: &unit{}}
+		created: now, lastUsed: now, mem: s.fileMem, u: &unit{}, lp: lp}
 	s.budget.Acquire(budget.Encoders, f.mem)
 	s.files[id] = f
 	if s.groups[tp] == nil {
@@ -592,6 +599,9 @@ func (s *Sink) upload(f *openFile) {
 	}
 	if err := s.writeEntry(f, n); err != nil {
 		f.w.Abort()
+		if errors.Is(err, errLostOwnership) {
+			return
+		}
 		failUpload(err)
 		return
 	}
@@ -611,6 +621,9 @@ func (s *Sink) upload(f *openFile) {
 	s.tracker.markDurable(f.u)
 }
 
+// errLostOwnership: the file's partition was dropped before its entry.
+var errLostOwnership = errors.New("the partition was dropped before the file was published")
+
 // writeEntry writes the ledger entry of f, whose size is n, before f is
 // published: the partition's state with every earlier file published,
 // and f's own runs. Entries of a partition are written one at a time, in
@@ -619,11 +632,17 @@ func (s *Sink) writeEntry(f *openFile, n int64) error {
 	if s.cfg.Ledger == nil {
 		return nil
 	}
-	s.pubMu.Lock()
-	lp := s.ledgered[f.tp]
-	s.pubMu.Unlock()
+	lp := f.lp
 	if lp == nil {
 		return nil
+	}
+	s.pubMu.Lock()
+	owned := s.ledgered[f.tp] == lp
+	s.pubMu.Unlock()
+	if !owned {
+		// Lost, and maybe given back since: this file is of the earlier
+		// ownership, whose state the tracker no longer holds.
+		return errLostOwnership
 	}
 	e := &layout.Entry{
 		Cluster: lp.id.Cluster, Topic: lp.id.Topic, TopicID: lp.id.TopicID, Partition: lp.id.Partition,
