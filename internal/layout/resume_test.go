@@ -200,7 +200,6 @@ func TestResumeForeignTopicID(t *testing.T) {
 // With StartFresh, the old topic's files are not this topic's: where they
 // end says nothing of where this topic stands.
 func TestResumeStartFreshIgnoresLegacy(t *testing.T) {
-	t.Skip("known bug: with StartFresh and another topic id's ledger, Resume asks Legacy, which reads the old topic's files as this topic's (resume.go, Resume: the !ours branch calls resumeLegacy)")
 	ctx := context.Background()
 	st, _ := openStore(t)
 	l := layout.NewLedger(st, testPrefix)
@@ -254,7 +253,6 @@ func TestResumeForeignCluster(t *testing.T) {
 
 // The way out a cluster-id error offers must be one that works.
 func TestResumeForeignClusterAdvice(t *testing.T) {
-	t.Skip("known bug: a cluster-id ForeignError advises storage.topic_id_change: start_fresh, but StartFresh does not let a cluster-id change through (resume.go: the cluster check in Resume ignores opts.StartFresh; ForeignError.Error names start_fresh for both Why values)")
 	ctx := context.Background()
 	st, _ := openStore(t)
 	l := layout.NewLedger(st, testPrefix)
@@ -491,4 +489,38 @@ func BenchmarkResume(b *testing.B) {
 		b.ReportMetric(float64(took[100_000])/float64(took[10]), "ratio-100000/10")
 		b.ReportMetric(float64(took[100_000])/float64(took[1_000]), "ratio-100000/1000")
 	})
+}
+
+// TestResumeZombiePublishedFirst: a writer that lost the partition wrote
+// entry 1 and was paused; the new owner found entry 1's file missing,
+// resumed from its Before, and entered the same name as entry 2; then the
+// old writer woke up and published its file first, so the new owner's
+// commit failed. The file under that name is entry 1's: resume takes
+// entry 1's state after, not a size mismatch that would stop every
+// restart.
+func TestResumeZombiePublishedFirst(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openStore(t)
+	l := layout.NewLedger(st, testPrefix)
+	e0 := entryFor(idA, 0)
+	if err := l.Append(ctx, e0); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, e0.File.Key, e0.File.Bytes)
+	e1 := entryFor(idA, 1) // the paused writer's
+	if err := l.Append(ctx, e1); err != nil {
+		t.Fatal(err)
+	}
+	e2 := entryFor(idA, 1) // the new owner's: same Before, same name, other bytes
+	e2.Seq = 2
+	e2.File.Bytes = 555
+	if err := l.Append(ctx, e2); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, e1.File.Key, e1.File.Bytes) // the zombie wins the name
+	p, err := l.Resume(ctx, idA, layout.Log{End: 30}, noLegacy(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPoint(t, p, true, 20, nil, 3)
 }
