@@ -177,7 +177,19 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	// The client is closed within the shutdown deadline on every path; the
+	// graceful path closes it itself, and says so if it can't.
+	clientClosed := false
+	defer func() {
+		if clientClosed {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
+		defer cancel()
+		if err := src.Close(cctx); err != nil {
+			log.Warn("exiting without a clean close of the Kafka client", "err", err)
+		}
+	}()
 	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b}
 	if opts.OnStart != nil {
 		opts.OnStart(progress)
@@ -224,7 +236,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	timer := time.AfterFunc(cfg.Shutdown.Timeout, cancelHard)
 	defer timer.Stop()
 	if err := src.Shutdown(hard); err != nil {
-		return fmt.Errorf("graceful stop (shutdown.timeout %s): %w", cfg.Shutdown.Timeout, err)
+		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", cfg.Shutdown.Timeout, err)
+	}
+	clientClosed = true
+	if err := src.Close(hard); err != nil {
+		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but leaving the group did not finish within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
 	}
 	st := snk.Stats()
 	// Records stored, not records written: a file dropped with a revoked

@@ -341,8 +341,20 @@ func (s *Source) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close releases the client. Call Shutdown first for a graceful stop.
-func (s *Source) Close() { s.cl.Close() }
+// Close releases the client, within ctx. Call Shutdown first for a
+// graceful stop. kgo's Close leaves the group with no deadline of its own,
+// and a broker that stopped answering would hold it for minutes: past ctx,
+// Close returns and leaves the client to the process's exit.
+func (s *Source) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.cl.Close(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close the Kafka client (a broker does not answer): %w", ctx.Err())
+	}
+}
 
 func (s *Source) commitLoop(ctx context.Context) {
 	t := time.NewTicker(5 * time.Second)
