@@ -74,11 +74,11 @@ type Names struct {
 }
 
 // NewNames parses template and returns the names of files under prefix
-// with extension ext.
-func NewNames(prefix, template, ext string) (Names, error) {
-	t, err := naming.Parse(template)
+// with extension ext. Its errors are naming's, which name the template.
+func NewNames(prefix, template, ext string, opts ...naming.Option) (Names, error) {
+	t, err := naming.Parse(template, opts...)
 	if err != nil {
-		return Names{}, fmt.Errorf("file.name_template: %w", err)
+		return Names{}, err
 	}
 	return Names{Prefix: prefix, Template: t, Ext: ext}, nil
 }

@@ -22,7 +22,8 @@ const (
 	// ProblemForeignCluster: an entry written for another Kafka cluster.
 	ProblemForeignCluster = "foreign_cluster"
 	// ProblemLedgerInconsistent: a later entry's state holds part of an
-	// earlier entry's runs, not all or none of them.
+	// earlier entry's runs, not all or none of them; or two published
+	// entries name one file (a template other than latest-per-key).
 	ProblemLedgerInconsistent = "ledger_inconsistent"
 	// ProblemFileMissing: the file of an entry that a later entry says was
 	// published is not in storage.
@@ -246,6 +247,20 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 					"%s is stored, but the ledger entry after its own (%d) was written without it: a writer that had lost the partition published it late, and its records were stored again by a later file; delete it",
 					e.File.Key, e.Seq)})
 				stored = ps.store(stored, it)
+			}
+			continue
+		}
+		if lastNaming[e.File.Key] != i {
+			if s.names.Template.LatestPerKey() {
+				// One object per key, overwritten by a later file: its
+				// records were stored, then replaced, as that layout
+				// promises.
+				ps.Records += e.File.Records
+				ps.Stored = ps.Stored.Union(e.File.Ranges)
+			} else {
+				ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+					"ledger entry %d and a later published entry both name %s, but Spillway never writes a file twice with file.name_template %q: the ledger was changed by hand or is damaged",
+					e.Seq, e.File.Key, s.names.Template)})
 			}
 			continue
 		}

@@ -327,3 +327,35 @@ func TestScanUnknownAndForeign(t *testing.T) {
 		t.Errorf("the old topic's file is not accounted for")
 	}
 }
+
+// TestScanFileNamedTwice: with one object per key, later files overwrite
+// earlier ones under the same name, as that layout promises; with any
+// other template two entries naming one file is a damaged ledger.
+func TestScanFileNamedTwice(t *testing.T) {
+	for _, latest := range []bool{true, false} {
+		f := newScanFixture(t)
+		if latest {
+			names, err := NewNames("data/", "{{topic}}-{{partition}}-{{key}}", ".jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.names = names
+		}
+		key := "data/t-0-k1.jsonl"
+		f.nextKey = key
+		f.entry(State{Next: 0}, Ranges{{0, 3}}, true)
+		f.nextKey = key
+		f.entry(State{Next: 3}, Ranges{{3, 4}}, true)
+		f.nextKey = key
+		f.entry(State{Next: 4}, Ranges{{4, 6}}, true)
+		_, ps := f.scan(&DeepOptions{OffsetField: true})
+		if latest {
+			wantKinds(t, ps.Problems)
+			if !reflect.DeepEqual(ps.Stored, Ranges{{0, 6}}) || ps.Files != 1 || ps.Records != 6 || ps.Deep.Records != 2 {
+				t.Errorf("latest per key: stored %v, files %d, records %d, read %d", ps.Stored, ps.Files, ps.Records, ps.Deep.Records)
+			}
+		} else {
+			wantKinds(t, ps.Problems, "ledger_inconsistent "+key, "ledger_inconsistent "+key)
+		}
+	}
+}
