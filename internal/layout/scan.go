@@ -219,7 +219,7 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 			// this file, was handled without a file. Across a missing or
 			// corrupt entry that can't be told, and is left out: it
 			// shows as a gap.
-			skipped := stateRanges(items[i+1].e.Before).Subtract(stateRanges(e.Before)).Subtract(e.File.Ranges)
+			skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(e.File.Ranges)
 			ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
 		}
 		size, exists, err := s.object(ctx, e.File.Key)
@@ -229,11 +229,11 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 		void := last && !exists
 		if !last {
 			next := items[i+1].e.Before
-			switch in := stateRanges(next).Overlap(e.File.Ranges).Count(); {
+			switch in := next.Ranges().Overlap(e.File.Ranges).Count(); {
 			case in == 0:
 				void = true
 			case in < e.File.Ranges.Count():
-				ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: items[i+1].key, Entry: it.key, Offsets: e.File.Ranges.Subtract(stateRanges(next)), Message: fmt.Sprintf(
+				ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: items[i+1].key, Entry: it.key, Offsets: e.File.Ranges.Subtract(next.Ranges()), Message: fmt.Sprintf(
 					"ledger entry %d's state holds only part of the runs of entry %d's file %s: Spillway never writes that; the ledger was changed by hand or is damaged",
 					items[i+1].e.Seq, e.Seq, e.File.Key)})
 			}
@@ -492,9 +492,9 @@ func (s *Scan) Unknown(topics map[string]bool) []Problem {
 	return out
 }
 
-// stateRanges is every offset a state says is handled.
-func stateRanges(st State) Ranges {
-	return Ranges{{0, st.Next}}.Union(st.Above)
+// Ranges is every offset the state says is handled.
+func (s State) Ranges() Ranges {
+	return Ranges(nil).Add(0, s.Next).Union(s.Above)
 }
 
 // Subtract returns the offsets of r that are not in o.

@@ -359,3 +359,25 @@ func TestScanFileNamedTwice(t *testing.T) {
 		}
 	}
 }
+
+func TestRangesSubtract(t *testing.T) {
+	for _, tc := range []struct{ r, o, want Ranges }{
+		{Ranges{{0, 10}}, nil, Ranges{{0, 10}}},
+		{Ranges{{0, 10}}, Ranges{{0, 10}}, nil},
+		{Ranges{{0, 10}}, Ranges{{2, 4}, {6, 7}}, Ranges{{0, 2}, {4, 6}, {7, 10}}},
+		{Ranges{{0, 5}, {8, 12}}, Ranges{{3, 9}}, Ranges{{0, 3}, {9, 12}}},
+		{Ranges{{5, 6}}, Ranges{{0, 1}, {10, 20}}, Ranges{{5, 6}}},
+		{Ranges{{0, 4}, {6, 8}}, Ranges{{-5, 100}}, nil},
+		{nil, Ranges{{1, 2}}, nil},
+	} {
+		if got := tc.r.Subtract(tc.o); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%v.Subtract(%v) = %v, want %v", tc.r, tc.o, got, tc.want)
+		}
+	}
+	if got := (State{Next: 0, Above: Ranges{{3, 5}}}).Ranges(); !reflect.DeepEqual(got, Ranges{{3, 5}}) {
+		t.Errorf("State.Ranges with Next 0 = %v", got)
+	}
+	if got := (State{Next: 3, Above: Ranges{{3, 5}, {7, 8}}}).Ranges(); !reflect.DeepEqual(got, Ranges{{0, 5}, {7, 8}}) {
+		t.Errorf("State.Ranges = %v", got)
+	}
+}

@@ -199,7 +199,7 @@ func compare(ps *layout.PartitionScan, l Log) PartitionReport {
 	}
 	if l.Committed > from {
 		want := layout.Ranges{{from, l.Committed}}
-		handled := layout.Ranges{{0, ps.Handled.Next}}.Union(ps.Handled.Above)
+		handled := ps.Handled.Ranges()
 		if ps.Start < 0 {
 			handled = nil
 		}
