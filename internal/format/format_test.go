@@ -391,27 +391,6 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
-func TestExtension(t *testing.T) {
-	for _, tc := range []struct {
-		typ, comp, want string
-	}{
-		{"jsonl", "none", ".jsonl"},
-		{"jsonl", "", ".jsonl"},
-		{"jsonl", "gzip", ".jsonl.gz"},
-		{"jsonl", "zstd", ".jsonl.zst"},
-		{"jsonl", "snappy", ".jsonl.snappy"},
-		{"json", "none", ".json"},
-		{"json", "gzip", ".json.gz"},
-		{"csv", "zstd", ".csv.zst"},
-		{"avro", "gzip", ".avro"},
-		{"parquet", "snappy", ".parquet"},
-	} {
-		if got := Extension(config.Format{Type: tc.typ, Compression: tc.comp}); got != tc.want {
-			t.Errorf("Extension(%s, %s) = %q, want %q", tc.typ, tc.comp, got, tc.want)
-		}
-	}
-}
-
 // benchRecord is a typical record with a 1 KiB value.
 func benchRecord(value []byte) *kgo.Record {
 	return &kgo.Record{
