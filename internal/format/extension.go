@@ -15,6 +15,8 @@ func Extension(cfg config.Format) string {
 		return "." + cfg.Type
 	case "":
 		return ""
+	case "bytes":
+		ext = ".bin" // Confluent's format.bytearray.extension default
 	default:
 		ext = "." + cfg.Type // jsonl, json, csv
 	}

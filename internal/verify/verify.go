@@ -118,7 +118,7 @@ func TrimExt(name string) string {
 // Extensions are the known format and compression names only, so a name
 // template holding dots keeps them.
 func splitExt(name string) (string, []string) {
-	known := map[string]bool{"jsonl": true, "json": true, "csv": true, "avro": true, "parquet": true,
+	known := map[string]bool{"jsonl": true, "json": true, "csv": true, "bin": true, "avro": true, "parquet": true,
 		"gz": true, "zst": true, "snappy": true}
 	var exts []string
 	for {
