@@ -56,9 +56,10 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "prefix with a name that starts with two dots", set: map[string]string{"PREFIX": "..data/"}},
 		{name: "format json", set: map[string]string{"FORMAT": "json"}},
 		{name: "format in capitals", set: map[string]string{"FORMAT": "JSONL"}},
+		{name: "format csv", set: map[string]string{"FORMAT": "csv"}},
+		{name: "format bytes", set: map[string]string{"FORMAT": "bytes"}},
 
 		// Refused by both, naming the key.
-		{name: "format csv", set: map[string]string{"FORMAT": "csv"}, want: `format.type: "csv" is planned but not built`},
 		{name: "format avro", set: map[string]string{"FORMAT": "avro"}, want: `format.type: "avro" is planned but not built`},
 		{name: "format parquet", set: map[string]string{"FORMAT": "parquet"}, want: `format.type: "parquet" is planned but not built`},
 		{name: "format unknown", set: map[string]string{"FORMAT": "xml"}, want: `format.type: "xml" is not valid`},

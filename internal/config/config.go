@@ -89,11 +89,14 @@ type File struct {
 
 // Format decides how records are encoded.
 type Format struct {
-	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet
+	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet | bytes
 	Compression   string   `koanf:"compression"` // none | gzip | snappy | zstd
 	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers
 	ValueEncoding string   `koanf:"value_encoding"`
 	Envelope      bool     `koanf:"envelope"`
+	// BytesSeparator follows each value in the bytes format, with
+	// backslash escapes; see Separator.
+	BytesSeparator string `koanf:"bytes_separator"`
 }
 
 // Backpressure bounds memory.

@@ -215,13 +215,11 @@ func TestRejects(t *testing.T) {
 
 		// format
 		{"format planned but not built", "format:\n  type: Parquet\n", nil,
-			[]string{`format.type: "parquet" is planned but not built in this version; use jsonl or json`}},
-		{"format csv", "format:\n  type: csv\n", nil,
-			[]string{`format.type: "csv" is planned but not built in this version; use jsonl or json`}},
+			[]string{`format.type: "parquet" is planned but not built in this version; use jsonl, json, csv or bytes`}},
 		{"format empty", "format:\n  type: ''\n", nil,
-			[]string{`format.type: is empty; use jsonl or json`}},
+			[]string{`format.type: is empty; use jsonl, json, csv or bytes`}},
 		{"format values", "format:\n  type: xml\n  compression: lz4\n  value_encoding: hex\n", nil, []string{
-			`format.type: "xml" is not valid; use jsonl or json (csv, avro and parquet are planned)`,
+			`format.type: "xml" is not valid; use jsonl, json, csv or bytes (avro and parquet are planned)`,
 			`format.compression: "lz4" is not valid; use none, gzip, snappy or zstd`,
 			`format.value_encoding: "hex" is not valid; use none or base64`,
 		}},
@@ -234,6 +232,21 @@ func TestRejects(t *testing.T) {
 		}},
 		{"no envelope needs one field", "format:\n  envelope: false\n  fields: [key, value]\n", nil, []string{
 			"format.fields: must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists 2",
+		}},
+		{"bytes writes the value alone", "format:\n  type: bytes\n  fields: [key, value]\n", nil, []string{
+			`format.fields: "key, value" can't be written by format.type bytes, which writes the value alone; set format.fields to [value] (or leave it unset), or use format.type csv or jsonl for other fields`,
+		}},
+		{"bytes separator with an unknown escape", "format:\n  type: bytes\n  bytes_separator: '\\q'\n", nil, []string{
+			`format.bytes_separator: "\\q" has an unknown escape \q; use \n, \r, \t, \0, \\ or \xHH`,
+		}},
+		{"bytes separator with a lone backslash", "format:\n  type: bytes\n  bytes_separator: 'a\\'\n", nil, []string{
+			`format.bytes_separator: "a\\" ends in a lone backslash; write \\ for a backslash`,
+		}},
+		{"bytes separator with a short hex escape", "format:\n  type: bytes\n  bytes_separator: '\\x0'\n", nil, []string{
+			`format.bytes_separator: "\\x0" has \x without two hex digits; write a byte as \x0a`,
+		}},
+		{"bytes separator for another format", "format:\n  type: csv\n  bytes_separator: '\\r\\n'\n", nil, []string{
+			`format.bytes_separator: "\\r\\n" is used only by format.type bytes; remove it, or set format.type: bytes`,
 		}},
 
 		// backpressure
@@ -403,7 +416,7 @@ log:
 		`kafka.start_offset: "newest" is not valid; use earliest or latest`,
 		"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1",
 		`storage.part_size: "1KiB" is too small; use at least 64KiB`,
-		`format.type: "xml" is not valid; use jsonl or json (csv, avro and parquet are planned)`,
+		`format.type: "xml" is not valid; use jsonl, json, csv or bytes (avro and parquet are planned)`,
 		`log.level: "loud" is not valid; use debug, info, warn or error`,
 	}
 	if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, want) {
@@ -434,7 +447,7 @@ func TestDefaults(t *testing.T) {
 		},
 		Format: Format{
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
-			ValueEncoding: "none", Envelope: true,
+			ValueEncoding: "none", Envelope: true, BytesSeparator: `\n`,
 		},
 		Backpressure: Backpressure{MemoryLimit: "auto"},
 		Errors:       Errors{Tolerance: "none", NullValues: "write"},
@@ -512,7 +525,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
 		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",
 		"file.name_template", "file.timestamp_source", "file.timezone", "file.max_records", "file.max_bytes", "file.max_age",
-		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope",
+		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
 		"admin.listen", "log.level", "log.format", "shutdown.timeout",
@@ -692,5 +705,38 @@ func TestFileURLs(t *testing.T) {
 	c.Kafka.Topics, c.Storage.URL = []string{"events"}, "file:out"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `storage.url: "file:out" has a relative path`) {
 		t.Errorf("Validate of file:out = %v, want a relative path error", err)
+	}
+}
+
+// TestTextFormats: csv and bytes are built; neither has an envelope to
+// leave out, and format.bytes_separator reads the same escapes from YAML in
+// any quoting and from the environment.
+func TestTextFormats(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		yaml string
+		env  []string
+		sep  string // the bytes Separator() gives
+	}{
+		{"csv with several fields and no envelope", "format:\n  type: CSV\n  envelope: false\n  fields: [offset, key, value]\n", nil, "\n"},
+		{"bytes with the default fields", "format:\n  type: bytes\n", nil, "\n"},
+		{"bytes with the value alone and no envelope", "format:\n  type: bytes\n  fields: [value]\n  envelope: false\n", nil, "\n"},
+		{"bytes separator escaped in single quotes", "format:\n  type: bytes\n  bytes_separator: '\\r\\n'\n", nil, "\r\n"},
+		{"bytes separator as a real line break", "format:\n  type: bytes\n  bytes_separator: \"\\n\"\n", nil, "\n"},
+		{"bytes separator empty", "format:\n  type: bytes\n  bytes_separator: ''\n", nil, ""},
+		{"bytes separator of several characters", "format:\n  type: bytes\n  bytes_separator: '--\\x1e\\t\\\\'\n", nil, "--\x1e\t\\"},
+		{"bytes separator from the environment", "format:\n  type: bytes\n", []string{`SPILLWAY_FORMAT_BYTES_SEPARATOR=\0`}, "\x00"},
+		{"a real line break with another format", "format:\n  type: jsonl\n  bytes_separator: \"\\n\"\n", nil, "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadBytes([]byte(tt.yaml), append(tt.env, baseEnv...))
+			if err != nil {
+				t.Fatalf("LoadBytes: %v", err)
+			}
+			sep, err := c.Format.Separator()
+			if err != nil || string(sep) != tt.sep {
+				t.Errorf("Separator() = %q, %v; want %q", sep, err, tt.sep)
+			}
+		})
 	}
 }

@@ -48,7 +48,8 @@ var formats = []struct {
 }{
 	{"jsonl", true},
 	{"json", true},
-	{"csv", false},
+	{"csv", true},
+	{"bytes", true},
 	{"avro", false},
 	{"parquet", false},
 }
@@ -504,8 +505,24 @@ func (f *Format) check(ps *problems) {
 		}
 	}
 	ps.oneOf("format.value_encoding", f.ValueEncoding, valueEncodings)
-	if !f.Envelope && len(f.Fields) != 1 {
+	// A csv row and a bytes record have no envelope to leave out, so
+	// format.envelope means nothing to them.
+	envelope := f.Type != "csv" && f.Type != "bytes"
+	if envelope && !f.Envelope && len(f.Fields) != 1 {
 		ps.add("format.fields", "", "must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists %d", len(f.Fields))
+	}
+	if f.Type == "bytes" {
+		// The bytes format is the value alone, so a list that names other
+		// fields asks for something it can't write; the default list (left
+		// unset) and [value] are what it does.
+		if len(f.Fields) > 0 && !slices.Equal(f.Fields, Default().Format.Fields) && !slices.Equal(f.Fields, []string{"value"}) {
+			ps.add("format.fields", strings.Join(f.Fields, ", "), "can't be written by format.type bytes, which writes the value alone; set format.fields to [value] (or leave it unset), or use format.type csv or jsonl for other fields")
+		}
+	}
+	if sep, err := f.Separator(); err != nil {
+		ps.add("format.bytes_separator", f.BytesSeparator, "%v", err)
+	} else if f.Type != "bytes" && string(sep) != "\n" {
+		ps.add("format.bytes_separator", f.BytesSeparator, "is used only by format.type bytes; remove it, or set format.type: bytes")
 	}
 }
 

@@ -26,6 +26,8 @@ func Extension(format, compression string) string {
 		return "." + format
 	case "":
 		return ""
+	case "bytes":
+		ext = ".bin" // Confluent's format.bytearray.extension default
 	default:
 		ext = "." + format // jsonl, json, csv
 	}
@@ -42,7 +44,7 @@ func Extension(format, compression string) string {
 
 // knownExts are the extensions Extension writes. SplitExt strips these
 // only, so a template holding dots keeps them.
-var knownExts = map[string]bool{"jsonl": true, "json": true, "csv": true, "avro": true, "parquet": true,
+var knownExts = map[string]bool{"jsonl": true, "json": true, "csv": true, "avro": true, "parquet": true, "bin": true,
 	"gz": true, "zst": true, "snappy": true}
 
 // SplitExt separates "t-0-5.jsonl.zst" into "t-0-5" and [jsonl zst].

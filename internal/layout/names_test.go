@@ -44,7 +44,8 @@ func TestSplitExt(t *testing.T) {
 		// A template's own dots stay: only known extensions are taken.
 		{"a.b.0.5.jsonl", "a.b.0.5", []string{"jsonl"}},
 		{"t-0-5.zst", "t-0-5", []string{"zst"}},
-		{"t-0-5.bin", "t-0-5.bin", nil},
+		{"t-0-5.bin", "t-0-5", []string{"bin"}},
+		{"t-0-5.dat", "t-0-5.dat", nil},
 	} {
 		base, exts := SplitExt(tc.name)
 		if base != tc.base || !reflect.DeepEqual(exts, tc.exts) {
