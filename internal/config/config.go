@@ -39,6 +39,10 @@ type Kafka struct {
 	// SessionTimeout is how long the group waits for a silent member
 	// before giving its partitions to others.
 	SessionTimeout time.Duration `koanf:"session_timeout"`
+	// StartupTimeout bounds the check at start that the brokers answer,
+	// accept the credentials and hold the topics: a setup that can't work
+	// stops with what to fix instead of idling.
+	StartupTimeout time.Duration `koanf:"startup_timeout"`
 	TLS            TLS           `koanf:"tls"`
 	SASL           SASL          `koanf:"sasl"`
 }

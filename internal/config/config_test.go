@@ -119,6 +119,12 @@ func TestRejects(t *testing.T) {
 			`kafka.instance_id: "pod 0" is not a valid group instance id; use 1 to 249 letters, digits, '.', '_' or '-', unique per instance, such as the pod name`,
 			`kafka.session_timeout: "1s" is outside what brokers accept by default; use a duration from 6s to 30m0s, such as 45s`,
 		}},
+		{"startup timeout too short", "kafka:\n  startup_timeout: 500ms\n", nil, []string{
+			`kafka.startup_timeout: "500ms" is out of range; use a duration from 1s to 1h0m0s, such as 60s`,
+		}},
+		{"startup timeout too long", "kafka:\n  startup_timeout: 2h\n", nil, []string{
+			`kafka.startup_timeout: "2h0m0s" is out of range; use a duration from 1s to 1h0m0s, such as 60s`,
+		}},
 		{"neither topics nor topic_regex", "", []string{"SPILLWAY_STORAGE_URL=mem://"},
 			[]string{`kafka.topics: required; list the topics to consume, such as ["events"], or set kafka.topic_regex to a pattern such as "events\\..*"`}},
 		{"both topics and topic_regex", "kafka:\n  topic_regex: 'a.*'\n", nil,
@@ -437,7 +443,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		Kafka: Kafka{
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
-			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second,
+			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second, StartupTimeout: time.Minute,
 		},
 		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail"},
 		File: File{
@@ -520,7 +526,7 @@ storage:
 // users, docs and tests rely on them.
 func TestKeysAreTheContract(t *testing.T) {
 	design := []string{
-		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout",
+		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout", "kafka.startup_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
 		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",

@@ -20,6 +20,7 @@ func Default() *Config {
 			ClientID:    "spillway",
 			// Kafka's own default for consumers.
 			SessionTimeout: 45 * time.Second,
+			StartupTimeout: 60 * time.Second,
 		},
 		Storage: Storage{
 			PartSize:          8 * MiB,

@@ -19,6 +19,7 @@ const defaultYAML = `kafka:
   client_id: spillway
   instance_id: ""
   session_timeout: 45s
+  startup_timeout: 1m0s
   tls:
     enabled: false
     ca_file: ""
@@ -100,7 +101,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 	}
 	c := &Config{
 		Kafka: Kafka{
-			Brokers: []string{"a:1", "b:2"}, Group: "g", TopicRegex: `events\..*`, StartOffset: "latest", ClientID: "123", InstanceID: "spillway-0", SessionTimeout: 20 * time.Second,
+			Brokers: []string{"a:1", "b:2"}, Group: "g", TopicRegex: `events\..*`, StartOffset: "latest", ClientID: "123", InstanceID: "spillway-0", SessionTimeout: 20 * time.Second, StartupTimeout: 90 * time.Second,
 			TLS:  TLS{Enabled: true, CAFile: files[0], CertFile: files[1], KeyFile: files[2]},
 			SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2"},
 		},

@@ -78,6 +78,10 @@ const (
 	// group.max.session.timeout.ms: outside them every join is refused.
 	minSessionTimeout = 6 * time.Second
 	maxSessionTimeout = 30 * time.Minute
+	// Below a second a healthy but distant cluster fails the startup check;
+	// past an hour a setup that can't work idles as if it could.
+	minStartupTimeout = time.Second
+	maxStartupTimeout = time.Hour
 )
 
 // Object stores' limits on multipart uploads. S3 and Azure Blob cap an
@@ -205,6 +209,9 @@ func (k *Kafka) check(ps *problems) {
 	}
 	if k.SessionTimeout < minSessionTimeout || k.SessionTimeout > maxSessionTimeout {
 		ps.add("kafka.session_timeout", k.SessionTimeout.String(), "is outside what brokers accept by default; use a duration from %s to %s, such as 45s", minSessionTimeout, maxSessionTimeout)
+	}
+	if k.StartupTimeout < minStartupTimeout || k.StartupTimeout > maxStartupTimeout {
+		ps.add("kafka.startup_timeout", k.StartupTimeout.String(), "is out of range; use a duration from %s to %s, such as 60s", minStartupTimeout, maxStartupTimeout)
 	}
 
 	switch {
