@@ -131,6 +131,19 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		log.Warn("storage preflight could not delete its probe object; it is harmless (no file name matches it) and may be deleted by hand",
 			"key", pf.Probe, "err", pf.Leftover)
 	}
+	// Also before the consumer exists: the consumer retries a broker it
+	// can't reach, refused credentials or a missing topic forever and in
+	// silence, so a setup that can't work must be caught here.
+	kctx, cancelK := context.WithTimeout(ctx, cfg.Kafka.StartupTimeout)
+	err = source.Preflight(kctx, cfg.Kafka, cfg.Errors.DeadLetterTopic)
+	cancelK()
+	if err != nil && ctx.Err() != nil {
+		log.Info("stopped cleanly before consuming")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	fcfg := cfg.Format
 	// Probe the chain once so a format that can't be built fails at start,
 	// not on the first record.
