@@ -67,7 +67,7 @@ func Preflight(ctx context.Context, k config.Kafka, deadLetterTopic string) erro
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("kafka: %s", strings.Join(problems, "; "))
+		return errors.New(strings.Join(problems, "; "))
 	}
 	// Reading the group's offsets needs the Describe right the consumer
 	// needs to join: a group not authorized is refused here. A group that
