@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"gocloud.dev/blob/azureblob"
-
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -126,8 +123,7 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 		testkit.WaitIdleConns(t)
 		ctx := testCtx(t)
 		_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
-		// gocloud's azblob opener reads the environment once per process,
-		// so the wrong key goes through a client of our own.
+		// Open reads the connection string at every call.
 		conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
 		i := strings.Index(conn, "AccountKey=")
 		if i < 0 {
@@ -135,16 +131,11 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 		}
 		const badKey = "d3Jvbmcta2V5LWRvLW5vdC1wcmludA=="
 		end := strings.IndexByte(conn[i:], ';')
-		bad := conn[:i] + "AccountKey=" + badKey + conn[i+end:]
-		cc, err := container.NewClientFromConnectionString(bad, name, nil)
+		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn[:i]+"AccountKey="+badKey+conn[i+end:])
+		b, err := Open(ctx, e.url(name), Options{PartSize: emuPartSize})
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, err := azureblob.OpenBucket(ctx, cc, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := &Bucket{be: &remote{b: raw, name: name}, url: "azblob://" + name}
 		defer b.Close()
 		_, err = b.Preflight(ctx, "raw/")
 		// Azurite answers a wrong key with AuthorizationFailure; Azure
