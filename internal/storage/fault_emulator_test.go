@@ -104,8 +104,8 @@ func faultObjects(t *testing.T, scenario string) []faultObject {
 	}
 }
 
-// writeAll writes the objects concurrently, as the sink's uploaders do,
-// and returns each Commit's error.
+// writeAll writes the objects concurrently, one goroutine each, as the
+// sink uploads its closed files, and returns each Commit's error.
 func writeAll(ctx context.Context, b *Bucket, objs []faultObject) []error {
 	errs := make([]error, len(objs))
 	var wg sync.WaitGroup
