@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"gocloud.dev/blob"
 
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
@@ -155,7 +156,14 @@ func readBack(t *testing.T, rawURL string) string {
 	defer b.Close()
 	dir := t.TempDir()
 	var keys []string
-	if err := b.List(ctx, "", func(o storage.Object) error { keys = append(keys, o.Key); return nil }); err != nil {
+	// Data files only: the ledger is Spillway's own state.
+	err = b.List(ctx, "", func(o storage.Object) error {
+		if !strings.HasPrefix(o.Key, layout.LedgerDir) {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatalf("list %s: %v", rawURL, err)
 	}
 	for _, k := range keys {
