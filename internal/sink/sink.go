@@ -45,7 +45,7 @@ type Encoder interface {
 type Bucket interface {
 	NewWriter(ctx context.Context, key string, meta map[string]string) (*storage.Writer, error)
 	WriterMemory() int64
-	PartSize() int64
+	ChunkSize() int64
 }
 
 // Config is what the sink needs to know, already validated.
@@ -213,7 +213,7 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	if s.cfg.MaxOpenFiles <= 0 {
 		// Half the budget for open files; the rest for fetches and uploads.
 		// Each open file also fills one part buffer, counted as it is used.
-		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / (s.fileMem + bucket.PartSize()))
+		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / (s.fileMem + bucket.ChunkSize()))
 		if s.cfg.MaxOpenFiles < 1 {
 			s.cfg.MaxOpenFiles = 1
 		}
