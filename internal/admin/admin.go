@@ -55,8 +55,9 @@ func (f SourceFunc) Snapshot() Status { return f() }
 // that it can be rendered as JSON on /status as is: keep secrets (credentials,
 // URLs with user info) out of it.
 type Status struct {
-	// Ready means the consumer has joined its group and the storage
-	// preflight passed.
+	// Ready means the storage preflight passed, the consumer is a member
+	// of its group with its assignment (possibly empty) received and set
+	// up, and no broker it last tried failed to connect.
 	Ready bool `json:"ready"`
 	// NotReadyReason says why Ready is false, for /readyz; optional.
 	NotReadyReason string `json:"not_ready_reason,omitempty"`

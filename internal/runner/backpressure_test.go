@@ -150,6 +150,10 @@ func TestStorageStallPausesFetching(t *testing.T) {
 	testkit.Produce(t, cl, "events", 40_000, gen)
 	waitFor(t, "fetching to pause while storage is stalled", func() bool { return progress().Source().Paused })
 	writtenWhilePaused := progress().Sink().Records
+	// One member holds all 8 partitions, and back pressure pauses them all.
+	if st := progress().Status(); !st.FetchPaused || st.PausedPartitions != 8 {
+		t.Errorf("status while paused: fetch_paused %v, paused_partitions %d, want true, 8", st.FetchPaused, st.PausedPartitions)
+	}
 	time.Sleep(3 * time.Second) // the stall itself: storage stays down this long
 	if p := progress(); !p.Source().Paused || p.Sink().Records != writtenWhilePaused {
 		t.Errorf("while storage was stalled: paused=%v, records written went %d -> %d", p.Source().Paused, writtenWhilePaused, p.Sink().Records)
@@ -164,6 +168,9 @@ func TestStorageStallPausesFetching(t *testing.T) {
 	p := progress()
 	if p.Source().Paused {
 		t.Errorf("fetching still paused after storage came back")
+	}
+	if n := p.Status().PausedPartitions; n != 0 {
+		t.Errorf("paused_partitions %d after fetching resumed, want 0", n)
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)

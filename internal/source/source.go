@@ -74,6 +74,8 @@ type Source struct {
 	fatalMu    sync.Mutex
 	fatal      error
 	cancelPoll context.CancelFunc
+
+	health health
 }
 
 // Stats are the source's counters.
@@ -93,6 +95,7 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[sink.TopicPartition]uint64{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
+	src.health.init(k.Group)
 	src.fetchReserved = fetch.Reserved
 	opts, err := ClientOptions(k)
 	if err != nil {
@@ -109,9 +112,10 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsRevoked(src.onRevoked),
-		kgo.OnPartitionsLost(src.onLost),
-		kgo.OnPartitionsAssigned(src.onAssigned),
+		kgo.OnPartitionsRevoked(src.health.revoked(src.onRevoked)),
+		kgo.OnPartitionsLost(src.health.lost(src.onLost)),
+		kgo.OnPartitionsAssigned(src.health.assigned(src.onAssigned, src.fatalErr)),
+		kgo.WithHooks(&src.health),
 		kgo.WithLogger(slogLogger{log}),
 	)
 	if k.InstanceID != "" {
