@@ -2,7 +2,9 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -95,9 +97,13 @@ func TestSlowStorageStaysInBudget(t *testing.T) {
 	cfg.File.MaxBytes = 4 << 20
 	faults := &storage.Faults{Latency: 2 * time.Millisecond, BytesPerSecond: 1 << 20}
 
+	// As the binary does: GOMEMLIMIT from the plan, so that the heap
+	// measured is what the pipeline holds, not garbage the collector had
+	// no reason to reclaim yet (that made this test fail now and then).
+	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
 	base := heapNow()
 	heap := sampleHeap(5 * time.Millisecond)
-	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults})
+	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults, SetGoMemLimit: true})
 	waitCommitted(t, cl, cfg.Kafka.Group, end)
 	p := progress()
 	if err := stop(); err != nil {
