@@ -55,20 +55,27 @@ as_root() {
 
 # ---------------------------------------------------------------- installs --
 
-# install_apt_tools: kcat (librdkafka's CLI, a non-Go Kafka client for tests)
-# and zstd (an independent decompressor to check output files).
+# install_apt_tools: kcat (librdkafka's CLI, a non-Go Kafka client for tests),
+# zstd (an independent decompressor to check output files), and Debian's
+# python3-avro with its snappy and zstandard codecs (an independent Avro
+# reader, run as /usr/bin/python3).
 install_apt_tools() {
 	local missing=()
 	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 	command -v zstd >/dev/null 2>&1 || missing+=(zstd)
+	local mod
+	for mod in avro:python3-avro snappy:python3-snappy zstandard:python3-zstandard; do
+		/usr/bin/python3 -c "import ${mod%%:*}" >/dev/null 2>&1 || missing+=("${mod#*:}")
+	done
 	if [ "${#missing[@]}" -eq 0 ]; then
-		echo "kcat and zstd already installed"
+		echo "kcat, zstd and python3-avro already installed"
 		return 0
 	fi
 	echo "installing: ${missing[*]}"
 	as_root apt-get update -qq
 	as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-	command -v kcat >/dev/null && command -v zstd >/dev/null
+	command -v kcat >/dev/null && command -v zstd >/dev/null \
+		&& /usr/bin/python3 -c "import avro.datafile, snappy, zstandard"
 }
 
 # install_staticcheck: pinned, built by this Go into .cache/bin; rebuilt when

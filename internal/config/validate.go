@@ -47,8 +47,8 @@ var formats = []struct {
 	{"jsonl", true},
 	{"json", true},
 	{"csv", false},
-	{"avro", false},
-	{"parquet", false},
+	{"avro", true},
+	{"parquet", true},
 }
 
 // formatNames lists the names in formats that are built, or planned.
@@ -491,8 +491,10 @@ func (f *Format) check(ps *problems) {
 		ps.add("format.type", f.Type, "is planned but not built in this version; use %s", orList(built))
 	case f.Type == "":
 		ps.add("format.type", "", "is empty; use %s", orList(built))
+	case !slices.Contains(built, f.Type) && len(planned) == 0:
+		ps.add("format.type", f.Type, "is not valid; use %s", orList(built))
 	case !slices.Contains(built, f.Type):
-		ps.add("format.type", f.Type, "is not valid; use %s (%s are planned)", orList(built), andList(planned))
+		ps.add("format.type", f.Type, "is not valid; use %s (%s %s planned)", orList(built), andList(planned), map[bool]string{true: "is", false: "are"}[len(planned) == 1])
 	}
 	ps.oneOf("format.compression", f.Compression, compressions)
 	if len(f.Fields) == 0 {
