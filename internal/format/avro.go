@@ -249,10 +249,17 @@ func (e *avroEncoder) flush() error {
 	return nil
 }
 
+// avroKeptBuffer is the largest block or compressed-block buffer kept from
+// one block to the next: the block buffer is allocated at a block and a
+// quarter, and grows past this only when a record carried it well past the
+// threshold; the compressed block of a full block stays under it (snappy's
+// worst case is 7/6 of its input).
+const avroKeptBuffer = avroBlockBytes * 3 / 2
+
 // trimBuffer empties b for reuse, or drops it if a large record grew it
 // past what a block needs.
 func trimBuffer(b []byte) []byte {
-	if cap(b) > 2*avroBlockBytes {
+	if cap(b) > avroKeptBuffer {
 		return nil
 	}
 	return b[:0]

@@ -79,16 +79,6 @@ func newEnvelope(cfg config.Format) (envelope, error) {
 	return env, nil
 }
 
-// has reports whether the envelope writes f.
-func (e envelope) has(f field) bool {
-	for _, g := range e.fields {
-		if g == f {
-			return true
-		}
-	}
-	return false
-}
-
 // check returns an ErrRecord error if r holds something the envelope's
 // types can't: a header key that is not UTF-8 (header keys are strings in
 // every encoding), or, with text values, a key, value or header value that

@@ -34,8 +34,8 @@ func WriterMemory(cfg config.Format) int64 {
 }
 
 // avroMemory is an open avro file: its block buffer (a block and a
-// quarter), the compressed block, the codec's state, and the schema and
-// record state (some 25 KiB). Measured (linux/amd64, Go 1.26, twmb/avro
+// quarter), the compressed block (at most avroKeptBuffer is kept), the
+// codec's state, and the schema and record state (some 25 KiB). Measured (linux/amd64, Go 1.26, twmb/avro
 // v1.9.1, klauspost/compress v1.20.4; go test -run TestWriterMemory -v
 // ./internal/format/):
 //
@@ -48,11 +48,11 @@ func avroMemory(compression string) int64 {
 	const block = avroBlockBytes + avroBlockBytes/4
 	switch compression {
 	case "gzip":
-		return state + block + avroBlockBytes + 1<<20
+		return state + block + avroKeptBuffer + 1<<20
 	case "zstd":
-		return state + block + avroBlockBytes + 9<<18 // 2.25 MiB
+		return state + block + avroKeptBuffer + 9<<18 // 2.25 MiB
 	case "snappy":
-		return state + block + block*3/2
+		return state + block + avroKeptBuffer
 	}
 	return state + block
 }

@@ -46,7 +46,7 @@ const (
 // duplicate map keys); DuckDB reads the column as STRUCT(key, value)[] and
 // Spark as array<struct<key,value>>.
 type parquetEncoder struct {
-	w    *parquet.Writer
+	w    *parquet.GenericWriter[any] // written with WriteRows only
 	env  envelope
 	cols parquetColumns
 	row  parquet.Row
@@ -87,7 +87,7 @@ func newParquetEncoder(cfg config.Format, w io.Writer) (*parquetEncoder, error) 
 	if err != nil {
 		return nil, fmt.Errorf("format: parquet writer: %w", err)
 	}
-	e := &parquetEncoder{w: parquet.NewWriter(w, wcfg), env: env}
+	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env}
 	col := func(path ...string) int {
 		leaf, ok := schema.Lookup(path...)
 		if !ok {
