@@ -135,8 +135,8 @@ type columnarCase struct {
 }
 
 // columnarCases: every compression with text values, every compression with
-// binary values, a subset of fields in another order, no envelope, and
-// files of several blocks or pages.
+// binary values, a subset of fields in another order, no envelope, files
+// of several blocks or pages, and a file with no records.
 func columnarCases(typ string) []columnarCase {
 	var cs []columnarCase
 	for _, comp := range compressions {
@@ -152,6 +152,7 @@ func columnarCases(typ string) []columnarCase {
 		columnarCase{"no-envelope", single, columnarRecords(false)},
 		columnarCase{"many-zstd", columnarConfig(typ, "zstd", "none"), varied(1500, 1024)},
 		columnarCase{"many-gzip", columnarConfig(typ, "gzip", "base64"), varied(1500, 1024)},
+		columnarCase{"empty", columnarConfig(typ, "zstd", "none"), nil}, // every record failed
 	)
 }
 
