@@ -144,6 +144,16 @@ func runCmd(stderr io.Writer, environ []string) *cobra.Command {
 			log := newLogger(stderr, cfg.Log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			go func() {
+				<-ctx.Done()
+				if cmd.Context().Err() == nil {
+					log.Info("signal received: stopping gracefully within shutdown.timeout; a second SIGINT or SIGTERM exits at once", "deadline", cfg.Shutdown.Timeout)
+				}
+				// The default action again: a second signal ends the
+				// process at once. Nothing uncommitted is claimed durable,
+				// so a restart resumes from the ledger exactly once.
+				stop()
+			}()
 			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true})
 		},
 	}

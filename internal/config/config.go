@@ -76,19 +76,27 @@ type Storage struct {
 
 // File decides how records are grouped into files.
 type File struct {
-	NameTemplate string        `koanf:"name_template"`
-	MaxRecords   int64         `koanf:"max_records"`
-	MaxBytes     Size          `koanf:"max_bytes"`
-	MaxAge       time.Duration `koanf:"max_age"`
+	NameTemplate string `koanf:"name_template"`
+	// TimestampSource is what {{timestamp}} renders: "wallclock", the
+	// time a file is opened, or "event", the timestamp of its first record.
+	TimestampSource string `koanf:"timestamp_source"`
+	// Timezone is the IANA time zone {{timestamp}} renders in.
+	Timezone   string        `koanf:"timezone"`
+	MaxRecords int64         `koanf:"max_records"`
+	MaxBytes   Size          `koanf:"max_bytes"`
+	MaxAge     time.Duration `koanf:"max_age"`
 }
 
 // Format decides how records are encoded.
 type Format struct {
-	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet
+	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet | bytes
 	Compression   string   `koanf:"compression"` // none | gzip | snappy | zstd
 	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers
 	ValueEncoding string   `koanf:"value_encoding"`
 	Envelope      bool     `koanf:"envelope"`
+	// BytesSeparator follows each value in the bytes format, with
+	// backslash escapes; see Separator.
+	BytesSeparator string `koanf:"bytes_separator"`
 }
 
 // Backpressure bounds memory.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,12 +214,10 @@ func TestRejects(t *testing.T) {
 		}},
 
 		// format
-		{"format planned but not built", "format:\n  type: CSV\n", nil,
-			[]string{`format.type: "csv" is planned but not built in this version; use jsonl, json, avro or parquet`}},
 		{"format empty", "format:\n  type: ''\n", nil,
-			[]string{`format.type: is empty; use jsonl, json, avro or parquet`}},
+			[]string{`format.type: is empty; use jsonl, json, csv, bytes, avro or parquet`}},
 		{"format values", "format:\n  type: xml\n  compression: lz4\n  value_encoding: hex\n", nil, []string{
-			`format.type: "xml" is not valid; use jsonl, json, avro or parquet (csv is planned)`,
+			`format.type: "xml" is not valid; use jsonl, json, csv, bytes, avro or parquet`,
 			`format.compression: "lz4" is not valid; use none, gzip, snappy or zstd`,
 			`format.value_encoding: "hex" is not valid; use none or base64`,
 		}},
@@ -231,6 +230,21 @@ func TestRejects(t *testing.T) {
 		}},
 		{"no envelope needs one field", "format:\n  envelope: false\n  fields: [key, value]\n", nil, []string{
 			"format.fields: must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists 2",
+		}},
+		{"bytes writes the value alone", "format:\n  type: bytes\n  fields: [key, value]\n", nil, []string{
+			`format.fields: "key, value" can't be written by format.type bytes, which writes the value alone; set format.fields to [value] (or leave it unset), or use format.type csv or jsonl for other fields`,
+		}},
+		{"bytes separator with an unknown escape", "format:\n  type: bytes\n  bytes_separator: '\\q'\n", nil, []string{
+			`format.bytes_separator: "\\q" has an unknown escape \q; use \n, \r, \t, \0, \\ or \xHH`,
+		}},
+		{"bytes separator with a lone backslash", "format:\n  type: bytes\n  bytes_separator: 'a\\'\n", nil, []string{
+			`format.bytes_separator: "a\\" ends in a lone backslash; write \\ for a backslash`,
+		}},
+		{"bytes separator with a short hex escape", "format:\n  type: bytes\n  bytes_separator: '\\x0'\n", nil, []string{
+			`format.bytes_separator: "\\x0" has \x without two hex digits; write a byte as \x0a`,
+		}},
+		{"bytes separator for another format", "format:\n  type: csv\n  bytes_separator: '\\r\\n'\n", nil, []string{
+			`format.bytes_separator: "\\r\\n" is used only by format.type bytes; remove it, or set format.type: bytes`,
 		}},
 
 		// backpressure
@@ -302,6 +316,11 @@ func TestNameTemplate(t *testing.T) {
 		{"{{partition}}-{{start_offset}}", "{{topic}}"},
 		{"{{topic}}-{{partition}}-{{start_offset}}-{{bogus}}", "bogus"},
 		{"{{topic}}-{{partition}}-{{start_offset", ""},
+		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}", "{{start_offset}}"},
+		{"{{topic}}-{{partition}}-{{key}}{{start_offset}}", "{{key}}"},
+		// One object per key, latest value wins: planned, not built yet.
+		{"{{key}}", "not built"},
+		{"{{topic}}/{{partition}}/{{key}}", "{{start_offset}}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
@@ -318,9 +337,57 @@ func TestNameTemplate(t *testing.T) {
 	for _, ok := range []string{
 		"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.jsonl",
 		"{{timestamp:unit=yyyy}}/{{topic}}-{{partition}}-{{start_offset}}",
+		"dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/hour={{timestamp:unit=HH}}/key={{key}}/{{topic}}-{{partition}}-{{start_offset}}",
 	} {
 		if _, err := LoadBytes([]byte("file:\n  name_template: '"+ok+"'\n"), baseEnv); err != nil {
 			t.Errorf("template %q: %v", ok, err)
+		}
+	}
+}
+
+// TestFileTimestamp covers the two keys that say what {{timestamp}}
+// renders: their defaults, the values they take, and the messages for the
+// values they don't.
+func TestFileTimestamp(t *testing.T) {
+	for _, tt := range []struct {
+		yaml   string
+		env    []string
+		source string
+		zone   string
+	}{
+		{"", nil, "wallclock", "UTC"},
+		{"file:\n  timestamp_source: Event\n  timezone: Europe/Berlin\n", nil, "event", "Europe/Berlin"},
+		{"", []string{"SPILLWAY_FILE_TIMESTAMP_SOURCE=WALLCLOCK", "SPILLWAY_FILE_TIMEZONE=+05:30"}, "wallclock", "+05:30"},
+		{"file:\n  timezone: Z\n", nil, "wallclock", "Z"},
+	} {
+		c, err := LoadBytes([]byte(tt.yaml), append(slices.Clone(baseEnv), tt.env...))
+		if err != nil {
+			t.Errorf("%q %q: %v", tt.yaml, tt.env, err)
+			continue
+		}
+		if c.File.TimestampSource != tt.source || c.File.Timezone != tt.zone {
+			t.Errorf("%q %q: timestamp_source %q, timezone %q; want %q, %q", tt.yaml, tt.env, c.File.TimestampSource, c.File.Timezone, tt.source, tt.zone)
+		}
+	}
+	const zoneFix = "; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00"
+	for _, tt := range []struct {
+		yaml string
+		want []string
+	}{
+		{"file:\n  timestamp_source: record\n", []string{`file.timestamp_source: "record" is not valid; use wallclock or event`}},
+		{"file:\n  timestamp_source: ''\n", []string{`file.timestamp_source: is empty; use wallclock or event`}},
+		{"file:\n  timezone: Europe/Berln\n", []string{`file.timezone: "Europe/Berln" is not a known time zone` + zoneFix}},
+		{"file:\n  timezone: Local\n", []string{`file.timezone: "Local" is the machine's own zone, which can differ between instances` + zoneFix}},
+		{"file:\n  timezone: ''\n", []string{`file.timezone: is empty` + zoneFix}},
+		// A bad zone doesn't hide a bad template: both are reported.
+		{"file:\n  timezone: Mars/Olympus\n  name_template: '{{topic}}'\n", []string{
+			`file.timezone: "Mars/Olympus" is not a known time zone` + zoneFix,
+			`file.name_template: file name template "{{topic}}": template has no {{partition}}: without it two files get the same name and the second overwrites the first; the default is {{topic}}-{{partition}}-{{start_offset}}`,
+		}},
+	} {
+		e := loadErr(t, tt.yaml, baseEnv)
+		if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q:\n got %q\nwant %q", tt.yaml, got, tt.want)
 		}
 	}
 }
@@ -347,7 +414,7 @@ log:
 		`kafka.start_offset: "newest" is not valid; use earliest or latest`,
 		"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1",
 		`storage.part_size: "1KiB" is too small; use at least 64KiB`,
-		`format.type: "xml" is not valid; use jsonl, json, avro or parquet (csv is planned)`,
+		`format.type: "xml" is not valid; use jsonl, json, csv, bytes, avro or parquet`,
 		`log.level: "loud" is not valid; use debug, info, warn or error`,
 	}
 	if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, want) {
@@ -372,12 +439,13 @@ func TestDefaults(t *testing.T) {
 		},
 		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail"},
 		File: File{
-			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
-			MaxBytes:     128 << 20, MaxAge: 5 * time.Minute,
+			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
+			TimestampSource: "wallclock", Timezone: "UTC",
+			MaxBytes: 128 << 20, MaxAge: 5 * time.Minute,
 		},
 		Format: Format{
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
-			ValueEncoding: "none", Envelope: true,
+			ValueEncoding: "none", Envelope: true, BytesSeparator: `\n`,
 		},
 		Backpressure: Backpressure{MemoryLimit: "auto"},
 		Errors:       Errors{Tolerance: "none", NullValues: "write"},
@@ -454,8 +522,8 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
 		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",
-		"file.name_template", "file.max_records", "file.max_bytes", "file.max_age",
-		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope",
+		"file.name_template", "file.timestamp_source", "file.timezone", "file.max_records", "file.max_bytes", "file.max_age",
+		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
 		"admin.listen", "log.level", "log.format", "shutdown.timeout",
@@ -468,11 +536,13 @@ func TestKeysAreTheContract(t *testing.T) {
 		t.Errorf("keys (in order):\n got %q\nwant %q", got, design)
 	}
 	for name, key := range map[string]string{
-		"SPILLWAY_KAFKA_BROKERS":       "kafka.brokers",
-		"SPILLWAY_KAFKA_START_OFFSET":  "kafka.start_offset",
-		"SPILLWAY_KAFKA_SASL_PASSWORD": "kafka.sasl.password",
-		"SPILLWAY_KAFKA_TLS_CA_FILE":   "kafka.tls.ca_file",
-		"SPILLWAY_SHUTDOWN_TIMEOUT":    "shutdown.timeout",
+		"SPILLWAY_KAFKA_BROKERS":         "kafka.brokers",
+		"SPILLWAY_KAFKA_START_OFFSET":    "kafka.start_offset",
+		"SPILLWAY_KAFKA_SASL_PASSWORD":   "kafka.sasl.password",
+		"SPILLWAY_KAFKA_TLS_CA_FILE":     "kafka.tls.ca_file",
+		"SPILLWAY_SHUTDOWN_TIMEOUT":      "shutdown.timeout",
+		"SPILLWAY_FILE_TIMESTAMP_SOURCE": "file.timestamp_source",
+		"SPILLWAY_FILE_TIMEZONE":         "file.timezone",
 	} {
 		if s := keys.byEnv[name]; s == nil || s.key != key {
 			t.Errorf("%s maps to %v, want %s", name, s, key)
@@ -651,5 +721,38 @@ func TestFileURLs(t *testing.T) {
 	c.Kafka.Topics, c.Storage.URL = []string{"events"}, "file:out"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `storage.url: "file:out" has a relative path`) {
 		t.Errorf("Validate of file:out = %v, want a relative path error", err)
+	}
+}
+
+// TestTextFormats: csv and bytes are built; neither has an envelope to
+// leave out, and format.bytes_separator reads the same escapes from YAML in
+// any quoting and from the environment.
+func TestTextFormats(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		yaml string
+		env  []string
+		sep  string // the bytes Separator() gives
+	}{
+		{"csv with several fields and no envelope", "format:\n  type: CSV\n  envelope: false\n  fields: [offset, key, value]\n", nil, "\n"},
+		{"bytes with the default fields", "format:\n  type: bytes\n", nil, "\n"},
+		{"bytes with the value alone and no envelope", "format:\n  type: bytes\n  fields: [value]\n  envelope: false\n", nil, "\n"},
+		{"bytes separator escaped in single quotes", "format:\n  type: bytes\n  bytes_separator: '\\r\\n'\n", nil, "\r\n"},
+		{"bytes separator as a real line break", "format:\n  type: bytes\n  bytes_separator: \"\\n\"\n", nil, "\n"},
+		{"bytes separator empty", "format:\n  type: bytes\n  bytes_separator: ''\n", nil, ""},
+		{"bytes separator of several characters", "format:\n  type: bytes\n  bytes_separator: '--\\x1e\\t\\\\'\n", nil, "--\x1e\t\\"},
+		{"bytes separator from the environment", "format:\n  type: bytes\n", []string{`SPILLWAY_FORMAT_BYTES_SEPARATOR=\0`}, "\x00"},
+		{"a real line break with another format", "format:\n  type: jsonl\n  bytes_separator: \"\\n\"\n", nil, "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadBytes([]byte(tt.yaml), append(tt.env, baseEnv...))
+			if err != nil {
+				t.Fatalf("LoadBytes: %v", err)
+			}
+			sep, err := c.Format.Separator()
+			if err != nil || string(sep) != tt.sep {
+				t.Errorf("Separator() = %q, %v; want %q", sep, err, tt.sep)
+			}
+		})
 	}
 }

@@ -37,6 +37,8 @@ storage:
   topic_id_change: fail
 file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
+  timestamp_source: wallclock
+  timezone: UTC
   max_records: 0
   max_bytes: 128MiB
   max_age: 5m0s
@@ -46,6 +48,7 @@ format:
   fields: [key, value, offset, timestamp, headers]
   value_encoding: none
   envelope: true
+  bytes_separator: \n
 backpressure:
   memory_limit: auto
   max_buffered_records: 0
@@ -102,8 +105,9 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2"},
 		},
 		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh"},
-		File:    File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
-		Format:  Format{Type: "json", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false},
+		File: File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", TimestampSource: "event", Timezone: "Europe/Berlin",
+			MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
+		Format: Format{Type: "bytes", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false, BytesSeparator: `\r\n`},
 		Backpressure: Backpressure{
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
 		},

@@ -34,6 +34,8 @@ var (
 	nullPolicies   = []string{"write", "ignore", "fail"}
 	logLevels      = []string{"debug", "info", "warn", "error"}
 	logFormats     = []string{"text", "json"}
+	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
+	timestampSources = []string{"wallclock", "event"}
 )
 
 // formats is every format.type name, in the order messages list them.
@@ -46,7 +48,8 @@ var formats = []struct {
 }{
 	{"jsonl", true},
 	{"json", true},
-	{"csv", false},
+	{"csv", true},
+	{"bytes", true},
 	{"avro", true},
 	{"parquet", true},
 }
@@ -95,14 +98,6 @@ const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway
 // topicName is what Kafka accepts as a topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
-// Template variables that make file names unique per file. Templates are
-// Aiven's syntax: {{name}} or {{name:padding=true}}.
-var (
-	varTopic       = regexp.MustCompile(`\{\{\s*topic\s*\}\}`)
-	varPartition   = regexp.MustCompile(`\{\{\s*partition\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
-	varStartOffset = regexp.MustCompile(`\{\{\s*start_offset\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
-)
-
 // normalize puts enumerated values in their canonical case and
 // memory_limit in its canonical form, so that the rest of Spillway compares
 // plain strings. Values that match nothing are left as given, for Validate
@@ -121,6 +116,7 @@ func (c *Config) normalize() {
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
 	c.Storage.URL = resolveFileURL(c.Storage.URL)
+	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
 		if auto {
 			c.Backpressure.MemoryLimit = "auto"
@@ -456,24 +452,26 @@ func (c *Config) checkParts(ps *problems) {
 }
 
 func (f *File) check(ps *problems) {
-	const key = "file.name_template"
-	if _, err := naming.Parse(f.NameTemplate); err != nil {
-		ps.add(key, "", "%s", err.Error())
-	} else {
-		var missing []string
-		for _, v := range []struct {
-			name string
-			re   *regexp.Regexp
-		}{{"{{topic}}", varTopic}, {"{{partition}}", varPartition}, {"{{start_offset}}", varStartOffset}} {
-			if !v.re.MatchString(f.NameTemplate) {
-				missing = append(missing, v.name)
-			}
+	// Package naming owns the template rules (which variables a template
+	// needs, and what makes names collide); its message quotes the
+	// template and says what is wrong.
+	loc, err := naming.LoadLocation(f.Timezone)
+	if err != nil {
+		why := "is not a known time zone"
+		switch f.Timezone {
+		case "":
+			why = "is empty"
+		case "Local":
+			why = "is the machine's own zone, which can differ between instances"
 		}
-		if len(missing) > 0 {
-			ps.add(key, f.NameTemplate, "must contain %s (partition and start_offset may take :padding=true) so that every file gets a unique name",
-				andList(missing))
-		}
+		ps.add("file.timezone", f.Timezone, "%s; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00", why)
 	}
+	if t, err := naming.Parse(f.NameTemplate, naming.Location(loc)); err != nil {
+		ps.add("file.name_template", "", "%s", err.Error())
+	} else if t.LatestPerKey() {
+		ps.add("file.name_template", f.NameTemplate, "has {{key}} and no {{start_offset}}: one object per key, overwritten with the latest value, is planned but not built in this version; add {{start_offset}}, e.g. {{topic}}/{{partition}}/{{key}}/{{start_offset}}")
+	}
+	ps.oneOf("file.timestamp_source", f.TimestampSource, timestampSources)
 	if f.MaxRecords < 0 {
 		ps.add("file.max_records", strconv.FormatInt(f.MaxRecords, 10), "can't be negative; use 0 for no limit")
 	}
@@ -494,7 +492,7 @@ func (f *Format) check(ps *problems) {
 	case !slices.Contains(built, f.Type) && len(planned) == 0:
 		ps.add("format.type", f.Type, "is not valid; use %s", orList(built))
 	case !slices.Contains(built, f.Type):
-		ps.add("format.type", f.Type, "is not valid; use %s (%s %s planned)", orList(built), andList(planned), map[bool]string{true: "is", false: "are"}[len(planned) == 1])
+		ps.add("format.type", f.Type, "is not valid; use %s (%s are planned)", orList(built), andList(planned))
 	}
 	ps.oneOf("format.compression", f.Compression, compressions)
 	if len(f.Fields) == 0 {
@@ -509,8 +507,24 @@ func (f *Format) check(ps *problems) {
 		}
 	}
 	ps.oneOf("format.value_encoding", f.ValueEncoding, valueEncodings)
-	if !f.Envelope && len(f.Fields) != 1 {
+	// A csv row and a bytes record have no envelope to leave out, so
+	// format.envelope means nothing to them.
+	envelope := f.Type != "csv" && f.Type != "bytes"
+	if envelope && !f.Envelope && len(f.Fields) != 1 {
 		ps.add("format.fields", "", "must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists %d", len(f.Fields))
+	}
+	if f.Type == "bytes" {
+		// The bytes format is the value alone, so a list that names other
+		// fields asks for something it can't write; the default list (left
+		// unset) and [value] are what it does.
+		if len(f.Fields) > 0 && !slices.Equal(f.Fields, Default().Format.Fields) && !slices.Equal(f.Fields, []string{"value"}) {
+			ps.add("format.fields", strings.Join(f.Fields, ", "), "can't be written by format.type bytes, which writes the value alone; set format.fields to [value] (or leave it unset), or use format.type csv or jsonl for other fields")
+		}
+	}
+	if sep, err := f.Separator(); err != nil {
+		ps.add("format.bytes_separator", f.BytesSeparator, "%v", err)
+	} else if f.Type != "bytes" && string(sep) != "\n" {
+		ps.add("format.bytes_separator", f.BytesSeparator, "is used only by format.type bytes; remove it, or set format.type: bytes")
 	}
 }
 

@@ -30,6 +30,9 @@ type layoutCase struct {
 	template string
 	fields   string // format.fields and format.envelope lines
 	extra    string // more file: keys
+	// interleaved: records of one partition go to several open files at
+	// once, so ledger entries must hold files of several offset runs.
+	interleaved bool
 }
 
 var layoutCases = []layoutCase{
@@ -42,10 +45,19 @@ var layoutCases = []layoutCase{
 	{
 		// Event time, Hive-style, with timestamps out of order across
 		// hour buckets: several files of one partition are open at once.
-		name:     "hive_event_time",
-		template: "dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/hour={{timestamp:unit=HH}}/{{topic}}-{{partition}}-{{start_offset}}",
-		fields:   "  fields: [value, offset]\n",
-		extra:    "  timestamp_source: event\n",
+		name:        "hive_event_time",
+		template:    "dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/hour={{timestamp:unit=HH}}/{{topic}}-{{partition}}-{{start_offset}}",
+		fields:      "  fields: [value, offset]\n",
+		extra:       "  timestamp_source: event\n",
+		interleaved: true,
+	},
+	{
+		// Key partitioning within a partition, with keys that need
+		// escaping ("k/3"): five files of one partition open at once.
+		name:        "key",
+		template:    "{{topic}}/{{partition}}/{{key}}/{{start_offset}}",
+		fields:      "",
+		interleaved: true,
 	},
 }
 
@@ -190,6 +202,43 @@ shutdown:
 	if missing != 0 || dups != 0 || len(seen) != layoutRecords {
 		t.Fatalf("%d records missing, %d stored more than once, %d distinct values (want %d)", missing, dups, len(seen), layoutRecords)
 	}
+	entries, multi := ledgerRuns(t, out)
+	t.Logf("ledger: %d entries, %d of them for files of several offset runs", entries, multi)
+	if lc.interleaved && multi == 0 {
+		t.Errorf("no ledger entry holds a file of several offset runs: the test did not keep several files of a partition open at once")
+	}
+}
+
+// ledgerRuns counts the ledger entries under dir, and those whose file
+// holds more than one run of offsets.
+func ledgerRuns(t *testing.T, dir string) (entries, multi int) {
+	t.Helper()
+	err := filepath.WalkDir(filepath.Join(dir, "_spillway"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".json") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var e struct {
+			File struct {
+				Ranges [][2]int64 `json:"ranges"`
+			} `json:"file"`
+		}
+		if err := json.Unmarshal(data, &e); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		entries++
+		if len(e.File.Ranges) > 1 {
+			multi++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries, multi
 }
 
 // produceLayoutRecords produces total records, round-robin over the
@@ -210,7 +259,7 @@ func produceLayoutRecords(ctx context.Context, cl *kgo.Client, topic string, tot
 						Partition: int32(i % layoutPartitions),
 						Key:       fmt.Appendf(nil, "k/%d", i%5),
 						Value:     fmt.Appendf(nil, `{"i":%d,"pad":"%s"}`, i, strings.Repeat("x", 200)),
-						Timestamp: base.Add(time.Duration(i*7919%4) * time.Hour),
+						Timestamp: base.Add(time.Duration((i/layoutPartitions)*7919%4) * time.Hour),
 					})
 				}
 				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {

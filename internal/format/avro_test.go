@@ -34,7 +34,7 @@ func TestAvroPythonReads(t *testing.T) {
 	files := testkit.ReadAvroPython(t, paths...)
 	for i, c := range cases {
 		f := files[i]
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return map[string]any{"b64": b64(b)} })
+		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return map[string]any{"b64": b64(string(b))} })
 		checkRows(t, c.name, jsonForm(t, f.Records), want)
 		if got, want := f.Codec, avroCodecNames[c.cfg.Compression]; got != want {
 			t.Errorf("%s: codec %q, want %q", c.name, got, want)
@@ -98,7 +98,7 @@ func TestAvroGoReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		rows := readAvroGo(t, buf.Bytes())
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(b) })
+		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(string(b)) })
 		checkRows(t, c.name, jsonForm(t, rows), want)
 	}
 }

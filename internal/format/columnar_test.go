@@ -2,9 +2,7 @@ package format
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,8 +13,6 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // columnarRecords are what the avro and parquet tests write: JSON, empty and
 // non-ASCII text, a tombstone with a null key and no headers, a repeated
@@ -102,8 +98,6 @@ func jsonForm(t *testing.T, v any) []map[string]any {
 	return out
 }
 
-func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
 // writeFile encodes recs with cfg into dir/name and returns the path.
 func writeColumnar(t *testing.T, dir, name string, cfg config.Format, recs []*kgo.Record) string {
 	t.Helper()
@@ -171,21 +165,21 @@ func checkRows(t *testing.T, what string, got, want []map[string]any) {
 	}
 }
 
-// golden compares got with testdata/name, or rewrites it with -update.
+// golden compares got with testdata/golden/name, or rewrites it when
+// SPILLWAY_UPDATE_GOLDEN=1 (as TestGoldenTextFormats does).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
+	path := filepath.Join("testdata", "golden", name)
+	if os.Getenv(updateGoldenEnv) == "1" {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
+		t.Fatalf("%v (run with %s=1 to write it)", err, updateGoldenEnv)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s: %d bytes differ from the golden file's %d; if the change is intended and the readers' tests pass, rerun with -update", path, len(got), len(want))
+		t.Errorf("%s: %d bytes differ from the golden file's %d; if the change is meant and the readers' tests pass, rerun with %s=1 and review the diff", path, len(got), len(want), updateGoldenEnv)
 	}
 }

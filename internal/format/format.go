@@ -1,8 +1,9 @@
 // Package format turns Kafka records into file bytes: an Encoder writes
-// records in the configured file format (jsonl, json, avro, parquet; csv
-// later) and a compressor wraps the output stream. Both are plain io.Writer
-// stages, so a file is one chain (avro and parquet compress inside the file,
-// and their stream compressor is "none": see StreamCompression):
+// records in the configured file format (jsonl, json, csv, bytes, avro,
+// parquet) and a compressor wraps the output stream. Both are plain
+// io.Writer stages, so a file is one chain (avro and parquet compress
+// inside the file, and their stream compressor is "none": see
+// StreamCompression):
 //
 //	Encoder ▸ NewCompressor ▸ storage writer
 //
@@ -65,14 +66,16 @@ func NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
 			return nil, err
 		}
 		return &jsonEncoder{out: output{w: w, name: "json"}, rec: rec}, nil
+	case "csv":
+		return newCSVEncoder(cfg, output{w: w, name: "csv"})
+	case "bytes":
+		return newBytesEncoder(cfg, output{w: w, name: "bytes"})
 	case "avro":
 		return newAvroFile(cfg, w)
 	case "parquet":
 		return newParquetEncoder(cfg, w)
-	case "csv":
-		return nil, fmt.Errorf("format.type %s is not implemented yet; use jsonl, json, avro or parquet", cfg.Type)
 	}
-	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, avro, parquet", cfg.Type)
+	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, bytes, avro, parquet", cfg.Type)
 }
 
 // maxRetainedBuffer bounds the encode buffer an encoder keeps between

@@ -2,22 +2,20 @@ package format
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parquet-go/parquet-go"
 	pqformat "github.com/parquet-go/parquet-go/format"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // pqRow and pqHeader read the envelope back with parquet-go; bytes are
@@ -56,7 +54,7 @@ func readParquetGo(t *testing.T, b []byte, text bool) []map[string]any {
 		case text:
 			return string(*b)
 		}
-		return b64(*b)
+		return b64(string(*b))
 	}
 	var rows []map[string]any
 	for _, rec := range recs {
@@ -108,7 +106,7 @@ func TestParquetGoReads(t *testing.T) {
 	codecs := map[string]pqformat.CompressionCodec{"none": pqformat.Uncompressed, "gzip": pqformat.Gzip, "snappy": pqformat.Snappy, "zstd": pqformat.Zstd}
 	for _, c := range columnarCases("parquet") {
 		b := encodeParquet(t, c)
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(b) })
+		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(string(b)) })
 		checkRows(t, c.name, readParquetGo(t, b, c.cfg.ValueEncoding == "none"), want)
 
 		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
@@ -223,77 +221,10 @@ func TestParquetWriteErrorIsNotRecordError(t *testing.T) {
 	}
 }
 
-// duckDBNodeModules finds @duckdb/node-api (npm, prebuilt) under the
-// repository's .cache, where scripts/test.sh installs test tools.
-func duckDBNodeModules(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not installed")
-	}
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		if dir == filepath.Dir(dir) {
-			t.Fatal("no go.mod above the test")
-		}
-	}
-	for _, sub := range []string{".cache/node_modules", ".cache/duckdb/node_modules", ".cache/npm/node_modules"} {
-		nm := filepath.Join(dir, sub)
-		if _, err := os.Stat(filepath.Join(nm, "@duckdb", "node-api")); err == nil {
-			return nm
-		}
-	}
-	t.Skip("@duckdb/node-api is not installed under .cache; run ./scripts/test.sh install")
-	return ""
-}
-
-// duckDBScript runs each query of the JSON array on stdin and prints the
-// rows of each as JSON. Extensions are never fetched from the network.
-const duckDBScript = `
-const {createRequire} = require('module');
-const {DuckDBInstance} = createRequire(process.argv[1] + '/')('@duckdb/node-api');
-(async () => {
-  const queries = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-  const db = await DuckDBInstance.create(':memory:', {autoinstall_known_extensions: 'false', autoload_known_extensions: 'false'});
-  const c = await db.connect();
-  const out = [];
-  for (const q of queries) out.push((await c.runAndReadAll(q)).getRowObjectsJson());
-  process.stdout.write(JSON.stringify(out));
-})().catch(e => { console.error(e); process.exit(1); });
-`
-
-func duckDB(t *testing.T, nodeModules string, queries []string) [][]map[string]any {
-	t.Helper()
-	in, err := json.Marshal(queries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "-e", duckDBScript, nodeModules)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("duckdb: %v\n%s", err, stderr.String())
-	}
-	var res [][]map[string]any
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("duckdb output %s: %v", out, err)
-	}
-	return res
-}
-
 // TestParquetDuckDBReads reads every case with DuckDB: exact rows, the
 // column types DESCRIBE shows, and each column chunk's codec.
 func TestParquetDuckDBReads(t *testing.T) {
-	nm := duckDBNodeModules(t)
+	db := testkit.NewDuckDB(t)
 	dir := t.TempDir()
 	cases := columnarCases("parquet")
 	var queries []string
@@ -324,16 +255,16 @@ func TestParquetDuckDBReads(t *testing.T) {
 			}
 		}
 		queries = append(queries,
-			fmt.Sprintf("SELECT %s FROM read_parquet('%s')", strings.Join(cols, ", "), path),
-			fmt.Sprintf("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('%s'))", path),
-			fmt.Sprintf("SELECT DISTINCT compression FROM parquet_metadata('%s')", path),
+			fmt.Sprintf("SELECT %s FROM read_parquet(%s)", strings.Join(cols, ", "), testkit.SQLString(path)),
+			fmt.Sprintf("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(%s))", testkit.SQLString(path)),
+			fmt.Sprintf("SELECT DISTINCT compression FROM parquet_metadata(%s)", testkit.SQLString(path)),
 		)
 	}
-	res := duckDB(t, nm, queries)
+	res := db.Query(t, queries...)
 	codecs := map[string]string{"none": "UNCOMPRESSED", "gzip": "GZIP", "snappy": "SNAPPY", "zstd": "ZSTD"}
 	for i, c := range cases {
 		rows, describe, meta := res[3*i], res[3*i+1], res[3*i+2]
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(b) })
+		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(string(b)) })
 		checkRows(t, c.name, jsonForm(t, rows), want)
 
 		blob := map[string]string{"none": "VARCHAR", "base64": "BLOB"}[c.cfg.ValueEncoding]

@@ -134,6 +134,11 @@ func (e *Entry) check() error {
 	if err := e.File.Ranges.Valid(); err != nil {
 		return fmt.Errorf("file.ranges: %w", err)
 	}
+	for _, r := range e.File.Ranges {
+		if r[0] < e.Before.Next || len(e.Before.Above.Overlap(Ranges{r})) > 0 {
+			return fmt.Errorf("file.ranges [%d, %d) holds offsets handled before the file", r[0], r[1])
+		}
+	}
 	return nil
 }
 
@@ -262,6 +267,9 @@ func (l *Ledger) Read(ctx context.Context, id Identity, key string) (*Entry, err
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
 		return nil, &CorruptError{Key: key, Err: err}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &CorruptError{Key: key, Err: errors.New("data after the entry")}
 	}
 	if err := e.check(); err != nil {
 		return nil, &CorruptError{Key: key, Err: err}

@@ -55,8 +55,13 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		}
 	}
 	if !ours {
-		if len(others) > 0 && !opts.StartFresh {
-			return Point{}, &ForeignError{Prefix: l.location(), ID: id, Found: strings.Join(others, ", "), Why: "topic id"}
+		if len(others) > 0 {
+			if !opts.StartFresh {
+				return Point{}, &ForeignError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Found: strings.Join(others, ", "), Why: "topic id"}
+			}
+			// The files there are the old topic's: never read them for
+			// where this one stands.
+			return Point{From: "a new ledger beside topic ids " + strings.Join(others, ", ")}, nil
 		}
 		return l.resumeLegacy(ctx, id, log, opts)
 	}
@@ -69,13 +74,24 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		return l.resumeLegacy(ctx, id, log, opts)
 	}
 	if e.Cluster != id.Cluster {
-		return Point{}, &ForeignError{Prefix: l.location(), ID: id, Found: e.Cluster, Why: "cluster id"}
+		return Point{}, &ForeignError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Found: e.Cluster, Why: "cluster id"}
 	}
 	o, ok, err := l.st.Stat(ctx, e.File.Key)
 	if err != nil {
 		return Point{}, err
 	}
 	p := Point{State: e.Before, Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d, whose file was not published", e.Seq), Found: true}
+	if ok && o.Size != e.File.Bytes && e.Seq > 0 {
+		// Two writers raced for one name: the one that lost the partition
+		// (a paused zombie) wrote entry seq-1 and published its file after
+		// the new owner had found it missing and entered the same name
+		// again. The file is the earlier entry's, and the last is void.
+		prev, err := l.Read(ctx, id, l.EntryKey(id, e.Seq-1))
+		if err == nil && prev.File.Key == e.File.Key && prev.File.Bytes == o.Size {
+			p.State, p.From = prev.After(), fmt.Sprintf("ledger entry %d (entry %d is void: another writer published its name first)", prev.Seq, e.Seq)
+			return p, checkLog(l, id, p, log)
+		}
+	}
 	if ok {
 		if o.Size != e.File.Bytes {
 			return Point{}, fmt.Errorf("ledger entry %s names %s of %d bytes, but storage holds %d bytes under that name: something other than Spillway changed it; restore the file, or write into a new storage.prefix",
@@ -83,7 +99,7 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		}
 		p.State, p.From = e.After(), fmt.Sprintf("ledger entry %d", e.Seq)
 	}
-	return p, checkLog(l.location(), id, p, log)
+	return p, checkLog(l, id, p, log)
 }
 
 func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts ResumeOptions) (Point, error) {
@@ -97,34 +113,36 @@ func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts Re
 			p = Point{State: State{Next: next}, From: "files written before the ledger", Found: true}
 		}
 	}
-	return p, checkLog(l.location(), id, p, log)
+	return p, checkLog(l, id, p, log)
 }
 
 // checkLog refuses a state that claims offsets the log doesn't have: a
 // commit past the log end would skip every record up to it.
-func checkLog(prefix string, id Identity, p Point, log Log) error {
+func checkLog(l *Ledger, id Identity, p Point, log Log) error {
 	if end := p.State.End(); end > log.End {
-		return &PastEndError{Prefix: prefix, ID: id, Stored: end, End: log.End, From: p.From}
+		return &PastEndError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Stored: end, End: log.End, From: p.From}
 	}
 	return nil
 }
 
-// location names the ledger's place for messages: the bucket's URL
-// (credentials removed) and the prefix.
-func (l *Ledger) location() string {
-	where := ""
+// bucket names the ledger's storage for messages: its URL, credentials
+// removed, when the store can say it.
+func (l *Ledger) bucket() string {
 	if s, ok := l.st.(fmt.Stringer); ok {
-		where = s.String()
+		return s.String()
 	}
-	if l.prefix == "" {
-		return where + " (storage.prefix empty)"
-	}
-	return fmt.Sprintf("%s, storage.prefix %q,", where, l.prefix)
+	return "(storage.url)"
+}
+
+// where names a bucket and prefix in a message.
+func where(bucket, prefix string) string {
+	return fmt.Sprintf("%s with storage.prefix %q", bucket, prefix)
 }
 
 // ForeignError is a ledger that belongs to another topic id or cluster than
 // the one being consumed.
 type ForeignError struct {
+	Bucket string
 	Prefix string
 	ID     Identity
 	Found  string // the other topic ids or cluster id
@@ -132,9 +150,13 @@ type ForeignError struct {
 }
 
 func (e *ForeignError) Error() string {
+	if e.Why == "cluster id" {
+		return fmt.Sprintf("storage %s holds a ledger of topic %s with cluster id %s, but the topic is consumed from cluster id %s: the prefix belongs to another cluster, and its offsets mean nothing for this one. Set a new storage.prefix",
+			where(e.Bucket, e.Prefix), e.ID.Topic, e.Found, e.ID.Cluster)
+	}
 	return fmt.Sprintf("storage %s holds a ledger of topic %s with %s %s, but the topic being consumed has %s %s: the topic was deleted and recreated, or the prefix belongs to another cluster, and its offsets mean nothing for this one. "+
 		"Either set a new storage.prefix, or set storage.topic_id_change: start_fresh to start this topic afresh in that prefix (a file whose name the old topic already used then stops the run)",
-		e.Prefix, e.ID.Topic, e.Why, e.Found, e.Why, pick(e.Why == "topic id", e.ID.TopicID, e.ID.Cluster))
+		where(e.Bucket, e.Prefix), e.ID.Topic, e.Why, e.Found, e.Why, pick(e.Why == "topic id", e.ID.TopicID, e.ID.Cluster))
 }
 
 func pick(c bool, a, b string) string {
@@ -146,6 +168,7 @@ func pick(c bool, a, b string) string {
 
 // PastEndError is a stored state past the partition's log end.
 type PastEndError struct {
+	Bucket      string
 	Prefix      string
 	ID          Identity
 	Stored, End int64
@@ -154,5 +177,5 @@ type PastEndError struct {
 
 func (e *PastEndError) Error() string {
 	return fmt.Sprintf("storage %s holds offsets of %s/%d up to %d (%s), past the log end %d: these files are not of this log (a recreated topic, another cluster, or files copied in), and resuming from them would skip records. Move them out of the prefix, or write into a new storage.prefix",
-		e.Prefix, e.ID.Topic, e.ID.Partition, e.Stored, e.From, e.End)
+		where(e.Bucket, e.Prefix), e.ID.Topic, e.ID.Partition, e.Stored, e.From, e.End)
 }

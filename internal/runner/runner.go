@@ -13,7 +13,6 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -27,7 +26,6 @@ import (
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
-	"github.com/spillway/spillway/internal/verify"
 )
 
 // Options are hooks for callers that watch a run (the demo, tests).
@@ -90,7 +88,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	log.Info("memory plan", "from", where, "plan", plan.String())
 
-	tmpl, err := naming.Parse(cfg.File.NameTemplate)
+	loc, err := naming.LoadLocation(cfg.File.Timezone)
+	if err != nil {
+		return fmt.Errorf("file.timezone: %w", err)
+	}
+	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
@@ -136,9 +138,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return fmt.Errorf("format: %w", err)
 	}
 	scfg := sink.Config{
-		Template:     tmpl,
-		Prefix:       cfg.Storage.Prefix,
-		Extension:    format.Extension(fcfg),
+		Template:     names.Template,
+		EventTime:    cfg.File.TimestampSource == "event",
+		Prefix:       names.Prefix,
+		Extension:    names.Ext,
 		MaxRecords:   cfg.File.MaxRecords,
 		MaxBytes:     int64(cfg.File.MaxBytes),
 		MaxAge:       cfg.File.MaxAge,
@@ -167,12 +170,24 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	scfg.Writer = writerName(cfg)
 	snk := sink.New(scfg, bucket, b, log)
 	defer snk.Close()
-	resume := resumer(cfg, bucket, tmpl, ledger)
+	resume := resumer(cfg, bucket, names, ledger)
 	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches, Reserved: plan.Reserved}, snk, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	// The client is closed within the shutdown deadline on every path; the
+	// graceful path closes it itself, and says so if it can't.
+	clientClosed := false
+	defer func() {
+		if clientClosed {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
+		defer cancel()
+		if err := src.Close(cctx); err != nil {
+			log.Warn("exiting without a clean close of the Kafka client", "err", err)
+		}
+	}()
 	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b}
 	if opts.OnStart != nil {
 		opts.OnStart(progress)
@@ -219,10 +234,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	timer := time.AfterFunc(cfg.Shutdown.Timeout, cancelHard)
 	defer timer.Stop()
 	if err := src.Shutdown(hard); err != nil {
-		return fmt.Errorf("graceful stop (shutdown.timeout %s): %w", cfg.Shutdown.Timeout, err)
+		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", cfg.Shutdown.Timeout, err)
+	}
+	clientClosed = true
+	if err := src.Close(hard); err != nil {
+		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but leaving the group did not finish within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
 	}
 	st := snk.Stats()
-	log.Info("stopped cleanly", "records", st.Records, "files", st.FilesUploaded, "bytes", st.BytesUploaded)
+	// Records stored, not records written: a file dropped with a revoked
+	// partition is written again by its next owner and stored once.
+	log.Info("stopped cleanly", "records_stored", st.Stored, "files", st.FilesUploaded, "bytes", st.BytesUploaded,
+		"records_skipped", st.Skipped, "records_already_stored", st.Resumed)
 	return nil
 }
 
@@ -241,21 +263,20 @@ func writerName(cfg *config.Config) string {
 // reading the last file back: that is still done where it worked (a
 // template that lists one partition's files, with offset in
 // format.fields); where it can't be, such files stop the run.
-func resumer(cfg *config.Config, bucket *storage.Bucket, tmpl *naming.Template, ledger *layout.Ledger) source.Resumer {
-	prefix := cfg.Storage.Prefix
-	_, listable := tmpl.PartitionPrefix("t", 0)
+func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, ledger *layout.Ledger) source.Resumer {
+	_, listable := names.PartitionPrefix("t", 0)
 	readable := listable && slices.Contains(cfg.Format.Fields, "offset") && (cfg.Format.Type == "jsonl" || cfg.Format.Type == "json")
 	legacy := func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
 		if readable {
-			return verify.NextOffset(ctx, bucket, tmpl, prefix, topic, partition)
+			return layout.LegacyNextOffset(ctx, bucket, names, topic, partition)
 		}
 		if !listable {
 			return 0, false, nil
 		}
-		pp, _ := tmpl.PartitionPrefix(topic, partition)
+		pp, _ := names.PartitionPrefix(topic, partition)
 		found := ""
-		err := bucket.List(ctx, prefix+pp, func(o storage.Object) error {
-			if _, ok := tmpl.MatchPartition(verify.TrimExt(strings.TrimPrefix(o.Key, prefix)), topic, partition); ok {
+		err := bucket.List(ctx, pp, func(o storage.Object) error {
+			if _, ok := names.ParsePartition(o.Key, topic, partition); ok {
 				found = o.Key
 				return errFound
 			}
@@ -272,9 +293,9 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, tmpl *naming.Template, 
 			// A previous owner that died mid-write left temp files (on a
 			// local directory): they hold nothing published, and this
 			// process owns the partition now.
-			pp, _ := tmpl.PartitionPrefix(id.Topic, id.Partition)
-			err := bucket.RemoveAbandoned(ctx, prefix+pp, func(key string) bool {
-				_, ok := tmpl.MatchPartition(verify.TrimExt(strings.TrimPrefix(key, prefix)), id.Topic, id.Partition)
+			pp, _ := names.PartitionPrefix(id.Topic, id.Partition)
+			err := bucket.RemoveAbandoned(ctx, pp, func(key string) bool {
+				_, ok := names.ParsePartition(key, id.Topic, id.Partition)
 				return ok
 			})
 			if err != nil {

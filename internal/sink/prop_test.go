@@ -23,9 +23,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
-	"github.com/spillway/spillway/internal/verify"
 )
 
 // TestPropCommitAndRecovery is the property test of the promises "no loss"
@@ -40,7 +40,7 @@ import (
 // The test plays the source's part (internal/source) by hand: it feeds
 // records in offset order from the resume point, commits what Committable
 // returns, flushes, commits and drops on revoke, drops on lost, and resumes
-// an assigned partition from max(committed, verify.NextOffset), moving the
+// an assigned partition from max(committed, layout.LegacyNextOffset), moving the
 // group's offset forward to it as onAssigned does.
 //
 // After every action:
@@ -283,7 +283,7 @@ func (m *propModel) closeGeneration(killed bool) {
 // max(committed, one past the last stored offset), moving the group's
 // offset forward to it.
 func (m *propModel) assign(rt *rapid.T, p int) {
-	next, ok, err := verify.NextOffset(context.Background(), m.gen.bucket, m.cfg.Template, "", propTopic, int32(p))
+	next, ok, err := layout.LegacyNextOffset(context.Background(), m.gen.bucket, layout.Names{Template: m.cfg.Template}, propTopic, int32(p))
 	if err != nil {
 		rt.Fatalf("NextOffset(t/%d): %v", p, err)
 	}

@@ -45,7 +45,7 @@ type Encoder interface {
 type Bucket interface {
 	NewWriter(ctx context.Context, key string, meta map[string]string) (*storage.Writer, error)
 	WriterMemory() int64
-	PartSize() int64
+	ChunkSize() int64
 }
 
 // Config is what the sink needs to know, already validated.
@@ -187,6 +187,10 @@ type openFile struct {
 	ended   chan struct{} // closed when the upload ended, either way
 	durable bool          // read after ended is closed
 	dropped atomic.Bool   // the partition was lost: don't publish
+	// lp is the partition's ledger as it was when the file opened: a file
+	// belongs to one ownership of its partition, and must not write an
+	// entry for a later one.
+	lp *ledgerPart
 }
 
 // New starts the upload workers. Close stops them.
@@ -209,7 +213,7 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	if s.cfg.MaxOpenFiles <= 0 {
 		// Half the budget for open files; the rest for fetches and uploads.
 		// Each open file also fills one part buffer, counted as it is used.
-		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / (s.fileMem + bucket.PartSize()))
+		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / (s.fileMem + bucket.ChunkSize()))
 		if s.cfg.MaxOpenFiles < 1 {
 			s.cfg.MaxOpenFiles = 1
 		}
@@ -428,12 +432,16 @@ func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 	if s.cfg.EventTime {
 		t = r.Timestamp
 	}
-	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t}
+	// r.Key as it is: a copy would turn an empty key into a null one.
+	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t, Key: r.Key}
 }
 
 func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
 	v := s.vars(r, now)
-	s.groupBuf = s.cfg.Template.AppendGroup(s.groupBuf[:0], v)
+	s.groupBuf = s.groupBuf[:0]
+	if s.cfg.Template.SplitsPartition() {
+		s.groupBuf = s.cfg.Template.AppendGroup(s.groupBuf, v)
+	}
 	if f := s.groups[tp][string(s.groupBuf)]; f != nil {
 		return f, nil
 	}
@@ -465,8 +473,11 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		w.Abort()
 		return nil, err
 	}
+	s.pubMu.Lock()
+	lp := s.ledgered[tp]
+	s.pubMu.Unlock()
 	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, start: r.Offset,
-		created: now, lastUsed: now, mem: s.fileMem, u: &unit{}}
+		created: now, lastUsed: now, mem: s.fileMem, u: &unit{}, lp: lp}
 	s.budget.Acquire(budget.Encoders, f.mem)
 	s.files[id] = f
 	if s.groups[tp] == nil {
@@ -588,6 +599,9 @@ func (s *Sink) upload(f *openFile) {
 	}
 	if err := s.writeEntry(f, n); err != nil {
 		f.w.Abort()
+		if errors.Is(err, errLostOwnership) {
+			return
+		}
 		failUpload(err)
 		return
 	}
@@ -607,6 +621,9 @@ func (s *Sink) upload(f *openFile) {
 	s.tracker.markDurable(f.u)
 }
 
+// errLostOwnership: the file's partition was dropped before its entry.
+var errLostOwnership = errors.New("the partition was dropped before the file was published")
+
 // writeEntry writes the ledger entry of f, whose size is n, before f is
 // published: the partition's state with every earlier file published,
 // and f's own runs. Entries of a partition are written one at a time, in
@@ -615,11 +632,17 @@ func (s *Sink) writeEntry(f *openFile, n int64) error {
 	if s.cfg.Ledger == nil {
 		return nil
 	}
-	s.pubMu.Lock()
-	lp := s.ledgered[f.tp]
-	s.pubMu.Unlock()
+	lp := f.lp
 	if lp == nil {
 		return nil
+	}
+	s.pubMu.Lock()
+	owned := s.ledgered[f.tp] == lp
+	s.pubMu.Unlock()
+	if !owned {
+		// Lost, and maybe given back since: this file is of the earlier
+		// ownership, whose state the tracker no longer holds.
+		return errLostOwnership
 	}
 	e := &layout.Entry{
 		Cluster: lp.id.Cluster, Topic: lp.id.Topic, TopicID: lp.id.TopicID, Partition: lp.id.Partition,

@@ -94,6 +94,7 @@ func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
 	}
 	if len(p.known) > 0 && p.known[0][0] <= off {
 		p.add(off, off+1, nil)
+		t.signalLocked()
 		return false
 	}
 	p.add(off, off+1, u)
@@ -195,8 +196,7 @@ func (t *tracker) state(tp TopicPartition) layout.State {
 			st.Above = st.Above.Add(pc.start, pc.end)
 		}
 	}
-	st.Above = st.Above.Union(p.known)
-	return st
+	return layout.State{Next: st.Next}.With(st.Above.Union(p.known))
 }
 
 // ranges returns a copy of u's runs.

@@ -341,8 +341,20 @@ func (s *Source) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close releases the client. Call Shutdown first for a graceful stop.
-func (s *Source) Close() { s.cl.Close() }
+// Close releases the client, within ctx. Call Shutdown first for a
+// graceful stop. kgo's Close leaves the group with no deadline of its own,
+// and a broker that stopped answering would hold it for minutes: past ctx,
+// Close returns and leaves the client to the process's exit.
+func (s *Source) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.cl.Close(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close the Kafka client (a broker does not answer): %w", ctx.Err())
+	}
+}
 
 func (s *Source) commitLoop(ctx context.Context) {
 	t := time.NewTicker(5 * time.Second)
@@ -431,7 +443,9 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	fctx, cancel := context.WithTimeout(ctx, s.revokeTimeout)
 	defer cancel()
 	if err := s.sink.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
-		s.log.Warn("revoked partitions not flushed in time; their files are abandoned and will be consumed again by the new owner", "err", err)
+		// Only what was not stored is abandoned: a file stored already is
+		// in the ledger, and the new owner resumes after it.
+		s.log.Warn("revoked partitions not flushed in time: files not yet stored are abandoned, and their records are consumed again by the new owner", "err", err, "timeout", s.revokeTimeout)
 	}
 	if err := s.commit(fctx, tps); err != nil {
 		s.log.Warn("commit on revoke failed", "err", err)

@@ -238,9 +238,10 @@ func (l *local) read(_ context.Context, key string) (io.ReadCloser, error) {
 
 func (l *local) close() error { return nil }
 
-// removeTemps deletes temp files left by a process that died while writing,
-// in the directory of prefix, whose final key belongs(key) says is ours.
-func (l *local) removeTemps(_ context.Context, prefix string, belongs func(key string) bool) error {
+// removeAbandoned deletes temp files left by a process that died while
+// writing, in the directory of prefix, whose final key belongs(key) says is
+// ours.
+func (l *local) removeAbandoned(_ context.Context, prefix string, belongs func(key string) bool) error {
 	dir := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		dir = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))

@@ -164,4 +164,8 @@ func (r *remote) read(ctx context.Context, key string) (io.ReadCloser, error) {
 	return rd, nil
 }
 
+// removeAbandoned has nothing to do: an unfinished remote upload is never
+// visible, and is aborted or expires on its own.
+func (r *remote) removeAbandoned(context.Context, string, func(string) bool) error { return nil }
+
 func (r *remote) close() error { return r.b.Close() }

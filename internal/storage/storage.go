@@ -35,7 +35,7 @@ type Options struct {
 	// Account, when set, is told of every part buffer allocated (+bytes) and
 	// freed (-bytes), so the byte budget sees data waiting for storage.
 	Account func(delta int64)
-	// Faults, when set, slow or stall the backend (tests, bench).
+	// Faults, when set, slow or stall the backend (tests).
 	Faults *Faults
 	// Retry bounds the retries of remote storage requests; zero fields
 	// take Retry's defaults.
@@ -49,9 +49,52 @@ type Object struct {
 	Dir  bool // a directory level of ListDir, not an object
 }
 
-// backend is what a scheme must provide. It is small on purpose: the local
-// directory needs fsync semantics that gocloud's fileblob does not give.
+// backend is what a scheme must provide: local (a directory, with the
+// fsync semantics gocloud's fileblob does not give) and remote (any
+// gocloud bucket). Bucket adds the part queue, fault injection and error
+// context on top; everything it asks of a backend goes through these
+// methods.
+//
+// The contract, which the sink's offset commits rest on:
+//
+//   - Create-only. Nothing is ever replaced: a commit to a key that
+//     already names an object fails with an error for which
+//     errors.Is(err, ErrExists) holds, and the object there is left as it
+//     was, so of two writers of one key at most one commit succeeds. The
+//     remote backend relies on the store honouring conditional writes
+//     (see remote.newWriter).
+//   - Nothing written is visible under its key (to list or read) before
+//     commit is called; once commit returns nil, the object is durable
+//     and whole.
+//   - A failed commit proves nothing about the key: the object may be
+//     visible all the same (the store committed it and the answer was
+//     lost; the local file was linked but its directory not synced). The
+//     caller must stop trusting its own view and resume from what list
+//     and read show. Apart from that, a failed commit leaves nothing
+//     visible. It
+//     ends the writer either way: its resources are released, and what it
+//     started in the store is cleaned up or left to expire (an S3
+//     multipart upload is aborted; an uncommitted Azure block list or GCS
+//     resumable session expires on its own; a local temp file is
+//     removed). abort is not called after commit.
+//   - abort ends an uncommitted writer, also after a failed Write: nothing
+//     becomes visible under its key, and it cleans up as a failed commit
+//     does. It can't fail, and waits for the store no longer than the
+//     clean-up's own bound (s3AbortTimeout for an S3 multipart upload).
+//   - list calls fn for the visible objects whose key starts with prefix,
+//     at most once each and in no promised order (callers that need one
+//     sort), and stops at fn's first error, returning it. Objects
+//     committed while it runs may or may not be seen. Writes in progress
+//     (the local backend's temp files) are never shown.
+//   - The remote backend returns errors no retry can fix (a missing
+//     bucket, refused credentials, a denied permission) as a *FatalError
+//     (see classify); the local backend returns the OS's errors.
+//   - A backend is safe for concurrent use by many writers and readers.
+//     One objectWriter is used by one goroutine at a time.
 type backend interface {
+	// newWriter starts an object under key. ctx bounds the whole upload:
+	// cancelling it ends a remote upload (the local backend, whose calls
+	// don't wait on a network, ignores it).
 	newWriter(ctx context.Context, key string, meta map[string]string) (objectWriter, error)
 	list(ctx context.Context, prefix string, fn func(Object) error) error
 	// listDir calls fn, in lexical order, for each name directly under
@@ -60,10 +103,24 @@ type backend interface {
 	listDir(ctx context.Context, prefix string, fn func(Object) error) error
 	// stat returns the object under key, ok=false when there is none.
 	stat(ctx context.Context, key string) (o Object, ok bool, err error)
+	// read opens a committed object.
 	read(ctx context.Context, key string) (io.ReadCloser, error)
+	// preflight checks, under prefix, what Spillway will ask of the store
+	// (see Bucket.Preflight), using probe as a throw-away key. A probe it
+	// could write but not delete is reported as leftover, not err.
+	preflight(ctx context.Context, prefix, probe string) (leftover, err error)
+	// removeAbandoned deletes the leftovers of writers that died mid-write
+	// under prefix (the local backend's temp files), for the final keys
+	// belongs accepts, never those of writes this process still has open.
+	// The remote backend has none: an unfinished upload is never visible.
+	removeAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error
 	close() error
 }
 
+// objectWriter is one object being written; see backend for its contract.
+// Write sends the object's bytes in order and may block on the store; it
+// does not keep p after it returns. After a Write error, only abort may be
+// called.
 type objectWriter interface {
 	io.Writer
 	commit() error
@@ -75,11 +132,12 @@ type Bucket struct {
 	be       backend
 	url      string // redacted, for messages
 	writeMem int64
-	partSize int
-	uploads  chan struct{}
-	account  func(int64)
-	faults   *Faults
-	pool     sync.Pool
+	// chunkSize is the part queue's unit: see ChunkSize.
+	chunkSize int
+	uploads   chan struct{}
+	account   func(int64)
+	faults    *Faults
+	pool      sync.Pool
 }
 
 // Open opens the bucket named by rawURL. file:// URLs are handled here with
@@ -107,7 +165,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// gathers them into parts of PartSize (counted in WriterMemory), and
 	// small chunks keep each open file's step in memory small, so the budget
 	// is never overshot by a file's first write.
-	b := &Bucket{partSize: int(min(opts.PartSize, chunkSize)), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
+	b := &Bucket{chunkSize: int(min(opts.PartSize, chunkSize)), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -154,10 +212,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 // reported to Options.Account, for the budget.
 func (b *Bucket) WriterMemory() int64 { return b.writeMem }
 
-// PartSize is the size of one chunk of the part queue. An open writer holds
-// one while it fills, and more while storage is behind, all reported to
-// Options.Account.
-func (b *Bucket) PartSize() int64 { return int64(b.partSize) }
+// ChunkSize is the size of one chunk of the part queue (256 KiB, or the
+// part size when smaller), not of a remote upload part. An open writer
+// holds one while it fills, and more while storage is behind, all reported
+// to Options.Account.
+func (b *Bucket) ChunkSize() int64 { return int64(b.chunkSize) }
 
 // String returns the bucket URL with credentials removed.
 func (b *Bucket) String() string { return b.url }
@@ -172,7 +231,7 @@ func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]stri
 	if b.faults != nil {
 		w = faultyWriter{w, b.faults, key}
 	}
-	return &Writer{w: newPartQueue(w, b.partSize, b.uploads, b.account, &b.pool), key: key}, nil
+	return &Writer{w: newPartQueue(w, b.chunkSize, b.uploads, b.account, &b.pool), key: key}, nil
 }
 
 // List calls fn for every object whose key starts with prefix.
@@ -223,11 +282,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[stri
 // are aborted, or expire by a lifecycle rule.) Call it only for partitions
 // this process owns, before writing to them.
 func (b *Bucket) RemoveAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error {
-	l, ok := b.be.(*local)
-	if !ok {
-		return nil
-	}
-	if err := l.removeTemps(ctx, prefix, belongs); err != nil {
+	if err := b.be.removeAbandoned(ctx, prefix, belongs); err != nil {
 		return fmt.Errorf("storage: remove abandoned temp files under %q: %w", prefix, err)
 	}
 	return nil

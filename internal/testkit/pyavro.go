@@ -4,20 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
+	"fmt"
 	"os/exec"
 	"testing"
 	"time"
 )
 
-// debianPython is Debian's interpreter, which python3-avro installs into:
-// another python3 on the PATH would not see it.
-const debianPython = "/usr/bin/python3"
-
 // PythonAvro returns the path of a Python that imports Debian's python3-avro
 // with its snappy and zstandard codecs (python3-snappy, python3-zstandard):
 // an Avro reader nobody here wrote. When it is missing the test is skipped,
-// or fails if SPILLWAY_TEST_REQUIRE_TOOLS=1.
+// or fails if SPILLWAY_TEST_REQUIRE_TOOLS=1 (see missingTool).
 func PythonAvro(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -26,11 +22,7 @@ func PythonAvro(t testing.TB) string {
 	if err == nil {
 		return debianPython
 	}
-	msg := "python3-avro, python3-snappy or python3-zstandard not installed (" + err.Error() + ": " + string(bytes.TrimSpace(out)) + "); run ./scripts/test.sh which installs them"
-	if os.Getenv(RequireToolsEnv) == "1" {
-		t.Fatalf("%s, and %s=1", msg, RequireToolsEnv)
-	}
-	t.Skip(msg)
+	missingTool(t, fmt.Sprintf("python3-avro, python3-snappy or python3-zstandard is not installed for %s (%v: %s)", debianPython, err, bytes.TrimSpace(out)))
 	return ""
 }
 
