@@ -151,9 +151,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return format.NewEncoder(fcfg, w)
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
-			return format.NewCompressor(fcfg.Compression, w)
+			return format.NewCompressor(format.StreamCompression(fcfg), w)
 		},
-		CompressorMemory: format.CompressorMemory(fcfg.Compression),
+		CompressorMemory: format.WriterMemory(fcfg),
 		ErrRecord:        format.ErrRecord,
 		NullValues:       cfg.Errors.NullValues,
 		Tolerance:        cfg.Errors.Tolerance,
