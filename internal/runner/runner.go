@@ -302,7 +302,17 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 				return layout.Point{}, err
 			}
 		}
-		return ledger.Resume(ctx, id, log, opts)
+		p, err := ledger.Resume(ctx, id, log, opts)
+		if err != nil {
+			return p, err
+		}
+		// And what it left of the ledger entry it was writing.
+		for _, dir := range ledger.EntryDirs(id, p.Seq) {
+			if err := bucket.RemoveAbandoned(ctx, dir, func(string) bool { return true }); err != nil {
+				return layout.Point{}, err
+			}
+		}
+		return p, nil
 	}
 }
 
