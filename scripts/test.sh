@@ -56,22 +56,27 @@ as_root() {
 # ---------------------------------------------------------------- installs --
 
 # install_apt_tools: kcat (librdkafka's CLI, a non-Go Kafka client for tests),
-# zstd (an independent decompressor to check output files) and
-# python3-snappy (Google's libsnappy, to read snappy framed files back; it
-# must be Debian's /usr/bin/python3 that imports it).
+# zstd (an independent decompressor to check output files), and Debian's
+# python3-snappy (Google's libsnappy, to read snappy framed files back) and
+# python3-avro with its snappy and zstandard codecs (an independent Avro
+# reader); it must be Debian's /usr/bin/python3 that imports them.
 install_apt_tools() {
 	local missing=()
 	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 	command -v zstd >/dev/null 2>&1 || missing+=(zstd)
-	/usr/bin/python3 -c 'import snappy' >/dev/null 2>&1 || missing+=(python3-snappy)
+	local mod
+	for mod in snappy:python3-snappy avro:python3-avro zstandard:python3-zstandard; do
+		/usr/bin/python3 -c "import ${mod%%:*}" >/dev/null 2>&1 || missing+=("${mod#*:}")
+	done
 	if [ "${#missing[@]}" -eq 0 ]; then
-		echo "kcat, zstd and python3-snappy already installed"
+		echo "kcat, zstd, python3-snappy and python3-avro already installed"
 		return 0
 	fi
 	echo "installing: ${missing[*]}"
 	as_root apt-get update -qq
 	as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-	command -v kcat >/dev/null && command -v zstd >/dev/null && /usr/bin/python3 -c 'import snappy'
+	command -v kcat >/dev/null && command -v zstd >/dev/null \
+		&& /usr/bin/python3 -c "import avro.datafile, snappy, zstandard"
 }
 
 # install_staticcheck: pinned, built by this Go into .cache/bin; rebuilt when

@@ -58,10 +58,10 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "format in capitals", set: map[string]string{"FORMAT": "JSONL"}},
 		{name: "format csv", set: map[string]string{"FORMAT": "csv"}},
 		{name: "format bytes", set: map[string]string{"FORMAT": "bytes"}},
+		{name: "format avro", set: map[string]string{"FORMAT": "avro"}},
+		{name: "format parquet", set: map[string]string{"FORMAT": "Parquet"}},
 
 		// Refused by both, naming the key.
-		{name: "format avro", set: map[string]string{"FORMAT": "avro"}, want: `format.type: "avro" is planned but not built`},
-		{name: "format parquet", set: map[string]string{"FORMAT": "parquet"}, want: `format.type: "parquet" is planned but not built`},
 		{name: "format unknown", set: map[string]string{"FORMAT": "xml"}, want: `format.type: "xml" is not valid`},
 		{name: "file URL with a host", set: map[string]string{"URL": "file://relative%OUT%"}, want: `storage.url: "file://relative/`},
 		{name: "prefix that escapes", set: map[string]string{"PREFIX": "../escape/"}, want: `storage.prefix: "../escape/" has a ".." segment`},

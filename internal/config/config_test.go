@@ -220,12 +220,10 @@ func TestRejects(t *testing.T) {
 		}},
 
 		// format
-		{"format planned but not built", "format:\n  type: Parquet\n", nil,
-			[]string{`format.type: "parquet" is planned but not built in this version; use jsonl, json, csv or bytes`}},
 		{"format empty", "format:\n  type: ''\n", nil,
-			[]string{`format.type: is empty; use jsonl, json, csv or bytes`}},
+			[]string{`format.type: is empty; use jsonl, json, csv, bytes, avro or parquet`}},
 		{"format values", "format:\n  type: xml\n  compression: lz4\n  value_encoding: hex\n", nil, []string{
-			`format.type: "xml" is not valid; use jsonl, json, csv or bytes (avro and parquet are planned)`,
+			`format.type: "xml" is not valid; use jsonl, json, csv, bytes, avro or parquet`,
 			`format.compression: "lz4" is not valid; use none, gzip, snappy or zstd`,
 			`format.value_encoding: "hex" is not valid; use none or base64`,
 		}},
@@ -422,7 +420,7 @@ log:
 		`kafka.start_offset: "newest" is not valid; use earliest or latest`,
 		"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1",
 		`storage.part_size: "1KiB" is too small; use at least 64KiB`,
-		`format.type: "xml" is not valid; use jsonl, json, csv or bytes (avro and parquet are planned)`,
+		`format.type: "xml" is not valid; use jsonl, json, csv, bytes, avro or parquet`,
 		`log.level: "loud" is not valid; use debug, info, warn or error`,
 	}
 	if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, want) {
@@ -622,6 +620,24 @@ func TestValidate(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || len(e.Problems) != 1 || e.Problems[0].Key != "storage.upload_concurrency" {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestColumnarFormats: avro and parquet are built, with every compression.
+func TestColumnarFormats(t *testing.T) {
+	for _, tc := range []struct{ yaml, typ, compression string }{
+		{"format:\n  type: Parquet\n  compression: ZSTD\n", "parquet", "zstd"},
+		{"format:\n  type: avro\n  compression: snappy\n  value_encoding: base64\n", "avro", "snappy"},
+		{"format:\n  type: AVRO\n  fields: [value]\n  envelope: false\n", "avro", "none"},
+	} {
+		c, err := LoadBytes([]byte(tc.yaml), baseEnv)
+		if err != nil {
+			t.Errorf("%q: %v", tc.yaml, err)
+			continue
+		}
+		if c.Format.Type != tc.typ || c.Format.Compression != tc.compression {
+			t.Errorf("%q: loaded type %q compression %q, want %q %q", tc.yaml, c.Format.Type, c.Format.Compression, tc.typ, tc.compression)
+		}
 	}
 }
 

@@ -50,8 +50,8 @@ var formats = []struct {
 	{"json", true},
 	{"csv", true},
 	{"bytes", true},
-	{"avro", false},
-	{"parquet", false},
+	{"avro", true},
+	{"parquet", true},
 }
 
 // formatNames lists the names in formats that are built, or planned.
@@ -496,6 +496,8 @@ func (f *Format) check(ps *problems) {
 		ps.add("format.type", f.Type, "is planned but not built in this version; use %s", orList(built))
 	case f.Type == "":
 		ps.add("format.type", "", "is empty; use %s", orList(built))
+	case !slices.Contains(built, f.Type) && len(planned) == 0:
+		ps.add("format.type", f.Type, "is not valid; use %s", orList(built))
 	case !slices.Contains(built, f.Type):
 		ps.add("format.type", f.Type, "is not valid; use %s (%s are planned)", orList(built), andList(planned))
 	}

@@ -1,7 +1,9 @@
 // Package format turns Kafka records into file bytes: an Encoder writes
-// records in the configured file format (jsonl, json, csv, bytes; avro and
-// parquet later) and a compressor wraps the output stream. Both are plain io.Writer
-// stages, so a file is one chain:
+// records in the configured file format (jsonl, json, csv, bytes, avro,
+// parquet) and a compressor wraps the output stream. Both are plain
+// io.Writer stages, so a file is one chain (avro and parquet compress
+// inside the file, and their stream compressor is "none": see
+// StreamCompression):
 //
 //	Encoder ▸ NewCompressor ▸ storage writer
 //
@@ -68,8 +70,10 @@ func NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
 		return newCSVEncoder(cfg, output{w: w, name: "csv"})
 	case "bytes":
 		return newBytesEncoder(cfg, output{w: w, name: "bytes"})
-	case "avro", "parquet":
-		return nil, fmt.Errorf("format.type %s is not implemented yet; use jsonl, json, csv or bytes", cfg.Type)
+	case "avro":
+		return newAvroFile(cfg, w)
+	case "parquet":
+		return newParquetEncoder(cfg, w)
 	}
 	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, bytes, avro, parquet", cfg.Type)
 }

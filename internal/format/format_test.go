@@ -334,8 +334,10 @@ func TestNewEncoderErrors(t *testing.T) {
 		cfg  config.Format
 		want string
 	}{
-		{config.Format{Type: "avro", Fields: allFields, Envelope: true}, "format.type avro is not implemented yet"},
-		{config.Format{Type: "parquet", Fields: allFields, Envelope: true}, "format.type parquet is not implemented yet"},
+		{config.Format{Type: "avro", Fields: []string{"key", "value"}}, "format.envelope: false writes one field"},
+		{config.Format{Type: "avro", Fields: allFields, Envelope: true, Compression: "lz4"}, `format.compression "lz4" is unknown`},
+		{config.Format{Type: "parquet", Fields: []string{"value", "value"}, Envelope: true}, `field "value" is listed twice`},
+		{config.Format{Type: "parquet", Fields: allFields, Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
 		{config.Format{Type: "xml", Fields: allFields, Envelope: true}, `format.type "xml" is unknown`},
 		{config.Format{Type: "jsonl", Envelope: true}, "format.fields is empty"},
 		{config.Format{Type: "jsonl", Fields: []string{"value", "partition"}, Envelope: true}, `unknown field "partition"`},

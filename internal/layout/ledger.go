@@ -174,6 +174,24 @@ func (l *Ledger) EntryKey(id Identity, seq int64) string {
 	return b.String()
 }
 
+// EntryDirs returns the directories of a partition's entries seq-1 and
+// seq: where a writer killed while writing its next entry left what it
+// was writing, for the partition's new owner to clean up.
+func (l *Ledger) EntryDirs(id Identity, seq int64) []string {
+	var dirs []string
+	for _, s := range []int64{seq - 1, seq} {
+		if s < 0 {
+			continue
+		}
+		k := l.EntryKey(id, s)
+		d := k[:strings.LastIndexByte(k, '/')+1]
+		if len(dirs) == 0 || dirs[len(dirs)-1] != d {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
 // Append writes e create-only. storage.ErrExists means another writer
 // wrote that sequence number first: it owns the partition now.
 func (l *Ledger) Append(ctx context.Context, e *Entry) error {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -378,5 +379,19 @@ func TestLedgerEntries(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLedgerEntryDirs(t *testing.T) {
+	l := layout.NewLedger(nil, "p/")
+	id := layout.Identity{Topic: "t", TopicID: "id", Partition: 3}
+	for seq, want := range map[int64][]string{
+		0:    {"p/_spillway/ledger/t/id/3/000/000/000/"},
+		5:    {"p/_spillway/ledger/t/id/3/000/000/000/"},
+		1000: {"p/_spillway/ledger/t/id/3/000/000/000/", "p/_spillway/ledger/t/id/3/000/000/001/"},
+	} {
+		if got := l.EntryDirs(id, seq); !reflect.DeepEqual(got, want) {
+			t.Errorf("EntryDirs(%d) = %v, want %v", seq, got, want)
+		}
 	}
 }

@@ -164,9 +164,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return format.NewEncoder(fcfg, w)
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
-			return format.NewCompressor(fcfg.Compression, w)
+			return format.NewCompressor(format.StreamCompression(fcfg), w)
 		},
-		CompressorMemory: format.CompressorMemory(fcfg.Compression),
+		CompressorMemory: format.WriterMemory(fcfg),
 		ErrRecord:        format.ErrRecord,
 		NullValues:       cfg.Errors.NullValues,
 		Tolerance:        cfg.Errors.Tolerance,
@@ -315,7 +315,17 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 				return layout.Point{}, err
 			}
 		}
-		return ledger.Resume(ctx, id, log, opts)
+		p, err := ledger.Resume(ctx, id, log, opts)
+		if err != nil {
+			return p, err
+		}
+		// And what it left of the ledger entry it was writing.
+		for _, dir := range ledger.EntryDirs(id, p.Seq) {
+			if err := bucket.RemoveAbandoned(ctx, dir, func(string) bool { return true }); err != nil {
+				return layout.Point{}, err
+			}
+		}
+		return p, nil
 	}
 }
 
