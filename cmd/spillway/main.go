@@ -144,8 +144,14 @@ func runCmd(stderr io.Writer, environ []string) *cobra.Command {
 			log := newLogger(stderr, cfg.Log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			finished := make(chan struct{})
+			defer close(finished) // before stop: Run's own return is no signal
 			go func() {
-				<-ctx.Done()
+				select {
+				case <-finished:
+					return
+				case <-ctx.Done():
+				}
 				if cmd.Context().Err() == nil {
 					log.Info("signal received: stopping gracefully within shutdown.timeout; a second SIGINT or SIGTERM exits at once", "deadline", cfg.Shutdown.Timeout)
 				}
