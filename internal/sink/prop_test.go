@@ -308,58 +308,76 @@ func (m *propModel) assign(rt *rapid.T, p int) {
 // depends on such a race can't be replayed, so rapid can't shrink it.
 func (m *propModel) settle(rt *rapid.T) {
 	deadline := time.Now().Add(20 * time.Second)
+	// Each look stops the world: look often at first, then back off, so
+	// that the looking does not slow down what it waits for.
+	pause := 20 * time.Microsecond
+	var buf []byte
 	for {
-		busy := busyGoroutines()
+		busy := busyGoroutinesIn(&buf)
 		if busy == "" {
 			return
 		}
 		if time.Now().After(deadline) {
 			rt.Fatalf("the sink never settled; still busy:\n%s", busy)
 		}
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 500*time.Microsecond)
 	}
 }
 
 // blockedStates are the goroutine states in which a goroutine waits for
 // another one; anything else (running, runnable, in a system call) is work
-// still going on.
+// still going on. Plain "semacquire" is not one: it is the runtime's own
+// wait, to start a garbage collection or to stop the world (as
+// busyGoroutines itself does), and the goroutine goes on by itself.
 var blockedStates = map[string]bool{
 	"chan receive": true, "chan send": true, "select": true,
 	"chan receive (nil chan)": true, "chan send (nil chan)": true, "select (no cases)": true,
 	"sync.Cond.Wait": true, "sync.Mutex.Lock": true, "sync.RWMutex.Lock": true,
-	"sync.RWMutex.RLock": true, "sync.WaitGroup.Wait": true, "semacquire": true,
+	"sync.RWMutex.RLock": true, "sync.WaitGroup.Wait": true,
 }
 
 // busyGoroutines returns the stacks of Spillway's goroutines, other than
 // the caller, that are not blocked, or "" when there are none.
 func busyGoroutines() string {
-	buf := make([]byte, 1<<20)
+	var buf []byte
+	return busyGoroutinesIn(&buf)
+}
+
+// busyGoroutinesIn is busyGoroutines taking the stacks into *buf, grown as
+// needed and kept for the next call: settle looks thousands of times per
+// run, and a fresh buffer each time keeps the garbage collector busy.
+func busyGoroutinesIn(buf *[]byte) string {
+	if len(*buf) == 0 {
+		*buf = make([]byte, 64<<10)
+	}
+	var stacks []byte
 	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
+		n := runtime.Stack(*buf, true)
+		if n < len(*buf) {
+			stacks = (*buf)[:n]
 			break
 		}
-		buf = make([]byte, 2*len(buf))
+		*buf = make([]byte, 2*len(*buf))
 	}
 	var busy []string
 	// The first stack is the caller's own.
-	for i, g := range strings.Split(string(buf), "\n\n") {
+	for i, g := range bytes.Split(stacks, []byte("\n\n")) {
 		if i == 0 {
 			continue
 		}
 		// "goroutine 7 [chan receive, 2 minutes]:"
-		open, end := strings.IndexByte(g, '['), strings.IndexByte(g, ']')
+		open, end := bytes.IndexByte(g, '['), bytes.IndexByte(g, ']')
 		if open < 0 || end < open {
 			continue
 		}
-		state, _, _ := strings.Cut(g[open+1:end], ",")
+		state, _, _ := bytes.Cut(g[open+1:end], []byte(","))
 		// Only Spillway's goroutines count (a goroutine running on another
 		// thread shows no stack: it may be one), so that a goroutine some
 		// other test left sleeping does not hold this one up.
-		ours := strings.Contains(g, "spillway/internal/") || strings.Contains(g, "stack unavailable")
-		if !blockedStates[state] && ours {
-			busy = append(busy, g)
+		ours := bytes.Contains(g, []byte("spillway/internal/")) || bytes.Contains(g, []byte("stack unavailable"))
+		if !blockedStates[string(state)] && ours {
+			busy = append(busy, string(g))
 		}
 	}
 	return strings.Join(busy, "\n\n")
