@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -333,11 +334,9 @@ func TestBinaryRunGracefulStopExactlyOnce(t *testing.T) {
 	}
 }
 
-// TestBinaryRunUnreachableBroker: with no broker listening, spillway keeps
-// retrying (it does not exit on its own: a broker may come up later), logs the
-// address it can't reach, and a SIGTERM still stops it cleanly within
-// shutdown.timeout. Exiting non-zero on its own is not what it does, so that
-// is not asserted.
+// TestBinaryRunUnreachableBroker: with no broker listening, spillway does
+// not idle: within kafka.startup_timeout it exits 1 with a message that
+// names the address it could not reach and the keys to check.
 func TestBinaryRunUnreachableBroker(t *testing.T) {
 	spillwayBinary(t)
 	// A port where nothing listens: bind one, then close it.
@@ -347,20 +346,34 @@ func TestBinaryRunUnreachableBroker(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	const shutdown = 2 * time.Second
-	cfg := writeRunConfig(t, runConfig{brokers: []string{addr}, out: t.TempDir(), group: "g", shutdown: shutdown})
-	p := startSpillway(t, "run", "--config", cfg)
-	waitUntil(t, p, "a connection error naming "+addr, func() bool {
-		s := p.stderr.String()
-		return strings.Contains(s, "unable to open connection to broker") && strings.Contains(s, addr)
-	})
-	code, took := p.stop(t, syscall.SIGTERM, shutdown+exitGrace)
-	t.Logf("SIGTERM: exit %d after %v", code, took.Round(time.Millisecond))
-	if code != 0 {
-		t.Fatalf("exit code %d, want 0 (nothing to flush)\nstderr:\n%s", code, p.stderr.String())
+	path := writeFile(t, "spillway.yaml", fmt.Sprintf(`kafka:
+  brokers: [%q]
+  topics: [events]
+  startup_timeout: 2s
+storage:
+  url: file://%s
+admin:
+  listen: ""
+`, addr, t.TempDir()))
+	p := startSpillway(t, "run", "--config", path)
+	deadline := time.Now().Add(waitDeadline)
+	for !p.exited() {
+		if time.Now().After(deadline) {
+			t.Fatalf("spillway still runs after %v with no broker\nstderr:\n%s", waitDeadline, p.stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	if !strings.Contains(p.stderr.String(), "stopped cleanly") {
-		t.Errorf("no clean-stop log line:\n%s", p.stderr.String())
+	var ee *exec.ExitError
+	if !errors.As(p.waitErr, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want exit status 1\nstderr:\n%s", p.waitErr, p.stderr.String())
+	}
+	for _, want := range []string{addr, "kafka.startup_timeout", "kafka.brokers"} {
+		if !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("stderr does not name %q:\n%s", want, p.stderr.String())
+		}
+	}
+	if strings.Contains(p.stderr.String(), "spillway running") {
+		t.Errorf("it started consuming with no broker:\n%s", p.stderr.String())
 	}
 }
 

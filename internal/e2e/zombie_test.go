@@ -104,7 +104,7 @@ shutdown:
 		st := zombie.Wait(t, 0)
 		log := tail(zombie.LogPath, 40)
 		t.Logf("zombie exited after waking: %s", describeExit(st))
-		if st.ExitCode() != 1 || !strings.Contains(log, "another writer") {
+		if st.ExitCode() != 1 || !strings.Contains(log, "another instance") {
 			t.Fatalf("zombie exited with %s; want exit 1 naming the other writer. Log:\n%s", describeExit(st), log)
 		}
 		zombie = startSpillway(t, config("zombie"), nil)
