@@ -38,8 +38,9 @@ import (
 // interleavings of what a consumer group does to it: records arriving (some
 // of them tombstones, which null_values: ignore skips), files rotating,
 // ledger entries and uploads completing or failing in any order, offset
-// commits, crashes (SIGKILL: whatever is not yet stored is gone), revokes
-// and lost partitions, lost offset commits, and partitions coming back.
+// commits, crashes (SIGKILL: whatever is not yet stored is gone), graceful
+// restarts, revokes and lost partitions, lost offset commits, and
+// partitions coming back.
 //
 // Files are named by an event-time hour bucket, and each record's
 // timestamp falls in one of a few hours at random, so a partition has
@@ -81,7 +82,8 @@ import (
 // At the end every partition is assigned, everything is fed, flushed,
 // uploaded and committed (restarting if the sink died), and then every
 // offset of every partition must be stored exactly once (tombstones never)
-// and committed.
+// and committed; and a restart, with the group's commits kept or lost,
+// must store nothing again and end committed at the log end.
 func TestPropCommitAndRecovery(t *testing.T) { runProp(t, false) }
 
 // TestPropLateZombiePublish is TestPropCommitAndRecovery where a partition
@@ -735,6 +737,28 @@ func (m *propModel) Crash(rt *rapid.T) {
 	m.start(rt, "after the crash")
 }
 
+// Restart stops the process gracefully, as on SIGTERM: every file is
+// flushed with storage letting its commits through, what is durable is
+// committed, and a new process resumes every partition. Records handled
+// without a file (tombstones) after a partition's last file are then
+// committed but in no ledger entry: the new process resumes from the
+// commit, ahead of the ledger.
+func (m *propModel) Restart(rt *rapid.T) {
+	rt.Logf("graceful restart")
+	m.gen.gate.setApprove(func(string) bool { return true })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	err := m.gen.s.Flush(ctx, nil, sink.ReasonShutdown)
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		rt.Fatalf("restart: Flush did not finish with every upload let through")
+	}
+	rt.Logf("  flushed (%v)", err)
+	m.settle(rt)
+	m.commit(rt, nil)
+	m.closeGeneration(false)
+	m.start(rt, "after a graceful stop")
+}
+
 // Revoke takes a partition away in a cooperative rebalance, as onRevoked
 // does: flush its files and wait for them (or give up after the revoke
 // timeout), commit what is durable, drop it.
@@ -1102,5 +1126,39 @@ func (m *propModel) drain(rt *rapid.T) {
 	})
 	if len(tmps) > 0 {
 		rt.Fatalf("temp files left: %v", tmps)
+	}
+	// A restart now stores nothing again and ends committed at the log
+	// end, with the group's commits as they are (past tombstones the
+	// ledger can't know of) or lost.
+	for _, lost := range []bool{false, true} {
+		why := "a restart after the drain"
+		if lost {
+			why += ", every commit lost"
+			clear(m.committed)
+		}
+		m.start(rt, why)
+		m.gen.gate.setApprove(func(string) bool { return true })
+		for p := range m.parts {
+			if _, err := m.write(rt, context.Background(), m.records(p, m.fed[p], m.logEnd[p])); err != nil {
+				rt.Fatalf("%s: t/%d: Write: %v", why, p, err)
+			}
+			m.fed[p] = m.logEnd[p]
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := m.gen.s.Flush(ctx, nil, sink.ReasonShutdown)
+		cancel()
+		if err != nil {
+			rt.Fatalf("%s: Flush: %v", why, err)
+		}
+		m.commit(rt, nil)
+		for p := range m.parts {
+			if n := m.gen.gate.changes(p); n > 0 {
+				rt.Fatalf("%s: t/%d: %d objects stored again", why, p, n)
+			}
+			if m.committed[p] != m.logEnd[p] {
+				rt.Fatalf("%s: t/%d: the commit is %d, want %d", why, p, m.committed[p], m.logEnd[p])
+			}
+		}
+		m.closeGeneration(false)
 	}
 }
