@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return fmt.Errorf("file.name_template: %w", err)
 	}
 	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
-	b.Acquire(budget.FetchBuf, plan.Reserved)
+	b.Acquire(budget.FetchBuffers, plan.Reserved)
 	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{
 		PartSize:          int64(cfg.Storage.PartSize),
 		UploadConcurrency: cfg.Storage.UploadConcurrency,
@@ -99,9 +99,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		Retry:             storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1},
 		Account: func(delta int64) {
 			if delta >= 0 {
-				b.Acquire(budget.Buffered, delta)
+				b.Acquire(budget.QueuedChunks, delta)
 			} else {
-				b.Release(budget.Buffered, -delta)
+				b.Release(budget.QueuedChunks, -delta)
 			}
 		},
 	})
@@ -139,7 +139,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxBytes:     int64(cfg.File.MaxBytes),
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
-		Uploaders:    cfg.Storage.UploadConcurrency,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
 			return format.NewEncoder(fcfg, w)
 		},
@@ -169,7 +168,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	} else {
 		log.Warn("records stored before a crash but not committed may be written again: resuming from storage needs a name template that lists one partition's files under one prefix and format.fields with offset")
 	}
-	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches, Reserved: plan.Reserved}, snk, b, cfg.Shutdown.Timeout, resume, log)
+	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
 	}

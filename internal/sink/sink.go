@@ -54,7 +54,6 @@ type Config struct {
 	MaxBytes     int64
 	MaxAge       time.Duration
 	MaxOpenFiles int // 0 = derived from the budget
-	Uploaders    int
 
 	// NewEncoder and NewCompressor build a file's chain. CompressorMemory is
 	// what one compressor plus encoder holds, for the budget.
@@ -148,7 +147,6 @@ type openFile struct {
 	records  int64
 	created  time.Time
 	lastUsed time.Time
-	mem      int64
 
 	// Set when the file is handed to storage.
 	prev    *openFile     // the partition's previous file still uploading
@@ -159,9 +157,6 @@ type openFile struct {
 
 // New starts the upload workers. Close stops them.
 func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
-	if cfg.Uploaders <= 0 {
-		cfg.Uploaders = 1
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Sink{
 		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
@@ -173,12 +168,8 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	}
 	s.stats.Closed = map[Reason]int64{}
 	if s.cfg.MaxOpenFiles <= 0 {
-		// Half the budget for open files; the rest for fetches and uploads.
-		// Each open file also fills one part buffer, counted as it is used.
-		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / (s.fileMem + bucket.PartSize()))
-		if s.cfg.MaxOpenFiles < 1 {
-			s.cfg.MaxOpenFiles = 1
-		}
+		// Each open file also fills one chunk, counted as it is used.
+		s.cfg.MaxOpenFiles = b.MaxOpenFiles(s.fileMem + bucket.PartSize())
 	}
 	return s
 }
@@ -406,8 +397,9 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, ro
 	}
 	now := time.Now()
 	f := &openFile{tp: tp, key: key, w: w, comp: comp, enc: enc, start: r.Offset, next: r.Offset,
-		created: now, lastUsed: now, mem: s.fileMem, seg: s.tracker.open(tp, r.Offset)}
-	s.budget.Acquire(budget.Encoders, f.mem)
+		created: now, lastUsed: now, seg: s.tracker.open(tp, r.Offset)}
+	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
+	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
 	s.files[tp] = f
 	return f, nil
 }
@@ -438,9 +430,10 @@ func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
 	if cerr := f.comp.Close(); err == nil {
 		err = cerr
 	}
-	s.budget.Release(budget.Encoders, f.mem)
+	s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
 	if err != nil {
 		f.w.Abort()
+		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		return fmt.Errorf("finish %s: %w", f.key, err)
 	}
 	s.tracker.finish(f.seg, f.next)
@@ -448,11 +441,12 @@ func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
 		// Every record of this file was skipped by the error policy: store
 		// nothing, but let its offsets be committed.
 		f.w.Abort()
+		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		s.tracker.markDurable(f.seg)
 		return nil
 	}
-	f.mem = s.bucket.WriterMemory() + pendingCost
-	s.budget.Acquire(budget.Uploading, f.mem)
+	// The writer keeps its buffers until the commit ends.
+	s.budget.Acquire(budget.ClosedFiles, pendingCost)
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
@@ -477,7 +471,8 @@ func (s *Sink) upload(f *openFile) {
 	defer s.inflight.Done()
 	defer s.ended(f)
 	defer func() {
-		s.budget.Release(budget.Uploading, f.mem)
+		s.budget.Release(budget.ClosedFiles, pendingCost)
+		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		// Not s.mu: a writer holding s.mu may be waiting on the budget.
 		s.uploading.Add(-1)
 	}()
@@ -676,7 +671,8 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 			_ = f.enc.Close()
 			_ = f.comp.Close()
 			f.w.Abort()
-			s.budget.Release(budget.Encoders, f.mem)
+			s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
+			s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		}
 	}
 	// Files of a lost partition that are not yet published stay

@@ -60,7 +60,7 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	rec := &recordingSink{}
 	listErr := errors.New("injected: list refused")
 	resumer := func(context.Context, string, int32) (int64, bool, error) { return 0, false, listErr }
-	src, err := source.New(k, source.Fetch{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer,
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

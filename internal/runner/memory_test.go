@@ -1,0 +1,134 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// logBuffer is a slog destination a test can read while the pipeline runs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) lines(substr string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.buf.String()) {
+		if strings.Contains(line, substr) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+// TestRecordsLargerThanTheBudget drains records larger than the fetch share
+// of a 64MiB limit (8MiB), two of them one after the other, and one larger
+// than the budget's high watermark (29MiB) that opens a file, as the Kafka
+// client returns them: whole, each in a fetch of its own. They
+// must all be stored, once; each partition warns once, naming the record
+// and backpressure.memory_limit; the budget counts them apart, so that
+// waiting for room they take can't block (it did: the polled record was
+// counted against the limit it alone exceeded, and the consumer waited for
+// it to go below the low watermark forever).
+func TestRecordsLargerThanTheBudget(t *testing.T) {
+	cluster := testkit.NewCluster(t, 2, "events")
+	cl := cluster.Client(t, kgo.ProducerBatchMaxBytes(48<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	maxBytes := fmt.Sprint(48 << 20)
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: &maxBytes}}, "events"); err != nil {
+		t.Fatal(err)
+	}
+	text := func(n int, tag string) []byte {
+		return bytes.Repeat([]byte(tag+" \"quoted\" text, café\n"), n/len(tag+" \"quoted\" text, café\n")+1)[:n]
+	}
+	values := map[int32][][]byte{
+		0: {[]byte(`{"n":0}`), text(12<<20, "a"), text(10<<20, "b"), []byte(`{"n":3}`)},
+		1: {text(30<<20, "c"), []byte(`{"n":1}`)},
+	}
+	for p, vs := range values {
+		for _, v := range vs {
+			if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "events", Partition: p, Value: v}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	end := testkit.EndOffsets(t, cl, "events")
+
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.Backpressure.MemoryLimit = "64MiB"
+	cfg.Format.Compression = "none"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	var progress atomic.Pointer[Progress]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{OnStart: progress.Store})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitCommitted(t, cl, cfg.Kafka.Group, end)
+	snap := progress.Load().Budget()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	done <- nil
+
+	stored := testkit.ReadJSONL(t, dir)
+	testkit.AssertExactlyOnce(t, stored, "events", end)
+	for _, r := range stored {
+		if r.Offset < 0 || r.Offset >= int64(len(values[r.Partition])) {
+			continue
+		}
+		want := values[r.Partition][r.Offset]
+		if len(want) > 1<<20 && len(r.Value) < len(want) {
+			t.Errorf("partition %d offset %d: stored %d bytes of value, want the %d produced", r.Partition, r.Offset, len(r.Value), len(want))
+		}
+	}
+
+	var warnings []string
+	for _, l := range logs.lines("backpressure.memory_limit") {
+		if strings.Contains(l, "level=WARN") {
+			warnings = append(warnings, l)
+		}
+	}
+	if len(warnings) != 2 {
+		t.Fatalf("%d warnings naming backpressure.memory_limit, want one per partition:\n%s", len(warnings), strings.Join(warnings, "\n"))
+	}
+	for _, want := range []string{"partition=0 offset=1 record_bytes=", "partition=1 offset=0 record_bytes="} {
+		if !strings.Contains(strings.Join(warnings, "\n"), want) {
+			t.Errorf("no warning with %q:\n%s", want, strings.Join(warnings, "\n"))
+		}
+	}
+
+	// The accountant: the large records apart.
+	plan := progress.Load().Plan
+	if snap.PeakUnreserved < 30<<20-plan.Reserved || snap.PeakUnreserved > 42<<20+1<<20 {
+		t.Errorf("peak held apart %d, want the records beyond the fetch share (30MiB less %d, at most two records)", snap.PeakUnreserved, plan.Reserved)
+	}
+	t.Logf("budget: limit %d, peak %d; held apart at most %d (records beyond the fetch share of %d)", snap.Limit, snap.Peak, snap.PeakUnreserved, plan.Reserved)
+}
