@@ -9,10 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -48,7 +50,8 @@ func (l *logBuffer) lines(substr string) []string {
 // and backpressure.memory_limit; the budget counts them apart, so that
 // waiting for room they take can't block (it did: the polled record was
 // counted against the limit it alone exceeded, and the consumer waited for
-// it to go below the low watermark forever).
+// it to go below the low watermark forever); and they go to storage piece
+// by piece, so that the budget stays within its limit.
 func TestRecordsLargerThanTheBudget(t *testing.T) {
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t, kgo.ProducerBatchMaxBytes(48<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -84,7 +87,10 @@ func TestRecordsLargerThanTheBudget(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{OnStart: progress.Store})
+		// Storage slower than encoding, as a remote store is: a record
+		// queued whole would hold its size a second time.
+		faults := &storage.Faults{BytesPerSecond: 100 << 20}
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{OnStart: progress.Store, StorageFaults: faults})
 	}()
 	defer func() {
 		cancel()
@@ -125,10 +131,52 @@ func TestRecordsLargerThanTheBudget(t *testing.T) {
 		}
 	}
 
-	// The accountant: the large records apart.
+	// The accountant: within its limit, the large records apart.
 	plan := progress.Load().Plan
+	if snap.Peak > snap.Limit+2<<20 {
+		t.Errorf("budget peak %d over its limit %d: the large records were counted against it, or queued whole", snap.Peak, snap.Limit)
+	}
 	if snap.PeakUnreserved < 30<<20-plan.Reserved || snap.PeakUnreserved > 42<<20+1<<20 {
 		t.Errorf("peak held apart %d, want the records beyond the fetch share (30MiB less %d, at most two records)", snap.PeakUnreserved, plan.Reserved)
 	}
 	t.Logf("budget: limit %d, peak %d; held apart at most %d (records beyond the fetch share of %d)", snap.Limit, snap.Peak, snap.PeakUnreserved, plan.Reserved)
+}
+
+// A stop ends within shutdown.timeout even while a record larger than the
+// budget waits for storage that takes nothing: the deadline runs from the
+// stop, not from when the consumer returns, which it can't while its write
+// waits.
+func TestStopEndsAWriteWaitingForStorage(t *testing.T) {
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t, kgo.ProducerBatchMaxBytes(48<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	maxBytes := fmt.Sprint(48 << 20)
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: &maxBytes}}, "events"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "events", Value: bytes.Repeat([]byte("x"), 40<<20)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(cluster.Addrs(), t.TempDir())
+	cfg.Backpressure.MemoryLimit = "64MiB"
+	cfg.Format.Compression = "none"
+	cfg.Shutdown.Timeout = 2 * time.Second
+	faults := &storage.Faults{}
+	faults.Stall()
+	defer faults.Resume()
+	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults})
+	waitFor(t, "the record to take the budget over its limit", func() bool {
+		p := progress()
+		return p != nil && p.Budget().Used > p.Budget().Limit
+	})
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		if err == nil {
+			t.Fatal("Run returned nil: the record can't have been stored while storage took nothing")
+		}
+		t.Logf("Run: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("Run still runs a minute after a stop with shutdown.timeout 2s")
+	}
 }

@@ -202,6 +202,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// already polled are still written after a graceful stop begins.
 	hard, cancelHard := context.WithCancel(context.Background())
 	defer cancelHard()
+	// The deadline runs from the stop itself, not from when the consumer
+	// returns: a write may still be waiting for storage then (a record
+	// larger than the budget's room goes to storage piece by piece).
+	defer context.AfterFunc(ctx, func() {
+		t := time.NewTimer(cfg.Shutdown.Timeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancelHard()
+		case <-hard.Done():
+		}
+	})()
 	tickCtx, stopTick := context.WithCancel(hard)
 	tickDone := make(chan struct{})
 	go func() { defer close(tickDone); snk.RunTicker(tickCtx) }()
@@ -216,8 +228,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return runErr
 	}
 	log.Info("stopping: finishing open files", "deadline", cfg.Shutdown.Timeout)
-	timer := time.AfterFunc(cfg.Shutdown.Timeout, cancelHard)
-	defer timer.Stop()
 	if err := src.Shutdown(hard); err != nil {
 		return fmt.Errorf("graceful stop (shutdown.timeout %s): %w", cfg.Shutdown.Timeout, err)
 	}

@@ -141,6 +141,7 @@ type openFile struct {
 	w        *storage.Writer
 	comp     io.WriteCloser
 	enc      Encoder
+	gate     *gate // between comp and w
 	seg      *segment
 	start    int64
 	next     int64 // one past the last offset handled
@@ -301,7 +302,7 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, roomFor func() bool)
 	if err != nil {
 		return err
 	}
-	if err := f.enc.Encode(r); err != nil {
+	if err := f.gate.with(ctx, func() error { return f.enc.Encode(r) }); err != nil {
 		if s.cfg.ErrRecord != nil && errors.Is(err, s.cfg.ErrRecord) {
 			return s.recordError(ctx, tp, r, err)
 		}
@@ -385,7 +386,8 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, ro
 	if err != nil {
 		return nil, err
 	}
-	comp, err := s.cfg.NewCompressor(w)
+	g := &gate{w: w, b: s.budget}
+	comp, err := s.cfg.NewCompressor(g)
 	if err != nil {
 		w.Abort()
 		return nil, err
@@ -396,7 +398,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, ro
 		return nil, err
 	}
 	now := time.Now()
-	f := &openFile{tp: tp, key: key, w: w, comp: comp, enc: enc, start: r.Offset, next: r.Offset,
+	f := &openFile{tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset, next: r.Offset,
 		created: now, lastUsed: now, seg: s.tracker.open(tp, r.Offset)}
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
 	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
@@ -421,15 +423,18 @@ const pendingCost = 16 << 10
 // closeLocked finishes a file's encoding and hands it to storage in the
 // background. It never waits for storage: what the file still holds stays
 // counted in the budget, and the budget is what slows consumption.
-func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
+func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	delete(s.files, f.tp)
 	s.stats.Closed[why]++
 	s.reportRecordsLocked()
 	s.budget.AddRecords(-f.records)
-	err := f.enc.Close()
-	if cerr := f.comp.Close(); err == nil {
-		err = cerr
-	}
+	err := f.gate.with(ctx, func() error {
+		err := f.enc.Close()
+		if cerr := f.comp.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 	s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
 	if err != nil {
 		f.w.Abort()

@@ -189,7 +189,7 @@ func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]stri
 		return nil, fmt.Errorf("storage: start %s: %w", key, err)
 	}
 	if b.faults != nil {
-		w = faultyWriter{w, b.faults, key}
+		w = faultyWriter{w, b.faults, key, ctx}
 	}
 	return &Writer{w: newPartQueue(w, b.partSize, b.uploads, b.account, &b.pool), key: key}, nil
 }
