@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -140,6 +142,75 @@ func TestRecordsLargerThanTheBudget(t *testing.T) {
 		t.Errorf("peak held apart %d, want the records beyond the fetch share (30MiB less %d, at most two records)", snap.PeakUnreserved, plan.Reserved)
 	}
 	t.Logf("budget: limit %d, peak %d; held apart at most %d (records beyond the fetch share of %d)", snap.Limit, snap.Peak, snap.PeakUnreserved, plan.Reserved)
+}
+
+// MemoryWarnings tells when the storage settings can't fit in the data
+// budget, from the plan's own division, and names what to change.
+func TestMemoryWarnings(t *testing.T) {
+	warnings := func(url, limit, compression string, maxOpen int) []string {
+		t.Helper()
+		cfg := config.Default()
+		cfg.Kafka.Topics = []string{"events"}
+		cfg.Storage.URL = url
+		cfg.Backpressure.MemoryLimit = limit
+		cfg.Backpressure.MaxOpenFiles = maxOpen
+		cfg.Format.Compression = compression
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		w, err := MemoryWarnings(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for _, ok := range []struct {
+		url, limit string
+		maxOpen    int
+	}{
+		{"file:///tmp/out", "64MiB", 0},
+		{"s3://b?region=us-east-1", "256MiB", 0},
+		{"gs://b", "128MiB", 0},
+		{"s3://b?region=us-east-1", "1GiB", 0},
+	} {
+		if w := warnings(ok.url, ok.limit, "zstd", ok.maxOpen); len(w) != 0 {
+			t.Errorf("%s with %s: %q, want no warning", ok.url, ok.limit, w)
+		}
+	}
+	// S3 with the default 8MiB parts: one open file holds five parts
+	// (40MiB), more than the whole 32MiB data budget of 64MiB.
+	w := warnings("s3://b?region=us-east-1", "64MiB", "zstd", 0)
+	if len(w) != 1 {
+		t.Fatalf("S3 in 64MiB: %q, want one warning", w)
+	}
+	for _, want := range []string{"backpressure.memory_limit 64MiB", "data budget of 32MiB", "8MiB for fetches",
+		"44MiB for one open file (3MiB of zstd state, 40MiB of writer buffers, a 0.2MiB chunk)", "32MiB for storage.upload_concurrency 4 × 8MiB", "at least", "storage.part_size"} {
+		if !strings.Contains(w[0], want) {
+			t.Errorf("warning lacks %q:\n%s", want, w[0])
+		}
+	}
+	min := strings.Fields(w[0][strings.Index(w[0], "at least ")+len("at least "):])[0]
+	if got := warnings("s3://b?region=us-east-1", strings.TrimSuffix(min, ","), "zstd", 0); len(got) != 0 {
+		t.Errorf("the limit the warning names (%s) still warns: %q", min, got)
+	}
+	// An explicit cap on open files is counted as it is set.
+	w = warnings("file:///tmp/out", "64MiB", "zstd", 20)
+	if len(w) != 1 || !strings.Contains(w[0], "backpressure.max_open_files 20 open files of 3.2MiB each") || !strings.Contains(w[0], "or backpressure.max_open_files") {
+		t.Errorf("20 open zstd files in 64MiB: %q, want a warning that counts them", w)
+	}
+	// auto says what it resolved to.
+	p, where, err := MemoryPlan(config.Backpressure{MemoryLimit: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Storage.URL = "s3://b?region=us-east-1"
+	cfg.Storage.PartSize = 64 << 20
+	cfg.Backpressure.MemoryLimit = "auto"
+	if w := memoryWarnings(cfg, budget.Plan{Process: 64 << 20, Data: 32 << 20, Reserved: 8 << 20}, where); len(w) != 1 ||
+		!strings.Contains(w[0], "backpressure.memory_limit auto, which is 64MiB here ("+where+")") {
+		t.Errorf("auto: %q, want it to name what auto gives here (%s, plan %v)", w, where, p)
+	}
 }
 
 // A stop ends within shutdown.timeout even while a record larger than the

@@ -90,6 +90,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
+	for _, w := range memoryWarnings(cfg, plan, where) {
+		log.Warn(w)
+	}
 	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
 	b.Acquire(budget.FetchBuffers, plan.Reserved)
 	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{
