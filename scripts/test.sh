@@ -55,20 +55,28 @@ as_root() {
 
 # ---------------------------------------------------------------- installs --
 
-# install_apt_tools: kcat (librdkafka's CLI, a non-Go Kafka client for tests)
-# and zstd (an independent decompressor to check output files).
+# install_apt_tools: kcat (librdkafka's CLI, a non-Go Kafka client for tests),
+# zstd (an independent decompressor to check output files), and Debian's
+# python3-snappy (Google's libsnappy, to read snappy framed files back) and
+# python3-avro with its snappy and zstandard codecs (an independent Avro
+# reader); it must be Debian's /usr/bin/python3 that imports them.
 install_apt_tools() {
 	local missing=()
 	command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 	command -v zstd >/dev/null 2>&1 || missing+=(zstd)
+	local mod
+	for mod in snappy:python3-snappy avro:python3-avro zstandard:python3-zstandard; do
+		/usr/bin/python3 -c "import ${mod%%:*}" >/dev/null 2>&1 || missing+=("${mod#*:}")
+	done
 	if [ "${#missing[@]}" -eq 0 ]; then
-		echo "kcat and zstd already installed"
+		echo "kcat, zstd, python3-snappy and python3-avro already installed"
 		return 0
 	fi
 	echo "installing: ${missing[*]}"
 	as_root apt-get update -qq
 	as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
-	command -v kcat >/dev/null && command -v zstd >/dev/null
+	command -v kcat >/dev/null && command -v zstd >/dev/null \
+		&& /usr/bin/python3 -c "import avro.datafile, snappy, zstandard"
 }
 
 # install_staticcheck: pinned, built by this Go into .cache/bin; rebuilt when
@@ -146,6 +154,31 @@ install_azurite() {
 	mkdir -p "$dir"
 	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION"
 	[ -x "$dir/node_modules/.bin/azurite-blob" ]
+}
+
+# install_duckdb: DuckDB's node package (prebuilt binaries, about 70 MB),
+# into .cache/duckdb, for the tests that read output files back with a
+# reader nobody here wrote (testkit.NewDuckDB). Pinned; reinstalled when the
+# pin changes. Needs node and npm, which install_azurite provides.
+DUCKDB_NODE_API_VERSION="1.5.6-r.1"
+install_duckdb() {
+	local dir="$REPO/.cache/duckdb"
+	if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+		export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+	fi
+	if [ "$(node -p "require('$dir/node_modules/@duckdb/node-api/package.json').version" 2>/dev/null)" = "$DUCKDB_NODE_API_VERSION" ]; then
+		echo "@duckdb/node-api $DUCKDB_NODE_API_VERSION already installed"
+		return 0
+	fi
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "@duckdb/node-api@$DUCKDB_NODE_API_VERSION"
+	# The native binding loads and answers a query, with no network.
+	node -e "
+const { DuckDBInstance } = require('$dir/node_modules/@duckdb/node-api');
+DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' })
+  .then((db) => db.connect()).then((c) => c.runAndReadAll('select 42 as x'))
+  .then((r) => { if (r.getRowsJson()[0][0] !== 42) process.exit(1); })
+  .catch((e) => { console.error(e); process.exit(1); });"
 }
 
 EMULATOR_DIR=""
@@ -248,6 +281,7 @@ install_tools() {
 	install_versitygw
 	install_fake_gcs_server
 	install_azurite
+	install_duckdb
 }
 
 # ------------------------------------------------------------------ checks --

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,9 +42,15 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer, environ []string) int {
+	return runContext(context.Background(), args, stdout, stderr, environ)
+}
+
+// runContext is run with a context that, when cancelled, stops a command as
+// SIGTERM does; tests use it to run `run` in-process.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, environ []string) int {
 	root := newRoot(stdout, stderr, environ)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -96,6 +103,8 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	return root
 }
 
+// loadConfig loads and validates the config at path. Every error is a
+// usage error (exit 2); it already names the file, so nothing is added.
 func loadConfig(path string, environ []string) (*config.Config, error) {
 	cfg, err := config.Load(path, environ)
 	if err != nil {
@@ -103,7 +112,7 @@ func loadConfig(path string, environ []string) (*config.Config, error) {
 		if errors.As(err, &ce) {
 			return nil, err
 		}
-		return nil, usageError{fmt.Errorf("config %s: %w", path, err)}
+		return nil, usageError{err}
 	}
 	return cfg, nil
 }
@@ -135,6 +144,22 @@ func runCmd(stderr io.Writer, environ []string) *cobra.Command {
 			log := newLogger(stderr, cfg.Log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			finished := make(chan struct{})
+			defer close(finished) // before stop: Run's own return is no signal
+			go func() {
+				select {
+				case <-finished:
+					return
+				case <-ctx.Done():
+				}
+				if cmd.Context().Err() == nil {
+					log.Info("signal received: stopping gracefully within shutdown.timeout; a second SIGINT or SIGTERM exits at once", "deadline", cfg.Shutdown.Timeout)
+				}
+				// The default action again: a second signal ends the
+				// process at once. Nothing uncommitted is claimed durable,
+				// so a restart resumes from the ledger exactly once.
+				stop()
+			}()
 			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true})
 		},
 	}

@@ -76,11 +76,17 @@ func childEnv(extra ...string) []string {
 // test's cleanup if it is still running.
 func startSpillway(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startSpillwayEnv(t, childEnv(), args...)
+}
+
+// startSpillwayEnv is startSpillway with the child's whole environment given.
+func startSpillwayEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	bin := spillwayBinary(t)
 	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = t.TempDir()
-	p.cmd.Env = childEnv()
+	p.cmd.Env = env
 	p.cmd.Stdout = p.stdout
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -57,10 +57,16 @@ func randomName(t *testing.T, prefix string) string {
 // exit on its own: a fatal startup error must not need a signal.
 func runToExit(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runToExitEnv(t, childEnv(env...), args...)
+}
+
+// runToExitEnv is runToExit with the child's whole environment given.
+func runToExitEnv(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errb syncBuffer
 	cmd := exec.Command(spillwayBinary(t), args...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = childEnv(env...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -241,13 +247,12 @@ func gcsCases(t *testing.T) []storageCase {
 
 func azureCases(t *testing.T) []storageCase {
 	conn := needEmulator(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
-	_, u := testkit.AzureBlobEndpoint(t, conn)
 	accountKey := testkit.AzureConnField(conn, "AccountKey")
 	if accountKey == "" {
 		t.Fatalf("SPILLWAY_TEST_AZURE_CONNECTION_STRING has no AccountKey")
 	}
 	env := func(conn string) []string {
-		return []string{"AZURE_STORAGE_CONNECTION_STRING=" + conn, "AZURE_STORAGE_IS_LOCAL_EMULATOR=true", "AZURE_STORAGE_DOMAIN=" + u.Host}
+		return []string{"AZURE_STORAGE_CONNECTION_STRING=" + conn}
 	}
 	missing := randomName(t, "spillway-missing-")
 	existing := randomName(t, "spillway-fatal-")
@@ -279,6 +284,13 @@ func azureCases(t *testing.T) []storageCase {
 			name: "wrong-key", url: "azblob://" + existing, env: env(badConn),
 			want:    []string{`storage: the credentials were refused by container "` + existing + `" (check AZURE_STORAGE_CONNECTION_STRING`, "AuthorizationFailure"},
 			secrets: []string{badKey, accountKey},
+		},
+		{
+			// A setting Spillway can't use at all is named.
+			name: "unusable-connection-string", url: "azblob://" + existing,
+			env:     env(strings.Replace(conn, "AccountKey="+accountKey, "AccountKey=not base64!"+accountKey, 1)),
+			want:    []string{`storage: open azblob://` + existing + `: AZURE_STORAGE_CONNECTION_STRING: decode account key: illegal base64 data`},
+			secrets: []string{accountKey},
 		},
 	}
 }

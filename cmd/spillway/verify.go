@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
@@ -24,11 +25,19 @@ var errInconsistent = errors.New("storage is not consistent with Kafka")
 
 func verifyCmd(stdout io.Writer, environ []string) *cobra.Command {
 	var path string
-	var asJSON bool
+	var asJSON, deep bool
 	c := &cobra.Command{
 		Use:   "verify --config FILE",
-		Short: "Check storage against Kafka per partition: gaps, duplicates, committed vs stored",
-		Args:  usageArgs(cobra.NoArgs),
+		Short: "Check storage against Kafka from the ledger: gaps, duplicates, commits past the data or the log end, missing or changed files, unknown files",
+		Long: `verify reads the resume ledger under storage.prefix and checks, for every
+partition of the configured topics: that every offset from where the ledger
+begins up to the group's commit is in exactly one published file (or was
+skipped by the error policy), that the commit passes neither the log end
+nor what the ledger says is stored, that every file the ledger names is
+there with its recorded size, and that nothing else lies under the prefix.
+With --deep it also reads every published file back (jsonl and json).
+It writes and deletes nothing, and exits 1 on any problem.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
 				return usageError{errors.New("verify needs --config FILE")}
@@ -37,7 +46,7 @@ func verifyCmd(stdout io.Writer, environ []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, err := runVerify(cmd.Context(), cfg)
+			rep, err := runVerify(cmd.Context(), cfg, deep)
 			if err != nil {
 				return err
 			}
@@ -59,23 +68,24 @@ func verifyCmd(stdout io.Writer, environ []string) *cobra.Command {
 	}
 	c.Flags().StringVarP(&path, "config", "c", "", "config file (YAML)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	c.Flags().BoolVar(&deep, "deep", false, "also read every published file back and check its records")
 	return c
 }
 
-func runVerify(ctx context.Context, cfg *config.Config) (verify.Report, error) {
-	tmpl, err := naming.Parse(cfg.File.NameTemplate)
+func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Report, error) {
+	loc, err := naming.LoadLocation(cfg.File.Timezone)
 	if err != nil {
-		return verify.Report{}, usageError{fmt.Errorf("file.name_template: %w", err)}
+		return verify.Report{}, usageError{fmt.Errorf("file.timezone: %w", err)}
+	}
+	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
+	if err != nil {
+		return verify.Report{}, usageError{err} // it names the template
 	}
 	b, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{Retry: storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1}})
 	if err != nil {
 		return verify.Report{}, err
 	}
 	defer b.Close()
-	stored, err := verify.Scan(ctx, b, tmpl, cfg.Storage.Prefix)
-	if err != nil {
-		return verify.Report{}, err
-	}
 
 	opts, err := source.ClientOptions(cfg.Kafka)
 	if err != nil {
@@ -88,11 +98,11 @@ func runVerify(ctx context.Context, cfg *config.Config) (verify.Report, error) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	topics := cfg.Kafka.Topics
-	if cfg.Kafka.TopicRegex != "" {
-		re, err := regexp.Compile(cfg.Kafka.TopicRegex)
-		if err != nil {
-			return verify.Report{}, err
-		}
+	re, err := cfg.Kafka.TopicPattern()
+	if err != nil {
+		return verify.Report{}, err
+	}
+	if re != nil {
 		all, err := adm.ListTopics(ctx)
 		if err != nil {
 			return verify.Report{}, fmt.Errorf("list topics: %w", err)
@@ -104,39 +114,9 @@ func runVerify(ctx context.Context, cfg *config.Config) (verify.Report, error) {
 			}
 		}
 	}
-	ends, err := adm.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return verify.Report{}, fmt.Errorf("list end offsets: %w", err)
+	vo := verify.Options{Names: names}
+	if deep {
+		vo.Deep = &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")}
 	}
-	starts, err := adm.ListStartOffsets(ctx, topics...)
-	if err != nil {
-		return verify.Report{}, fmt.Errorf("list start offsets: %w", err)
-	}
-	committed, err := adm.FetchOffsets(ctx, cfg.Kafka.Group)
-	if err != nil {
-		return verify.Report{}, fmt.Errorf("fetch committed offsets of group %s: %w", cfg.Kafka.Group, err)
-	}
-	end, start, comm := verify.Offsets{}, verify.Offsets{}, verify.Offsets{}
-	put := func(o verify.Offsets, t string, p int32, v int64) {
-		if o[t] == nil {
-			o[t] = map[int32]int64{}
-		}
-		o[t][p] = v
-	}
-	ends.Each(func(l kadm.ListedOffset) {
-		if l.Err == nil {
-			put(end, l.Topic, l.Partition, l.Offset)
-		}
-	})
-	starts.Each(func(l kadm.ListedOffset) {
-		if l.Err == nil {
-			put(start, l.Topic, l.Partition, l.Offset)
-		}
-	})
-	committed.Each(func(o kadm.OffsetResponse) {
-		if o.Err == nil {
-			put(comm, o.Topic, o.Partition, o.At)
-		}
-	})
-	return verify.Compare(stored, start, comm, end), nil
+	return verify.Run(ctx, b, adm, cfg.Kafka.Group, topics, vo)
 }

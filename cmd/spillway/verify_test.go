@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -12,16 +14,84 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
-// TestVerify drains a topic, then checks `spillway verify` on consistent
-// storage (exit 0), with a file stored twice (duplicates, exit 1) and with a
-// file missing (a gap below the committed offset, exit 1).
+// verifyConfig writes a config that reads the cluster and the storage
+// directory dir.
+func verifyConfig(t *testing.T, broker, dir string) string {
+	t.Helper()
+	yaml := fmt.Sprintf(`kafka: {brokers: [%q], group: verify-test, topics: [events]}
+storage: {url: "file://%s"}
+file: {max_records: 250, max_age: 1h}
+admin: {listen: ""}
+backpressure: {memory_limit: 128MiB}
+`, broker, dir)
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// storedTree maps every file under dir, dot files included, to its
+// contents.
+func storedTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		out[p] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	for p, data := range storedTree(t, src) {
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, rel), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// verifyCLI runs `spillway verify` and checks that it left storage as it
+// was.
+func verifyCLI(t *testing.T, dir string, args ...string) (code int, out, errOut string) {
+	t.Helper()
+	before := storedTree(t, dir)
+	code, out, errOut = cli(t, nil, append([]string{"verify"}, args...)...)
+	if after := storedTree(t, dir); !maps.Equal(before, after) {
+		t.Errorf("verify changed storage: %d files before, %d after", len(before), len(after))
+	}
+	return code, out, errOut
+}
+
+// TestVerify drains a topic, then runs `spillway verify` on that storage
+// (exit 0), and on copies of it damaged in each way verify reports (exit
+// 1, the file named).
 func TestVerify(t *testing.T) {
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t)
@@ -30,16 +100,7 @@ func TestVerify(t *testing.T) {
 	})
 	end := testkit.EndOffsets(t, cl, "events")
 	dir := t.TempDir()
-	yaml := fmt.Sprintf(`kafka: {brokers: [%q], group: verify-test, topics: [events]}
-storage: {url: "file://%s"}
-file: {max_records: 250, max_age: 1s}
-admin: {listen: ""}
-backpressure: {memory_limit: 128MiB}
-`, cluster.Addrs()[0], dir)
-	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := verifyConfig(t, cluster.Addrs()[0], dir)
 	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +108,7 @@ backpressure: {memory_limit: 128MiB}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
 	for !maps.Equal(testkit.CommittedOffsets(t, cl, "verify-test", "events"), end) {
 		if time.Now().After(deadline) {
 			cancel()
@@ -61,36 +122,164 @@ backpressure: {memory_limit: 128MiB}
 		t.Fatal(err)
 	}
 
-	code, out, errOut := cli(t, nil, "verify", "--config", cfgPath)
+	code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitOK, out, errOut)
-	if !strings.Contains(out, "events/0: ok") || !strings.Contains(out, "2 partitions: storage is consistent with Kafka") {
-		t.Fatalf("verify output:\n%s", out)
+	wantContains(t, "verify output", out, "events/0: ok", "events/1: ok", "2 partitions: storage is consistent with Kafka")
+
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath, "--json", "--deep")
+	wantCode(t, code, exitOK, out, errOut)
+	var rep struct {
+		OK         bool   `json:"ok"`
+		Cluster    string `json:"cluster_id"`
+		Deep       bool   `json:"deep"`
+		Partitions []struct {
+			Partition int32      `json:"partition"`
+			TopicID   string     `json:"topic_id"`
+			Files     int64      `json:"files"`
+			Records   int64      `json:"records"`
+			Stored    [][2]int64 `json:"stored_ranges"`
+			Gaps      [][2]int64 `json:"gaps"`
+			Committed int64      `json:"committed_offset"`
+			End       int64      `json:"end_offset"`
+			Deep      struct {
+				Records int64 `json:"records_read"`
+			} `json:"deep"`
+			Problems []any `json:"problems"`
+		} `json:"partitions"`
+		Problems []any `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, out)
+	}
+	if !rep.OK || rep.Cluster == "" || !rep.Deep || len(rep.Partitions) != 2 || rep.Problems == nil || len(rep.Problems) != 0 {
+		t.Fatalf("verify --json --deep:\n%s", out)
+	}
+	for _, p := range rep.Partitions {
+		if p.Files != 4 || p.Records != 1000 || p.Deep.Records != 1000 || p.Committed != 1000 || p.End != 1000 ||
+			fmt.Sprint(p.Stored) != "[[0 1000]]" || p.Gaps == nil || len(p.Gaps) != 0 || p.Problems == nil || p.TopicID == "" {
+			t.Errorf("verify --json --deep, partition %d: %+v", p.Partition, p)
+		}
 	}
 
-	// The same records under a second name: duplicates.
-	data, err := os.ReadFile(filepath.Join(dir, "events-0-250.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	entryKey := func(dir string, p, seq int) string {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, fmt.Sprintf("_spillway/ledger/events/*/%d/000/000/000/%03d.json", p, seq)))
+		if err != nil || len(m) != 1 {
+			t.Fatalf("ledger entry %d of partition %d: %v, %v", seq, p, m, err)
+		}
+		rel, _ := filepath.Rel(dir, m[0])
+		return filepath.ToSlash(rel)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "events-0-251.jsonl"), data, 0o644); err != nil {
-		t.Fatal(err)
+	write := func(dir, key string, data []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, key), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	code, out, errOut = cli(t, nil, "verify", "--config", cfgPath, "--json")
-	wantCode(t, code, exitRuntime, out, errOut)
-	if !strings.Contains(out, `"duplicates": 250`) || !strings.Contains(errOut, "not consistent") {
-		t.Fatalf("verify --json with a duplicated file:\n%s\n%s", out, errOut)
+	read := func(dir, key string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	remove := func(dir, key string) {
+		t.Helper()
+		if err := os.Remove(filepath.Join(dir, key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		deep   bool
+		damage func(dir string) (want []string)
+	}{
+		{"file deleted", false, func(dir string) []string {
+			remove(dir, "events-1-500.jsonl")
+			return []string{"events/1: INCONSISTENT", "gaps [500,750)", "file_missing: events-1-500.jsonl"}
+		}},
+		{"last file deleted", false, func(dir string) []string {
+			remove(dir, "events-0-750.jsonl")
+			return []string{"head_missing: events-0-750.jsonl", "gaps [750,1000)"}
+		}},
+		{"file truncated", false, func(dir string) []string {
+			data := read(dir, "events-0-250.jsonl")
+			write(dir, "events-0-250.jsonl", data[:len(data)-1])
+			return []string{"size_mismatch: events-0-250.jsonl"}
+		}},
+		{"foreign file", false, func(dir string) []string {
+			write(dir, "events-0-9000.jsonl.zst", []byte("random bytes"))
+			return []string{"events/0: ok", "unknown_file: events-0-9000.jsonl.zst"}
+		}},
+		{"file copied under another name", false, func(dir string) []string {
+			write(dir, "events-0-251.jsonl", read(dir, "events-0-250.jsonl"))
+			return []string{"unknown_file: events-0-251.jsonl"}
+		}},
+		{"corrupt ledger entry", false, func(dir string) []string {
+			key := entryKey(dir, 0, 2)
+			write(dir, key, []byte(`{"version":1,"seq":"x"}`))
+			return []string{"corrupt_entry: ledger entry " + key}
+		}},
+		{"duplicate file", false, func(dir string) []string {
+			// Another file and ledger entry claiming offsets 250-499.
+			var e layout.Entry
+			if err := json.Unmarshal(read(dir, entryKey(dir, 0, 3)), &e); err != nil {
+				t.Fatal(err)
+			}
+			data := read(dir, "events-0-250.jsonl")
+			write(dir, "events-0-250-again.jsonl", data)
+			// Valid on its own (runs that overlap the entry's own state
+			// before are a corrupt entry): a racing writer's older state.
+			e.Seq, e.Before = 4, layout.State{Next: 250}
+			e.File = layout.FileInfo{Key: "events-0-250-again.jsonl", Ranges: layout.Ranges{{250, 500}}, Records: 250, Bytes: int64(len(data))}
+			out, err := json.Marshal(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(dir, strings.TrimSuffix(entryKey(dir, 0, 3), "003.json")+"004.json", out)
+			return []string{"duplicates 250", "duplicate: 250 offsets of events-0-250-again.jsonl are also stored in events-0-250.jsonl"}
+		}},
+		{"record that can't be read", true, func(dir string) []string {
+			data := read(dir, "events-1-250.jsonl")
+			i := strings.Index(string(data), `"offset":`)
+			data[i+len(`"offset"`)] = ';' // same size: only reading it back tells
+			write(dir, "events-1-250.jsonl", data)
+			return []string{"unreadable_record: events-1-250.jsonl holds records that can't be read: record 0"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyTree(t, dir)
+			want := tc.damage(dir)
+			cfgPath := verifyConfig(t, cluster.Addrs()[0], dir)
+			args := []string{"--config", cfgPath}
+			if tc.deep {
+				// Without --deep, the damage is out of sight.
+				code, out, errOut := verifyCLI(t, dir, args...)
+				wantCode(t, code, exitOK, out, errOut)
+				args = append(args, "--deep")
+			}
+			code, out, errOut := verifyCLI(t, dir, args...)
+			wantCode(t, code, exitRuntime, out, errOut)
+			wantContains(t, "verify output", out, append(want, "storage is NOT consistent with Kafka")...)
+			wantContains(t, "verify stderr", errOut, "not consistent")
+		})
 	}
 
-	// A file lost: a gap below the committed offset.
-	if err := os.Remove(filepath.Join(dir, "events-0-251.jsonl")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(dir, "events-1-500.jsonl")); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut = cli(t, nil, "verify", "--config", cfgPath)
-	wantCode(t, code, exitRuntime, out, errOut)
-	if !strings.Contains(out, "events/1: INCONSISTENT") || !strings.Contains(out, "gaps [500,750)") {
-		t.Fatalf("verify with a missing file:\n%s", out)
-	}
+	// Last, since it moves the group's commit.
+	t.Run("commit past the log end", func(t *testing.T) {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "events", Partition: 1, At: 1200, LeaderEpoch: -1})
+		resp, err := kadm.NewClient(cl).CommitOffsets(context.Background(), "verify-test", offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)
+		wantCode(t, code, exitRuntime, out, errOut)
+		wantContains(t, "verify output", out, "committed_past_end: the group committed 1200 in events/1, past the log end 1000",
+			"committed_past_ledger", "gaps [1000,1200)")
+	})
 }

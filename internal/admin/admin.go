@@ -18,13 +18,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/spillway/spillway/internal/hostport"
 )
 
 // DefaultListen is the default admin.listen: loopback only, by design. The
@@ -54,8 +55,9 @@ func (f SourceFunc) Snapshot() Status { return f() }
 // that it can be rendered as JSON on /status as is: keep secrets (credentials,
 // URLs with user info) out of it.
 type Status struct {
-	// Ready means the consumer has joined its group and the storage
-	// preflight passed.
+	// Ready means the storage preflight passed, the consumer is a member
+	// of its group with its assignment (possibly empty) received and set
+	// up, and no broker it last tried failed to connect.
 	Ready bool `json:"ready"`
 	// NotReadyReason says why Ready is false, for /readyz; optional.
 	NotReadyReason string `json:"not_ready_reason,omitempty"`
@@ -113,8 +115,8 @@ type Server struct {
 	ln net.Listener // set by NewWithListener, or by Run once bound
 }
 
-// New returns a server that will listen on listen (host:port; see
-// CheckListen) when Run is called. An empty listen disables the endpoint.
+// New returns a server that will listen on listen (host:port, as
+// hostport.Listen takes it) when Run is called. An empty listen disables the endpoint.
 // A nil log discards logs.
 func New(listen string, src Source, log *slog.Logger) *Server {
 	if log == nil {
@@ -144,24 +146,6 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// CheckListen validates an admin.listen value: empty (disabled) or host:port
-// with a numeric port. The error names the config key and the fix.
-func CheckListen(listen string) error {
-	if listen == "" {
-		return nil
-	}
-	_, port, err := net.SplitHostPort(listen)
-	if err == nil {
-		if _, perr := strconv.ParseUint(port, 10, 16); perr != nil {
-			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("admin.listen %q: want host:port, e.g. %s, or empty to disable: %w", listen, DefaultListen, err)
-	}
-	return nil
-}
-
 // Run serves until ctx ends, then shuts down, waiting up to ShutdownTimeout
 // for requests in flight. It returns nil after a clean stop, and an error
 // when admin.listen is invalid, the address can't be bound, the server
@@ -179,8 +163,8 @@ func (s *Server) Run(ctx context.Context) error {
 			s.log.Info("admin endpoint disabled (admin.listen is empty)")
 			return nil
 		}
-		if err := CheckListen(s.listen); err != nil {
-			return err
+		if err := hostport.Listen(s.listen); err != nil {
+			return fmt.Errorf("admin.listen %q %w; use host:port such as %s, or \"\" to disable the endpoint", s.listen, err, DefaultListen)
 		}
 		var err error
 		var lc net.ListenConfig

@@ -13,6 +13,11 @@ import (
 // defaults (8MiB parts, 4 uploads).
 const DefaultMemoryLimit = 1 << 30
 
+// MinMemoryLimit is the smallest process limit NewPlan accepts: below it
+// the fetch buffers and one open file's writer would not fit in the data
+// budget. config refuses a smaller backpressure.memory_limit with it.
+const MinMemoryLimit = 64 << 20
+
 // DetectLimit finds the memory limit of the cgroup this process runs in,
 // v2 (memory.max) or v1 (memory.limit_in_bytes). It returns ok=false when
 // there is none (no cgroup, or "max"). root is normally "/".

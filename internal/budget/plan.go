@@ -49,10 +49,6 @@ const (
 	minPartitionFetch = 1 << 20
 	highPercent       = 90
 	lowPercent        = 70
-
-	// MinProcess is the smallest memory limit a plan accepts: below it the
-	// fetch buffers and one compressed file don't fit in the data budget.
-	MinProcess = 64 << 20
 )
 
 // Plan splits a process memory limit into the parts Spillway sizes from it;
@@ -73,8 +69,8 @@ type Plan struct {
 
 // NewPlan divides a process memory limit.
 func NewPlan(process int64) (Plan, error) {
-	if process < MinProcess {
-		return Plan{}, fmt.Errorf("memory limit %d bytes is below the minimum of 64MiB", process)
+	if process < MinMemoryLimit {
+		return Plan{}, fmt.Errorf("memory limit %d bytes is below the minimum of %dMiB", process, MinMemoryLimit>>20)
 	}
 	p := Plan{Process: process, GoLimit: process * goLimitPercent / 100, Data: process / dataShare, Fetches: concurrentFetches}
 	fetch := min(p.Data/fetchShare/concurrentFetches/decompression, maxFetch)
@@ -136,7 +132,7 @@ func SmallestLimit(fits func(Plan) bool) (limit int64, ok bool) {
 		p, _ := NewPlan(mib << 20)
 		return p
 	}
-	lo, hi := int64(MinProcess>>20), int64(MinProcess>>20)
+	lo, hi := int64(MinMemoryLimit>>20), int64(MinMemoryLimit>>20)
 	for !fits(plan(hi)) {
 		if hi >= 1<<20 {
 			return 0, false

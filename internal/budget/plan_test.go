@@ -78,7 +78,7 @@ func TestProcessFor(t *testing.T) {
 		if p.RecordRoom() < size {
 			t.Errorf("ProcessFor(%d) = %dMiB, whose room is %d", size, limit>>20, p.RecordRoom())
 		}
-		if limit > budget.MinProcess {
+		if limit > budget.MinMemoryLimit {
 			if q, _ := budget.NewPlan(limit - 1<<20); q.RecordRoom() >= size {
 				t.Errorf("ProcessFor(%d) = %dMiB, but 1MiB less has room too", size, limit>>20)
 			}

@@ -1,7 +1,7 @@
 // Package config loads Spillway's configuration from YAML and the
 // environment, validates it, and renders it back with secrets redacted.
 //
-// The key names are a public contract (see DESIGN.md): add keys, never rename
+// The key names are a public contract (see docs/design.md): add keys, never rename
 // them.
 package config
 
@@ -39,6 +39,10 @@ type Kafka struct {
 	// SessionTimeout is how long the group waits for a silent member
 	// before giving its partitions to others.
 	SessionTimeout time.Duration `koanf:"session_timeout"`
+	// StartupTimeout bounds the check at start that the brokers answer,
+	// accept the credentials and hold the topics: a setup that can't work
+	// stops with what to fix instead of idling.
+	StartupTimeout time.Duration `koanf:"startup_timeout"`
 	TLS            TLS           `koanf:"tls"`
 	SASL           SASL          `koanf:"sasl"`
 }
@@ -68,23 +72,35 @@ type Storage struct {
 	// reason that may pass (throttling, 5xx, timeout, reset) is retried,
 	// with capped exponential backoff, before the error stops the run.
 	MaxRetries int `koanf:"max_retries"`
+	// TopicIDChange says what to do when storage.prefix holds a ledger of
+	// another id of a topic (it was deleted and recreated): fail, or
+	// start_fresh with a new ledger beside the old one.
+	TopicIDChange string `koanf:"topic_id_change"`
 }
 
 // File decides how records are grouped into files.
 type File struct {
-	NameTemplate string        `koanf:"name_template"`
-	MaxRecords   int64         `koanf:"max_records"`
-	MaxBytes     Size          `koanf:"max_bytes"`
-	MaxAge       time.Duration `koanf:"max_age"`
+	NameTemplate string `koanf:"name_template"`
+	// TimestampSource is what {{timestamp}} renders: "wallclock", the
+	// time a file is opened, or "event", the timestamp of its first record.
+	TimestampSource string `koanf:"timestamp_source"`
+	// Timezone is the IANA time zone {{timestamp}} renders in.
+	Timezone   string        `koanf:"timezone"`
+	MaxRecords int64         `koanf:"max_records"`
+	MaxBytes   Size          `koanf:"max_bytes"`
+	MaxAge     time.Duration `koanf:"max_age"`
 }
 
 // Format decides how records are encoded.
 type Format struct {
-	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet
+	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet | bytes
 	Compression   string   `koanf:"compression"` // none | gzip | snappy | zstd
 	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers
 	ValueEncoding string   `koanf:"value_encoding"`
 	Envelope      bool     `koanf:"envelope"`
+	// BytesSeparator follows each value in the bytes format, with
+	// backslash escapes; see Separator.
+	BytesSeparator string `koanf:"bytes_separator"`
 }
 
 // Backpressure bounds memory.

@@ -2,15 +2,19 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/budget"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -69,6 +73,16 @@ func TestRejects(t *testing.T) {
 		{"unknown key in a section, nothing close", "log:\n  colour: true\n", nil,
 			[]string{"log.colour: unknown key; log takes level, format"}},
 
+		// Keys given twice: named with their section and both lines.
+		{"duplicate top-level key", "kafka:\n  topics: [a]\nstorage:\n  url: file:///x\nkafka:\n  group: g\n", nil,
+			[]string{"yaml:5: kafka is set twice (first at line 1); keep one of the two"}},
+		{"duplicate nested keys, all of them", "kafka:\n  topics: [a]\n  sasl:\n    username: u\n    username: v\n  topics: [b]\n", nil, []string{
+			"yaml:5: kafka.sasl.username is set twice (first at line 4); keep one of the two",
+			"yaml:6: kafka.topics is set twice (first at line 2); keep one of the two",
+		}},
+		{"a list, not a mapping", "- kafka\n- storage\n", nil,
+			[]string{"yaml: the config must be a mapping of keys such as kafka: and storage:"}},
+
 		// Wrong types.
 		{"string where a list is expected", "kafka:\n  brokers: a:9092\n", nil,
 			[]string{`kafka.brokers: "a:9092" is a string; expected a list such as ["127.0.0.1:9092"]`}},
@@ -105,6 +119,12 @@ func TestRejects(t *testing.T) {
 			`kafka.instance_id: "pod 0" is not a valid group instance id; use 1 to 249 letters, digits, '.', '_' or '-', unique per instance, such as the pod name`,
 			`kafka.session_timeout: "1s" is outside what brokers accept by default; use a duration from 6s to 30m0s, such as 45s`,
 		}},
+		{"startup timeout too short", "kafka:\n  startup_timeout: 500ms\n", nil, []string{
+			`kafka.startup_timeout: "500ms" is out of range; use a duration from 1s to 1h0m0s, such as 60s`,
+		}},
+		{"startup timeout too long", "kafka:\n  startup_timeout: 2h\n", nil, []string{
+			`kafka.startup_timeout: "2h0m0s" is out of range; use a duration from 1s to 1h0m0s, such as 60s`,
+		}},
 		{"neither topics nor topic_regex", "", []string{"SPILLWAY_STORAGE_URL=mem://"},
 			[]string{`kafka.topics: required; list the topics to consume, such as ["events"], or set kafka.topic_regex to a pattern such as "events\\..*"`}},
 		{"both topics and topic_regex", "kafka:\n  topic_regex: 'a.*'\n", nil,
@@ -140,11 +160,29 @@ func TestRejects(t *testing.T) {
 		{"no storage URL", "", topicsEnv,
 			[]string{"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"}},
 		{"unsupported scheme, credentials hidden", "storage:\n  url: 'http://user:hunter2@example.com/x'\n", topicsEnv,
-			[]string{`storage.url: "http://user:REDACTED@example.com/x" has scheme http, which is not supported; use file, mem, s3, gs or azblob`}},
+			[]string{`storage.url: "http://REDACTED@example.com/x" has scheme http, which is not supported; use file, mem, s3, gs or azblob`}},
 		{"path without scheme", "storage:\n  url: /var/out\n", topicsEnv,
 			[]string{`storage.url: "/var/out" has no scheme; for a local directory use file:///var/out`}},
-		{"file URL without path", "storage:\n  url: file://out\n", topicsEnv,
-			[]string{`storage.url: "file://out" has no path; use an absolute path after file:// such as file:///var/lib/spillway/out (three slashes)`}},
+		{"file URL with a host and no path", "storage:\n  url: file://out\n", topicsEnv,
+			[]string{`storage.url: "file://out" names the host "out", which a file URL can't have; for the directory out under the working directory write file:out, for /out write file:///out`}},
+		{"file URL with a host that hides a relative path", "storage:\n  url: file://relative/dir\n", topicsEnv,
+			[]string{`storage.url: "file://relative/dir" names the host "relative", which a file URL can't have (files would go to /dir); for the directory relative/dir under the working directory write file:relative/dir, for /relative/dir write file:///relative/dir`}},
+		{"file URL with a dot host", "storage:\n  url: file://./out/\n", topicsEnv,
+			[]string{`storage.url: "file://./out/" names the host ".", which a file URL can't have (files would go to /out/); for the directory ./out under the working directory write file:./out, for an absolute one write file:///var/lib/spillway/out`}},
+		{"file URL with a port", "storage:\n  url: 'file://h:1/x'\n", topicsEnv,
+			[]string{`storage.url: "file://h:1/x" names the host "h:1", which a file URL can't have; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
+		{"file URL with a user", "storage:\n  url: 'file://me@/x'\n", topicsEnv,
+			[]string{`storage.url: "file://REDACTED@/x" has a user name or password, which a file URL can't have; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
+		{"file URL with no path at all", "storage:\n  url: 'file:'\n", topicsEnv,
+			[]string{`storage.url: "file:" has no path; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
+		{"file URL with a tilde", "storage:\n  url: 'file:~/out'\n", topicsEnv,
+			[]string{`storage.url: "file:~/out" starts with ~, which is not expanded to a home directory; write the absolute path, such as file:///home/me/out`}},
+		{"storage prefix that escapes", "storage:\n  prefix: ../escape/\n", nil,
+			[]string{`storage.prefix: "../escape/" has a ".." segment; names must stay under storage.url, so "." and ".." segments are not allowed; use a prefix such as raw/`}},
+		{"absolute storage prefix", "storage:\n  prefix: /abs/\n", nil,
+			[]string{`storage.prefix: "/abs/" starts with "/"; names are relative to storage.url, so drop the leading "/", as in "abs/"`}},
+		{"storage prefix with an empty segment", "storage:\n  prefix: a//b/\n", nil,
+			[]string{`storage.prefix: "a//b/" has an empty path segment ("//"); write single slashes, as in "a/b/"`}},
 		{"bucket missing", "storage:\n  url: 's3:///x?region=eu-west-1'\n", topicsEnv,
 			[]string{`storage.url: "s3:///x?region=eu-west-1" has no bucket or container name; use a form such as s3://NAME`}},
 		{"part size too small", "storage:\n  part_size: 32KiB\n", nil,
@@ -171,6 +209,8 @@ func TestRejects(t *testing.T) {
 			[]string{`storage.max_retries: "-1" is out of range; use 0 (fail on the first error) to 50`}},
 		{"too many retries", "storage:\n  max_retries: 51\n", nil,
 			[]string{`storage.max_retries: "51" is out of range; use 0 (fail on the first error) to 50`}},
+		{"bad topic id policy", "storage:\n  topic_id_change: adopt\n", nil,
+			[]string{`storage.topic_id_change: "adopt" is not valid; use fail or start_fresh`}},
 
 		// file
 		{"file limits out of range", "file:\n  max_records: -1\n  max_bytes: 512B\n  max_age: 500ms\n", nil, []string{
@@ -180,8 +220,10 @@ func TestRejects(t *testing.T) {
 		}},
 
 		// format
+		{"format empty", "format:\n  type: ''\n", nil,
+			[]string{`format.type: is empty; use jsonl, json, csv, bytes, avro or parquet`}},
 		{"format values", "format:\n  type: xml\n  compression: lz4\n  value_encoding: hex\n", nil, []string{
-			`format.type: "xml" is not valid; use csv, json, jsonl, avro or parquet`,
+			`format.type: "xml" is not valid; use jsonl, json, csv, bytes, avro or parquet`,
 			`format.compression: "lz4" is not valid; use none, gzip, snappy or zstd`,
 			`format.value_encoding: "hex" is not valid; use none or base64`,
 		}},
@@ -194,6 +236,21 @@ func TestRejects(t *testing.T) {
 		}},
 		{"no envelope needs one field", "format:\n  envelope: false\n  fields: [key, value]\n", nil, []string{
 			"format.fields: must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists 2",
+		}},
+		{"bytes writes the value alone", "format:\n  type: bytes\n  fields: [key, value]\n", nil, []string{
+			`format.fields: "key, value" can't be written by format.type bytes, which writes the value alone; set format.fields to [value] (or leave it unset), or use format.type csv or jsonl for other fields`,
+		}},
+		{"bytes separator with an unknown escape", "format:\n  type: bytes\n  bytes_separator: '\\q'\n", nil, []string{
+			`format.bytes_separator: "\\q" has an unknown escape \q; use \n, \r, \t, \0, \\ or \xHH`,
+		}},
+		{"bytes separator with a lone backslash", "format:\n  type: bytes\n  bytes_separator: 'a\\'\n", nil, []string{
+			`format.bytes_separator: "a\\" ends in a lone backslash; write \\ for a backslash`,
+		}},
+		{"bytes separator with a short hex escape", "format:\n  type: bytes\n  bytes_separator: '\\x0'\n", nil, []string{
+			`format.bytes_separator: "\\x0" has \x without two hex digits; write a byte as \x0a`,
+		}},
+		{"bytes separator for another format", "format:\n  type: csv\n  bytes_separator: '\\r\\n'\n", nil, []string{
+			`format.bytes_separator: "\\r\\n" is used only by format.type bytes; remove it, or set format.type: bytes`,
 		}},
 
 		// backpressure
@@ -265,6 +322,11 @@ func TestNameTemplate(t *testing.T) {
 		{"{{partition}}-{{start_offset}}", "{{topic}}"},
 		{"{{topic}}-{{partition}}-{{start_offset}}-{{bogus}}", "bogus"},
 		{"{{topic}}-{{partition}}-{{start_offset", ""},
+		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}", "{{start_offset}}"},
+		{"{{topic}}-{{partition}}-{{key}}{{start_offset}}", "{{key}}"},
+		// One object per key, latest value wins: planned, not built yet.
+		{"{{key}}", "not built"},
+		{"{{topic}}/{{partition}}/{{key}}", "{{start_offset}}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
@@ -281,9 +343,57 @@ func TestNameTemplate(t *testing.T) {
 	for _, ok := range []string{
 		"{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.jsonl",
 		"{{timestamp:unit=yyyy}}/{{topic}}-{{partition}}-{{start_offset}}",
+		"dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/hour={{timestamp:unit=HH}}/key={{key}}/{{topic}}-{{partition}}-{{start_offset}}",
 	} {
 		if _, err := LoadBytes([]byte("file:\n  name_template: '"+ok+"'\n"), baseEnv); err != nil {
 			t.Errorf("template %q: %v", ok, err)
+		}
+	}
+}
+
+// TestFileTimestamp covers the two keys that say what {{timestamp}}
+// renders: their defaults, the values they take, and the messages for the
+// values they don't.
+func TestFileTimestamp(t *testing.T) {
+	for _, tt := range []struct {
+		yaml   string
+		env    []string
+		source string
+		zone   string
+	}{
+		{"", nil, "wallclock", "UTC"},
+		{"file:\n  timestamp_source: Event\n  timezone: Europe/Berlin\n", nil, "event", "Europe/Berlin"},
+		{"", []string{"SPILLWAY_FILE_TIMESTAMP_SOURCE=WALLCLOCK", "SPILLWAY_FILE_TIMEZONE=+05:30"}, "wallclock", "+05:30"},
+		{"file:\n  timezone: Z\n", nil, "wallclock", "Z"},
+	} {
+		c, err := LoadBytes([]byte(tt.yaml), append(slices.Clone(baseEnv), tt.env...))
+		if err != nil {
+			t.Errorf("%q %q: %v", tt.yaml, tt.env, err)
+			continue
+		}
+		if c.File.TimestampSource != tt.source || c.File.Timezone != tt.zone {
+			t.Errorf("%q %q: timestamp_source %q, timezone %q; want %q, %q", tt.yaml, tt.env, c.File.TimestampSource, c.File.Timezone, tt.source, tt.zone)
+		}
+	}
+	const zoneFix = "; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00"
+	for _, tt := range []struct {
+		yaml string
+		want []string
+	}{
+		{"file:\n  timestamp_source: record\n", []string{`file.timestamp_source: "record" is not valid; use wallclock or event`}},
+		{"file:\n  timestamp_source: ''\n", []string{`file.timestamp_source: is empty; use wallclock or event`}},
+		{"file:\n  timezone: Europe/Berln\n", []string{`file.timezone: "Europe/Berln" is not a known time zone` + zoneFix}},
+		{"file:\n  timezone: Local\n", []string{`file.timezone: "Local" is the machine's own zone, which can differ between instances` + zoneFix}},
+		{"file:\n  timezone: ''\n", []string{`file.timezone: is empty` + zoneFix}},
+		// A bad zone doesn't hide a bad template: both are reported.
+		{"file:\n  timezone: Mars/Olympus\n  name_template: '{{topic}}'\n", []string{
+			`file.timezone: "Mars/Olympus" is not a known time zone` + zoneFix,
+			`file.name_template: file name template "{{topic}}": template has no {{partition}}: without it two files get the same name and the second overwrites the first; the default is {{topic}}-{{partition}}-{{start_offset}}`,
+		}},
+	} {
+		e := loadErr(t, tt.yaml, baseEnv)
+		if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q:\n got %q\nwant %q", tt.yaml, got, tt.want)
 		}
 	}
 }
@@ -310,7 +420,7 @@ log:
 		`kafka.start_offset: "newest" is not valid; use earliest or latest`,
 		"storage.url: required; set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1",
 		`storage.part_size: "1KiB" is too small; use at least 64KiB`,
-		`format.type: "xml" is not valid; use csv, json, jsonl, avro or parquet`,
+		`format.type: "xml" is not valid; use jsonl, json, csv, bytes, avro or parquet`,
 		`log.level: "loud" is not valid; use debug, info, warn or error`,
 	}
 	if got := strings.Split(e.Error(), "\n"); !reflect.DeepEqual(got, want) {
@@ -326,21 +436,22 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// DESIGN.md's defaults, written out rather than taken from Default(),
+	// docs/design.md's defaults, written out rather than taken from Default(),
 	// so that a changed default fails here.
 	want := &Config{
 		Kafka: Kafka{
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
-			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second,
+			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second, StartupTimeout: time.Minute,
 		},
-		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9},
+		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail"},
 		File: File{
-			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
-			MaxBytes:     128 << 20, MaxAge: 5 * time.Minute,
+			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
+			TimestampSource: "wallclock", Timezone: "UTC",
+			MaxBytes: 128 << 20, MaxAge: 5 * time.Minute,
 		},
 		Format: Format{
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
-			ValueEncoding: "none", Envelope: true,
+			ValueEncoding: "none", Envelope: true, BytesSeparator: `\n`,
 		},
 		Backpressure: Backpressure{MemoryLimit: "auto"},
 		Errors:       Errors{Tolerance: "none", NullValues: "write"},
@@ -409,16 +520,16 @@ storage:
 	}
 }
 
-// TestKeysAreTheContract pins DESIGN.md's key names and their variables:
+// TestKeysAreTheContract pins docs/design.md's key names and their variables:
 // users, docs and tests rely on them.
 func TestKeysAreTheContract(t *testing.T) {
 	design := []string{
-		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout",
+		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout", "kafka.startup_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
-		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries",
-		"file.name_template", "file.max_records", "file.max_bytes", "file.max_age",
-		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope",
+		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",
+		"file.name_template", "file.timestamp_source", "file.timezone", "file.max_records", "file.max_bytes", "file.max_age",
+		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
 		"admin.listen", "log.level", "log.format", "shutdown.timeout",
@@ -431,11 +542,13 @@ func TestKeysAreTheContract(t *testing.T) {
 		t.Errorf("keys (in order):\n got %q\nwant %q", got, design)
 	}
 	for name, key := range map[string]string{
-		"SPILLWAY_KAFKA_BROKERS":       "kafka.brokers",
-		"SPILLWAY_KAFKA_START_OFFSET":  "kafka.start_offset",
-		"SPILLWAY_KAFKA_SASL_PASSWORD": "kafka.sasl.password",
-		"SPILLWAY_KAFKA_TLS_CA_FILE":   "kafka.tls.ca_file",
-		"SPILLWAY_SHUTDOWN_TIMEOUT":    "shutdown.timeout",
+		"SPILLWAY_KAFKA_BROKERS":         "kafka.brokers",
+		"SPILLWAY_KAFKA_START_OFFSET":    "kafka.start_offset",
+		"SPILLWAY_KAFKA_SASL_PASSWORD":   "kafka.sasl.password",
+		"SPILLWAY_KAFKA_TLS_CA_FILE":     "kafka.tls.ca_file",
+		"SPILLWAY_SHUTDOWN_TIMEOUT":      "shutdown.timeout",
+		"SPILLWAY_FILE_TIMESTAMP_SOURCE": "file.timestamp_source",
+		"SPILLWAY_FILE_TIMEZONE":         "file.timezone",
 	} {
 		if s := keys.byEnv[name]; s == nil || s.key != key {
 			t.Errorf("%s maps to %v, want %s", name, s, key)
@@ -510,6 +623,24 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestColumnarFormats: avro and parquet are built, with every compression.
+func TestColumnarFormats(t *testing.T) {
+	for _, tc := range []struct{ yaml, typ, compression string }{
+		{"format:\n  type: Parquet\n  compression: ZSTD\n", "parquet", "zstd"},
+		{"format:\n  type: avro\n  compression: snappy\n  value_encoding: base64\n", "avro", "snappy"},
+		{"format:\n  type: AVRO\n  fields: [value]\n  envelope: false\n", "avro", "none"},
+	} {
+		c, err := LoadBytes([]byte(tc.yaml), baseEnv)
+		if err != nil {
+			t.Errorf("%q: %v", tc.yaml, err)
+			continue
+		}
+		if c.Format.Type != tc.typ || c.Format.Compression != tc.compression {
+			t.Errorf("%q: loaded type %q compression %q, want %q %q", tc.yaml, c.Format.Type, c.Format.Compression, tc.typ, tc.compression)
+		}
+	}
+}
+
 func TestLevenshtein(t *testing.T) {
 	for _, tt := range []struct {
 		a, b string
@@ -529,5 +660,105 @@ func TestLevenshtein(t *testing.T) {
 		if got, _ := nearest(tt.in, cands); got != tt.want {
 			t.Errorf("nearest(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestMemoryLimitMinimumIsTheBudgets checks that config accepts exactly the
+// limits budget.NewPlan can plan for, at the boundary.
+func TestMemoryLimitMinimumIsTheBudgets(t *testing.T) {
+	for _, n := range []int64{budget.MinMemoryLimit - 1, budget.MinMemoryLimit} {
+		_, planErr := budget.NewPlan(n)
+		_, loadErr := LoadBytes([]byte(fmt.Sprintf("backpressure:\n  memory_limit: %d\n", n)), baseEnv)
+		if (planErr == nil) != (loadErr == nil) {
+			t.Errorf("memory_limit %d: budget.NewPlan says %v, config says %v", n, planErr, loadErr)
+		}
+	}
+}
+
+func TestTopicPattern(t *testing.T) {
+	if re, err := (&Kafka{}).TopicPattern(); re != nil || err != nil {
+		t.Errorf("unset: TopicPattern() = %v, %v; want nil, nil", re, err)
+	}
+	re, err := (&Kafka{TopicRegex: `events\.`}).TopicPattern()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unanchored, as kgo.ConsumeRegex matches.
+	if !re.MatchString("prod.events.clicks") || re.MatchString("events-x") {
+		t.Errorf("pattern %s matches wrongly", re)
+	}
+	_, err = (&Kafka{TopicRegex: "("}).TopicPattern()
+	var e *Error
+	if !errors.As(err, &e) || err.Error() != `kafka.topic_regex: "(" is not a valid regular expression: missing closing )` {
+		t.Errorf("bad pattern: err = %v, want an *Error naming kafka.topic_regex", err)
+	}
+}
+
+// TestFileURLs checks the local directory forms storage.url accepts and what
+// each resolves to: a relative path is made absolute against the working
+// directory, so that the effective config says where files will land.
+func TestFileURLs(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"file:///var/out", "file:///var/out"},
+		{"file:/var/out", "file:/var/out"},
+		{"file://localhost/var/out", "file://localhost/var/out"},
+		{"file:///", "file:///"},
+		{"file:out", "file://" + wd + "/out"},
+		{"file:./out/", "file://" + wd + "/out"},
+		{"file:a/../b", "file://" + wd + "/b"},
+		{"file:my%20out", "file://" + wd + "/my%20out"},
+		{"FILE:out", "file://" + wd + "/out"},
+	} {
+		c, err := LoadBytes([]byte("storage:\n  url: '"+tt.in+"'\n"), topicsEnv)
+		if err != nil {
+			t.Errorf("%s: %v", tt.in, err)
+			continue
+		}
+		if c.Storage.URL != tt.want {
+			t.Errorf("%s: storage.url = %s, want %s", tt.in, c.Storage.URL, tt.want)
+		}
+	}
+	// Built in code, a relative path is not resolved: storage would refuse it.
+	c := Default()
+	c.Kafka.Topics, c.Storage.URL = []string{"events"}, "file:out"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `storage.url: "file:out" has a relative path`) {
+		t.Errorf("Validate of file:out = %v, want a relative path error", err)
+	}
+}
+
+// TestTextFormats: csv and bytes are built; neither has an envelope to
+// leave out, and format.bytes_separator reads the same escapes from YAML in
+// any quoting and from the environment.
+func TestTextFormats(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		yaml string
+		env  []string
+		sep  string // the bytes Separator() gives
+	}{
+		{"csv with several fields and no envelope", "format:\n  type: CSV\n  envelope: false\n  fields: [offset, key, value]\n", nil, "\n"},
+		{"bytes with the default fields", "format:\n  type: bytes\n", nil, "\n"},
+		{"bytes with the value alone and no envelope", "format:\n  type: bytes\n  fields: [value]\n  envelope: false\n", nil, "\n"},
+		{"bytes separator escaped in single quotes", "format:\n  type: bytes\n  bytes_separator: '\\r\\n'\n", nil, "\r\n"},
+		{"bytes separator as a real line break", "format:\n  type: bytes\n  bytes_separator: \"\\n\"\n", nil, "\n"},
+		{"bytes separator empty", "format:\n  type: bytes\n  bytes_separator: ''\n", nil, ""},
+		{"bytes separator of several characters", "format:\n  type: bytes\n  bytes_separator: '--\\x1e\\t\\\\'\n", nil, "--\x1e\t\\"},
+		{"bytes separator from the environment", "format:\n  type: bytes\n", []string{`SPILLWAY_FORMAT_BYTES_SEPARATOR=\0`}, "\x00"},
+		{"a real line break with another format", "format:\n  type: jsonl\n  bytes_separator: \"\\n\"\n", nil, "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadBytes([]byte(tt.yaml), append(tt.env, baseEnv...))
+			if err != nil {
+				t.Fatalf("LoadBytes: %v", err)
+			}
+			sep, err := c.Format.Separator()
+			if err != nil || string(sep) != tt.sep {
+				t.Errorf("Separator() = %q, %v; want %q", sep, err, tt.sep)
+			}
+		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Default returns the built-in defaults, exactly as DESIGN.md lists them.
+// Default returns the built-in defaults, exactly as docs/design.md lists them.
 // It is not a valid config on its own: storage.url and kafka.topics (or
 // kafka.topic_regex) have no sensible default and must be set.
 func Default() *Config {
@@ -20,24 +20,29 @@ func Default() *Config {
 			ClientID:    "spillway",
 			// Kafka's own default for consumers.
 			SessionTimeout: 45 * time.Second,
+			StartupTimeout: 60 * time.Second,
 		},
 		Storage: Storage{
 			PartSize:          8 * MiB,
 			UploadConcurrency: 4,
 			MaxRetries:        9,
+			TopicIDChange:     "fail",
 		},
 		File: File{
-			NameTemplate: "{{topic}}-{{partition}}-{{start_offset}}",
-			MaxRecords:   0,
-			MaxBytes:     128 * MiB,
-			MaxAge:       5 * time.Minute,
+			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
+			TimestampSource: "wallclock",
+			Timezone:        "UTC",
+			MaxRecords:      0,
+			MaxBytes:        128 * MiB,
+			MaxAge:          5 * time.Minute,
 		},
 		Format: Format{
-			Type:          "jsonl",
-			Compression:   "none",
-			Fields:        []string{"key", "value", "offset", "timestamp", "headers"},
-			ValueEncoding: "none",
-			Envelope:      true,
+			Type:           "jsonl",
+			Compression:    "none",
+			Fields:         []string{"key", "value", "offset", "timestamp", "headers"},
+			ValueEncoding:  "none",
+			Envelope:       true,
+			BytesSeparator: DefaultBytesSeparator,
 		},
 		Backpressure: Backpressure{MemoryLimit: "auto"},
 		Errors:       Errors{Tolerance: "none", NullValues: "write"},
@@ -80,7 +85,7 @@ var secretKeys = []string{"kafka.sasl.password"}
 // environment and rendered by YAML without touching this file. It is never
 // mutated after package initialisation.
 type keyTable struct {
-	leaves   []*keySpec          // in struct order, which is DESIGN.md's order
+	leaves   []*keySpec          // in struct order, which is docs/design.md's order
 	byKey    map[string]*keySpec // "kafka.brokers"
 	byEnv    map[string]*keySpec // "SPILLWAY_KAFKA_BROKERS"
 	sections []string            // "kafka", "kafka.tls", ... in struct order

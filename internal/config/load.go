@@ -60,7 +60,7 @@ func load(name string, data []byte, environ []string) (*Config, error) {
 	raw, err := yaml.Parser().Unmarshal(data)
 	if err != nil {
 		// Nothing after a syntax error is trustworthy: report it alone.
-		return nil, &Error{Problems: []Problem{yamlSyntaxProblem(name, data, err)}}
+		return nil, &Error{Problems: yamlProblems(name, data, err)}
 	}
 	fromFile := map[string]any{}
 	walkYAML(raw, "", fromFile, &ps, bad)
@@ -120,18 +120,23 @@ func isBad(bad map[string]bool, key string) bool {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlSyntaxProblem turns a YAML parser error into a Problem keyed by
-// file:line, the form editors and terminals let a user jump to.
-func yamlSyntaxProblem(name string, data []byte, err error) Problem {
+// yamlProblems turns a YAML parser error into Problems keyed by file:line,
+// the form editors and terminals let a user jump to.
+func yamlProblems(name string, data []byte, err error) []Problem {
 	where := name
 	if where == "" {
 		where = "yaml"
 	}
 	var te *yamlv3.TypeError
 	if errors.As(err, &te) {
-		// The document parsed but is not a mapping (a bare list or string).
-		// The parser's message would quote the content, which may be secret.
-		return Problem{Key: where, Msg: "the config must be a mapping of keys such as kafka: and storage:"}
+		// The document parsed but does not decode into a mapping: a key
+		// given twice, or a document that is not a mapping (a bare list
+		// or string). The parser's message would quote the content, which
+		// may be secret, and names a duplicate without its section.
+		if ps := duplicateKeys(where, data); len(ps) > 0 {
+			return ps
+		}
+		return []Problem{{Key: where, Msg: "the config must be a mapping of keys such as kafka: and storage:"}}
 	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
@@ -143,7 +148,48 @@ func yamlSyntaxProblem(name string, data []byte, err error) Problem {
 			}
 		}
 	}
-	return Problem{Key: where, Msg: "YAML syntax error: " + msg}
+	return []Problem{{Key: where, Msg: "YAML syntax error: " + msg}}
+}
+
+// duplicateKeys reports every key that a mapping of the YAML in data gives
+// more than once, by its dotted name and both lines. YAML refuses such a
+// document rather than pick one of the values, and so does Spillway.
+func duplicateKeys(where string, data []byte) []Problem {
+	var doc yamlv3.Node
+	if yamlv3.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	var ps []Problem
+	var walk func(n *yamlv3.Node, prefix string)
+	walk = func(n *yamlv3.Node, prefix string) {
+		switch n.Kind {
+		case yamlv3.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, prefix)
+			}
+		case yamlv3.MappingNode:
+			first := map[string]int{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if k.Tag == "!!merge" { // "<<: *anchor" may repeat and override
+					continue
+				}
+				key := k.Value
+				if prefix != "" {
+					key = prefix + "." + k.Value
+				}
+				if line, dup := first[k.Value]; dup {
+					ps = append(ps, Problem{Key: fmt.Sprintf("%s:%d", where, k.Line),
+						Msg: fmt.Sprintf("%s is set twice (first at line %d); keep one of the two", key, line)})
+				} else {
+					first[k.Value] = k.Line
+				}
+				walk(n.Content[i+1], key)
+			}
+		}
+	}
+	walk(&doc, "")
+	return ps
 }
 
 // walkYAML checks the parsed YAML m (found under prefix) against the known

@@ -3,22 +3,22 @@ package config
 import (
 	"bytes"
 	"fmt"
-	"net/url"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/spillway/spillway/internal/redact"
 )
 
 // redacted replaces every secret in output.
-const redacted = "REDACTED"
+const redacted = redact.Mark
 
 // Redacted returns a deep copy of c with secrets replaced by "REDACTED":
-// kafka.sasl.password (when set) and any credential in storage.url, whether
-// in its userinfo or in a query parameter such as access_key, secret or an
-// Azure SAS token (sig, sv, ...). It is what may be printed or logged.
+// kafka.sasl.password (when set) and any credential in storage.url, as
+// redact.URL finds them. It is what may be printed or logged.
 func (c *Config) Redacted() *Config {
 	cp := *c
 	v := reflect.ValueOf(&cp).Elem()
@@ -31,78 +31,11 @@ func (c *Config) Redacted() *Config {
 			f.SetString(redacted)
 		}
 	}
-	cp.Storage.URL = redactURL(cp.Storage.URL)
+	cp.Storage.URL = redact.URL(cp.Storage.URL)
 	return &cp
 }
 
-// secretParamNames are query parameters that hold credentials, exactly or
-// (for the substrings in secretParamParts) as part of a longer name such as
-// access_key_id or x-amz-security-token. The short ones are Azure SAS token
-// fields: together they are the credential.
-var (
-	secretParamNames = []string{"sig", "sv", "se", "st", "sp", "spr", "srt", "ss", "sr", "sas"}
-	secretParamParts = []string{"key", "secret", "token", "password", "passwd", "credential", "signature", "auth"}
-)
-
-func isSecretParam(name string) bool {
-	name = strings.ToLower(name)
-	if slices.Contains(secretParamNames, name) {
-		return true
-	}
-	for _, p := range secretParamParts {
-		if strings.Contains(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// redactURL replaces the credentials in a storage URL. It leaves the rest
-// as written (parameter order included) so that the user recognises it.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		// Can't tell the parts apart; hide anything that might hold a secret.
-		if strings.ContainsAny(raw, "@?#") {
-			return redacted
-		}
-		return raw
-	}
-	changed := false
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), redacted)
-		} else { // a lone user name is usually a token
-			u.User = url.User(redacted)
-		}
-		changed = true
-	}
-	if u.RawQuery != "" {
-		params := strings.Split(u.RawQuery, "&")
-		for i, p := range params {
-			name, _, _ := strings.Cut(p, "=")
-			dec, err := url.QueryUnescape(name)
-			if err != nil {
-				dec = name
-			}
-			if isSecretParam(dec) {
-				params[i] = name + "=" + redacted
-				changed = true
-			}
-		}
-		u.RawQuery = strings.Join(params, "&")
-	}
-	if u.Fragment != "" { // a '#' inside an unescaped secret starts a fragment
-		u.Fragment, u.RawFragment = redacted, ""
-		changed = true
-	}
-	if !changed {
-		return raw
-	}
-	return u.String()
-}
-
-// YAML renders the effective config, secrets redacted, with DESIGN.md's
+// YAML renders the effective config, secrets redacted, with docs/design.md's
 // keys in its order: sizes as "8MiB", durations as "5m0s". Loading the
 // output gives back the same Config, apart from the redacted secrets.
 func (c *Config) YAML() ([]byte, error) {

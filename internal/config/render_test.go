@@ -19,6 +19,7 @@ const defaultYAML = `kafka:
   client_id: spillway
   instance_id: ""
   session_timeout: 45s
+  startup_timeout: 1m0s
   tls:
     enabled: false
     ca_file: ""
@@ -34,8 +35,11 @@ storage:
   part_size: 8MiB
   upload_concurrency: 4
   max_retries: 9
+  topic_id_change: fail
 file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
+  timestamp_source: wallclock
+  timezone: UTC
   max_records: 0
   max_bytes: 128MiB
   max_age: 5m0s
@@ -45,6 +49,7 @@ format:
   fields: [key, value, offset, timestamp, headers]
   value_encoding: none
   envelope: true
+  bytes_separator: \n
 backpressure:
   memory_limit: auto
   max_buffered_records: 0
@@ -96,13 +101,14 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 	}
 	c := &Config{
 		Kafka: Kafka{
-			Brokers: []string{"a:1", "b:2"}, Group: "g", TopicRegex: `events\..*`, StartOffset: "latest", ClientID: "123", InstanceID: "spillway-0", SessionTimeout: 20 * time.Second,
+			Brokers: []string{"a:1", "b:2"}, Group: "g", TopicRegex: `events\..*`, StartOffset: "latest", ClientID: "123", InstanceID: "spillway-0", SessionTimeout: 20 * time.Second, StartupTimeout: 90 * time.Second,
 			TLS:  TLS{Enabled: true, CAFile: files[0], CertFile: files[1], KeyFile: files[2]},
 			SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2"},
 		},
-		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2},
-		File:    File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
-		Format:  Format{Type: "parquet", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false},
+		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh"},
+		File: File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", TimestampSource: "event", Timezone: "Europe/Berlin",
+			MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
+		Format: Format{Type: "bytes", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false, BytesSeparator: `\r\n`},
 		Backpressure: Backpressure{
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
 		},
@@ -197,23 +203,5 @@ func TestErrorsHideSecrets(t *testing.T) {
 				t.Errorf("error shows the secret: %v", err)
 			}
 		})
-	}
-}
-
-func TestRedactURL(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"file:///var/out", "file:///var/out"},
-		{"mem://", "mem://"},
-		{"s3://b?region=us-east-1&endpoint=http://x:9000", "s3://b?region=us-east-1&endpoint=http://x:9000"},
-		{"s3://AKIA:secret@b", "s3://AKIA:REDACTED@b"},
-		{"gs://token@b", "gs://REDACTED@b"},
-		{"azblob://c?sv=2024-01-01&sp=r&sig=abc%2Bdef&protocol=https", "azblob://c?sv=REDACTED&sp=REDACTED&sig=REDACTED&protocol=https"},
-		{"s3://b?Access_Key_ID=a&X-Amz-Security-Token=t&key=k", "s3://b?Access_Key_ID=REDACTED&X-Amz-Security-Token=REDACTED&key=REDACTED"},
-		{"s3://b?secret=ab#cd", "s3://b?secret=REDACTED#REDACTED"},
-		{"s3://u:p@b:port?x", "REDACTED"}, // does not parse
-	} {
-		if got := redactURL(tt.in); got != tt.want {
-			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }

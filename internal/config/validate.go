@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -14,7 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/hostport"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/redact"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -24,7 +27,6 @@ var (
 	startOffsets   = []string{"earliest", "latest"}
 	saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 	storageSchemes = []string{"file", "mem", "s3", "gs", "azblob"}
-	formatTypes    = []string{"csv", "json", "jsonl", "avro", "parquet"}
 	compressions   = []string{"none", "gzip", "snappy", "zstd"}
 	fieldNames     = []string{"key", "value", "offset", "timestamp", "headers"}
 	valueEncodings = []string{"none", "base64"}
@@ -32,7 +34,36 @@ var (
 	nullPolicies   = []string{"write", "ignore", "fail"}
 	logLevels      = []string{"debug", "info", "warn", "error"}
 	logFormats     = []string{"text", "json"}
+	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
+	timestampSources = []string{"wallclock", "event"}
 )
+
+// formats is every format.type name, in the order messages list them.
+// built says whether this binary can write it: a planned format is refused
+// by validation, so that `config check` and `run` agree, and is turned on
+// here, by this one flag, once internal/format has its encoder.
+var formats = []struct {
+	name  string
+	built bool
+}{
+	{"jsonl", true},
+	{"json", true},
+	{"csv", true},
+	{"bytes", true},
+	{"avro", true},
+	{"parquet", true},
+}
+
+// formatNames lists the names in formats that are built, or planned.
+func formatNames(built bool) []string {
+	var out []string
+	for _, f := range formats {
+		if f.built == built {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
 
 // Limits below which a setting can't work well.
 const (
@@ -42,11 +73,15 @@ const (
 	maxRetries     = 50 // with 15 s waits, over 12 minutes of retrying
 	minMaxBytes    = 1 * KiB
 	minMaxAge      = time.Second
-	minMemoryLimit = 64 * MiB // below this the fetch buffers alone would not fit
+	minMemoryLimit = Size(budget.MinMemoryLimit)
 	// Kafka brokers' default group.min.session.timeout.ms and
 	// group.max.session.timeout.ms: outside them every join is refused.
 	minSessionTimeout = 6 * time.Second
 	maxSessionTimeout = 30 * time.Minute
+	// Below a second a healthy but distant cluster fails the startup check;
+	// past an hour a setup that can't work idles as if it could.
+	minStartupTimeout = time.Second
+	maxStartupTimeout = time.Hour
 )
 
 // Object stores' limits on multipart uploads. S3 and Azure Blob cap an
@@ -67,14 +102,6 @@ const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway
 // topicName is what Kafka accepts as a topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
-// Template variables that make file names unique per file. Templates are
-// Aiven's syntax: {{name}} or {{name:padding=true}}.
-var (
-	varTopic       = regexp.MustCompile(`\{\{\s*topic\s*\}\}`)
-	varPartition   = regexp.MustCompile(`\{\{\s*partition\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
-	varStartOffset = regexp.MustCompile(`\{\{\s*start_offset\s*(:\s*padding\s*=\s*(true|false)\s*)?\}\}`)
-)
-
 // normalize puts enumerated values in their canonical case and
 // memory_limit in its canonical form, so that the rest of Spillway compares
 // plain strings. Values that match nothing are left as given, for Validate
@@ -82,7 +109,7 @@ var (
 func (c *Config) normalize() {
 	c.Kafka.StartOffset = canon(c.Kafka.StartOffset, startOffsets)
 	c.Kafka.SASL.Mechanism = canon(c.Kafka.SASL.Mechanism, saslMechanisms)
-	c.Format.Type = canon(c.Format.Type, formatTypes)
+	c.Format.Type = canon(c.Format.Type, append(formatNames(true), formatNames(false)...))
 	c.Format.Compression = canon(c.Format.Compression, compressions)
 	for i, f := range c.Format.Fields {
 		c.Format.Fields[i] = canon(f, fieldNames)
@@ -92,6 +119,8 @@ func (c *Config) normalize() {
 	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
+	c.Storage.URL = resolveFileURL(c.Storage.URL)
+	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
 		if auto {
 			c.Backpressure.MemoryLimit = "auto"
@@ -99,6 +128,27 @@ func (c *Config) normalize() {
 			c.Backpressure.MemoryLimit = Size(limit).String()
 		}
 	}
+}
+
+// resolveFileURL turns a relative local directory, file:out or file:./out,
+// into the absolute file:///cwd/out, so that the effective config (and
+// `config check`) shows where files will land, and storage, which reads
+// only absolute paths, gets one. Anything else is returned as it is.
+func resolveFileURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "file" || u.Opaque == "" || strings.HasPrefix(u.Opaque, "~") {
+		return raw
+	}
+	p, err := url.PathUnescape(u.Opaque)
+	if err != nil {
+		return raw
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return raw
+	}
+	u.Opaque, u.Path, u.RawPath = "", abs, ""
+	return u.String()
 }
 
 func canon(v string, allowed []string) string {
@@ -130,8 +180,8 @@ func (c *Config) problems() problems {
 	}
 	ps.oneOf("errors.null_values", c.Errors.NullValues, nullPolicies)
 	if c.Admin.Listen != "" {
-		if why := checkHostPort(c.Admin.Listen, true); why != "" {
-			ps.add("admin.listen", c.Admin.Listen, "%s; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", why)
+		if err := hostport.Listen(c.Admin.Listen); err != nil {
+			ps.add("admin.listen", c.Admin.Listen, "%v; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", err)
 		}
 	}
 	ps.oneOf("log.level", c.Log.Level, logLevels)
@@ -147,8 +197,8 @@ func (k *Kafka) check(ps *problems) {
 		ps.add("kafka.brokers", "", "required; list at least one broker as host:port, such as [\"127.0.0.1:9092\"]")
 	}
 	for _, b := range k.Brokers {
-		if why := checkHostPort(b, false); why != "" {
-			ps.add("kafka.brokers", b, "%s; use host:port such as 127.0.0.1:9092", why)
+		if err := hostport.Dial(b); err != nil {
+			ps.add("kafka.brokers", b, "%v; use host:port such as 127.0.0.1:9092", err)
 		}
 	}
 	if strings.TrimSpace(k.Group) == "" {
@@ -159,6 +209,9 @@ func (k *Kafka) check(ps *problems) {
 	}
 	if k.SessionTimeout < minSessionTimeout || k.SessionTimeout > maxSessionTimeout {
 		ps.add("kafka.session_timeout", k.SessionTimeout.String(), "is outside what brokers accept by default; use a duration from %s to %s, such as 45s", minSessionTimeout, maxSessionTimeout)
+	}
+	if k.StartupTimeout < minStartupTimeout || k.StartupTimeout > maxStartupTimeout {
+		ps.add("kafka.startup_timeout", k.StartupTimeout.String(), "is out of range; use a duration from %s to %s, such as 60s", minStartupTimeout, maxStartupTimeout)
 	}
 
 	switch {
@@ -175,20 +228,37 @@ func (k *Kafka) check(ps *problems) {
 			ps.add("kafka.topics", t, "is listed twice")
 		}
 	}
-	if k.TopicRegex != "" {
-		if _, err := regexp.Compile(k.TopicRegex); err != nil {
-			why := err.Error()
-			var se *syntax.Error
-			if errors.As(err, &se) {
-				why = se.Code.String()
-			}
-			ps.add("kafka.topic_regex", k.TopicRegex, "is not a valid regular expression: %s", why)
+	if _, err := k.TopicPattern(); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			*ps = append(*ps, e.Problems...)
 		}
 	}
 
 	ps.oneOf("kafka.start_offset", k.StartOffset, startOffsets)
 	k.TLS.check(ps)
 	k.SASL.check(ps)
+}
+
+// TopicPattern returns kafka.topic_regex compiled, or nil when it is unset.
+// Validation, the consumer and verify all compile it here, so they agree
+// on what it accepts and matches: like kgo.ConsumeRegex, it matches
+// anywhere in a topic name unless anchored with ^ and $. A pattern that
+// does not compile is an *Error naming the key.
+func (k *Kafka) TopicPattern() (*regexp.Regexp, error) {
+	if k.TopicRegex == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(k.TopicRegex)
+	if err != nil {
+		why := err.Error()
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			why = se.Code.String()
+		}
+		return nil, &Error{Problems: []Problem{{Key: "kafka.topic_regex", Value: k.TopicRegex, Msg: "is not a valid regular expression: " + why}}}
+	}
+	return re, nil
 }
 
 func (t *TLS) check(ps *problems) {
@@ -245,6 +315,9 @@ func (s *SASL) check(ps *problems) {
 
 func (s *Storage) check(ps *problems) {
 	scheme := s.checkURL(ps)
+	if err := naming.CheckPrefix(s.Prefix); err != nil {
+		ps.add("storage.prefix", s.Prefix, "%v", err)
+	}
 	switch {
 	case s.PartSize < minPartSize:
 		ps.add("storage.part_size", s.PartSize.String(), "is too small; use at least %s", minPartSize)
@@ -257,13 +330,14 @@ func (s *Storage) check(ps *problems) {
 	if scheme == "s3" {
 		if u, err := url.Parse(s.URL); err == nil && u.Query().Has(storage.StorageClassParam) {
 			if err := storage.CheckStorageClass(u.Query().Get(storage.StorageClassParam)); err != nil {
-				ps.add("storage.url", redactURL(s.URL), "%v", err)
+				ps.add("storage.url", redact.URL(s.URL), "%v", err)
 			}
 		}
 	}
 	if s.MaxRetries < 0 || s.MaxRetries > maxRetries {
 		ps.add("storage.max_retries", strconv.Itoa(s.MaxRetries), "is out of range; use 0 (fail on the first error) to %d", maxRetries)
 	}
+	ps.oneOf("storage.topic_id_change", s.TopicIDChange, []string{"fail", "start_fresh"})
 }
 
 // checkURL validates storage.url and returns its scheme. Values are shown
@@ -274,7 +348,7 @@ func (s *Storage) checkURL(ps *problems) string {
 		ps.add(key, "", "required; %s", storageURLHint)
 		return ""
 	}
-	shown := redactURL(s.URL)
+	shown := redact.URL(s.URL)
 	u, err := url.Parse(s.URL)
 	switch {
 	case err != nil:
@@ -290,12 +364,48 @@ func (s *Storage) checkURL(ps *problems) string {
 		return ""
 	case !slices.Contains(storageSchemes, u.Scheme):
 		ps.add(key, shown, "has scheme %s, which is not supported; use %s", u.Scheme, orList(storageSchemes))
-	case u.Scheme == "file" && u.Path == "":
-		ps.add(key, shown, "has no path; use an absolute path after file:// such as file:///var/lib/spillway/out (three slashes)")
+	case u.Scheme == "file":
+		checkFileURL(ps, u, shown)
 	case u.Scheme != "file" && u.Scheme != "mem" && u.Host == "":
 		ps.add(key, shown, "has no bucket or container name; use a form such as %s://NAME", u.Scheme)
 	}
 	return u.Scheme
+}
+
+// fileURLForms says how to write a local directory in storage.url.
+const fileURLForms = "write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out"
+
+// checkFileURL checks a file: storage.url, after resolveFileURL. Go's URL
+// parser reads file://relative/dir as the host "relative" and the path
+// /dir, and storage would write to /dir: a host is refused, with the two
+// forms that say what was meant.
+func checkFileURL(ps *problems, u *url.URL, shown string) {
+	const key = "storage.url"
+	switch {
+	case u.User != nil:
+		ps.add(key, shown, "has a user name or password, which a file URL can't have; %s", fileURLForms)
+	case u.Host != "" && u.Host != "localhost": // file://localhost/x is /x (RFC 8089)
+		where := "; " + fileURLForms
+		if rel := strings.TrimSuffix(u.Host+u.EscapedPath(), "/"); rel != "" && !strings.ContainsAny(u.Host, ":[]") {
+			abs := "for /" + rel + " write file:///" + rel
+			if strings.HasPrefix(u.Host, ".") { // file://./out: only the relative reading makes sense
+				abs = "for an absolute one write file:///var/lib/spillway/out"
+			}
+			where = fmt.Sprintf("; for the directory %s under the working directory write file:%s, %s", rel, rel, abs)
+			if u.Path != "" {
+				where = fmt.Sprintf(" (files would go to %s)%s", u.Path, where)
+			}
+		}
+		ps.add(key, shown, "names the host %q, which a file URL can't have%s", u.Host, where)
+	case strings.HasPrefix(u.Opaque, "~"):
+		ps.add(key, shown, "starts with ~, which is not expanded to a home directory; write the absolute path, such as file:///home/me/out")
+	case u.Opaque != "":
+		// Load resolves a relative path; a Config built in code must
+		// give an absolute one.
+		ps.add(key, shown, "has a relative path; write an absolute one such as file:///var/lib/spillway/out")
+	case u.Path == "":
+		ps.add(key, shown, "has no path; %s", fileURLForms)
+	}
 }
 
 // checkParts checks storage.part_size against the store's multipart limits
@@ -349,24 +459,26 @@ func (c *Config) checkParts(ps *problems) {
 }
 
 func (f *File) check(ps *problems) {
-	const key = "file.name_template"
-	if _, err := naming.Parse(f.NameTemplate); err != nil {
-		ps.add(key, "", "%s", err.Error())
-	} else {
-		var missing []string
-		for _, v := range []struct {
-			name string
-			re   *regexp.Regexp
-		}{{"{{topic}}", varTopic}, {"{{partition}}", varPartition}, {"{{start_offset}}", varStartOffset}} {
-			if !v.re.MatchString(f.NameTemplate) {
-				missing = append(missing, v.name)
-			}
+	// Package naming owns the template rules (which variables a template
+	// needs, and what makes names collide); its message quotes the
+	// template and says what is wrong.
+	loc, err := naming.LoadLocation(f.Timezone)
+	if err != nil {
+		why := "is not a known time zone"
+		switch f.Timezone {
+		case "":
+			why = "is empty"
+		case "Local":
+			why = "is the machine's own zone, which can differ between instances"
 		}
-		if len(missing) > 0 {
-			ps.add(key, f.NameTemplate, "must contain %s (partition and start_offset may take :padding=true) so that every file gets a unique name",
-				andList(missing))
-		}
+		ps.add("file.timezone", f.Timezone, "%s; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00", why)
 	}
+	if t, err := naming.Parse(f.NameTemplate, naming.Location(loc)); err != nil {
+		ps.add("file.name_template", "", "%s", err.Error())
+	} else if t.LatestPerKey() {
+		ps.add("file.name_template", f.NameTemplate, "has {{key}} and no {{start_offset}}: one object per key, overwritten with the latest value, is planned but not built in this version; add {{start_offset}}, e.g. {{topic}}/{{partition}}/{{key}}/{{start_offset}}")
+	}
+	ps.oneOf("file.timestamp_source", f.TimestampSource, timestampSources)
 	if f.MaxRecords < 0 {
 		ps.add("file.max_records", strconv.FormatInt(f.MaxRecords, 10), "can't be negative; use 0 for no limit")
 	}
@@ -379,7 +491,16 @@ func (f *File) check(ps *problems) {
 }
 
 func (f *Format) check(ps *problems) {
-	ps.oneOf("format.type", f.Type, formatTypes)
+	switch built, planned := formatNames(true), formatNames(false); {
+	case slices.Contains(planned, f.Type):
+		ps.add("format.type", f.Type, "is planned but not built in this version; use %s", orList(built))
+	case f.Type == "":
+		ps.add("format.type", "", "is empty; use %s", orList(built))
+	case !slices.Contains(built, f.Type) && len(planned) == 0:
+		ps.add("format.type", f.Type, "is not valid; use %s", orList(built))
+	case !slices.Contains(built, f.Type):
+		ps.add("format.type", f.Type, "is not valid; use %s (%s are planned)", orList(built), andList(planned))
+	}
 	ps.oneOf("format.compression", f.Compression, compressions)
 	if len(f.Fields) == 0 {
 		ps.add("format.fields", "", "required; list the record parts to write, such as [key, value, offset, timestamp, headers]")
@@ -393,8 +514,24 @@ func (f *Format) check(ps *problems) {
 		}
 	}
 	ps.oneOf("format.value_encoding", f.ValueEncoding, valueEncodings)
-	if !f.Envelope && len(f.Fields) != 1 {
+	// A csv row and a bytes record have no envelope to leave out, so
+	// format.envelope means nothing to them.
+	envelope := f.Type != "csv" && f.Type != "bytes"
+	if envelope && !f.Envelope && len(f.Fields) != 1 {
 		ps.add("format.fields", "", "must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists %d", len(f.Fields))
+	}
+	if f.Type == "bytes" {
+		// The bytes format is the value alone, so a list that names other
+		// fields asks for something it can't write; the default list (left
+		// unset) and [value] are what it does.
+		if len(f.Fields) > 0 && !slices.Equal(f.Fields, Default().Format.Fields) && !slices.Equal(f.Fields, []string{"value"}) {
+			ps.add("format.fields", strings.Join(f.Fields, ", "), "can't be written by format.type bytes, which writes the value alone; set format.fields to [value] (or leave it unset), or use format.type csv or jsonl for other fields")
+		}
+	}
+	if sep, err := f.Separator(); err != nil {
+		ps.add("format.bytes_separator", f.BytesSeparator, "%v", err)
+	} else if f.Type != "bytes" && string(sep) != "\n" {
+		ps.add("format.bytes_separator", f.BytesSeparator, "is used only by format.type bytes; remove it, or set format.type: bytes")
 	}
 }
 
@@ -429,23 +566,6 @@ func (ps *problems) oneOf(key, v string, allowed []string) {
 	default:
 		ps.add(key, v, "is not valid; use %s", orList(allowed))
 	}
-}
-
-// checkHostPort returns why s is not host:port, or "". A listen address
-// may omit the host (":8080", all interfaces) and use port 0 (any free port).
-func checkHostPort(s string, listen bool) string {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return "is not host:port"
-	}
-	if host == "" && !listen {
-		return "has no host"
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n > 65535 || n < 0 || (n == 0 && !listen) {
-		return fmt.Sprintf("has an invalid port %q", port)
-	}
-	return ""
 }
 
 func orList(xs []string) string  { return joinLast(xs, " or ") }

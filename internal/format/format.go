@@ -1,7 +1,9 @@
 // Package format turns Kafka records into file bytes: an Encoder writes
-// records in the configured file format (jsonl, json; csv, avro and parquet
-// later) and a compressor wraps the output stream. Both are plain io.Writer
-// stages, so a file is one chain:
+// records in the configured file format (jsonl, json, csv, bytes, avro,
+// parquet) and a compressor wraps the output stream. Both are plain
+// io.Writer stages, so a file is one chain (avro and parquet compress
+// inside the file, and their stream compressor is "none": see
+// StreamCompression):
 //
 //	Encoder ▸ NewCompressor ▸ storage writer
 //
@@ -64,10 +66,16 @@ func NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
 			return nil, err
 		}
 		return &jsonEncoder{out: output{w: w, name: "json"}, rec: rec}, nil
-	case "csv", "avro", "parquet":
-		return nil, fmt.Errorf("format.type %s is not implemented yet; use jsonl or json", cfg.Type)
+	case "csv":
+		return newCSVEncoder(cfg, output{w: w, name: "csv"})
+	case "bytes":
+		return newBytesEncoder(cfg, output{w: w, name: "bytes"})
+	case "avro":
+		return newAvroFile(cfg, w)
+	case "parquet":
+		return newParquetEncoder(cfg, w)
 	}
-	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, avro, parquet", cfg.Type)
+	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, bytes, avro, parquet", cfg.Type)
 }
 
 // maxRetainedBuffer bounds the encode buffer an encoder keeps between

@@ -334,9 +334,10 @@ func TestNewEncoderErrors(t *testing.T) {
 		cfg  config.Format
 		want string
 	}{
-		{config.Format{Type: "csv", Fields: allFields, Envelope: true}, "format.type csv is not implemented yet"},
-		{config.Format{Type: "avro", Fields: allFields, Envelope: true}, "format.type avro is not implemented yet"},
-		{config.Format{Type: "parquet", Fields: allFields, Envelope: true}, "format.type parquet is not implemented yet"},
+		{config.Format{Type: "avro", Fields: []string{"key", "value"}}, "format.envelope: false writes one field"},
+		{config.Format{Type: "avro", Fields: allFields, Envelope: true, Compression: "lz4"}, `format.compression "lz4" is unknown`},
+		{config.Format{Type: "parquet", Fields: []string{"value", "value"}, Envelope: true}, `field "value" is listed twice`},
+		{config.Format{Type: "parquet", Fields: allFields, Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
 		{config.Format{Type: "xml", Fields: allFields, Envelope: true}, `format.type "xml" is unknown`},
 		{config.Format{Type: "jsonl", Envelope: true}, "format.fields is empty"},
 		{config.Format{Type: "jsonl", Fields: []string{"value", "partition"}, Envelope: true}, `unknown field "partition"`},
@@ -389,27 +390,6 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
 		}
 	})
-}
-
-func TestExtension(t *testing.T) {
-	for _, tc := range []struct {
-		typ, comp, want string
-	}{
-		{"jsonl", "none", ".jsonl"},
-		{"jsonl", "", ".jsonl"},
-		{"jsonl", "gzip", ".jsonl.gz"},
-		{"jsonl", "zstd", ".jsonl.zst"},
-		{"jsonl", "snappy", ".jsonl.snappy"},
-		{"json", "none", ".json"},
-		{"json", "gzip", ".json.gz"},
-		{"csv", "zstd", ".csv.zst"},
-		{"avro", "gzip", ".avro"},
-		{"parquet", "snappy", ".parquet"},
-	} {
-		if got := Extension(config.Format{Type: tc.typ, Compression: tc.comp}); got != tc.want {
-			t.Errorf("Extension(%s, %s) = %q, want %q", tc.typ, tc.comp, got, tc.want)
-		}
-	}
 }
 
 // benchRecord is a typical record with a 1 KiB value.

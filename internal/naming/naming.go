@@ -8,13 +8,92 @@
 //	{{partition:padding=true}}     zero-padded to 10 digits, e.g. 0000000007
 //	{{start_offset}}               the offset of the file's first record
 //	{{start_offset:padding=true}}  zero-padded to 20 digits
-//	{{timestamp:unit=yyyy}}        UTC year of the file's first record (also MM, dd, HH)
+//	{{timestamp:unit=yyyy}}        the year of Vars.Time (also MM, dd, HH)
+//	{{key}}                        the record key, escaped (see Keys)
 //
 // A template is parsed once at startup, where every mistake is reported with
 // its byte offset, and rendered per file with no parsing left to do. The
-// same parsed structure runs backwards (PartitionPrefix, Match), so crash
-// recovery can list what storage already holds for a partition and read
-// each file's start offset from its name.
+// same parsed structure runs backwards (PartitionPrefix, Match), so storage
+// listings can be read back into topic, partition, key and start offset.
+//
+// # Kinds of template
+//
+// An ordinary template has {{topic}}, {{partition}} and {{start_offset}}:
+// every file gets a name of its own. One with {{key}} and no
+// {{start_offset}} (such as "{{key}}" or "{{topic}}/{{partition}}/{{key}}")
+// is Aiven's "one object per key": each file holds a key's latest record
+// and is overwritten by the next one, so its delivery is at-least-once with
+// an idempotent result (a replay writes the same object again).
+// LatestPerKey reports this kind. Any other template is refused: two files
+// would get the same name and the second would overwrite the first.
+//
+// # Grouping
+//
+// Records of one partition go to as many open files as the template tells
+// apart: with {{key}} or {{timestamp}}, records with different keys or time
+// buckets go to different files. Group renders everything but
+// {{start_offset}}, which identifies a record's open file within its topic
+// partition; the file's name is the template rendered with its first
+// record's values. (Aiven differs: it renders {{timestamp}} from each
+// record and {{start_offset}} from the partition's first record, so files
+// of different hours share their start offset.)
+//
+// # Keys
+//
+// Keys are arbitrary bytes, and a name must stay a safe object key and
+// file name. {{key}} writes a key with these rules, which give every key,
+// null included, a rendering of its own (the escaping is injective):
+//
+//   - ASCII letters, digits and '-' are written as themselves, and so are
+//     '_' and '.', except '_' and '.' as the key's first byte and '.' as its
+//     last.
+//   - Every other byte is written as '!' and two upper-case hex digits:
+//     "a/b" is "a!2Fb", "!" is "!21", a space is "!20", "é" (UTF-8 C3 A9)
+//     is "!C3!A9". A leading '_' or '.' ("!5F", "!2E") would hide the file
+//     from Hive, Spark, Athena and DuckDB, which skip such names, and would
+//     allow "." and ".."; a trailing '.' ("!2E") is dropped by Windows and
+//     mishandled by Azure Blob.
+//   - The null key is "null", as Aiven writes it. The key whose four bytes
+//     are "null" is "!6Eull", so the two stay apart (Aiven writes both as
+//     "null").
+//   - The empty key is "!empty".
+//   - A key whose rendering would be longer than 200 bytes is written as the
+//     first 132 to 134 bytes of that rendering (cut before an escape, never
+//     inside one), "!h", and the SHA-256 of the whole key in 64 lower-case
+//     hex digits. At most 200 bytes, so names stay within S3's 1024-byte
+//     keys and the 255 bytes of a local file name. Two long keys share a
+//     name only if they share a SHA-256.
+//
+// A rendering is thus never empty, "." or "..", holds only [A-Za-z0-9._!-]
+// (no "/", no byte that S3, GCS or Azure Blob ask users to avoid, nothing a
+// file system refuses), and reads back with Match: exactly, but for a long
+// key, of which only the prefix can be. '!' escapes rather than '%' because
+// Azure Blob can't take '%' in names and S3 lists it among the characters
+// to avoid; the price is that Hive and Spark show an escaped key as it is
+// written, not decoded. Aiven writes the key's text as it is, so keys made
+// of letters, digits, '-' and inner '_' and '.' look the same in both, and
+// a key with "/" makes directories in Aiven's names but not in Spillway's.
+//
+// Keys that differ only in letter case get different names, which share a
+// file on a case-insensitive file system (macOS, Windows), as topics that
+// differ only in case already do.
+//
+// Within a topic partition, names are unique. Across topics they are too
+// when "/" (or "=", or any byte outside [A-Za-z0-9._!-]) stands between
+// {{key}} and {{topic}} or {{partition}}. With only "-", "." or "_" between,
+// which keys and topics both contain, two topics where one extends the
+// other's name through the separator can give different files one name:
+// in "{{topic}}-{{partition}}-{{key}}-{{start_offset}}", topic "a"
+// partition 1 key "2-x" and topic "a-1" partition 2 key "x".
+//
+// # Time
+//
+// {{timestamp}} renders Vars.Time in the template's time zone (Location,
+// default UTC). Units are Aiven's: yyyy, MM, dd and HH, zero-padded to 4, 2,
+// 2 and 2 digits. A year past 9999 is written in full ("10000", where Java
+// writes "+10000"). Across a daylight saving change a local hour can hold
+// two hours of records (autumn) or none (spring); names stay unique because
+// they carry the start offset.
 //
 // A *Template is immutable after Parse and safe for concurrent use.
 package naming
@@ -45,25 +124,31 @@ const (
 	topicVar
 	partitionVar
 	offsetVar
+	keyVar
 	yearVar  // {{timestamp:unit=yyyy}}
 	monthVar // {{timestamp:unit=MM}}
 	dayVar   // {{timestamp:unit=dd}}
 	hourVar  // {{timestamp:unit=HH}}
 )
 
+func (k kind) isTime() bool { return k >= yearVar }
+
 // piece is one literal run or one variable of a template.
 type piece struct {
 	kind   kind
-	text   string // the literal text, for kind == literal
+	text   string // the literal text, or the variable's source for messages
 	padded bool   // zero padding, for partitionVar and offsetVar
 	off    int    // byte offset in the source, for error messages
 }
 
 // Template is a parsed file name template. Build one with Parse.
 type Template struct {
-	src    string
-	pieces []piece
-	hasTS  bool // contains a timestamp variable: Match cannot rebuild the name
+	src       string
+	pieces    []piece
+	loc       *time.Location
+	hasTS     bool // contains a timestamp variable: Match cannot rebuild the name
+	hasKey    bool
+	hasOffset bool
 }
 
 // Vars are the values a template is rendered with: those of the file's first
@@ -75,9 +160,19 @@ type Vars struct {
 	// Partition and StartOffset are never negative in Kafka.
 	Partition   int32
 	StartOffset int64
-	// Time is the wall clock time of the file's first record; it is
-	// rendered in UTC. Match leaves it zero.
+	// Time is what {{timestamp}} renders, in the template's Location: the
+	// caller picks the wall clock or the record's own timestamp
+	// (file.timestamp_source). Match leaves it zero.
 	Time time.Time
+	// Key is the record key for {{key}}. nil is a null key and a non-nil
+	// empty slice the empty key, as in kgo.Record.Key, so pass that as it
+	// is: a copy made with append([]byte(nil), k...) turns the empty key
+	// into a null one. Render and Group read Key and keep no reference.
+	Key []byte
+	// KeyCut is set by Match when the name holds a long key in its cut
+	// form (a readable prefix and a hash): Key then holds only the bytes
+	// of that prefix. Render ignores it.
+	KeyCut bool
 }
 
 // ParseError is a template syntax or safety error. Offset is the byte offset
@@ -96,22 +191,40 @@ func errAt(src string, off int, format string, args ...any) error {
 	return &ParseError{Template: src, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
-const knownVars = "topic, partition, start_offset, timestamp"
+const knownVars = "topic, partition, start_offset, timestamp, key"
+
+// An Option changes how Parse builds a Template.
+type Option func(*Template)
+
+// Location renders {{timestamp}} in loc rather than UTC; nil means UTC. Use
+// LoadLocation to turn a configured name into one.
+func Location(loc *time.Location) Option {
+	return func(t *Template) {
+		if loc != nil {
+			t.loc = loc
+		}
+	}
+}
 
 // Parse parses a template such as "{{topic}}-{{partition}}-{{start_offset}}".
 //
 // It rejects templates that would lose data or escape the storage prefix: a
-// template must contain {{topic}}, {{partition}} and {{start_offset}}
-// (otherwise two files get the same name and the second overwrites the
-// first), and its literal text must not make a path that starts with "/" or
-// has an empty, "." or ".." segment (object stores keep such keys verbatim
-// while the local filesystem resolves them, so they would not list back as
-// written).
-func Parse(s string) (*Template, error) {
+// template must contain {{topic}}, {{partition}} and {{start_offset}}, or
+// {{key}} and no {{start_offset}} (LatestPerKey); otherwise two files get
+// the same name and the second overwrites the first. {{key}} must be kept
+// apart from the variables beside it by text that is not all digits, for
+// the same reason. And its literal text must not make a path that starts
+// with "/" or has an empty, "." or ".." segment (object stores keep such
+// keys verbatim while the local filesystem resolves them, so they would not
+// list back as written).
+func Parse(s string, opts ...Option) (*Template, error) {
 	if s == "" {
 		return nil, errAt(s, 0, "template is empty; the default is {{topic}}-{{partition}}-{{start_offset}}")
 	}
-	t := &Template{src: s}
+	t := &Template{src: s, loc: time.UTC}
+	for _, o := range opts {
+		o(t)
+	}
 	var lit strings.Builder
 	litOff := 0
 	flush := func() {
@@ -133,10 +246,15 @@ func Parse(s string) (*Template, error) {
 				return nil, err
 			}
 			flush()
-			p.off = i
+			p.off, p.text = i, whole
 			t.pieces = append(t.pieces, p)
-			if p.kind >= yearVar {
+			switch {
+			case p.kind.isTime():
 				t.hasTS = true
+			case p.kind == keyVar:
+				t.hasKey = true
+			case p.kind == offsetVar:
+				t.hasOffset = true
 			}
 			i += len(whole)
 		case strings.HasPrefix(s[i:], "}}"):
@@ -151,6 +269,9 @@ func Parse(s string) (*Template, error) {
 	}
 	flush()
 	if err := t.checkRequired(); err != nil {
+		return nil, err
+	}
+	if err := t.checkKeyNeighbours(); err != nil {
 		return nil, err
 	}
 	if err := t.checkPath(); err != nil {
@@ -216,24 +337,30 @@ func parseVar(src string, off int, whole, inner string) (piece, error) {
 		}
 		return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; unit must be yyyy, MM, dd or HH (case matters: MM is month)", param, whole, off)
 	case "key":
-		return piece{}, errAt(src, off, "variable %q at offset %d is not supported yet (files are grouped by topic and partition); known: %s", whole, off, knownVars)
+		if hasParam {
+			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; {{key}} takes no parameters", param, whole, off)
+		}
+		return piece{kind: keyVar}, nil
 	}
 	return piece{}, errAt(src, off, "unknown variable %q at offset %d; known: %s", whole, off, knownVars)
 }
 
-// checkRequired makes sure rendered names are unique per file.
+// checkRequired makes sure rendered names are unique per file, or, for
+// LatestPerKey, per key.
 func (t *Template) checkRequired() error {
-	var topic, partition, offset bool
+	if t.LatestPerKey() {
+		return nil
+	}
+	var topic, partition bool
 	for _, p := range t.pieces {
 		switch p.kind {
 		case topicVar:
 			topic = true
 		case partitionVar:
 			partition = true
-		case offsetVar:
-			offset = true
 		}
 	}
+	offset := t.hasOffset
 	for _, req := range []struct {
 		ok   bool
 		name string
@@ -243,6 +370,45 @@ func (t *Template) checkRequired() error {
 		}
 	}
 	return nil
+}
+
+// checkKeyNeighbours rejects a {{key}} that the variables next to it could
+// run into. A key renders as any run of [A-Za-z0-9._!-], so with nothing
+// between, "{{key}}{{start_offset}}" names key "a1" at offset 5 and key "a"
+// at offset 15 both "a15"; digits alone between them do no better. Any
+// other byte between them ends a number, and within a topic partition the
+// name parses one way.
+func (t *Template) checkKeyNeighbours() error {
+	for i, p := range t.pieces {
+		if p.kind != keyVar {
+			continue
+		}
+		for _, d := range []int{-1, 1} {
+			j := i + d
+			if j < 0 || j >= len(t.pieces) {
+				continue
+			}
+			between, other := "nothing", t.pieces[j]
+			if other.kind == literal {
+				if !allDigits(other.text) || j+d < 0 || j+d >= len(t.pieces) {
+					continue
+				}
+				between, other = "only digits", t.pieces[j+d]
+			}
+			return errAt(t.src, p.off, "{{key}} at offset %d has %s between it and %s at offset %d; a key can begin or end with what that variable writes, so two files could get the same name; put text such as \"/\" or \"-\" between them",
+				p.off, between, other.text, other.off)
+		}
+	}
+	return nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkPath rejects literal text that makes unsafe or non-portable paths.
@@ -290,9 +456,36 @@ func (t *Template) checkPath() error {
 // String returns the template's source text.
 func (t *Template) String() string { return t.src }
 
+// Location returns the time zone {{timestamp}} renders in.
+func (t *Template) Location() *time.Location { return t.loc }
+
+// LatestPerKey reports a template with {{key}} and no {{start_offset}}:
+// Aiven's "one object per key". Each key has one object (per topic,
+// partition or time bucket, when the template has them), and each record
+// of that key replaces it. Such objects are overwritten, so they can't be
+// written create-only, and delivery to them is at-least-once: after a crash
+// the records since the last commit are written again, which leaves the
+// same objects with the same content (the result is idempotent). Keys that
+// differ only in case share an object on a case-insensitive file system,
+// and with "{{key}}" alone one key of two topics shares one object, as in
+// Aiven.
+func (t *Template) LatestPerKey() bool { return t.hasKey && !t.hasOffset }
+
+// SplitsPartition reports whether the records of one topic partition can
+// belong to several open files at once: the template has {{key}} or
+// {{timestamp}}. When it is false, Group is the same for every record of a
+// partition and need not be computed per record.
+func (t *Template) SplitsPartition() bool { return t.hasKey || t.hasTS }
+
 // Render returns the file name (without extension) for a file whose first
 // record has the given values.
 func (t *Template) Render(v Vars) string {
+	b := make([]byte, 0, t.maxLen(v))
+	return string(t.appendPieces(b, v, len(t.pieces), false))
+}
+
+// maxLen bounds the length of v's name.
+func (t *Template) maxLen(v Vars) int {
 	n := 0
 	for _, p := range t.pieces {
 		switch p.kind {
@@ -300,17 +493,42 @@ func (t *Template) Render(v Vars) string {
 			n += len(p.text)
 		case topicVar:
 			n += len(v.Topic)
+		case keyVar:
+			n += keyLen(v.Key)
 		default:
 			n += offsetWidth
 		}
 	}
-	b := make([]byte, 0, n)
-	return string(t.appendPrefix(b, v, len(t.pieces)))
+	return n
 }
 
-// appendPrefix renders the first n pieces of the template.
-func (t *Template) appendPrefix(b []byte, v Vars, n int) []byte {
-	utc := v.Time.UTC()
+// AppendGroup appends v's group to b and returns the extended buffer: the
+// template rendered without {{start_offset}}. Within one topic partition,
+// records with the same group get the same name for any start offset, and
+// records whose names could differ get different groups, so the group
+// identifies the open file a record belongs to: key open files by (topic,
+// partition, group), and name a new file with Render and its first
+// record's values. With a buffer that has room it allocates nothing, and a
+// lookup m[string(group)] in a map keyed by string doesn't either.
+//
+// With a long key it hashes the key (SHA-256), so its cost grows with the
+// key's length.
+func (t *Template) AppendGroup(b []byte, v Vars) []byte {
+	return t.appendPieces(b, v, len(t.pieces), true)
+}
+
+// Group is AppendGroup into a new string.
+func (t *Template) Group(v Vars) string {
+	return string(t.AppendGroup(make([]byte, 0, t.maxLen(v)), v))
+}
+
+// appendPieces renders the first n pieces of the template, without
+// {{start_offset}} when group is set.
+func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
+	var year, month, day, hour int64
+	if t.hasTS {
+		year, month, day, hour = civil(v.Time, t.loc)
+	}
 	for _, p := range t.pieces[:n] {
 		switch p.kind {
 		case literal:
@@ -320,18 +538,57 @@ func (t *Template) appendPrefix(b []byte, v Vars, n int) []byte {
 		case partitionVar:
 			b = appendNum(b, int64(v.Partition), p.padded, partitionWidth)
 		case offsetVar:
-			b = appendNum(b, v.StartOffset, p.padded, offsetWidth)
+			if !group {
+				b = appendNum(b, v.StartOffset, p.padded, offsetWidth)
+			}
+		case keyVar:
+			b = appendKey(b, v.Key)
 		case yearVar:
-			b = appendNum(b, int64(utc.Year()), true, 4)
+			b = appendNum(b, year, true, 4)
 		case monthVar:
-			b = appendNum(b, int64(utc.Month()), true, 2)
+			b = appendNum(b, month, true, 2)
 		case dayVar:
-			b = appendNum(b, int64(utc.Day()), true, 2)
+			b = appendNum(b, day, true, 2)
 		case hourVar:
-			b = appendNum(b, int64(utc.Hour()), true, 2)
+			b = appendNum(b, hour, true, 2)
 		}
 	}
 	return b
+}
+
+// civil returns the local date and hour of ts in loc. It looks the zone
+// up once and does the calendar arithmetic itself (Hinnant's
+// civil_from_days), where ts.In(loc).Date() and .Hour() would look the zone
+// up and split the time twice; Group runs once per record.
+func civil(ts time.Time, loc *time.Location) (year, month, day, hour int64) {
+	_, off := ts.In(loc).Zone()
+	sec := ts.Unix() + int64(off)
+	days := floorDiv(sec, 86400)
+	hour = (sec - days*86400) / 3600
+	z := days + 719468 // days since 0000-03-01
+	era := floorDiv(z, 146097)
+	doe := z - era*146097                                  // day of the 400-year era, [0, 146096]
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era, [0, 399]
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the year from 1 March, [0, 365]
+	mp := (5*doy + 2) / 153                                // month from March, [0, 11]
+	day = doy - (153*mp+2)/5 + 1
+	month = mp + 3
+	if month > 12 {
+		month -= 12
+	}
+	year = yoe + era*400
+	if month <= 2 {
+		year++
+	}
+	return year, month, day, hour
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
 }
 
 // appendNum appends n in decimal, zero-padded to width when pad is set.
@@ -368,16 +625,19 @@ func (t *Template) PartitionPrefix(topic string, partition int32) (prefix string
 		}
 		n++
 	}
-	return string(t.appendPrefix(nil, Vars{Topic: topic, Partition: partition}, n)), exact
+	return string(t.appendPieces(nil, Vars{Topic: topic, Partition: partition}, n, false)), exact
 }
 
 // Match parses a rendered name (without extension) back into its topic,
-// partition and start offset. Timestamp parts must be well formed but are
-// not returned (Vars.Time is zero).
+// partition, start offset and key. Timestamp parts must be well formed but
+// are not returned (Vars.Time is zero). A long key (see key.go) can't be
+// read back whole: Match then returns the bytes of its readable prefix in
+// Key and sets KeyCut.
 //
 // Numbers must be in the form Render writes: exactly 10 or 20 digits when
-// padded, no leading zeros otherwise. A topic matches a run of Kafka topic
-// characters [a-zA-Z0-9._-]. When a name can be read more than one way
+// padded, no leading zeros otherwise, and so must keys: Match accepts only
+// text that Render writes for some key. A topic matches a run of Kafka
+// topic characters [a-zA-Z0-9._-]. When a name can be read more than one way
 // (e.g. "{{topic}}{{partition}}..." with topic "a1" or "a"), Match returns
 // the parse that gives earlier variables the longest text; with the default
 // template and dash-separated templates the parse is unique. When the topic
@@ -394,7 +654,8 @@ func (t *Template) Match(name string) (Vars, bool) {
 // MatchPartition is Match for a name that must belong to the given topic
 // partition: it reports the name's start offset, or false if the name is
 // not one of that partition's files. Use it to read a PartitionPrefix
-// listing.
+// listing. For a LatestPerKey template, which has no start offset, it
+// reports 0.
 func (t *Template) MatchPartition(name, topic string, partition int32) (startOffset int64, ok bool) {
 	m := matcher{v: Vars{Topic: topic, Partition: partition}, haveTopic: true, havePartition: true}
 	if !m.match(t.pieces, name) {
@@ -408,6 +669,8 @@ func (t *Template) MatchPartition(name, topic string, partition int32) (startOff
 type matcher struct {
 	v                                  Vars
 	haveTopic, havePartition, haveOffs bool
+	haveKey                            bool
+	keyText                            string // the key as the name writes it
 }
 
 func (m *matcher) match(ps []piece, s string) bool {
@@ -453,11 +716,31 @@ func (m *matcher) match(ps []piece, s string) bool {
 		return m.number(ps, s, p.padded, offsetWidth, 1<<63-1, func(n int64) {
 			m.v.StartOffset, m.haveOffs = n, true
 		}, func() { m.haveOffs = false })
-	default: // timestamp parts: fixed width, checked for range only
+	case keyVar:
+		if m.haveKey {
+			return strings.HasPrefix(s, m.keyText) && m.match(ps[1:], s[len(m.keyText):])
+		}
+		n := 0
+		for n < len(s) && n < maxKeyLen && isKeyChar(s[n]) {
+			n++
+		}
+		for ; n > 0; n-- {
+			key, cut, ok := parseKey(s[:n])
+			if !ok {
+				continue
+			}
+			m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = key, cut, s[:n], true
+			if m.match(ps[1:], s[n:]) {
+				return true
+			}
+		}
+		m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = nil, false, "", false
+		return false
+	case yearVar:
+		return m.year(ps, s)
+	default: // month, day, hour: fixed width, checked for range only
 		w, lo, hi := 2, int64(0), int64(23)
 		switch p.kind {
-		case yearVar:
-			w, hi = 4, 9999
 		case monthVar:
 			lo, hi = 1, 12
 		case dayVar:
@@ -469,6 +752,29 @@ func (m *matcher) match(ps []piece, s string) bool {
 		n, ok := digits(s[:w])
 		return ok && n >= lo && n <= hi && m.match(ps[1:], s[w:])
 	}
+}
+
+// year reads a year as Render writes it: four digits from 0000 to 9999,
+// and plain decimal outside that range (a record's timestamp can be as
+// late as the year 292278994).
+func (m *matcher) year(ps []piece, s string) bool {
+	n := 0
+	if n < len(s) && s[0] == '-' {
+		n++
+	}
+	for n < len(s) && n < 20 && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	for ; n >= 1; n-- {
+		y, err := strconv.ParseInt(s[:n], 10, 64)
+		if err != nil || string(appendNum(nil, y, true, 4)) != s[:n] {
+			continue
+		}
+		if m.match(ps[1:], s[n:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // number tries each way to read a number at the start of s, longest first,

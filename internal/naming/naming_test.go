@@ -56,7 +56,7 @@ func TestParseErrors(t *testing.T) {
 		offset int
 	}{
 		{"", "template is empty", 0},
-		{"abc{{bogus}}", `unknown variable "{{bogus}}" at offset 3; known: topic, partition, start_offset, timestamp`, 3},
+		{"abc{{bogus}}", `unknown variable "{{bogus}}" at offset 3; known: topic, partition, start_offset, timestamp, key`, 3},
 		{"{{topic}}-{{partition}-{{start_offset}}", `unknown variable "{{partition}-{{start_offset}}" at offset 10`, 10},
 		{"{{topic}}-{{partition}}-{{start_offset", `unclosed "{{" at offset 24`, 24},
 		{"{{topic}}-{{}}-{{partition}}-{{start_offset}}", `empty variable "{{}}" at offset 10`, 10},
@@ -67,7 +67,20 @@ func TestParseErrors(t *testing.T) {
 		{"{{topic:padding=true}}-{{partition}}-{{start_offset}}", `{{topic}} takes no parameters`, 0},
 		{"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp}}", `needs unit=yyyy`, 41},
 		{"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp:unit=mm}}", `unit must be yyyy, MM, dd or HH`, 41},
-		{"{{topic}}-{{key}}-{{start_offset}}", `"{{key}}" at offset 10 is not supported yet`, 10},
+		{"{{topic}}-{{key:padding=true}}-{{start_offset}}", `bad parameter "padding=true" in "{{key:padding=true}}" at offset 10; {{key}} takes no parameters`, 10},
+		// {{key}} with {{start_offset}} is an ordinary template: it needs
+		// topic and partition as well.
+		{"{{topic}}-{{key}}-{{start_offset}}", "template has no {{partition}}", 34},
+		{"{{key}}-{{start_offset}}", "template has no {{topic}}", 24},
+		// Without {{key}} and {{start_offset}}, files share names.
+		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}", "template has no {{start_offset}}: without it two files get the same name", 45},
+		// A key runs into a neighbour with nothing, or only digits, between.
+		{"{{topic}}-{{partition}}-{{key}}{{start_offset}}", `{{key}} at offset 24 has nothing between it and {{start_offset}} at offset 31; a key can begin or end with what that variable writes`, 24},
+		{"{{topic}}-{{partition}}-{{start_offset}}{{ key }}", `{{key}} at offset 40 has nothing between it and {{start_offset}} at offset 24`, 40},
+		{"{{topic}}-{{partition}}-{{key}}12{{start_offset}}", `{{key}} at offset 24 has only digits between it and {{start_offset}} at offset 33`, 24},
+		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}0{{key}}", `{{key}} at offset 46 has only digits between it and {{timestamp:unit=HH}} at offset 24`, 46},
+		{"{{key}}{{topic}}", `{{key}} at offset 0 has nothing between it and {{topic}} at offset 7`, 0},
+		{"{{key}}{{key}}", `{{key}} at offset 0 has nothing between it and {{key}} at offset 7`, 0},
 		{"{{topic}}}}-{{partition}}-{{start_offset}}", `stray "}}" at offset 9`, 9},
 		{"}}", `stray "}}" at offset 0`, 0},
 		{"{{topic}}-{{start_offset}}", "template has no {{partition}}", 26},
@@ -129,14 +142,18 @@ func TestMatchRoundTrip(t *testing.T) {
 		"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp:unit=yyyy}}{{timestamp:unit=MM}}{{timestamp:unit=dd}}",
 		"{{topic}}.{{partition}}.{{start_offset}}",
 		"{{topic}}_{{partition}}_{{start_offset}}",
+		"{{topic}}/{{partition}}/{{key}}/{{start_offset}}",
+		"{{key}}/{{topic}}.{{partition}}.{{start_offset}}",
+		hiveKeyTemplate,
 	}
 	topics := []string{"a", "a-b.c", "a-1", "a-1-2", "a.b.c", "x_y", "-", "--", "...", "9", "T0p1c-9.9_"}
+	keys := [][]byte{nil, {}, []byte("k"), []byte("1-2"), []byte("a.b-c"), []byte("null")}
 	var vars []Vars
-	for _, topic := range topics {
+	for i, topic := range topics {
 		for _, p := range []int32{0, 1, 9, 10, 12, 1<<31 - 1} {
 			for _, o := range []int64{0, 1, 10, 99, 1234567, 1<<63 - 1} {
 				vars = append(vars, Vars{Topic: topic, Partition: p, StartOffset: o,
-					Time: time.Date(2024, 12, 31, 23, 0, 0, 0, time.UTC)})
+					Time: time.Date(2024, 12, 31, 23, 0, 0, 0, time.UTC), Key: keys[(i+int(p)+int(o%7))%len(keys)]})
 			}
 		}
 	}
@@ -145,8 +162,9 @@ func TestMatchRoundTrip(t *testing.T) {
 		for _, v := range vars {
 			name := tpl.Render(v)
 			got, ok := tpl.Match(name)
-			if !ok || got.Topic != v.Topic || got.Partition != v.Partition || got.StartOffset != v.StartOffset {
-				t.Errorf("%s: Match(%q) = %+v, %v; want %q/%d/%d", s, name, got, ok, v.Topic, v.Partition, v.StartOffset)
+			if !ok || got.Topic != v.Topic || got.Partition != v.Partition || got.StartOffset != v.StartOffset ||
+				(tpl.hasKey && !sameKey(got.Key, v.Key)) {
+				t.Errorf("%s: Match(%q) = %+v, %v; want %q/%d/%d/%q", s, name, got, ok, v.Topic, v.Partition, v.StartOffset, v.Key)
 			}
 			off, ok := tpl.MatchPartition(name, v.Topic, v.Partition)
 			if !ok || off != v.StartOffset {
@@ -160,6 +178,8 @@ func TestMatchRejects(t *testing.T) {
 	def := mustParse(t, defaultTemplate)
 	padded := mustParse(t, "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}")
 	ts := mustParse(t, "{{topic}}-{{partition}}-{{start_offset}}-{{timestamp:unit=MM}}")
+	key := mustParse(t, "{{topic}}-{{partition}}-{{key}}-{{start_offset}}")
+	year := mustParse(t, "{{timestamp:unit=yyyy}}/{{topic}}-{{partition}}-{{start_offset}}")
 	for _, tc := range []struct {
 		tpl  *Template
 		name string
@@ -180,9 +200,45 @@ func TestMatchRejects(t *testing.T) {
 		{padded, "t/0000000001/99999999999999999999"},
 		{ts, "t-1-2-13"}, // month 13
 		{ts, "t-1-2-1"},
+		{key, "t-1-a/b-2"},    // "/" is never in a key
+		{key, "t-1-!2f-2"},    // lower-case escape
+		{key, "t-1-!41-2"},    // 'A' needs no escape
+		{key, "t-1-_a-2"},     // a leading '_' is escaped
+		{key, "t-1-a.-2"},     // so is a trailing '.'
+		{key, "t-1-!6Eul-2"},  // 'n' is escaped only in "null"
+		{key, "t-1--2"},       // the empty key is !empty
+		{year, "02024/t-1-2"}, // five digits with a leading zero
+		{year, "999/t-1-2"},   // three digits
+		{year, "-0001/t-1-2"}, // a padded negative year
+		{year, "/t-1-2"},
 	} {
 		if v, ok := tc.tpl.Match(tc.name); ok {
 			t.Errorf("%s: Match(%q) = %+v, want no match", tc.tpl, tc.name, v)
+		}
+	}
+}
+
+// TestMatchYears: a record's timestamp can be any int64 of milliseconds, so
+// years past 9999 are written in full and still read back.
+func TestMatchYears(t *testing.T) {
+	tpl := mustParse(t, "{{timestamp:unit=yyyy}}{{timestamp:unit=MM}}/{{topic}}-{{partition}}-{{start_offset}}")
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.UnixMilli(-1), "196912/t-0-5"}, // Kafka's "no timestamp"
+		{time.Date(5, 1, 1, 0, 0, 0, 0, time.UTC), "000501/t-0-5"},
+		{time.Date(9999, 12, 1, 0, 0, 0, 0, time.UTC), "999912/t-0-5"},
+		{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), "1000001/t-0-5"},
+		{time.UnixMilli(1<<63 - 1), "29227899408/t-0-5"},
+		{time.Date(-7, 3, 1, 0, 0, 0, 0, time.UTC), "-703/t-0-5"},
+	} {
+		name := tpl.Render(Vars{Topic: "t", StartOffset: 5, Time: tc.at})
+		if name != tc.want {
+			t.Errorf("%v: Render = %q, want %q", tc.at, name, tc.want)
+		}
+		if v, ok := tpl.Match(name); !ok || v.Topic != "t" || v.StartOffset != 5 {
+			t.Errorf("Match(%q) = %+v, %v", name, v, ok)
 		}
 	}
 }
@@ -200,6 +256,33 @@ func TestMatchAmbiguousPrefersLongestTopic(t *testing.T) {
 	}
 	if _, ok := tpl.MatchPartition("a12-5", "a", 1); ok {
 		t.Errorf("MatchPartition(a, 1) matched a12-5")
+	}
+}
+
+// TestMatchAmbiguousKey: with "-" around {{key}} (a template Aiven's docs
+// use), topic "a" and topic "a-1" can name different files alike, because
+// both the topic and the key may contain "-". Match picks the longest
+// topic; MatchPartition reads the name as the given partition's.
+func TestMatchAmbiguousKey(t *testing.T) {
+	tpl := mustParse(t, "{{topic}}-{{partition}}-{{key}}-{{start_offset}}")
+	a := Vars{Topic: "a", Partition: 1, StartOffset: 5, Key: []byte("2-x")}
+	a1 := Vars{Topic: "a-1", Partition: 2, StartOffset: 5, Key: []byte("x")}
+	name := tpl.Render(a)
+	if other := tpl.Render(a1); other != name {
+		t.Fatalf("test premise: %q and %q should be alike", name, other)
+	}
+	if v, ok := tpl.Match(name); !ok || v.Topic != "a-1" || v.Partition != 2 || string(v.Key) != "x" {
+		t.Errorf("Match(%q) = %+v, %v; want a-1/2/x", name, v, ok)
+	}
+	for _, v := range []Vars{a, a1} {
+		if off, ok := tpl.MatchPartition(name, v.Topic, v.Partition); !ok || off != 5 {
+			t.Errorf("MatchPartition(%q, %s, %d) = %d, %v", name, v.Topic, v.Partition, off, ok)
+		}
+	}
+	// With "/" around the key, which no key or topic contains, they differ.
+	slash := mustParse(t, "{{topic}}-{{partition}}/{{key}}/{{start_offset}}")
+	if slash.Render(a) == slash.Render(a1) {
+		t.Errorf("%s: %q for both", slash, slash.Render(a))
 	}
 }
 
@@ -272,10 +355,13 @@ func FuzzParse(f *testing.F) {
 		"{{timestamp:unit=yyyy}}/{{timestamp:unit=MM}}/{{topic}}{{partition}}{{start_offset}}",
 		"{{topic}}-{{partition:padding=yes}}", "{{", "}}", "{{}}", "{{ topic }}", "../x", "/x",
 		"{{topic}}-{{partition}}-{{start_offset}}-{{key}}", "a//b",
+		"{{key}}", "{{topic}}/{{partition}}/{{key}}", hiveKeyTemplate, "{{key}}{{start_offset}}",
 	} {
-		f.Add(s, "a-b.c", int32(3), int64(42))
+		f.Add(s, "a-b.c", int32(3), int64(42), []byte("k/1"), false)
 	}
-	f.Fuzz(func(t *testing.T, s, topic string, partition int32, offset int64) {
+	f.Add("{{topic}}/{{partition}}/{{key}}", "t", int32(0), int64(0), []byte(nil), true)
+	f.Add("{{topic}}/{{partition}}/{{key}}", "t", int32(0), int64(0), []byte(strings.Repeat("!", 90)), false)
+	f.Fuzz(func(t *testing.T, s, topic string, partition int32, offset int64, key []byte, null bool) {
 		tpl, err := Parse(s)
 		if err != nil {
 			var pe *ParseError
@@ -290,8 +376,11 @@ func FuzzParse(f *testing.F) {
 		if !validTopic(topic) || partition < 0 || offset < 0 {
 			return
 		}
-		v := Vars{Topic: topic, Partition: partition, StartOffset: offset, Time: time.Unix(offset%(1<<33), 0)}
+		v := Vars{Topic: topic, Partition: partition, StartOffset: offset, Time: time.Unix(offset%(1<<33), 0), Key: fuzzKey(key, null)}
 		name := tpl.Render(v)
+		if g := tpl.Group(v); (g == name) == tpl.hasOffset {
+			t.Fatalf("%q: Group = %q, name %q", s, g, name)
+		}
 		if strings.HasPrefix(name, "/") {
 			t.Fatalf("%q rendered %q with a leading /", s, name)
 		}
@@ -304,14 +393,14 @@ func FuzzParse(f *testing.F) {
 		if !strings.HasPrefix(name, prefix) {
 			t.Fatalf("%q: name %q lacks PartitionPrefix %q", s, name, prefix)
 		}
-		if got, ok := tpl.MatchPartition(name, topic, partition); !ok || (exact && got != offset) {
+		if got, ok := tpl.MatchPartition(name, topic, partition); !ok || ((exact || tpl.hasOffset && !tpl.hasTS && !tpl.hasKey) && got != offset) {
 			t.Fatalf("%q: MatchPartition(%q) = %d, %v; want %d", s, name, got, ok, offset)
 		}
 		m, ok := tpl.Match(name)
 		if !ok {
 			t.Fatalf("%q: Match(%q) failed", s, name)
 		}
-		if !tpl.hasTS {
+		if !tpl.hasTS && !m.KeyCut {
 			if back := tpl.Render(m); back != name {
 				t.Fatalf("%q: Match(%q) = %+v renders %q", s, name, m, back)
 			}

@@ -2,7 +2,9 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -95,9 +97,13 @@ func TestSlowStorageStaysInBudget(t *testing.T) {
 	cfg.File.MaxBytes = 4 << 20
 	faults := &storage.Faults{Latency: 2 * time.Millisecond, BytesPerSecond: 1 << 20}
 
+	// As the binary does: GOMEMLIMIT from the plan, so that the heap
+	// measured is what the pipeline holds, not garbage the collector had
+	// no reason to reclaim yet (that made this test fail now and then).
+	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
 	base := heapNow()
 	heap := sampleHeap(5 * time.Millisecond)
-	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults})
+	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults, SetGoMemLimit: true})
 	waitCommitted(t, cl, cfg.Kafka.Group, end)
 	p := progress()
 	if err := stop(); err != nil {
@@ -150,6 +156,10 @@ func TestStorageStallPausesFetching(t *testing.T) {
 	testkit.Produce(t, cl, "events", 40_000, gen)
 	waitFor(t, "fetching to pause while storage is stalled", func() bool { return progress().Source().Paused })
 	writtenWhilePaused := progress().Sink().Records
+	// One member holds all 8 partitions, and back pressure pauses them all.
+	if st := progress().Status(); !st.FetchPaused || st.PausedPartitions != 8 {
+		t.Errorf("status while paused: fetch_paused %v, paused_partitions %d, want true, 8", st.FetchPaused, st.PausedPartitions)
+	}
 	time.Sleep(3 * time.Second) // the stall itself: storage stays down this long
 	if p := progress(); !p.Source().Paused || p.Sink().Records != writtenWhilePaused {
 		t.Errorf("while storage was stalled: paused=%v, records written went %d -> %d", p.Source().Paused, writtenWhilePaused, p.Sink().Records)
@@ -164,6 +174,9 @@ func TestStorageStallPausesFetching(t *testing.T) {
 	p := progress()
 	if p.Source().Paused {
 		t.Errorf("fetching still paused after storage came back")
+	}
+	if n := p.Status().PausedPartitions; n != 0 {
+		t.Errorf("paused_partitions %d after fetching resumed, want 0", n)
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("graceful stop: %v", err)

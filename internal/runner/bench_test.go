@@ -22,12 +22,13 @@ import (
 )
 
 // End-to-end throughput: one kfake broker loaded once with benchRecords 1 KiB
-// JSON values over 16 partitions, then drained three ways, each with its own
-// consumer group (so each pays the same ~1 s group join):
+// JSON values over 16 partitions, then drained several ways, each with its
+// own consumer group (so each pays the same ~1 s group join):
 //
 //	raw:      a franz-go group consumer that polls and discards (the broker's upper bound)
 //	naive:    the same consumer appending value+'\n' to one buffered file per partition, one fsync each at the end
 //	spillway: runner.Run (jsonl, no compression, file://) until every record is written, then a graceful stop
+//	jsonl-zstd, avro-zstd, parquet-zstd: spillway again, in each format with zstd
 //
 // Run, without -race:
 //
@@ -39,7 +40,8 @@ import (
 // limit (the data budget, half of memory_limit), the stop's duration and the
 // bytes stored. When all three run in one BenchmarkDrain call, the ratios
 // spillway/naive and naive/raw (medians over -count) are logged by the last
-// spillway run. Speed is never asserted.
+// spillway run, and each format's records/s against jsonl+zstd by the last
+// parquet-zstd run. Speed is never asserted.
 
 const (
 	benchRecordsDefault = 200_000 // ~200 MB of values
@@ -269,7 +271,9 @@ func BenchmarkDrain(b *testing.B) {
 		report(b, "naive", heap, first)
 	})
 
-	b.Run("spillway", func(b *testing.B) {
+	// spillway drains the topic with runner.Run writing typ files
+	// compressed with compression, and reports as the others do, under name.
+	spillway := func(b *testing.B, name, typ, compression string) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
 		var first time.Duration
@@ -279,13 +283,13 @@ func BenchmarkDrain(b *testing.B) {
 			b.StopTimer()
 			dir := b.TempDir()
 			cfg := testConfig(d.cluster.Addrs(), dir)
-			cfg.Kafka.Group = group("spillway")
+			cfg.Kafka.Group = group(name)
 			cfg.Backpressure.MemoryLimit = "512MiB"
 			cfg.File.MaxBytes = 128 * config.MiB
 			cfg.File.MaxRecords = 0
 			cfg.File.MaxAge = time.Hour
-			cfg.Format.Type = "jsonl"
-			cfg.Format.Compression = "none"
+			cfg.Format.Type = typ
+			cfg.Format.Compression = compression
 			cfg.Shutdown.Timeout = 2 * time.Minute
 			if err := cfg.Validate(); err != nil {
 				b.Fatalf("bench config: %v", err)
@@ -343,16 +347,32 @@ func BenchmarkDrain(b *testing.B) {
 				b.Fatalf("after stop, committed %v, want end offsets %v", got, d.end)
 			}
 		}
-		report(b, "spillway", heap, first)
+		report(b, name, heap, first)
 		b.ReportMetric(float64(budgetPeak)/(1<<20), "budget-peak-MiB")
 		b.ReportMetric(float64(budgetLimit)/(1<<20), "budget-limit-MiB")
 		b.ReportMetric(float64(stopTook.Milliseconds()), "stop-ms")
 		b.ReportMetric(float64(outBytes)/1e6, "out-MB")
+	}
+
+	b.Run("spillway", func(b *testing.B) {
+		spillway(b, "spillway", "jsonl", "none")
 		// Logged here, not in the parent: a parent's log shows only with -v.
 		if raw, naive, sw := median("raw"), median("naive"), median("spillway"); raw > 0 && naive > 0 {
 			b.Logf("%d records, %.0f MB, medians of %d/%d/%d runs: spillway/naive = %.2f, naive/raw = %.2f, spillway/raw = %.2f",
 				d.records, float64(d.valueBytes)/1e6, len(rates["raw"]), len(rates["naive"]), len(rates["spillway"]),
 				sw/naive, naive/raw, sw/raw)
+		}
+	})
+
+	// The formats, all with zstd, on the same data: records/s relative to
+	// jsonl+zstd, logged by the last.
+	b.Run("jsonl-zstd", func(b *testing.B) { spillway(b, "jsonl-zstd", "jsonl", "zstd") })
+	b.Run("avro-zstd", func(b *testing.B) { spillway(b, "avro-zstd", "avro", "zstd") })
+	b.Run("parquet-zstd", func(b *testing.B) {
+		spillway(b, "parquet-zstd", "parquet", "zstd")
+		if base := median("jsonl-zstd"); base > 0 {
+			b.Logf("medians of %d runs, records/s: jsonl+zstd %.0f; avro+zstd %.0f (%.2f of jsonl+zstd); parquet+zstd %.0f (%.2f)",
+				len(rates["jsonl-zstd"]), base, median("avro-zstd"), median("avro-zstd")/base, median("parquet-zstd"), median("parquet-zstd")/base)
 		}
 	})
 

@@ -33,7 +33,7 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 		scheme = u.Scheme
 	}
 	fp := storage.FootprintOf(scheme, int64(cfg.Storage.PartSize))
-	encoder := format.CompressorMemory(cfg.Format.Compression)
+	encoder := format.WriterMemory(cfg.Format)
 	fileCost := encoder + fp.Writer + fp.Chunk
 	files := max(cfg.Backpressure.MaxOpenFiles, 1)
 	uploads := cfg.Storage.UploadConcurrency
@@ -60,15 +60,19 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 		"%s for fetches, %s for %s (%s of %s state, %s of writer buffers, a %s chunk), and %s for storage.upload_concurrency %d × %s parts in flight. "+
 		"Spillway would go over its memory limit: %s",
 		limit, mib(plan.Data), mib(need(plan)),
-		mib(plan.Reserved), mib(int64(files)*fileCost), openFiles, mib(encoder), compressionName(cfg.Format.Compression), mib(fp.Writer), mib(fp.Chunk),
+		mib(plan.Reserved), mib(int64(files)*fileCost), openFiles, mib(encoder), encoderName(cfg.Format), mib(fp.Writer), mib(fp.Chunk),
 		mib(int64(uploads)*fp.Upload), uploads, mib(fp.Upload), fix)}
 }
 
-func compressionName(c string) string {
-	if c == "" || c == "none" {
+// encoderName names what holds an open file's encoder memory.
+func encoderName(f config.Format) string {
+	switch {
+	case f.Type == "avro" || f.Type == "parquet":
+		return f.Type
+	case f.Compression == "" || f.Compression == "none":
 		return "encoder"
 	}
-	return c
+	return f.Compression
 }
 
 // mib renders n bytes in MiB, with one decimal below 10MiB.

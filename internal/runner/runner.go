@@ -5,10 +5,12 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -19,11 +21,11 @@ import (
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
-	"github.com/spillway/spillway/internal/verify"
 )
 
 // Options are hooks for callers that watch a run (the demo, tests).
@@ -86,7 +88,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	log.Info("memory plan", "from", where, "plan", plan.String())
 
-	tmpl, err := naming.Parse(cfg.File.NameTemplate)
+	loc, err := naming.LoadLocation(cfg.File.Timezone)
+	if err != nil {
+		return fmt.Errorf("file.timezone: %w", err)
+	}
+	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
@@ -128,6 +134,19 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		log.Warn("storage preflight could not delete its probe object; it is harmless (no file name matches it) and may be deleted by hand",
 			"key", pf.Probe, "err", pf.Leftover)
 	}
+	// Also before the consumer exists: the consumer retries a broker it
+	// can't reach, refused credentials or a missing topic forever and in
+	// silence, so a setup that can't work must be caught here.
+	kctx, cancelK := context.WithTimeout(ctx, cfg.Kafka.StartupTimeout)
+	err = source.Preflight(kctx, cfg.Kafka, cfg.Errors.DeadLetterTopic)
+	cancelK()
+	if err != nil && ctx.Err() != nil {
+		log.Info("stopped cleanly before consuming")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	fcfg := cfg.Format
 	// Probe the chain once so a format that can't be built fails at start,
 	// not on the first record.
@@ -135,9 +154,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return fmt.Errorf("format: %w", err)
 	}
 	scfg := sink.Config{
-		Template:     tmpl,
-		Prefix:       cfg.Storage.Prefix,
-		Extension:    format.Extension(fcfg),
+		Template:     names.Template,
+		EventTime:    cfg.File.TimestampSource == "event",
+		Prefix:       names.Prefix,
+		Extension:    names.Ext,
 		MaxRecords:   cfg.File.MaxRecords,
 		MaxBytes:     int64(cfg.File.MaxBytes),
 		MaxAge:       cfg.File.MaxAge,
@@ -146,9 +166,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return format.NewEncoder(fcfg, w)
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
-			return format.NewCompressor(fcfg.Compression, w)
+			return format.NewCompressor(format.StreamCompression(fcfg), w)
 		},
-		CompressorMemory: format.CompressorMemory(fcfg.Compression),
+		CompressorMemory: format.WriterMemory(fcfg),
 		ErrRecord:        format.ErrRecord,
 		NullValues:       cfg.Errors.NullValues,
 		Tolerance:        cfg.Errors.Tolerance,
@@ -160,22 +180,29 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return deadLetter(ctx, src.Client(), dlq, r, cause)
 		}
 	}
+	ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
+	scfg.Ledger = ledger
+	scfg.Writer = writerName(cfg)
 	snk := sink.New(scfg, bucket, b, log)
 	defer snk.Close()
-
-	var resume source.Resumer
-	if _, exact := tmpl.PartitionPrefix("t", 0); exact && slices.Contains(fcfg.Fields, "offset") {
-		resume = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
-			return verify.NextOffset(ctx, bucket, tmpl, cfg.Storage.Prefix, topic, partition)
-		}
-	} else {
-		log.Warn("records stored before a crash but not committed may be written again: resuming from storage needs a name template that lists one partition's files under one prefix and format.fields with offset")
-	}
+	resume := resumer(cfg, bucket, names, ledger)
 	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	// The client is closed within the shutdown deadline on every path; the
+	// graceful path closes it itself, and says so if it can't.
+	clientClosed := false
+	defer func() {
+		if clientClosed {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
+		defer cancel()
+		if err := src.Close(cctx); err != nil {
+			log.Warn("exiting without a clean close of the Kafka client", "err", err)
+		}
+	}()
 	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b}
 	if opts.OnStart != nil {
 		opts.OnStart(progress)
@@ -232,12 +259,89 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	log.Info("stopping: finishing open files", "deadline", cfg.Shutdown.Timeout)
 	if err := src.Shutdown(hard); err != nil {
-		return fmt.Errorf("graceful stop (shutdown.timeout %s): %w", cfg.Shutdown.Timeout, err)
+		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", cfg.Shutdown.Timeout, err)
+	}
+	clientClosed = true
+	if err := src.Close(hard); err != nil {
+		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but leaving the group did not finish within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
 	}
 	st := snk.Stats()
-	log.Info("stopped cleanly", "records", st.Records, "files", st.FilesUploaded, "bytes", st.BytesUploaded)
+	// Records stored, not records written: a file dropped with a revoked
+	// partition is written again by its next owner and stored once.
+	log.Info("stopped cleanly", "records_stored", st.Stored, "files", st.FilesUploaded, "bytes", st.BytesUploaded,
+		"records_skipped", st.Skipped, "records_already_stored", st.Resumed)
 	return nil
 }
+
+// writerName names this process in ledger entries, for people reading
+// them: the instance id, or the host and pid.
+func writerName(cfg *config.Config) string {
+	if cfg.Kafka.InstanceID != "" {
+		return cfg.Kafka.InstanceID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+// resumer reads where a partition stands from the ledger. A partition
+// without a ledger may hold files of an earlier version, which resumed by
+// reading the last file back: that is still done where it worked (a
+// template that lists one partition's files, with offset in
+// format.fields); where it can't be, such files stop the run.
+func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, ledger *layout.Ledger) source.Resumer {
+	_, listable := names.PartitionPrefix("t", 0)
+	readable := listable && slices.Contains(cfg.Format.Fields, "offset") && (cfg.Format.Type == "jsonl" || cfg.Format.Type == "json")
+	legacy := func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
+		if readable {
+			return layout.LegacyNextOffset(ctx, bucket, names, topic, partition)
+		}
+		if !listable {
+			return 0, false, nil
+		}
+		pp, _ := names.PartitionPrefix(topic, partition)
+		found := ""
+		err := bucket.List(ctx, pp, func(o storage.Object) error {
+			if _, ok := names.ParsePartition(o.Key, topic, partition); ok {
+				found = o.Key
+				return errFound
+			}
+			return nil
+		})
+		if errors.Is(err, errFound) {
+			return 0, false, fmt.Errorf("%s is stored without a ledger entry, and its records can't be read back to find their offsets (format.fields has no offset, or the format is not jsonl or json)", found)
+		}
+		return 0, false, err
+	}
+	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Legacy: legacy}
+	return func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error) {
+		if listable {
+			// A previous owner that died mid-write left temp files (on a
+			// local directory): they hold nothing published, and this
+			// process owns the partition now.
+			pp, _ := names.PartitionPrefix(id.Topic, id.Partition)
+			err := bucket.RemoveAbandoned(ctx, pp, func(key string) bool {
+				_, ok := names.ParsePartition(key, id.Topic, id.Partition)
+				return ok
+			})
+			if err != nil {
+				return layout.Point{}, err
+			}
+		}
+		p, err := ledger.Resume(ctx, id, log, opts)
+		if err != nil {
+			return p, err
+		}
+		// And what it left of the ledger entry it was writing.
+		for _, dir := range ledger.EntryDirs(id, p.Seq) {
+			if err := bucket.RemoveAbandoned(ctx, dir, func(string) bool { return true }); err != nil {
+				return layout.Point{}, err
+			}
+		}
+		return p, nil
+	}
+}
+
+var errFound = errors.New("found")
 
 // deadLetter produces a record that could not be written to the dead-letter
 // topic, with the cause and origin in headers, and waits until it is acked.

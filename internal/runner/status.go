@@ -11,14 +11,19 @@ var allReasons = []sink.Reason{sink.ReasonRecords, sink.ReasonBytes, sink.Reason
 // Status adapts the pipeline's counters to what the admin endpoint serves.
 func (p *Progress) Status() admin.Status {
 	b, st, src := p.Budget(), p.Sink(), p.Source()
+	// The storage check passed before there was a Progress to ask; what
+	// is left is the consumer's side.
+	h := p.source.Health()
 	s := admin.Status{
-		Ready:               true,
+		Ready:               h.Reason == "",
+		NotReadyReason:      h.Reason,
 		BudgetLimitBytes:    b.Limit,
 		BudgetUsedBytes:     b.Used,
 		BudgetPeakBytes:     b.Peak,
 		BudgetHeldBytes:     map[string]int64{},
 		BufferedRecords:     b.Records,
 		FetchPaused:         src.Paused,
+		PausedPartitions:    pausedPartitions(src.Paused, h.Partitions),
 		OpenFiles:           st.FilesOpen,
 		UploadsInFlight:     st.Uploading,
 		FilesUploaded:       st.FilesUploaded,
@@ -46,4 +51,12 @@ func (p *Progress) Status() admin.Status {
 		s.CommittedOffsets[tp.Topic][tp.Partition] = off
 	}
 	return s
+}
+
+// pausedPartitions: back pressure pauses every assigned partition at once.
+func pausedPartitions(paused bool, assigned int) int {
+	if !paused {
+		return 0
+	}
+	return assigned
 }

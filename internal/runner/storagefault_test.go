@@ -27,6 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"gocloud.dev/blob"
 
+	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
@@ -61,6 +63,18 @@ func needEmulatorEnv(t *testing.T, name string) string {
 // creates buckets.
 func createBucket(t *testing.T, ctx context.Context, rawURL, name string) {
 	t.Helper()
+	if strings.HasPrefix(rawURL, "azblob://") {
+		// gocloud's own opener can't reach Azurite with the connection
+		// string alone (storage.Open can): use the SDK's client.
+		azc, err := container.NewClientFromConnectionString(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), name, nil)
+		if err == nil {
+			_, err = azc.Create(ctx, nil)
+		}
+		if err != nil {
+			t.Fatalf("create container %s: %v", name, err)
+		}
+		return
+	}
 	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
 		t.Fatalf("open %s for setup: %v", rawURL, err)
@@ -69,15 +83,12 @@ func createBucket(t *testing.T, ctx context.Context, rawURL, name string) {
 	var (
 		s3c  *s3.Client
 		gcsc *gcs.Client
-		azc  *container.Client
 	)
 	switch {
 	case b.As(&s3c):
 		_, err = s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)})
 	case b.As(&gcsc):
 		err = gcsc.Bucket(name).Create(ctx, "spillway-test", nil)
-	case b.As(&azc):
-		_, err = azc.Create(ctx, nil)
 	default:
 		err = errors.New("unknown backend")
 	}
@@ -121,13 +132,10 @@ func newRemoteStore(t *testing.T, backend string) remoteStore {
 		conn := needEmulatorEnv(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
 		endpoint, u := testkit.AzureBlobEndpoint(t, conn)
 		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn)
-		t.Setenv("AZURE_STORAGE_IS_LOCAL_EMULATOR", "true")
-		t.Setenv("AZURE_STORAGE_DOMAIN", u.Host)
 		createBucket(t, ctx, "azblob://"+name, name)
 		p := faultproxy.New(t, u.Scheme+"://"+u.Host, faultproxy.Options{})
 		// storage.Open reads the connection string at every Open.
 		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", strings.Replace(conn, "BlobEndpoint="+endpoint, "BlobEndpoint="+p.URL()+u.Path, 1))
-		t.Setenv("AZURE_STORAGE_DOMAIN", p.Host())
 		return remoteStore{name: backend, proxy: p, url: "azblob://" + name, direct: "azblob://" + name,
 			throttle: faultproxy.AzureServerBusy(), internal: faultproxy.AzureInternalError()}
 	}
@@ -148,7 +156,14 @@ func readBack(t *testing.T, rawURL string) string {
 	defer b.Close()
 	dir := t.TempDir()
 	var keys []string
-	if err := b.List(ctx, "", func(o storage.Object) error { keys = append(keys, o.Key); return nil }); err != nil {
+	// Data files only: the ledger is Spillway's own state.
+	err = b.List(ctx, "", func(o storage.Object) error {
+		if !strings.HasPrefix(o.Key, layout.LedgerDir) {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
 		t.Fatalf("list %s: %v", rawURL, err)
 	}
 	for _, k := range keys {
@@ -170,10 +185,11 @@ func readBack(t *testing.T, rawURL string) string {
 }
 
 // TestStorageFaults drains a topic into each emulator through the fault
-// proxy. First with throttling, 5xx answers and resets mid-part: no record
-// lost or doubled. Then storage stalls for seconds: fetching pauses, the
-// records written stop, the budget stays under its limit; after the
-// release the run catches up and ends exactly once.
+// proxy, in two runs of one consumer group. Run 1 meets throttling, 5xx
+// answers and resets mid-part: no record lost or doubled. In run 2 storage
+// stalls for seconds: fetching pauses, the records written stop, the
+// budget stays under its limit; after the release the run catches up, and
+// storage holds every record of both runs exactly once.
 func TestStorageFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drains about 150 MiB per backend through a fault proxy")
@@ -182,6 +198,20 @@ func TestStorageFaults(t *testing.T) {
 		t.Run(backend, func(t *testing.T) { storageFaultRun(t, backend) })
 	}
 }
+
+// Run 1's files, fixed by record count alone so that every one is uploaded
+// in several parts however slow the machine is: each partition gets
+// faultFiles/2 files of faultFileRecords records of about 1.1 KiB, some
+// 10.5 MiB, three parts of 5 MiB. Nothing else may close them: max_age is
+// an hour, max_bytes above the file, and the budget of a 1 GiB process
+// limit (512 MiB of data, paused above 460 MiB) holds everything run 1 can
+// charge at once, so no file is closed for pressure: 128 MiB of fetch
+// reserve, four writers of at most 25 MiB (five S3 parts), and the 44 MiB
+// of records counted at most twice (polled, then waiting for storage).
+const (
+	faultFileRecords = 10_000
+	faultFiles       = 4
+)
 
 func storageFaultRun(t *testing.T, backend string) {
 	store := newRemoteStore(t, backend)
@@ -192,20 +222,23 @@ func storageFaultRun(t *testing.T, backend string) {
 	gen := func(i int) *kgo.Record {
 		return &kgo.Record{Partition: int32(i % 2), Value: randomValue(rng, 1024)}
 	}
-	testkit.Produce(t, cl, "events", 40_000, gen)
+	testkit.Produce(t, cl, "events", faultFiles*faultFileRecords, gen)
 	end := testkit.EndOffsets(t, cl, "events")
 
 	cfg := testConfig(cluster.Addrs(), "")
 	cfg.Storage.URL = store.url
-	cfg.Storage.PartSize = 5 << 20 // S3's smallest: files of ~11 MiB take 3 parts
+	cfg.Storage.PartSize = 5 << 20 // S3's smallest
 	cfg.Storage.UploadConcurrency = 4
 	cfg.Format.Compression = "none"
-	cfg.File.MaxRecords = 0
-	cfg.File.MaxBytes = 12 << 20
-	cfg.Backpressure.MemoryLimit = "256MiB"
+	cfg.File.MaxRecords = faultFileRecords
+	cfg.File.MaxBytes = 64 << 20
+	cfg.File.MaxAge = time.Hour
+	cfg.Backpressure.MemoryLimit = "1GiB"
 
-	// Phase 1: every third part throttled, every fourth reset after 1 MiB
-	// of its body, every seventh write of any kind a 5xx.
+	// Run 1: every third part throttled, every fourth of the others reset
+	// after 1 MiB of its body, every seventh of the remaining writes of any
+	// kind a 5xx. With at least 2 parts in each of the 4 files, each rule
+	// has at least 8 requests to pick from.
 	throttled := p.Inject(faultproxy.Rule{Match: faultproxy.PartUploads, Every: 3, Fault: store.throttle})
 	resets := p.Inject(faultproxy.Rule{Match: faultproxy.PartUploads, Every: 4,
 		Fault: faultproxy.Fault{Kind: faultproxy.Reset, ResetAfter: 1 << 20}})
@@ -223,17 +256,32 @@ func storageFaultRun(t *testing.T, backend string) {
 	defer stopHeap()
 	progress, stop := startedWith(t, cfg, Options{})
 	waitCommitted(t, cl, cfg.Kafka.Group, end)
+	run1, budget1 := progress().Sink(), progress().Budget()
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop of run 1: %v", err)
+	}
 	throttled.Release()
 	resets.Release()
 	failed.Release()
-	t.Logf("phase 1: %d records, %d files; injected %d throttled parts, %d resets, %d 5xx writes",
-		progress().Sink().Records, progress().Sink().FilesUploaded, throttled.Count(), resets.Count(), failed.Count())
+	t.Logf("run 1: %d records, %d files closed %v, budget peak %d MiB of %d; injected %d throttled parts, %d resets, %d 5xx writes",
+		run1.Records, run1.FilesUploaded, run1.Closed, budget1.Peak>>20, budget1.Limit>>20, throttled.Count(), resets.Count(), failed.Count())
+	if want := map[sink.Reason]int64{sink.ReasonRecords: faultFiles}; !maps.Equal(run1.Closed, want) {
+		t.Fatalf("run 1 closed files %v, want %v: its files must be of %d records, several parts each", run1.Closed, want, faultFileRecords)
+	}
 	if throttled.Count() == 0 || resets.Count() == 0 || failed.Count() == 0 {
 		t.Fatalf("faults injected: %d throttled, %d resets, %d 5xx; want all > 0", throttled.Count(), resets.Count(), failed.Count())
 	}
 
-	// Phase 2: storage stops answering writes. Far more than the budget
-	// is produced, so fetching must pause.
+	// Run 2: storage stops answering writes. Far more than the budget of a
+	// 256 MiB process limit is produced, so fetching must pause. File sizes
+	// don't matter here: short max_age closes the last files.
+	cfg.File.MaxRecords = 0
+	cfg.File.MaxBytes = 12 << 20
+	cfg.File.MaxAge = 2 * time.Second
+	cfg.Backpressure.MemoryLimit = "256MiB"
+	progress, stop = startedWith(t, cfg, Options{})
+	// After the startup check, which writes a probe object.
+	waitFor(t, "run 2 to start", func() bool { return progress() != nil })
 	stall := p.Inject(faultproxy.Rule{Match: faultproxy.Writes, Fault: faultproxy.Fault{Kind: faultproxy.Stall}})
 	testkit.Produce(t, cl, "events", 50_000, func(i int) *kgo.Record {
 		return &kgo.Record{Partition: int32(i % 2), Value: randomValue(rng, 2048)}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
-	"github.com/spillway/spillway/internal/verify"
 )
 
 // Once an upload has failed, no later file of its partition may be stored,
@@ -43,7 +43,7 @@ func TestNoLaterFileStoredAfterFailedUpload(t *testing.T) {
 		t.Fatalf("Flush = %v, want the failed upload's error", err)
 	}
 	if objs := h.objects(); len(objs) != 0 {
-		next, _, _ := verify.NextOffset(ctx, h.bucket, h.cfg.Template, "", "t", 0)
+		next, _, _ := layout.LegacyNextOffset(ctx, h.bucket, layout.Names{Template: h.cfg.Template}, "t", 0)
 		t.Fatalf("%s stored after the upload of [0,3) failed: a restart would resume at %d and lose offsets 0-2", objs[0].key, next)
 	}
 	if got := h.s.Committable(nil); len(got) != 0 {

@@ -28,6 +28,7 @@ import (
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
@@ -209,7 +210,7 @@ func baseConfig(t *testing.T) sink.Config {
 	}
 	return sink.Config{
 		Template:     tmpl,
-		Extension:    format.Extension(jsonlFormat),
+		Extension:    layout.Extension(jsonlFormat.Type, jsonlFormat.Compression),
 		MaxOpenFiles: 100,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
 			return format.NewEncoder(jsonlFormat, w)

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,64 +25,113 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
-	"github.com/spillway/spillway/internal/verify"
 )
 
 // TestPropCommitAndRecovery is the property test of the promises "no loss"
-// and "no duplicates" (DESIGN.md, promises 2 and 3). It drives a real Sink
-// over a real file:// bucket, the backend with create-only publication,
-// through random interleavings of what a consumer group does to it:
-// records arriving (some of them tombstones, which null_values: ignore
-// skips), files rotating, uploads completing or failing in any
-// order, offset commits, crashes (SIGKILL: whatever is not yet stored is
-// gone), revokes and lost partitions, and partitions coming back.
+// and "no duplicates" (docs/design.md, promises 2 and 3, and the resume
+// ledger). It drives a real Sink, with a real resume ledger, over a real
+// file:// bucket, the backend with create-only publication, through random
+// interleavings of what a consumer group does to it: records arriving (some
+// of them tombstones, which null_values: ignore skips), files rotating,
+// ledger entries and uploads completing or failing in any order, offset
+// commits, crashes (SIGKILL: whatever is not yet stored is gone), revokes
+// and lost partitions, lost offset commits, and partitions coming back.
+//
+// Files are named by an event-time hour bucket, and each record's
+// timestamp falls in one of a few hours at random, so a partition has
+// several files open at once and its offsets are spread over them in any
+// order: a file holds runs of offsets, not one, and what is stored above a
+// gap is exactly what the ledger's before.above records.
+//
+// Publishing a file takes the ledger's two steps: its entry is written
+// (create-only), then the file is published. Both are commits to storage,
+// and each waits at storage.Faults.BeforeCommit until the test completes
+// or fails it, so a crash can fall before the entry, between the entry and
+// the publication, or between the publication and the offset commit; and
+// the order in which files become durable is the test's choice, not the
+// scheduler's.
 //
 // The test plays the source's part (internal/source) by hand: it feeds
 // records in offset order from the resume point, commits what Committable
-// returns, flushes, commits and drops on revoke, drops on lost, and resumes
-// an assigned partition from max(committed, verify.NextOffset), moving the
-// group's offset forward to it as onAssigned does.
+// returns, flushes, commits and drops on revoke, drops on lost, and on
+// assignment resumes the way onAssigned does: layout.Ledger.Resume, then
+// the group's commit reconciled with the stored state, then Sink.Assign.
+// Commits of a lost or revoked partition still waiting at storage complete
+// or fail before this process resumes the partition again
+// (TestPropLateZombiePublish lets them land after).
 //
 // After every action:
 //   - the committed offset of every partition is at most the end of the
 //     gap-free run of offsets that storage holds from offset 0, tombstones
 //     counting as held (nothing is committed that a crash could lose),
-//   - no offset is stored twice, and every stored record is the right one,
-//   - a commit never moves an offset backwards, nor happens for a
-//     partition this instance does not own.
+//   - no offset is stored twice across all published files, and every
+//     stored record is the log's, in a file of its hour,
+//   - the state the ledger gives now, were the partition resumed, is what
+//     storage holds: it claims no offset that storage does not hold
+//     (tombstones aside), which a resume would skip, and misses none that
+//     storage holds, which a resume would store again,
+//   - a commit never moves an offset backwards within one ownership, nor
+//     happens for a partition this instance does not own (a simulated lost
+//     commit moves it back, by design; the owner then moves it forward).
 //
 // At the end every partition is assigned, everything is fed, flushed,
 // uploaded and committed (restarting if the sink died), and then every
 // offset of every partition must be stored exactly once (tombstones never)
 // and committed.
-//
-// Each upload's commit waits at storage.Faults.BeforeCommit until the test
-// completes or fails it, so the order in which files become durable is the
-// test's choice, not the scheduler's.
-func TestPropCommitAndRecovery(t *testing.T) {
+func TestPropCommitAndRecovery(t *testing.T) { runProp(t, false) }
+
+// TestPropLateZombiePublish is TestPropCommitAndRecovery where a partition
+// lost and assigned again in the same process resumes while a commit of its
+// previous ownership is still under way, as the source does: onLost drops
+// the partition, but a ledger entry or a file already on its way to storage
+// can't be called back, and onAssigned resumes from the ledger without
+// waiting for it. A file published late, after the new ownership resumed
+// from "entry k, whose file was not published", collides with the new
+// owner's file of the same name; the new owner has written entry k+1 for its
+// own version of that file, and from then on every resume fails: the last
+// entry's file has another size.
+func TestPropLateZombiePublish(t *testing.T) {
+	runProp(t, true)
+}
+
+func runProp(t *testing.T, zombies bool) {
 	root := t.TempDir()
 	cfg := baseConfig(t)
+	tmpl, err := naming.Parse(propTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Template = tmpl
+	cfg.EventTime = true
+	cfg.Writer = "prop"
 	rapid.Check(t, func(rt *rapid.T) {
 		dir, err := os.MkdirTemp(root, "run")
 		if err != nil {
 			rt.Fatal(err)
 		}
 		m := &propModel{
-			cfg:        cfg,
-			dir:        dir,
-			parts:      rapid.IntRange(1, 3).Draw(rt, "partitions"),
-			maxRecords: rapid.IntRange(1, 4).Draw(rt, "maxRecords"),
-			keys:       map[string][]int64{},
+			cfg:     cfg,
+			dir:     dir,
+			parts:   rapid.IntRange(1, 3).Draw(rt, "partitions"),
+			keys:    map[string][]int64{},
+			zombies: zombies,
 		}
 		m.logEnd = make([]int64, m.parts)
 		m.tombstones = make([]map[int64]bool, m.parts)
-		for p := range m.tombstones {
+		m.hours = make([]map[int64]int, m.parts)
+		for p := range m.parts {
 			m.tombstones[p] = map[int64]bool{}
+			m.hours[p] = map[int64]int{}
 		}
 		m.fed = make([]int64, m.parts)
 		m.committed = make([]int64, m.parts)
+		m.history = make([][]int64, m.parts)
+		m.owned = make([]int64, m.parts)
+		m.checked = make([][2]int, m.parts)
 		m.assigned = make([]bool, m.parts)
 		// Cleanup runs even when a check fails: no goroutine may outlive
 		// the run (goleak checks at the end), and runs must not share
@@ -97,28 +148,47 @@ func TestPropCommitAndRecovery(t *testing.T) {
 
 const (
 	propTopic = "t"
+	// propTemplate puts each record in the file of its event-time hour.
+	propTemplate = "{{topic}}-{{partition}}-{{timestamp:unit=HH}}-{{start_offset}}"
+	// propHours is how many hours record timestamps spread over.
+	propHours = 3
 	// propMaxLog bounds the records of one run, so that a run stays fast
 	// under -race and a counterexample stays readable.
 	propMaxLog = 40
+	// propCluster and propTopicID are the log's identity in the ledger.
+	propCluster = "prop-cluster"
+	propTopicID = "prop-topic-id"
 )
+
+// propEpoch is the start of the first hour record timestamps fall in.
+var propEpoch = time.Date(2024, 3, 1, 10, 0, 0, 0, time.UTC)
 
 var errKilled = errors.New("process killed before the upload completed")
 
 // propModel is the consumer group and the log, as the test tracks them, and
 // the sink of the current process ("generation").
 type propModel struct {
-	cfg        sink.Config
-	dir        string
-	parts      int
-	maxRecords int
+	cfg   sink.Config
+	dir   string
+	parts int
+	// zombies: a partition assigned again in the same process resumes
+	// while commits of its previous ownership still wait at the gate, to
+	// complete later. Without it they complete or fail first, as if the
+	// process had waited for them.
+	zombies bool
 
 	logEnd []int64 // records produced to each partition
 	// tombstones are records with a null value, which null_values: ignore
 	// skips: never stored, yet their offsets are committed like the rest.
 	tombstones []map[int64]bool
-	fed        []int64 // next offset the source feeds, while assigned
-	committed  []int64 // the group's committed offset (0: none, start earliest)
-	assigned   []bool
+	hours      []map[int64]int // the hour, from propEpoch, of each record's timestamp
+	fed        []int64         // next offset the source feeds, while assigned
+	committed  []int64         // the group's committed offset (0: none, start earliest)
+	history    [][]int64       // every offset the group committed, for lost commits
+	// owned is the highest commit of the current ownership: commits never
+	// go below it, even after a lost commit moved the group's back.
+	owned    []int64
+	assigned []bool
 
 	gen  *generation
 	gens int
@@ -126,53 +196,58 @@ type propModel struct {
 	// keys caches the offsets of each stored object: objects are written
 	// create-only and never change once visible.
 	keys map[string][]int64
+	// storage is what storage held at the last check; checked is, per
+	// partition, the generation and the count of its gate's commits then.
+	storage []map[int64]string
+	checked [][2]int
 }
 
-// generation is one process: its bucket, its sink and the gate its
-// uploads' commits wait at.
+// generation is one process: its bucket, its sink, its ledger and the gate
+// its uploads' commits wait at.
 type generation struct {
 	bucket *storage.Bucket
 	s      *sink.Sink
+	ledger *layout.Ledger
 	gate   *commitGate
 }
 
-// ---- the gate every upload's commit passes ----
+// ---- the gate every commit to storage passes ----
 
 type commitGate struct {
 	mu      sync.Mutex
 	dead    bool              // the process was killed: no commit ever completes
 	approve func(string) bool // commits that go through without waiting
 	waiting []*heldCommit
+	passed  map[int32]int // per partition, commits let through so far
 }
 
 type heldCommit struct {
 	key  string
 	p    int32
-	off  int64
 	done chan error
 }
 
-func (g *commitGate) beforeCommit(tmplMatch func(string) (int32, int64), key string) error {
+func (g *commitGate) beforeCommit(partition func(string) int32, key string) error {
 	g.mu.Lock()
 	if g.dead {
 		g.mu.Unlock()
 		return errKilled
 	}
 	if g.approve != nil && g.approve(key) {
+		g.passed[partition(key)]++
 		g.mu.Unlock()
 		return nil
 	}
-	p, off := tmplMatch(key)
-	h := &heldCommit{key: key, p: p, off: off, done: make(chan error, 1)}
+	h := &heldCommit{key: key, p: partition(key), done: make(chan error, 1)}
 	g.waiting = append(g.waiting, h)
-	// Sorted, so that a drawn index names the same upload whatever the
+	// Sorted, so that a drawn index names the same commit whatever the
 	// order in which the upload goroutines got here.
 	sort.SliceStable(g.waiting, func(i, j int) bool {
 		a, b := g.waiting[i], g.waiting[j]
 		if a.p != b.p {
 			return a.p < b.p
 		}
-		return a.off < b.off
+		return a.key < b.key
 	})
 	g.mu.Unlock()
 	return <-h.done
@@ -195,6 +270,9 @@ func (g *commitGate) decide(i int, err error) {
 	defer g.mu.Unlock()
 	h := g.waiting[i]
 	g.waiting = slices.Delete(g.waiting, i, i+1)
+	if err == nil {
+		g.passed[h.p]++
+	}
 	h.done <- err
 }
 
@@ -209,11 +287,20 @@ func (g *commitGate) setApprove(approve func(string) bool) {
 	}
 	g.waiting = slices.DeleteFunc(g.waiting, func(h *heldCommit) bool {
 		if approve(h.key) {
+			g.passed[h.p]++
 			h.done <- nil
 			return true
 		}
 		return false
 	})
+}
+
+// changes counts the commits of partition p let through so far: storage
+// holds nothing new of p while it stays the same.
+func (g *commitGate) changes(p int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.passed[int32(p)]
 }
 
 // kill fails every commit, waiting or to come.
@@ -227,36 +314,90 @@ func (g *commitGate) kill() {
 	g.waiting = nil
 }
 
-// ---- processes ----
+// ---- keys ----
 
-// match returns the partition and start offset in an object key.
-func (m *propModel) match(key string) (int32, int64) {
-	v, ok := m.cfg.Template.Match(strings.TrimSuffix(key, m.cfg.Extension))
-	if !ok {
-		return -1, -1
-	}
-	return v.Partition, v.StartOffset
+// dataKey is what a data file's name says.
+type dataKey struct {
+	p     int32
+	hour  int // from propEpoch
+	start int64
 }
 
-// start begins a process: a fresh bucket, sink and gate, with every
-// partition assigned to it, each resumed from storage.
+// parseData reads a data file's key, "t-<partition>-<HH>-<start>.jsonl".
+func (m *propModel) parseData(key string) (dataKey, bool) {
+	name := strings.TrimSuffix(key, m.cfg.Extension)
+	if _, ok := m.cfg.Template.Match(name); !ok || name == key {
+		return dataKey{}, false
+	}
+	f := strings.Split(strings.TrimPrefix(name, propTopic+"-"), "-")
+	if len(f) != 3 {
+		return dataKey{}, false
+	}
+	p, err1 := strconv.Atoi(f[0])
+	hh, err2 := strconv.Atoi(f[1])
+	start, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return dataKey{}, false
+	}
+	return dataKey{p: int32(p), hour: hh - propEpoch.Hour(), start: start}, true
+}
+
+// ledgerDir is where the ledger of partition p lives.
+func ledgerDir(p int32) string {
+	return fmt.Sprintf("%sledger/%s/%s/%d/", layout.LedgerDir, propTopic, propTopicID, p)
+}
+
+// keyPartition is the partition a data file or ledger entry belongs to, or
+// -1.
+func (m *propModel) keyPartition(key string) int32 {
+	if d, ok := m.parseData(key); ok {
+		return d.p
+	}
+	for p := range m.parts {
+		if strings.HasPrefix(key, ledgerDir(int32(p))) {
+			return int32(p)
+		}
+	}
+	return -1
+}
+
+// describe names a commit for the log: which of the two steps it is.
+func describe(key string) string {
+	if strings.HasPrefix(key, layout.LedgerDir) {
+		return "ledger entry " + key
+	}
+	return "file " + key
+}
+
+// ---- processes ----
+
+// start begins a process: a fresh bucket, sink, ledger and gate, with
+// every partition assigned to it, each resumed from the ledger.
 func (m *propModel) start(rt *rapid.T, why string) {
 	m.gens++
-	g := &commitGate{}
-	faults := &storage.Faults{BeforeCommit: func(key string) error { return g.beforeCommit(m.match, key) }}
+	g := &commitGate{passed: map[int32]int{}}
+	faults := &storage.Faults{BeforeCommit: func(key string) error { return g.beforeCommit(m.keyPartition, key) }}
 	// Enough upload slots that a held commit never keeps another file's
 	// parts from reaching storage: the order of commits is the test's.
 	bucket, err := storage.Open(context.Background(), "file://"+m.dir, storage.Options{PartSize: 64 << 10, UploadConcurrency: 1024, Faults: faults})
 	if err != nil {
 		rt.Fatal(err)
 	}
+	ledger := layout.NewLedger(bucket, "")
 	cfg := m.cfg
-	cfg.MaxRecords = int64(m.maxRecords)
+	cfg.Ledger = ledger
+	// Each process draws its file sizes, as a restart with another
+	// file.max_records would: runs stored above a gap by one process are
+	// then often met by another that closes a file before reaching them.
+	cfg.MaxRecords = int64(rapid.IntRange(1, 4).Draw(rt, "maxRecords"))
+	// Few open files at most makes the sink close the least recently used
+	// one to open another, on top of the rotations the test asks for.
+	cfg.MaxOpenFiles = rapid.SampledFrom([]int{100, 2, 3}).Draw(rt, "maxOpenFiles")
 	cfg.MaxAge = time.Hour // only Tick, called by the test, closes files by age
 	cfg.NullValues = "ignore"
-	m.gen = &generation{bucket: bucket, gate: g,
+	m.gen = &generation{bucket: bucket, gate: g, ledger: ledger,
 		s: sink.New(cfg, bucket, budget.New(1<<30, 0), slog.New(slog.DiscardHandler))}
-	rt.Logf("process %d starts (%s)", m.gens, why)
+	rt.Logf("process %d starts (%s): max_records %d, max_open_files %d", m.gens, why, cfg.MaxRecords, cfg.MaxOpenFiles)
 	for p := range m.parts {
 		m.assigned[p] = false
 		m.assign(rt, p)
@@ -279,26 +420,46 @@ func (m *propModel) closeGeneration(killed bool) {
 	m.gen = nil
 }
 
-// assign resumes partition p as the source's onAssigned does: from
-// max(committed, one past the last stored offset), moving the group's
-// offset forward to it.
+func identity(p int) layout.Identity {
+	return layout.Identity{Cluster: propCluster, Topic: propTopic, TopicID: propTopicID, Partition: int32(p)}
+}
+
+// resume asks the ledger where partition p stands, as the runner's
+// resumer does for a prefix that has a ledger.
+func (m *propModel) resume(p int) (layout.Point, error) {
+	return m.gen.ledger.Resume(context.Background(), identity(p), layout.Log{Start: 0, End: m.logEnd[p]}, layout.ResumeOptions{})
+}
+
+// assign resumes partition p as the source's onAssigned does: from the
+// ledger's state, reconciled with the group's commit, moving the commit
+// forward to where storage ends when storage is ahead.
 func (m *propModel) assign(rt *rapid.T, p int) {
-	next, ok, err := verify.NextOffset(context.Background(), m.gen.bucket, m.cfg.Template, "", propTopic, int32(p))
+	pt, err := m.resume(p)
 	if err != nil {
-		rt.Fatalf("NextOffset(t/%d): %v", p, err)
+		rt.Fatalf("resume t/%d: %v", p, err)
 	}
-	if ok && next > m.committed[p] {
-		rt.Logf("  t/%d: storage ends at %d, ahead of the commit %d: commit %d", p, next, m.committed[p], next)
-		m.committed[p] = next
+	at := m.committed[p]
+	switch {
+	case !pt.Found:
+		pt.State = layout.State{Next: at}
+	case at > pt.State.Next:
+		// Past a tail of records handled without a file (tombstones).
+		pt.State = layout.State{Next: at, Above: pt.State.Above.From(at)}
+	case pt.State.Next > at:
+		rt.Logf("  t/%d: storage ends at %d, ahead of the commit %d: commit %d", p, pt.State.Next, at, pt.State.Next)
+		m.committed[p] = pt.State.Next
+		m.history[p] = append(m.history[p], pt.State.Next)
 	}
-	m.fed[p] = m.committed[p]
+	m.gen.s.Assign(tpOf(p), identity(p), pt)
+	m.fed[p] = pt.State.Next
+	m.owned[p] = m.committed[p]
 	m.assigned[p] = true
-	rt.Logf("  t/%d assigned, consuming from %d", p, m.fed[p])
+	rt.Logf("  t/%d assigned (%s, entry %d next), consuming from %d, skipping %v", p, pt.From, pt.Seq, m.fed[p], pt.State.Above)
 }
 
 // settle waits until the sink and storage can go no further without the
 // test: every goroutine but this one is blocked, on a channel, a lock or a
-// condition (an upload waiting for the test's decision, a later file of a
+// condition (a commit waiting for the test's decision, a later file of a
 // partition waiting for an earlier one, idle part queues).
 //
 // Waiting for exactly that, rather than for a count of uploads or for a
@@ -308,58 +469,76 @@ func (m *propModel) assign(rt *rapid.T, p int) {
 // depends on such a race can't be replayed, so rapid can't shrink it.
 func (m *propModel) settle(rt *rapid.T) {
 	deadline := time.Now().Add(20 * time.Second)
+	// Each look stops the world: look often at first, then back off, so
+	// that the looking does not slow down what it waits for.
+	pause := 20 * time.Microsecond
+	var buf []byte
 	for {
-		busy := busyGoroutines()
+		busy := busyGoroutinesIn(&buf)
 		if busy == "" {
 			return
 		}
 		if time.Now().After(deadline) {
 			rt.Fatalf("the sink never settled; still busy:\n%s", busy)
 		}
-		time.Sleep(50 * time.Microsecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 500*time.Microsecond)
 	}
 }
 
 // blockedStates are the goroutine states in which a goroutine waits for
 // another one; anything else (running, runnable, in a system call) is work
-// still going on.
+// still going on. Plain "semacquire" is not one: it is the runtime's own
+// wait, to start a garbage collection or to stop the world (as
+// busyGoroutines itself does), and the goroutine goes on by itself.
 var blockedStates = map[string]bool{
 	"chan receive": true, "chan send": true, "select": true,
 	"chan receive (nil chan)": true, "chan send (nil chan)": true, "select (no cases)": true,
 	"sync.Cond.Wait": true, "sync.Mutex.Lock": true, "sync.RWMutex.Lock": true,
-	"sync.RWMutex.RLock": true, "sync.WaitGroup.Wait": true, "semacquire": true,
+	"sync.RWMutex.RLock": true, "sync.WaitGroup.Wait": true,
 }
 
 // busyGoroutines returns the stacks of Spillway's goroutines, other than
 // the caller, that are not blocked, or "" when there are none.
 func busyGoroutines() string {
-	buf := make([]byte, 1<<20)
+	var buf []byte
+	return busyGoroutinesIn(&buf)
+}
+
+// busyGoroutinesIn is busyGoroutines taking the stacks into *buf, grown as
+// needed and kept for the next call: settle looks thousands of times per
+// run, and a fresh buffer each time keeps the garbage collector busy.
+func busyGoroutinesIn(buf *[]byte) string {
+	if len(*buf) == 0 {
+		*buf = make([]byte, 64<<10)
+	}
+	var stacks []byte
 	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
+		n := runtime.Stack(*buf, true)
+		if n < len(*buf) {
+			stacks = (*buf)[:n]
 			break
 		}
-		buf = make([]byte, 2*len(buf))
+		*buf = make([]byte, 2*len(*buf))
 	}
 	var busy []string
 	// The first stack is the caller's own.
-	for i, g := range strings.Split(string(buf), "\n\n") {
+	for i, g := range bytes.Split(stacks, []byte("\n\n")) {
 		if i == 0 {
 			continue
 		}
 		// "goroutine 7 [chan receive, 2 minutes]:"
-		open, end := strings.IndexByte(g, '['), strings.IndexByte(g, ']')
+		open, end := bytes.IndexByte(g, '['), bytes.IndexByte(g, ']')
 		if open < 0 || end < open {
 			continue
 		}
-		state, _, _ := strings.Cut(g[open+1:end], ",")
+		state, _, _ := bytes.Cut(g[open+1:end], []byte(","))
 		// Only Spillway's goroutines count (a goroutine running on another
 		// thread shows no stack: it may be one), so that a goroutine some
 		// other test left sleeping does not hold this one up.
-		ours := strings.Contains(g, "spillway/internal/") || strings.Contains(g, "stack unavailable")
-		if !blockedStates[state] && ours {
-			busy = append(busy, g)
+		ours := bytes.Contains(g, []byte("spillway/internal/")) || bytes.Contains(g, []byte("stack unavailable"))
+		if !blockedStates[string(state)] && ours {
+			busy = append(busy, string(g))
 		}
 	}
 	return strings.Join(busy, "\n\n")
@@ -382,7 +561,8 @@ func tpOf(p int) sink.TopicPartition {
 }
 
 // commit records Committable's offsets as the group's, checking what the
-// source relies on: only owned partitions, never backwards.
+// source relies on: only owned partitions, never backwards within one
+// ownership.
 func (m *propModel) commit(rt *rapid.T, only map[sink.TopicPartition]bool) {
 	offs := m.gen.s.Committable(only)
 	for p := range m.parts {
@@ -393,30 +573,38 @@ func (m *propModel) commit(rt *rapid.T, only map[sink.TopicPartition]bool) {
 		if !m.assigned[p] {
 			rt.Fatalf("Committable returned %d for t/%d, which this process does not own", off, p)
 		}
-		if off < m.committed[p] {
-			rt.Fatalf("Committable returned %d for t/%d, behind the group's commit %d", off, p, m.committed[p])
+		if off < m.committed[p] || off < m.owned[p] {
+			rt.Fatalf("Committable returned %d for t/%d, behind the group's commit %d or this ownership's %d", off, p, m.committed[p], m.owned[p])
 		}
 		rt.Logf("  commit t/%d at %d", p, off)
-		m.committed[p] = off
+		m.committed[p], m.owned[p] = off, off
+		m.history[p] = append(m.history[p], off)
 	}
+}
+
+// record is the log's record at offset off of partition p.
+func (m *propModel) record(p int, off int64) *kgo.Record {
+	r := rec(propTopic, int32(p), off)
+	if m.tombstones[p][off] {
+		r = null(propTopic, int32(p), off)
+	}
+	r.Timestamp = propEpoch.Add(time.Duration(m.hours[p][off])*time.Hour + time.Duration(off)*time.Millisecond)
+	return r
 }
 
 // records returns the log's records [from, to) of partition p.
 func (m *propModel) records(p int, from, to int64) []*kgo.Record {
 	var out []*kgo.Record
 	for off := from; off < to; off++ {
-		if m.tombstones[p][off] {
-			out = append(out, null(propTopic, int32(p), off))
-		} else {
-			out = append(out, rec(propTopic, int32(p), off))
-		}
+		out = append(out, m.record(p, off))
 	}
 	return out
 }
 
 // ---- actions ----
 
-// Produce appends records to a partition's log.
+// Produce appends records to a partition's log, each with a timestamp in
+// one of a few hours, in no order.
 func (m *propModel) Produce(rt *rapid.T) {
 	total := int64(0)
 	for _, n := range m.logEnd {
@@ -428,15 +616,20 @@ func (m *propModel) Produce(rt *rapid.T) {
 	p := rapid.IntRange(0, m.parts-1).Draw(rt, "p")
 	n := rapid.IntRange(1, 4).Draw(rt, "n")
 	var nulls []int64
+	var hours []int
 	for range n {
 		// One in six is a tombstone; shrinking goes towards none.
 		if rapid.IntRange(0, 5).Draw(rt, "tombstone") == 5 {
 			m.tombstones[p][m.logEnd[p]] = true
 			nulls = append(nulls, m.logEnd[p])
 		}
+		// Shrinking goes towards one hour, one open file.
+		h := rapid.IntRange(0, propHours-1).Draw(rt, "hour")
+		m.hours[p][m.logEnd[p]] = h
+		hours = append(hours, h)
 		m.logEnd[p]++
 	}
-	rt.Logf("produce: t/%d log ends at %d (tombstones at %v)", p, m.logEnd[p], nulls)
+	rt.Logf("produce: t/%d log ends at %d (hours %v, tombstones at %v)", p, m.logEnd[p], hours, nulls)
 }
 
 // Poll feeds a partition's next records to the sink, in offset order, as
@@ -454,14 +647,29 @@ func (m *propModel) Poll(rt *rapid.T) {
 	p := ps[k%len(ps)]
 	n = min(n, m.logEnd[p]-m.fed[p])
 	from := m.fed[p]
-	if err := m.gen.s.Write(context.Background(), m.records(p, from, from+n)); err != nil {
+	done, err := m.write(rt, context.Background(), m.records(p, from, from+n))
+	m.fed[p] = from + int64(done)
+	if err != nil {
 		// An upload failed in the meantime: the process is stopping.
 		rt.Logf("poll: t/%d [%d,%d): Write: %v", p, from, from+n, err)
 		return
 	}
-	m.fed[p] = from + n
 	rt.Logf("poll: t/%d [%d,%d) written", p, from, from+n)
-	m.settle(rt)
+}
+
+// write feeds records to the sink one at a time, and settles after each: a
+// file that one record closes has its upload under way, and its ledger
+// entry's state taken, before the next record is routed. What an entry
+// says then depends on the records fed, not on how the upload goroutine
+// and Write interleave, so a failure can be replayed.
+func (m *propModel) write(rt *rapid.T, ctx context.Context, recs []*kgo.Record) (int, error) {
+	for i, r := range recs {
+		if err := m.gen.s.Write(ctx, []*kgo.Record{r}); err != nil {
+			return i, err
+		}
+		m.settle(rt)
+	}
+	return len(recs), nil
 }
 
 // Rotate closes open files without waiting for their upload: one
@@ -480,13 +688,14 @@ func (m *propModel) Rotate(rt *rapid.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_ = m.gen.s.Flush(ctx, map[sink.TopicPartition]bool{tpOf(p): true}, sink.ReasonAge)
-		rt.Logf("rotate: t/%d's open file closed", p)
+		rt.Logf("rotate: t/%d's open files closed", p)
 	}
 	m.settle(rt)
 }
 
-// Upload completes, or fails, one of the uploads waiting to commit: any of
-// them, in any order. Uploads are numbered by partition and offset.
+// Upload completes, or fails, one of the commits waiting at storage: a
+// ledger entry or a data file, any of them, in any order. They are
+// numbered by partition and key.
 func (m *propModel) Upload(rt *rapid.T) {
 	// What the test draws never depends on what the goroutines did, only
 	// on the model: a replay then makes the same choices, which keeps
@@ -501,10 +710,10 @@ func (m *propModel) Upload(rt *rapid.T) {
 	}
 	i := n % len(held)
 	if fail {
-		rt.Logf("upload %s fails", held[i])
+		rt.Logf("%s fails", describe(held[i]))
 		m.gen.gate.decide(i, errors.New("storage refused the upload"))
 	} else {
-		rt.Logf("upload %s completes", held[i])
+		rt.Logf("%s is stored", describe(held[i]))
 		m.gen.gate.decide(i, nil)
 	}
 	m.settle(rt)
@@ -517,9 +726,11 @@ func (m *propModel) Commit(rt *rapid.T) {
 }
 
 // Crash kills the process, as SIGKILL would, and starts a new one that
-// resumes every partition from storage.
+// resumes every partition from the ledger. Whatever waits at the gate
+// then, a ledger entry whose file is not published yet included, never
+// completes.
 func (m *propModel) Crash(rt *rapid.T) {
-	rt.Logf("crash")
+	rt.Logf("crash; waiting: %v", m.gen.gate.held())
 	m.closeGeneration(true)
 	m.start(rt, "after the crash")
 }
@@ -541,9 +752,9 @@ func (m *propModel) Revoke(rt *rapid.T) {
 		err := m.gen.s.Flush(ctx, tps, sink.ReasonRevoke)
 		rt.Logf("revoke t/%d: the flush times out (%v)", p, err)
 	} else {
-		// Storage lets this partition's uploads through while the flush
-		// waits for them.
-		m.gen.gate.setApprove(func(key string) bool { q, _ := m.match(key); return q == int32(p) })
+		// Storage lets this partition's entries and files through while
+		// the flush waits for them.
+		m.gen.gate.setApprove(func(key string) bool { return m.keyPartition(key) == int32(p) })
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		err := m.gen.s.Flush(ctx, tps, sink.ReasonRevoke)
 		cancel()
@@ -573,8 +784,35 @@ func (m *propModel) Lose(rt *rapid.T) {
 	m.settle(rt)
 }
 
+// LoseCommit moves a partition's committed offset back, to none or to one
+// it had earlier, as a commit lost by Kafka (an unclean leader election of
+// __consumer_offsets) would; then a rebalance takes the partition away
+// without a commit and gives it back, or, if this process does not own it,
+// the next Assign does, so that it resumes from that commit and the
+// ledger. (An owner that kept it would not commit again until it stored
+// more, which is no loss: the group's commit is behind storage until the
+// next resume moves it forward.)
+func (m *propModel) LoseCommit(rt *rapid.T) {
+	p := rapid.IntRange(0, m.parts-1).Draw(rt, "p")
+	k := rapid.IntRange(0, 7).Draw(rt, "commit")
+	to := int64(0)
+	if h := m.history[p]; k > 0 && len(h) > 0 {
+		to = min(h[(k-1)%len(h)], m.committed[p])
+	}
+	rt.Logf("t/%d: the commit %d is lost, the group's commit is %d", p, m.committed[p], to)
+	m.committed[p] = to
+	if m.assigned[p] {
+		m.gen.s.Drop(map[sink.TopicPartition]bool{tpOf(p): true})
+		m.assigned[p] = false
+		rt.Logf("  t/%d lost and assigned again", p)
+		m.settle(rt)
+		m.leftovers(rt, p)
+		m.assign(rt, p)
+	}
+}
+
 // Assign gives a partition back to this process, which resumes it from
-// storage.
+// the ledger.
 func (m *propModel) Assign(rt *rapid.T) {
 	ps := m.eligible(func(p int) bool { return !m.assigned[p] })
 	if len(ps) == 0 {
@@ -582,33 +820,103 @@ func (m *propModel) Assign(rt *rapid.T) {
 	}
 	p := rapid.SampledFrom(ps).Draw(rt, "p")
 	rt.Logf("assign t/%d", p)
+	m.leftovers(rt, p)
 	m.assign(rt, p)
+}
+
+// leftovers completes or fails, each as drawn, the commits of partition p
+// that still wait at the gate from a previous ownership, unless the model
+// lets them complete after the partition resumed (zombies).
+func (m *propModel) leftovers(rt *rapid.T, p int) {
+	if m.zombies {
+		return
+	}
+	for {
+		i := slices.IndexFunc(m.gen.gate.held(), func(key string) bool { return m.keyPartition(key) == int32(p) })
+		if i < 0 {
+			return
+		}
+		key := m.gen.gate.held()[i]
+		if rapid.Bool().Draw(rt, "leftover stored") {
+			rt.Logf("  left over: %s is stored", describe(key))
+			m.gen.gate.decide(i, nil)
+		} else {
+			rt.Logf("  left over: %s fails", describe(key))
+			m.gen.gate.decide(i, errors.New("storage refused the upload"))
+		}
+		m.settle(rt)
+	}
 }
 
 // ---- invariants ----
 
 // Check runs after every action.
 func (m *propModel) Check(rt *rapid.T) {
-	stored := m.stored(rt)
+	// Storage changes only by a commit the gate lets through: read it
+	// again, and resume from it again, only then.
+	var changed []int
 	for p := range m.parts {
-		if end := m.gapFree(p, stored[p]); m.committed[p] > end {
+		if at := [2]int{m.gens, m.gen.gate.changes(p)}; m.storage == nil || at != m.checked[p] {
+			m.checked[p] = at
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) > 0 {
+		m.storage = m.stored(rt)
+	}
+	for _, p := range changed {
+		m.checkLedger(rt, p, m.storage[p])
+	}
+	for p := range m.parts {
+		if end := m.gapFree(p, m.storage[p]); m.committed[p] > end {
 			rt.Fatalf("t/%d: committed %d, but storage holds only offsets [0,%d) without a gap, tombstones aside (stored: %s): a crash now loses records",
-				p, m.committed[p], end, ranges(stored[p]))
+				p, m.committed[p], end, ranges(m.storage[p]))
 		}
 	}
 }
 
-// stored reads what storage holds: per partition, the object holding each
-// offset. It fails on an offset stored twice or a record that isn't the
-// log's.
+// checkLedger checks the state each partition would resume from now
+// against what storage holds: every offset the ledger says is handled, and
+// a resume would skip, is stored or a tombstone; and every stored offset is
+// one the ledger says is handled, or a resume would store it again. (A file
+// a zombie publishes after the partition resumed is one the ledger can't
+// know of: then only the first holds.)
+func (m *propModel) checkLedger(rt *rapid.T, p int, stored map[int64]string) {
+	pt, err := m.resume(p)
+	if err != nil {
+		rt.Fatalf("t/%d: the ledger can't be resumed from now: %v (stored: %s)", p, err, ranges(stored))
+	}
+	if !pt.Found {
+		pt.State = layout.State{}
+	}
+	for off := range max(pt.State.End(), m.logEnd[p]) {
+		_, ok := stored[off]
+		switch {
+		case pt.State.Handled(off) && !ok && !m.tombstones[p][off]:
+			rt.Fatalf("t/%d: the ledger (%s) says %d is handled, below %d or in %v, but storage does not hold it (stored: %s): a crash now loses it",
+				p, pt.From, off, pt.State.Next, pt.State.Above, ranges(stored))
+		case ok && !pt.State.Handled(off) && !m.zombies:
+			rt.Fatalf("t/%d: storage holds %d, but the ledger (%s) says only [0,%d) and %v are handled (stored: %s): a crash now stores it again",
+				p, off, pt.From, pt.State.Next, pt.State.Above, ranges(stored))
+		}
+	}
+}
+
+// stored reads what storage holds: per partition, the data file holding
+// each offset. It fails on an offset stored twice or a record that isn't
+// the log's.
 func (m *propModel) stored(rt *rapid.T) []map[int64]string {
 	out := make([]map[int64]string, m.parts)
 	for p := range out {
 		out[p] = map[int64]string{}
 	}
 	var keys []string
-	err := m.gen.bucket.List(context.Background(), "", func(o storage.Object) error {
-		keys = append(keys, o.Key)
+	// Data files are at the top level (the template has no "/"); the
+	// ledger is below it.
+	err := m.gen.bucket.ListDir(context.Background(), "", func(o storage.Object) error {
+		if !o.Dir {
+			keys = append(keys, o.Key)
+		}
 		return nil
 	})
 	if err != nil {
@@ -621,7 +929,7 @@ func (m *propModel) stored(rt *rapid.T) []map[int64]string {
 			offs = m.readObject(rt, key)
 			m.keys[key] = offs
 		}
-		p, _ := m.match(key)
+		p := m.keyPartition(key)
 		for _, off := range offs {
 			if other, dup := out[p][off]; dup {
 				rt.Fatalf("t/%d: offset %d is stored twice, in %s and %s", p, off, other, key)
@@ -632,14 +940,15 @@ func (m *propModel) stored(rt *rapid.T) []map[int64]string {
 	return out
 }
 
-// readObject returns the offsets an object holds, checking that they run
-// from the start offset in its name with no gap but tombstones, and that
-// each record is the log's record at that offset.
+// readObject returns the offsets a data file holds, checking that they
+// increase from the start offset in its name, and that each record is the
+// log's record at that offset, of the hour in the name.
 func (m *propModel) readObject(rt *rapid.T, key string) []int64 {
-	p, start := m.match(key)
-	if p < 0 || int(p) >= m.parts {
+	d, ok := m.parseData(key)
+	if !ok || int(d.p) >= m.parts {
 		rt.Fatalf("unexpected object %s", key)
 	}
+	p := int(d.p)
 	r, err := m.gen.bucket.Read(context.Background(), key)
 	if err != nil {
 		rt.Fatal(err)
@@ -657,25 +966,17 @@ func (m *propModel) readObject(rt *rapid.T, key string) []int64 {
 			rt.Fatalf("%s: bad line %q: %v", key, sc.Text(), err)
 		}
 		var v string
-		if err := json.Unmarshal(l.Value, &v); err != nil || v != value(propTopic, p, l.Offset) {
+		if err := json.Unmarshal(l.Value, &v); err != nil || v != value(propTopic, d.p, l.Offset) {
 			rt.Fatalf("%s: offset %d holds %s, not the log's record", key, l.Offset, l.Value)
 		}
 		if l.Offset >= m.logEnd[p] || m.tombstones[p][l.Offset] {
 			rt.Fatalf("%s: offset %d is past the log end %d or a tombstone", key, l.Offset, m.logEnd[p])
 		}
-		// A file starts at the offset in its name and holds every record
-		// from there on but tombstones.
-		next := start
-		if len(offs) > 0 {
-			next = offs[len(offs)-1] + 1
+		if h := m.hours[p][l.Offset]; h != d.hour {
+			rt.Fatalf("%s: offset %d is of hour %d, not the file's %d", key, l.Offset, h, d.hour)
 		}
-		for o := next; o < l.Offset; o++ {
-			if !m.tombstones[p][o] {
-				rt.Fatalf("%s: record %d has offset %d, but the log's record %d is missing before it", key, len(offs), l.Offset, o)
-			}
-		}
-		if l.Offset < next || (len(offs) == 0 && l.Offset != start) {
-			rt.Fatalf("%s: record %d has offset %d, want %d", key, len(offs), l.Offset, next)
+		if len(offs) == 0 && l.Offset != d.start || len(offs) > 0 && l.Offset <= offs[len(offs)-1] {
+			rt.Fatalf("%s: record %d has offset %d, after %v (the name says it starts at %d)", key, len(offs), l.Offset, offs, d.start)
 		}
 		offs = append(offs, l.Offset)
 	}
@@ -697,7 +998,7 @@ func (m *propModel) gapFree(p int, stored map[int64]string) int64 {
 	}
 }
 
-// ranges prints stored offsets as their objects' ranges, for messages.
+// ranges prints stored offsets as their objects' runs, for messages.
 func ranges(stored map[int64]string) string {
 	offs := make([]int64, 0, len(stored))
 	for o := range stored {
@@ -738,6 +1039,7 @@ func (m *propModel) drain(rt *rapid.T) {
 		// those partitions are resumed, like a process that waited.
 		m.gen.gate.setApprove(all)
 		m.settle(rt)
+		m.gen.gate.setApprove(nil)
 		for p := range m.parts {
 			if !m.assigned[p] {
 				m.assign(rt, p)
@@ -749,8 +1051,21 @@ func (m *propModel) drain(rt *rapid.T) {
 			m.fed[p] = m.logEnd[p]
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := m.gen.s.Write(ctx, batch)
+		_, err := m.write(rt, ctx, batch)
 		if err == nil {
+			// Close every file; its commits wait at the gate.
+			closing, stop := context.WithCancel(ctx)
+			stop()
+			_ = m.gen.s.Flush(closing, nil, sink.ReasonShutdown)
+			m.settle(rt)
+			// Let them through one at a time, checking storage and the
+			// ledger after each: the drain is where a resume with runs
+			// stored above a gap is most often followed by new files.
+			for len(m.gen.gate.held()) > 0 {
+				m.gen.gate.decide(0, nil)
+				m.settle(rt)
+				m.Check(rt)
+			}
 			err = m.gen.s.Flush(ctx, nil, sink.ReasonShutdown)
 		}
 		cancel()
@@ -776,8 +1091,15 @@ func (m *propModel) drain(rt *rapid.T) {
 			rt.Fatalf("t/%d: after the drain the commit is %d, want %d", p, m.committed[p], m.logEnd[p])
 		}
 	}
-	// Nothing half-written is left behind either.
-	tmps, _ := filepath.Glob(filepath.Join(m.dir, ".spillway-tmp-*"))
+	// Nothing half-written is left behind either, data file or ledger
+	// entry.
+	var tmps []string
+	_ = filepath.WalkDir(m.dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".spillway-tmp-") {
+			tmps = append(tmps, path)
+		}
+		return nil
+	})
 	if len(tmps) > 0 {
 		rt.Fatalf("temp files left: %v", tmps)
 	}

@@ -242,8 +242,8 @@ func TestMaxOpenFilesDerivedFromBudget(t *testing.T) {
 	b := budget.New(100<<20, 0)
 	h := newHarness(t, withBudget(b), withMem(), withConfig(func(c *sink.Config) { c.MaxOpenFiles = 0 }))
 	perFile := int64(compressorMemory) + h.bucket.WriterMemory()
-	if ps, ok := any(h.bucket).(interface{ PartSize() int64 }); ok {
-		perFile += ps.PartSize() // the part buffer each open file fills
+	if ps, ok := any(h.bucket).(interface{ ChunkSize() int64 }); ok {
+		perFile += ps.ChunkSize() // the part buffer each open file fills
 	}
 	if want := int(b.Limit() / 2 / perFile); h.s.MaxOpenFiles() != want {
 		t.Fatalf("MaxOpenFiles = %d, want half the budget / %d per file = %d", h.s.MaxOpenFiles(), perFile, want)

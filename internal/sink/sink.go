@@ -2,8 +2,10 @@
 // hands finished files to storage, and tracks which offsets are durable.
 //
 // Data flows as an io.Writer chain per open file:
-// encoder ▸ compressor ▸ storage writer. One open file exists per
-// topic-partition. Storage takes parts in the background and a closed file
+// encoder ▸ compressor ▸ storage writer. A partition has one open file per
+// group of its records: the file name template rendered without
+// {{start_offset}}, so a template with {{timestamp}} or {{key}} spreads one
+// partition over several open files. Storage takes parts in the background and a closed file
 // is committed in the background, so consumption continues while uploads
 // run; every byte waiting for storage is in the budget, and the budget, not a
 // blocked write, is what slows consumption when storage is slow.
@@ -27,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -42,7 +45,7 @@ type Encoder interface {
 type Bucket interface {
 	NewWriter(ctx context.Context, key string, meta map[string]string) (*storage.Writer, error)
 	WriterMemory() int64
-	PartSize() int64
+	ChunkSize() int64
 }
 
 // Config is what the sink needs to know, already validated.
@@ -54,6 +57,14 @@ type Config struct {
 	MaxBytes     int64
 	MaxAge       time.Duration
 	MaxOpenFiles int // 0 = derived from the budget
+	// EventTime renders {{timestamp}} from each record's timestamp; else
+	// from the wall clock when the record is written.
+	EventTime bool
+	// Ledger, when set, gets an entry before each file is published, for
+	// partitions that were given an identity by Assign.
+	Ledger *layout.Ledger
+	// Writer names this process in ledger entries.
+	Writer string
 
 	// NewEncoder and NewCompressor build a file's chain. CompressorMemory is
 	// what one compressor plus encoder holds, for the budget.
@@ -86,7 +97,9 @@ const (
 
 // Stats are counters for progress and metrics.
 type Stats struct {
-	Records       int64 // records written to files
+	Records       int64 // records written to files (some may be dropped with their partition)
+	Stored        int64 // records in files that were published
+	Resumed       int64 // records skipped because storage held them already
 	Skipped       int64 // records skipped by the error policy
 	DeadLettered  int64
 	FilesOpen     int
@@ -105,17 +118,22 @@ type Sink struct {
 	log     *slog.Logger
 
 	mu    sync.Mutex
-	files map[TopicPartition]*openFile
-	stats Stats
+	files map[fileID]*openFile
+	// groups indexes files by partition, then group, so that finding a
+	// record's file allocates nothing (m[string(bytes)] does not copy).
+	groups map[TopicPartition]map[string]*openFile
+	// groupBuf renders group names without allocating per record.
+	groupBuf []byte
+	stats    Stats
 	// unaccounted counts records written but not yet told to the budget:
 	// the budget takes a lock, so records are reported in batches, before
 	// every look at it and before any file's records are taken back.
 	unaccounted int64
 
 	// Counters the upload workers update without s.mu.
-	uploading, filesUploaded, bytesUploaded atomic.Int64
-	inflight                                sync.WaitGroup
-	fileMem                                 int64
+	uploading, filesUploaded, bytesUploaded, storedRecords atomic.Int64
+	inflight                                               sync.WaitGroup
+	fileMem                                                int64
 
 	// unpublished holds, per partition and in offset order, the closed files
 	// whose upload has not ended. A file is published only after the one
@@ -128,6 +146,9 @@ type Sink struct {
 	// failed file left the queue: a restart would resume after it and skip
 	// the failed file's records.
 	failed map[TopicPartition]bool
+	// ledgered holds, per partition given by Assign, its identity and
+	// the sequence number of its next ledger entry.
+	ledgered map[TopicPartition]*ledgerPart
 
 	errMu sync.Mutex
 	err   error
@@ -135,16 +156,27 @@ type Sink struct {
 	stop  context.CancelFunc
 }
 
+// fileID names an open file: its partition and its group.
+type fileID struct {
+	tp    TopicPartition
+	group string
+}
+
+type ledgerPart struct {
+	id  layout.Identity
+	seq int64
+}
+
 type openFile struct {
+	id       fileID
 	tp       TopicPartition
 	key      string
 	w        *storage.Writer
 	comp     io.WriteCloser
 	enc      Encoder
 	gate     *gate // between comp and w
-	seg      *segment
+	u        *unit
 	start    int64
-	next     int64 // one past the last offset handled
 	records  int64
 	created  time.Time
 	lastUsed time.Time
@@ -154,6 +186,10 @@ type openFile struct {
 	ended   chan struct{} // closed when the upload ended, either way
 	durable bool          // read after ended is closed
 	dropped atomic.Bool   // the partition was lost: don't publish
+	// lp is the partition's ledger as it was when the file opened: a file
+	// belongs to one ownership of its partition, and must not write an
+	// entry for a later one.
+	lp *ledgerPart
 }
 
 // New starts the upload workers. Close stops them.
@@ -161,18 +197,31 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Sink{
 		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
-		files:       map[TopicPartition]*openFile{},
+		files:       map[fileID]*openFile{},
+		groups:      map[TopicPartition]map[string]*openFile{},
 		unpublished: map[TopicPartition][]*openFile{},
 		failed:      map[TopicPartition]bool{},
+		ledgered:    map[TopicPartition]*ledgerPart{},
 		fileMem:     cfg.CompressorMemory + bucket.WriterMemory(),
 		ctx:         ctx, stop: stop,
 	}
 	s.stats.Closed = map[Reason]int64{}
 	if s.cfg.MaxOpenFiles <= 0 {
 		// Each open file also fills one chunk, counted as it is used.
-		s.cfg.MaxOpenFiles = b.MaxOpenFiles(s.fileMem + bucket.PartSize())
+		s.cfg.MaxOpenFiles = b.MaxOpenFiles(s.fileMem + bucket.ChunkSize())
 	}
 	return s
+}
+
+// Assign starts a partition from where storage stands: offsets handled in
+// st are never written again, and, with a ledger, each file's entry is
+// written under id from sequence number seq on. Call it before the
+// partition's first record.
+func (s *Sink) Assign(tp TopicPartition, id layout.Identity, p layout.Point) {
+	s.tracker.assign(tp, p.State)
+	s.pubMu.Lock()
+	s.ledgered[tp] = &ledgerPart{id: id, seq: p.Seq}
+	s.pubMu.Unlock()
 }
 
 // MaxOpenFiles is the effective cap on open files.
@@ -202,6 +251,7 @@ func (s *Sink) Stats() Stats {
 	st.Uploading = s.uploading.Load()
 	st.FilesUploaded = s.filesUploaded.Load()
 	st.BytesUploaded = s.bytesUploaded.Load()
+	st.Stored = s.storedRecords.Load()
 	st.Closed = make(map[Reason]int64, len(s.stats.Closed))
 	for k, v := range s.stats.Closed {
 		st.Closed[k] = v
@@ -255,13 +305,14 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 	if !some {
 		roomFor = nil
 	}
+	now := time.Now()
 	for i, r := range recs {
-		err := s.writeOne(ctx, r, roomFor)
+		err := s.writeOne(ctx, r, now, roomFor)
 		if errors.Is(err, errNoRoom) {
 			if stop, err := relieve(true); stop || err != nil {
 				return i, err
 			}
-			err = s.writeOne(ctx, r, nil)
+			err = s.writeOne(ctx, r, now, nil)
 		}
 		if err != nil {
 			s.fail(err)
@@ -288,8 +339,14 @@ var errNoRoom = errors.New("no room in the budget for another file")
 
 // writeOne writes one record. roomFor, when set, is asked before a file is
 // opened; if it says no, writeOne returns errNoRoom and writes nothing.
-func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, roomFor func() bool) error {
+func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomFor func() bool) error {
 	tp := TopicPartition{r.Topic, r.Partition}
+	if s.tracker.has(tp, r.Offset) {
+		// Stored before this process resumed the partition.
+		s.tracker.route(tp, r.Offset, nil)
+		s.stats.Resumed++
+		return nil
+	}
 	if r.Value == nil {
 		switch s.cfg.NullValues {
 		case "ignore":
@@ -298,17 +355,17 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, roomFor func() bool)
 			return s.recordError(ctx, tp, r, fmt.Errorf("record %s/%d@%d has a null value and errors.null_values is fail", r.Topic, r.Partition, r.Offset))
 		}
 	}
-	f, err := s.fileFor(ctx, tp, r, roomFor)
+	f, err := s.fileFor(ctx, tp, r, now, roomFor)
 	if err != nil {
 		return err
 	}
 	if err := f.gate.with(ctx, func() error { return f.enc.Encode(r) }); err != nil {
 		if s.cfg.ErrRecord != nil && errors.Is(err, s.cfg.ErrRecord) {
-			return s.recordError(ctx, tp, r, err)
+			return s.recordError(ctx, tp, r, fmt.Errorf("record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err))
 		}
 		return fmt.Errorf("write %s: %w", f.key, err)
 	}
-	f.next = r.Offset + 1
+	s.tracker.route(tp, r.Offset, f.u)
 	f.records++
 	f.lastUsed = time.Now()
 	s.stats.Records++
@@ -356,18 +413,31 @@ func (s *Sink) recordError(ctx context.Context, tp TopicPartition, r *kgo.Record
 // offset can still be committed.
 func (s *Sink) skip(_ context.Context, tp TopicPartition, r *kgo.Record, _ error) error {
 	s.stats.Skipped++
-	if f := s.files[tp]; f != nil {
-		f.next = r.Offset + 1
-		return nil
-	}
-	s.tracker.skipped(tp, r.Offset, r.Offset+1)
+	s.tracker.route(tp, r.Offset, nil)
 	return nil
 }
 
-func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, roomFor func() bool) (*openFile, error) {
-	if f := s.files[tp]; f != nil {
+// vars are the template values of a record, for its group and its file's
+// name.
+func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
+	t := now
+	if s.cfg.EventTime {
+		t = r.Timestamp
+	}
+	// r.Key as it is: a copy would turn an empty key into a null one.
+	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t, Key: r.Key}
+}
+
+func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
+	v := s.vars(r, now)
+	s.groupBuf = s.groupBuf[:0]
+	if s.cfg.Template.SplitsPartition() {
+		s.groupBuf = s.cfg.Template.AppendGroup(s.groupBuf, v)
+	}
+	if f := s.groups[tp][string(s.groupBuf)]; f != nil {
 		return f, nil
 	}
+	id := fileID{tp, string(s.groupBuf)}
 	if roomFor != nil && !roomFor() {
 		return nil, errNoRoom
 	}
@@ -376,8 +446,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, ro
 			return nil, err
 		}
 	}
-	name := s.cfg.Template.Render(naming.Vars{Topic: tp.Topic, Partition: tp.Partition, StartOffset: r.Offset, Time: r.Timestamp})
-	key := s.cfg.Prefix + name + s.cfg.Extension
+	key := s.cfg.Prefix + s.cfg.Template.Render(v) + s.cfg.Extension
 	w, err := s.bucket.NewWriter(s.ctx, key, map[string]string{
 		"spillway-topic":        tp.Topic,
 		"spillway-partition":    fmt.Sprint(tp.Partition),
@@ -397,13 +466,30 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, ro
 		w.Abort()
 		return nil, err
 	}
-	now := time.Now()
-	f := &openFile{tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset, next: r.Offset,
-		created: now, lastUsed: now, seg: s.tracker.open(tp, r.Offset)}
+	s.pubMu.Lock()
+	lp := s.ledgered[tp]
+	s.pubMu.Unlock()
+	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset,
+		created: now, lastUsed: now, u: &unit{}, lp: lp}
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
 	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
-	s.files[tp] = f
+	s.files[id] = f
+	if s.groups[tp] == nil {
+		s.groups[tp] = map[string]*openFile{}
+	}
+	s.groups[tp][id.group] = f
 	return f, nil
+}
+
+// forgetLocked takes f out of the open files.
+func (s *Sink) forgetLocked(f *openFile) {
+	delete(s.files, f.id)
+	if g := s.groups[f.tp]; g != nil {
+		delete(g, f.id.group)
+		if len(g) == 0 {
+			delete(s.groups, f.tp)
+		}
+	}
 }
 
 func (s *Sink) leastRecentLocked() *openFile {
@@ -424,7 +510,7 @@ const pendingCost = 16 << 10
 // background. It never waits for storage: what the file still holds stays
 // counted in the budget, and the budget is what slows consumption.
 func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
-	delete(s.files, f.tp)
+	s.forgetLocked(f)
 	s.stats.Closed[why]++
 	s.reportRecordsLocked()
 	s.budget.AddRecords(-f.records)
@@ -441,13 +527,12 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		return fmt.Errorf("finish %s: %w", f.key, err)
 	}
-	s.tracker.finish(f.seg, f.next)
 	if f.records == 0 {
 		// Every record of this file was skipped by the error policy: store
 		// nothing, but let its offsets be committed.
 		f.w.Abort()
 		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
-		s.tracker.markDurable(f.seg)
+		s.tracker.markDurable(f.u)
 		return nil
 	}
 	// The writer keeps its buffers until the commit ends.
@@ -502,27 +587,79 @@ func (s *Sink) upload(f *openFile) {
 		return
 	}
 	n := f.w.Written()
-	if err := f.w.Commit(); err != nil {
+	failUpload := func(err error) {
 		// Before this file leaves the queue (deferred), so that no later
 		// file of the partition can miss it.
 		s.pubMu.Lock()
 		s.failed[f.tp] = true
 		s.pubMu.Unlock()
-		if errors.Is(err, storage.ErrExists) {
-			// Create-only writes are the fence between writers: the
-			// other one won, and going on would only write around it.
-			err = fmt.Errorf("%w: another writer already stored it: a newer owner of %s/%d, if this instance lost the partition, or another group writing into the same prefix; stopping so that a restart resumes from what storage holds",
-				err, f.tp.Topic, f.tp.Partition)
-		}
-		err = fmt.Errorf("upload %s: %w", f.key, err)
+		err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
 		s.fail(err)
 		s.tracker.fail(err)
+	}
+	if err := s.writeEntry(f, n); err != nil {
+		f.w.Abort()
+		if errors.Is(err, errLostOwnership) {
+			return
+		}
+		failUpload(err)
+		return
+	}
+	if err := f.w.Commit(); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			// Create-only writes are the fence between writers; and a
+			// file Spillway did not write is never overwritten.
+			err = fmt.Errorf("%w: Spillway never overwrites a file. Either another instance owns the partition now (this one lost it, and a restart resumes from the ledger), or the file is not this topic's (left by an older topic of the same name, or copied in): then move it out of storage.prefix", err)
+		}
+		failUpload(err)
 		return
 	}
 	f.durable = true
 	s.filesUploaded.Add(1)
 	s.bytesUploaded.Add(n)
-	s.tracker.markDurable(f.seg)
+	s.storedRecords.Add(f.records)
+	s.tracker.markDurable(f.u)
+}
+
+// errLostOwnership: the file's partition was dropped before its entry.
+var errLostOwnership = errors.New("the partition was dropped before the file was published")
+
+// writeEntry writes the ledger entry of f, whose size is n, before f is
+// published: the partition's state with every earlier file published,
+// and f's own runs. Entries of a partition are written one at a time, in
+// the order its files are published.
+func (s *Sink) writeEntry(f *openFile, n int64) error {
+	if s.cfg.Ledger == nil {
+		return nil
+	}
+	lp := f.lp
+	if lp == nil {
+		return nil
+	}
+	s.pubMu.Lock()
+	owned := s.ledgered[f.tp] == lp
+	s.pubMu.Unlock()
+	if !owned {
+		// Lost, and maybe given back since: this file is of the earlier
+		// ownership, whose state the tracker no longer holds.
+		return errLostOwnership
+	}
+	e := &layout.Entry{
+		Cluster: lp.id.Cluster, Topic: lp.id.Topic, TopicID: lp.id.TopicID, Partition: lp.id.Partition,
+		Seq: lp.seq, Writer: s.cfg.Writer, Time: time.Now().UTC(),
+		Before: s.tracker.state(f.tp),
+		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.records, Bytes: n},
+	}
+	if err := s.cfg.Ledger.Append(s.ctx, e); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			return fmt.Errorf("ledger entry %d: %w: another instance wrote it first, so it owns the partition now; this one stops, and a restart resumes from the ledger", e.Seq, err)
+		}
+		return fmt.Errorf("ledger entry %d: %w", e.Seq, err)
+	}
+	s.pubMu.Lock()
+	lp.seq++
+	s.pubMu.Unlock()
+	return nil
 }
 
 // ended takes a file whose upload is over off its partition's queue and
@@ -596,7 +733,10 @@ func (s *Sink) filesLocked() []*openFile {
 		if out[i].tp.Topic != out[j].tp.Topic {
 			return out[i].tp.Topic < out[j].tp.Topic
 		}
-		return out[i].tp.Partition < out[j].tp.Partition
+		if out[i].tp.Partition != out[j].tp.Partition {
+			return out[i].tp.Partition < out[j].tp.Partition
+		}
+		return out[i].start < out[j].start
 	})
 	return out
 }
@@ -625,8 +765,6 @@ func (s *Sink) RunTicker(ctx context.Context) {
 // and waits until they are durable.
 func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reason) error {
 	s.mu.Lock()
-	// Wait only for what exists now, not for files a later Write opens.
-	segs := s.tracker.segments(tps)
 	for _, f := range s.filesLocked() {
 		if tps == nil || tps[f.tp] {
 			if err := s.closeLocked(ctx, f, why); err != nil {
@@ -647,7 +785,8 @@ func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reaso
 		}
 		return s.Err()
 	}
-	if err := s.tracker.waitDurable(ctx, segs); err != nil {
+	// Wait only for what exists now, not for files a later Write opens.
+	if err := s.tracker.waitDurable(ctx, s.tracker.pendingUnits(tps)); err != nil {
 		return fmt.Errorf("wait for uploads: %w", err)
 	}
 	return s.Err()
@@ -668,9 +807,9 @@ func (s *Sink) Durable() <-chan struct{} { return s.tracker.Wake() }
 func (s *Sink) Drop(tps map[TopicPartition]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for tp := range tps {
-		if f := s.files[tp]; f != nil {
-			delete(s.files, tp)
+	for id, f := range s.files {
+		if tps[id.tp] {
+			s.forgetLocked(f)
 			s.reportRecordsLocked()
 			s.budget.AddRecords(-f.records)
 			_ = f.enc.Close()
@@ -691,6 +830,7 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 		}
 		delete(s.unpublished, tp)
 		delete(s.failed, tp)
+		delete(s.ledgered, tp)
 	}
 	s.pubMu.Unlock()
 	s.tracker.drop(tps)
@@ -701,8 +841,8 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 func (s *Sink) Close() {
 	s.mu.Lock()
 	all := map[TopicPartition]bool{}
-	for tp := range s.files {
-		all[tp] = true
+	for id := range s.files {
+		all[id.tp] = true
 	}
 	s.mu.Unlock()
 	s.Drop(all)

@@ -3,6 +3,8 @@ package sink
 import (
 	"context"
 	"sync"
+
+	"github.com/spillway/spillway/internal/layout"
 )
 
 // TopicPartition names one partition.
@@ -11,56 +13,128 @@ type TopicPartition struct {
 	Partition int32
 }
 
-// segment is a run of offsets [start, end) handled by one file (or skipped
-// with no file open). It becomes durable when its file is committed to
-// storage; skipped runs are durable at once.
-type segment struct {
+// unit is what becomes durable at once: one file's records, as the runs
+// of offsets it accounts for.
+type unit struct {
+	ranges    layout.Ranges
+	durable   bool
+	abandoned bool // its file will never be published (partition dropped)
+}
+
+// piece is a run of offsets [start, end) and the unit that accounts for
+// it; nil means handled already (skipped by the error policy, or stored
+// before this process resumed).
+type piece struct {
 	start, end int64
-	durable    bool
+	u          *unit
+}
+
+// partTrack is one partition's offsets, tiled by pieces from base to
+// cursor in offset order. Records of one partition may go to several open
+// files at once (time or key layouts), so neighbouring pieces may belong
+// to different files, and a file's offsets may be several runs.
+type partTrack struct {
+	base   int64 // every offset below is handled and was popped
+	cursor int64 // one past the last offset routed
+	pieces []piece
+	// known are handled runs above cursor, from the ledger at resume:
+	// records there are already stored and are skipped, not written.
+	known layout.Ranges
 }
 
 // tracker knows, per partition, which offsets are durable. It is the only
 // input to offset commits: a partition's committable offset is the end of
-// the longest prefix of durable segments, so a commit never passes a record
-// that is not in storage.
+// the longest prefix of durable pieces, so a commit never passes a record
+// that is not in storage. It is also what a ledger entry records as the
+// state before its file.
 type tracker struct {
 	mu    sync.Mutex
-	parts map[TopicPartition][]*segment
+	parts map[TopicPartition]*partTrack
 	wake  chan struct{}
 	err   error // an upload failed: waiting is pointless
 }
 
 func newTracker() *tracker {
-	return &tracker{parts: map[TopicPartition][]*segment{}, wake: make(chan struct{})}
+	return &tracker{parts: map[TopicPartition]*partTrack{}, wake: make(chan struct{})}
 }
 
-func (t *tracker) open(tp TopicPartition, start int64) *segment {
+// assign starts a partition from a resumed state: offsets below st.Next
+// and in st.Above are handled. A negative st.Next means nothing is known:
+// the partition starts at the first record routed.
+func (t *tracker) assign(tp TopicPartition, st layout.State) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := &segment{start: start, end: start}
-	t.parts[tp] = append(t.parts[tp], s)
-	return s
+	if st.Next < 0 {
+		// Unknown: the partition starts at its first record.
+		delete(t.parts, tp)
+		return
+	}
+	t.parts[tp] = &partTrack{base: st.Next, cursor: st.Next, known: append(layout.Ranges(nil), st.Above...)}
 }
 
-// finish fixes the segment's end once its file is closed.
-func (t *tracker) finish(s *segment, end int64) {
-	t.mu.Lock()
-	s.end = end
-	t.mu.Unlock()
-}
-
-// skipped records offsets [start, end) that need no storage.
-func (t *tracker) skipped(tp TopicPartition, start, end int64) {
+// route accounts offset off to u (nil: handled without a file). It
+// reports false when the record at off is handled already and must not be
+// written: stored before a resume, or delivered twice.
+func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.parts[tp] = append(t.parts[tp], &segment{start: start, end: end, durable: true})
-	t.signalLocked()
+	p := t.parts[tp]
+	if p == nil {
+		p = &partTrack{base: off, cursor: off}
+		t.parts[tp] = p
+	}
+	if off < p.cursor {
+		return false
+	}
+	// Known runs below off were passed by records that don't exist any
+	// more (or never did): they stay handled.
+	for len(p.known) > 0 && p.known[0][1] <= off {
+		p.add(p.known[0][0], p.known[0][1], nil)
+		p.known = p.known[1:]
+	}
+	if len(p.known) > 0 && p.known[0][0] <= off {
+		p.add(off, off+1, nil)
+		t.signalLocked()
+		return false
+	}
+	p.add(off, off+1, u)
+	if u == nil {
+		t.signalLocked()
+	}
+	return true
 }
 
-func (t *tracker) markDurable(s *segment) {
+// has reports whether the record at off is handled already: stored before
+// a resume, or delivered twice.
+func (t *tracker) has(tp TopicPartition, off int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s.durable = true
+	p := t.parts[tp]
+	return p != nil && (off < p.cursor || p.known.Contains(off))
+}
+
+// add tiles [p.cursor, end) with u: the offsets between the last routed
+// one and start have no record, and go with the record that follows.
+func (p *partTrack) add(_, end int64, u *unit) {
+	start := p.cursor
+	if end <= start {
+		return
+	}
+	p.cursor = end
+	if u != nil {
+		u.ranges = u.ranges.Add(start, end)
+	}
+	if n := len(p.pieces); n > 0 && p.pieces[n-1].u == u && p.pieces[n-1].end == start {
+		p.pieces[n-1].end = end
+		return
+	}
+	p.pieces = append(p.pieces, piece{start, end, u})
+}
+
+func (t *tracker) markDurable(u *unit) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u.durable = true
 	t.signalLocked()
 }
 
@@ -77,26 +151,59 @@ func (t *tracker) Wake() <-chan struct{} {
 	return t.wake
 }
 
+func handled(u *unit) bool { return u == nil || u.durable }
+
 // committable pops the durable prefix of each partition (all partitions when
 // only is nil) and returns the offset to commit for those that advanced.
 func (t *tracker) committable(only map[TopicPartition]bool) map[TopicPartition]int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := map[TopicPartition]int64{}
-	for tp, segs := range t.parts {
+	for tp, p := range t.parts {
 		if only != nil && !only[tp] {
 			continue
 		}
 		i := 0
-		for i < len(segs) && segs[i].durable {
-			out[tp] = segs[i].end
+		for i < len(p.pieces) && handled(p.pieces[i].u) {
+			p.base = p.pieces[i].end
 			i++
 		}
 		if i > 0 {
-			t.parts[tp] = append(segs[:0:0], segs[i:]...)
+			out[tp] = p.base
+			p.pieces = append(p.pieces[:0:0], p.pieces[i:]...)
 		}
 	}
 	return out
+}
+
+// state is what is handled in a partition now: the ledger's "before" for
+// the next file to be published.
+func (t *tracker) state(tp TopicPartition) layout.State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[tp]
+	if p == nil {
+		return layout.State{}
+	}
+	st := layout.State{Next: p.base}
+	i := 0
+	for i < len(p.pieces) && handled(p.pieces[i].u) {
+		st.Next = p.pieces[i].end
+		i++
+	}
+	for _, pc := range p.pieces[i:] {
+		if handled(pc.u) {
+			st.Above = st.Above.Add(pc.start, pc.end)
+		}
+	}
+	return layout.State{Next: st.Next}.With(st.Above.Union(p.known))
+}
+
+// ranges returns a copy of u's runs.
+func (t *tracker) ranges(u *unit) layout.Ranges {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append(layout.Ranges(nil), u.ranges...)
 }
 
 // fail records that an upload failed and wakes waiters.
@@ -109,38 +216,48 @@ func (t *tracker) fail(err error) {
 	t.signalLocked()
 }
 
-// segments returns the segments of the partitions that exist now.
-func (t *tracker) segments(tps map[TopicPartition]bool) []*segment {
+// pendingUnits returns the units of the partitions that are not durable now.
+func (t *tracker) pendingUnits(tps map[TopicPartition]bool) []*unit {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []*segment
+	seen := map[*unit]bool{}
+	var out []*unit
 	for tp := range tps {
-		out = append(out, t.parts[tp]...)
+		p := t.parts[tp]
+		if p == nil {
+			continue
+		}
+		for _, pc := range p.pieces {
+			if !handled(pc.u) && !seen[pc.u] {
+				seen[pc.u] = true
+				out = append(out, pc.u)
+			}
+		}
 	}
 	return out
 }
 
-// pending reports whether any of the segments is not durable yet, or the
+// pending reports whether any of the units is not durable yet, or the
 // error that means it never will be.
-func (t *tracker) pending(segs []*segment) (bool, error) {
+func (t *tracker) pending(us []*unit) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err != nil {
 		return false, t.err
 	}
-	for _, s := range segs {
-		if !s.durable {
+	for _, u := range us {
+		if !u.durable && !u.abandoned {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// waitDurable blocks until every one of the segments is durable.
-func (t *tracker) waitDurable(ctx context.Context, segs []*segment) error {
+// waitDurable blocks until every one of the units is durable or abandoned.
+func (t *tracker) waitDurable(ctx context.Context, us []*unit) error {
 	for {
 		w := t.Wake()
-		pending, err := t.pending(segs)
+		pending, err := t.pending(us)
 		if err != nil {
 			return err
 		}
@@ -159,6 +276,14 @@ func (t *tracker) drop(tps map[TopicPartition]bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for tp := range tps {
+		if p := t.parts[tp]; p != nil {
+			for _, pc := range p.pieces {
+				if pc.u != nil && !pc.u.durable {
+					pc.u.abandoned = true
+				}
+			}
+		}
 		delete(t.parts, tp)
 	}
+	t.signalLocked()
 }

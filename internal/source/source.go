@@ -5,10 +5,10 @@ package source
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"sync"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/sink"
 )
 
@@ -31,11 +32,18 @@ type Sink interface {
 	Committable(only map[sink.TopicPartition]bool) map[sink.TopicPartition]int64
 	Durable() <-chan struct{}
 	Drop(tps map[sink.TopicPartition]bool)
+	// Assign starts a partition from where storage stands.
+	Assign(tp sink.TopicPartition, id layout.Identity, p layout.Point)
 }
 
-// Resumer tells where storage ends for a partition: one past the highest
-// offset stored, ok=false when nothing is stored.
-type Resumer func(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
+// Resumer tells where storage stands for a partition of the log id, whose
+// offsets now run from log.Start to log.End.
+type Resumer func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error)
+
+// resumeConcurrency bounds the partitions whose storage is read at once on
+// an assignment: each costs a few listings and reads, and a thousand
+// partitions one after another would hold the rebalance for minutes.
+const resumeConcurrency = 16
 
 // Source consumes a group's partitions into a Sink.
 type Source struct {
@@ -70,6 +78,8 @@ type Source struct {
 	fatalMu    sync.Mutex
 	fatal      error
 	cancelPoll context.CancelFunc
+
+	health health
 }
 
 // Stats are the source's counters.
@@ -91,6 +101,7 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
+	src.health.init(k.Group)
 	opts, err := ClientOptions(k)
 	if err != nil {
 		return nil, err
@@ -106,9 +117,10 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsRevoked(src.onRevoked),
-		kgo.OnPartitionsLost(src.onLost),
-		kgo.OnPartitionsAssigned(src.onAssigned),
+		kgo.OnPartitionsRevoked(src.health.revoked(src.onRevoked)),
+		kgo.OnPartitionsLost(src.health.lost(src.onLost)),
+		kgo.OnPartitionsAssigned(src.health.assigned(src.onAssigned, src.fatalErr)),
+		kgo.WithHooks(&src.health),
 		kgo.WithLogger(slogLogger{log}),
 	)
 	if k.InstanceID != "" {
@@ -122,8 +134,8 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 			kgo.MaxConcurrentFetches(plan.Fetches))
 	}
 	if k.TopicRegex != "" {
-		if _, err := regexp.Compile(k.TopicRegex); err != nil {
-			return nil, fmt.Errorf("kafka.topic_regex: %w", err)
+		if _, err := k.TopicPattern(); err != nil {
+			return nil, err
 		}
 		opts = append(opts, kgo.ConsumeTopics(k.TopicRegex), kgo.ConsumeRegex())
 	} else {
@@ -359,8 +371,20 @@ func (s *Source) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close releases the client. Call Shutdown first for a graceful stop.
-func (s *Source) Close() { s.cl.Close() }
+// Close releases the client, within ctx. Call Shutdown first for a
+// graceful stop. kgo's Close leaves the group with no deadline of its own,
+// and a broker that stopped answering would hold it for minutes: past ctx,
+// Close returns and leaves the client to the process's exit.
+func (s *Source) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.cl.Close(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close the Kafka client (a broker does not answer): %w", ctx.Err())
+	}
+}
 
 func (s *Source) commitLoop(ctx context.Context) {
 	t := time.NewTicker(5 * time.Second)
@@ -449,7 +473,9 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	fctx, cancel := context.WithTimeout(ctx, s.revokeTimeout)
 	defer cancel()
 	if err := s.sink.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
-		s.log.Warn("revoked partitions not flushed in time; their files are abandoned and will be consumed again by the new owner", "err", err)
+		// Only what was not stored is abandoned: a file stored already is
+		// in the ledger, and the new owner resumes after it.
+		s.log.Warn("revoked partitions not flushed in time: files not yet stored are abandoned, and their records are consumed again by the new owner", "err", err, "timeout", s.revokeTimeout)
 	}
 	if err := s.commit(fctx, tps); err != nil {
 		s.log.Warn("commit on revoke failed", "err", err)
@@ -457,47 +483,50 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	s.forget(tps)
 }
 
-// onAssigned moves the group's offsets of new partitions forward to where
-// storage ends, when storage is ahead: a previous owner crashed after an
-// upload and before its commit. The client loads committed offsets only
-// after this callback returns, so fetching starts at the recovered offset.
+// onAssigned asks storage where each new partition stands, tells the sink,
+// and moves the group's offsets forward to where storage ends when storage
+// is ahead: a previous owner crashed after an upload and before its commit,
+// or a commit was lost. The client loads committed offsets only after this
+// callback returns, so fetching starts at the recovered offset.
 //
-// When it can't tell where storage ends, it stops the run rather than
-// consume from the committed offset: that could write stored records again.
-// The storage client has retried by then; a restart tries again.
+// When it can't tell where storage stands, or storage holds what this log
+// can't have written (another topic id or cluster, offsets past the log
+// end), it stops the run rather than consume: going on could write stored
+// records again, or skip records. The storage client has retried by then;
+// a restart tries again.
 func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	if s.resumer == nil || len(assigned) == 0 {
 		return
 	}
-	committed, err := kadm.NewClient(cl).FetchOffsets(ctx, s.group)
-	if err == nil {
-		err = committed.Error()
-	}
+	points, committed, err := s.resumeAll(ctx, cl, assigned)
 	if err != nil {
-		s.stopWith(fmt.Errorf("resume from storage: read the group's committed offsets: %w", err))
+		s.stopWith(err)
 		return
 	}
 	ahead := map[string]map[int32]kgo.EpochOffset{}
 	n := 0
-	for topic, parts := range assigned {
-		for _, p := range parts {
-			next, ok, err := s.resumer(ctx, topic, p)
-			if err != nil {
-				s.stopWith(fmt.Errorf("resume from storage: find where storage ends for %s/%d: %w", topic, p, err))
-				return
+	for tp, r := range points {
+		at := committed[tp]
+		p := r.point
+		if !p.Found {
+			// Nothing stored: start where the group's commit, or
+			// kafka.start_offset without one, says.
+			p.State = layout.State{Next: at}
+		} else if at > p.State.Next {
+			// The group was moved past what storage holds (an offset
+			// reset, or a tail of records the error policy skipped):
+			// consume from the commit, still skipping what is stored.
+			p.State = layout.State{Next: at, Above: p.State.Above.From(at)}
+		} else if p.State.Next > at {
+			if ahead[tp.Topic] == nil {
+				ahead[tp.Topic] = map[int32]kgo.EpochOffset{}
 			}
-			var at int64 = -1
-			if o, found := committed.Lookup(topic, p); found && o.Err == nil {
-				at = o.At
-			}
-			if ok && next > at {
-				if ahead[topic] == nil {
-					ahead[topic] = map[int32]kgo.EpochOffset{}
-				}
-				ahead[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: next}
-				n++
-			}
+			ahead[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: p.State.Next}
+			n++
 		}
+		s.sink.Assign(tp, r.id, p)
+		s.log.Debug("partition resumed", "topic", tp.Topic, "partition", tp.Partition, "from", p.From,
+			"offset", p.State.Next, "stored_above", p.State.Above.Count(), "committed", at)
 	}
 	if n == 0 {
 		return
@@ -521,6 +550,100 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		return
 	}
 	s.log.Info("resumed from storage: partitions whose stored data is ahead of the group's commit", "partitions", n)
+}
+
+type resumed struct {
+	id    layout.Identity
+	point layout.Point
+}
+
+// resumeAll reads, for every assigned partition, its log's identity and
+// offsets from Kafka and where it stands in storage. committed is -1 for a
+// partition without a commit.
+func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) (map[sink.TopicPartition]resumed, map[sink.TopicPartition]int64, error) {
+	adm := kadm.NewClient(cl)
+	topics := make([]string, 0, len(assigned))
+	for t := range assigned {
+		topics = append(topics, t)
+	}
+	meta, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume from storage: read the topics' ids: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume from storage: read the log end offsets: %w", err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume from storage: read the log start offsets: %w", err)
+	}
+	offs, err := adm.FetchOffsets(ctx, s.group)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("resume from storage: read the group's committed offsets: %w", err)
+	}
+	type job struct {
+		tp  sink.TopicPartition
+		id  layout.Identity
+		log layout.Log
+	}
+	var jobs []job
+	committed := map[sink.TopicPartition]int64{}
+	for topic, parts := range assigned {
+		td, ok := meta.Topics[topic]
+		if !ok || td.Err != nil {
+			return nil, nil, fmt.Errorf("resume from storage: topic %s: no metadata: %v", topic, td.Err)
+		}
+		for _, p := range parts {
+			tp := sink.TopicPartition{Topic: topic, Partition: p}
+			committed[tp] = -1
+			if o, found := offs.Lookup(topic, p); found && o.Err == nil {
+				committed[tp] = o.At
+			}
+			e, _ := ends.Lookup(topic, p)
+			st, _ := starts.Lookup(topic, p)
+			jobs = append(jobs, job{tp: tp,
+				id:  layout.Identity{Cluster: meta.Cluster, Topic: topic, TopicID: base64.RawURLEncoding.EncodeToString(td.ID[:]), Partition: p},
+				log: layout.Log{Start: st.Offset, End: e.Offset}})
+		}
+	}
+	out := make(map[sink.TopicPartition]resumed, len(jobs))
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, resumeConcurrency)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p, err := s.resumer(ctx, j.id, j.log)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("resume from storage: %s/%d: %w", j.tp.Topic, j.tp.Partition, err)
+				}
+				return
+			}
+			out[j.tp] = resumed{id: j.id, point: p}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, nil, firstErr
+	}
+	return out, committed, nil
 }
 
 // onLost drops partitions without committing: another member may own them

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/testkit"
@@ -44,8 +45,9 @@ func (s *recordingSink) Flush(context.Context, map[sink.TopicPartition]bool, sin
 func (s *recordingSink) Committable(map[sink.TopicPartition]bool) map[sink.TopicPartition]int64 {
 	return nil
 }
-func (s *recordingSink) Durable() <-chan struct{}          { return make(chan struct{}) }
-func (s *recordingSink) Drop(map[sink.TopicPartition]bool) {}
+func (s *recordingSink) Durable() <-chan struct{}                                  { return make(chan struct{}) }
+func (s *recordingSink) Drop(map[sink.TopicPartition]bool)                         {}
+func (s *recordingSink) Assign(sink.TopicPartition, layout.Identity, layout.Point) {}
 
 // When it can't learn where storage ends for an assigned partition, the
 // source stops with that error before writing any record: consuming from the
@@ -59,13 +61,15 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	rec := &recordingSink{}
 	listErr := errors.New("injected: list refused")
-	resumer := func(context.Context, string, int32) (int64, bool, error) { return 0, false, listErr }
+	resumer := func(context.Context, layout.Identity, layout.Log) (layout.Point, error) {
+		return layout.Point{}, listErr
+	}
 	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
+	defer func() { _ = src.Close(context.Background()) }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -104,14 +104,9 @@ func gcsEmulator(t *testing.T) emulator {
 
 func azureEmulator(t *testing.T) emulator {
 	conn := needEnv(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
-	// gocloud's azblob opener reads its credentials from the environment,
-	// once per process; every test sets the same values. It also builds a
-	// service URL (unused with a connection string) that must be valid:
-	// http is allowed only for a local emulator on a loopback domain.
-	_, u := testkit.AzureBlobEndpoint(t, conn)
+	// The one setting the README documents: Azurite's connection string,
+	// with its http endpoint.
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn)
-	t.Setenv("AZURE_STORAGE_IS_LOCAL_EMULATOR", "true")
-	t.Setenv("AZURE_STORAGE_DOMAIN", u.Host)
 	return emulator{
 		name: "azure",
 		url:  func(bucket string) string { return "azblob://" + bucket },
@@ -139,6 +134,17 @@ func forEachEmulator(t *testing.T, fn func(t *testing.T, e emulator)) {
 	}
 }
 
+// openRaw opens the gocloud bucket that storage.Open would put beneath a
+// Bucket, for set-up and checks that need the SDK's client. gocloud's own
+// blob.OpenBucket can't open Azurite with the connection string alone.
+func openRaw(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return openRemote(ctx, u, rawURL, Retry{})
+}
+
 // newBucketName is unique per call and valid for S3, GCS and Azure.
 func newBucketName(t *testing.T) string {
 	var b [5]byte
@@ -153,7 +159,7 @@ func newBucketName(t *testing.T) string {
 func freshBucket(t *testing.T, ctx context.Context, e emulator, opts Options) (*Bucket, string) {
 	t.Helper()
 	name := newBucketName(t)
-	raw, err := blob.OpenBucket(ctx, e.url(name))
+	raw, err := openRaw(ctx, e.url(name))
 	if err != nil {
 		t.Fatalf("open %s for setup: %v", e.url(name), err)
 	}
@@ -282,7 +288,7 @@ func TestEmulatorAbort(t *testing.T) {
 		if e.name != "s3" {
 			return
 		}
-		raw, err := blob.OpenBucket(ctx, e.url(name))
+		raw, err := openRaw(ctx, e.url(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,7 +381,7 @@ func TestEmulatorS3WrongCredentials(t *testing.T) {
 	testkit.WaitIdleConns(t)
 	ctx := testCtx(t)
 	name := newBucketName(t)
-	raw, err := blob.OpenBucket(ctx, e.url(name))
+	raw, err := openRaw(ctx, e.url(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +473,7 @@ func TestEmulatorWriterMemory(t *testing.T) {
 			}
 			return peak
 		}
-		raw, err := blob.OpenBucket(ctx, e.url(name))
+		raw, err := openRaw(ctx, e.url(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -503,7 +509,7 @@ func TestEmulatorS3StorageClass(t *testing.T) {
 	e := s3Emulator(t)
 	ctx := testCtx(t)
 	name := newBucketName(t)
-	raw, err := blob.OpenBucket(ctx, e.url(name))
+	raw, err := openRaw(ctx, e.url(name))
 	if err != nil {
 		t.Fatal(err)
 	}

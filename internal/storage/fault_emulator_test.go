@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"gocloud.dev/blob"
-
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
 
 	"github.com/spillway/spillway/internal/testkit"
@@ -38,7 +36,7 @@ type proxied struct {
 func throughProxy(t *testing.T, ctx context.Context, e emulator) (proxied, string) {
 	t.Helper()
 	name := newBucketName(t)
-	raw, err := blob.OpenBucket(ctx, e.url(name))
+	raw, err := openRaw(ctx, e.url(name))
 	if err != nil {
 		t.Fatalf("open %s for setup: %v", e.url(name), err)
 	}
@@ -76,7 +74,6 @@ func throughProxy(t *testing.T, ctx context.Context, e emulator) (proxied, strin
 		endpoint, u := testkit.AzureBlobEndpoint(t, conn)
 		p := faultproxy.New(t, u.Scheme+"://"+u.Host, faultproxy.Options{})
 		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", strings.Replace(conn, "BlobEndpoint="+endpoint, "BlobEndpoint="+p.URL()+u.Path, 1))
-		t.Setenv("AZURE_STORAGE_DOMAIN", p.Host())
 		return proxied{
 			proxy:    p,
 			url:      e.url,
@@ -107,8 +104,8 @@ func faultObjects(t *testing.T, scenario string) []faultObject {
 	}
 }
 
-// writeAll writes the objects concurrently, as the sink's uploaders do,
-// and returns each Commit's error.
+// writeAll writes the objects concurrently, one goroutine each, as the
+// sink uploads its closed files, and returns each Commit's error.
 func writeAll(ctx context.Context, b *Bucket, objs []faultObject) []error {
 	errs := make([]error, len(objs))
 	var wg sync.WaitGroup

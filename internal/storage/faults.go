@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Faults make a bucket slow or stuck, for tests of back pressure and for
-// `spillway bench`. They act below the part queue, where a real backend's
-// latency would be felt. The zero value injects nothing.
+// Faults make a bucket slow or stuck, for tests of back pressure. They act
+// below the part queue, where a real backend's latency would be felt. The
+// zero value injects nothing.
 type Faults struct {
 	// Latency is added to every write of a part and to every commit.
 	Latency time.Duration

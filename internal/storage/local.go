@@ -163,6 +163,71 @@ func (l *local) list(ctx context.Context, prefix string, fn func(Object) error) 
 	return err
 }
 
+func (l *local) listDir(ctx context.Context, prefix string, fn func(Object) error) error {
+	dirKey, base := "", prefix
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		dirKey, base = prefix[:i+1], prefix[i+1:]
+	}
+	dir := l.root
+	if dirKey != "" {
+		var err error
+		if dir, err = l.path(strings.TrimSuffix(dirKey, "/")); err != nil {
+			return err
+		}
+	}
+	entries, err := os.ReadDir(dir) // sorted by name
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		name := e.Name()
+		if !strings.HasPrefix(name, base) || (!e.IsDir() && strings.HasPrefix(name, ".")) {
+			continue
+		}
+		if e.IsDir() {
+			if err := fn(Object{Key: dirKey + name + "/", Dir: true}); err != nil {
+				return err
+			}
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(Object{Key: dirKey + name, Size: info.Size()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *local) stat(_ context.Context, key string) (Object, bool, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return Object{}, false, err
+	}
+	info, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Object{}, false, nil
+	}
+	if err != nil {
+		return Object{}, false, err
+	}
+	if info.IsDir() {
+		return Object{}, false, nil
+	}
+	return Object{Key: key, Size: info.Size()}, true, nil
+}
+
 func (l *local) read(_ context.Context, key string) (io.ReadCloser, error) {
 	p, err := l.path(key)
 	if err != nil {
@@ -173,9 +238,10 @@ func (l *local) read(_ context.Context, key string) (io.ReadCloser, error) {
 
 func (l *local) close() error { return nil }
 
-// removeTemps deletes temp files left by a process that died while writing,
-// in the directory of prefix, whose final key belongs(key) says is ours.
-func (l *local) removeTemps(_ context.Context, prefix string, belongs func(key string) bool) error {
+// removeAbandoned deletes temp files left by a process that died while
+// writing, in the directory of prefix, whose final key belongs(key) says is
+// ours.
+func (l *local) removeAbandoned(_ context.Context, prefix string, belongs func(key string) bool) error {
 	dir := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		dir = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))

@@ -59,12 +59,7 @@ func (b *Bucket) preflight(ctx context.Context, prefix string, timeout time.Dura
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var err error
-	switch be := b.be.(type) {
-	case *remote:
-		rep.Leftover, err = be.preflight(pctx, prefix, rep.Probe)
-	case *local:
-		err = be.preflight(rep.Probe)
-	}
+	rep.Leftover, err = b.be.preflight(pctx, prefix, rep.Probe)
 	if err == nil {
 		return rep, nil
 	}
@@ -150,8 +145,12 @@ func noAWSCredentials(err error) (string, bool) {
 
 // preflight checks that a file can be created, written, synced and
 // removed in the directory of probe: the directory is created if needed,
-// as every write would.
-func (l *local) preflight(probe string) error {
+// as every write would. A local probe is always removed.
+func (l *local) preflight(_ context.Context, _, probe string) (leftover, err error) {
+	return nil, l.probe(probe)
+}
+
+func (l *local) probe(probe string) error {
 	p, err := l.path(probe)
 	if err != nil {
 		return err

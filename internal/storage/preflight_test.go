@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-	"gocloud.dev/blob/azureblob"
-
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -126,8 +123,7 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 		testkit.WaitIdleConns(t)
 		ctx := testCtx(t)
 		_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
-		// gocloud's azblob opener reads the environment once per process,
-		// so the wrong key goes through a client of our own.
+		// Open reads the connection string at every call.
 		conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
 		i := strings.Index(conn, "AccountKey=")
 		if i < 0 {
@@ -135,16 +131,11 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 		}
 		const badKey = "d3Jvbmcta2V5LWRvLW5vdC1wcmludA=="
 		end := strings.IndexByte(conn[i:], ';')
-		bad := conn[:i] + "AccountKey=" + badKey + conn[i+end:]
-		cc, err := container.NewClientFromConnectionString(bad, name, nil)
+		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn[:i]+"AccountKey="+badKey+conn[i+end:])
+		b, err := Open(ctx, e.url(name), Options{PartSize: emuPartSize})
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, err := azureblob.OpenBucket(ctx, cc, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := &Bucket{be: &remote{b: raw, name: name}, url: "azblob://" + name}
 		defer b.Close()
 		_, err = b.Preflight(ctx, "raw/")
 		// Azurite answers a wrong key with AuthorizationFailure; Azure
@@ -223,6 +214,9 @@ func TestEmulatorPreflightDeleteDenied(t *testing.T) {
 // answers fails the preflight when its time is up, with a message that says
 // so, rather than hanging startup. No emulator needed.
 func TestPreflightBlackHole(t *testing.T) {
+	// Registered first, so it runs after the deferred closes below: the
+	// client's connection goroutines end once the server side is closed.
+	testkit.WaitIdleConns(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +244,6 @@ func TestPreflightBlackHole(t *testing.T) {
 			c.Close()
 		}
 		mu.Unlock()
-		waitNoIdleConns()
 	}()
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	t.Setenv("AWS_ACCESS_KEY_ID", "k")
@@ -272,17 +265,10 @@ func TestPreflightBlackHole(t *testing.T) {
 		t.Errorf("error does not say the store did not answer: %v", err)
 	}
 	// Generous: the bound is what matters, not the machine's speed.
-	if took > timeout+20*time.Second {
+	if took > timeout+time.Minute {
 		t.Errorf("preflight took %v with a %v timeout", took, timeout)
 	}
 	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
-}
-
-// waitNoIdleConns gives client transport goroutines of closed connections
-// a moment to end, for goleak.
-func waitNoIdleConns() {
-	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	time.Sleep(100 * time.Millisecond)
 }
 
 // TestLocalPreflight: a writable directory passes and keeps nothing; a

@@ -14,7 +14,7 @@ import (
 func TestWaitQueued(t *testing.T) {
 	faults := &storage.Faults{}
 	b, _ := openLocal(t, storage.Options{PartSize: 64 << 10, Faults: faults})
-	chunk := b.PartSize()
+	chunk := b.ChunkSize()
 	w, err := b.NewWriter(t.Context(), "big", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestFootprintOf(t *testing.T) {
 	}
 	// A bucket reports what FootprintOf says.
 	b, _ := openLocal(t, storage.Options{PartSize: part})
-	if f := storage.FootprintOf("file", part); b.WriterMemory() != f.Writer || b.PartSize() != f.Chunk {
-		t.Errorf("file bucket: WriterMemory %d, PartSize %d; FootprintOf %+v", b.WriterMemory(), b.PartSize(), f)
+	if f := storage.FootprintOf("file", part); b.WriterMemory() != f.Writer || b.ChunkSize() != f.Chunk {
+		t.Errorf("file bucket: WriterMemory %d, ChunkSize %d; FootprintOf %+v", b.WriterMemory(), b.ChunkSize(), f)
 	}
 }

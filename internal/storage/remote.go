@@ -129,6 +129,33 @@ func (r *remote) list(ctx context.Context, prefix string, fn func(Object) error)
 	}
 }
 
+func (r *remote) listDir(ctx context.Context, prefix string, fn func(Object) error) error {
+	it := r.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	for {
+		o, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return r.wrap(err)
+		}
+		if err := fn(Object{Key: o.Key, Size: o.Size, Dir: o.IsDir}); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *remote) stat(ctx context.Context, key string) (Object, bool, error) {
+	a, err := r.b.Attributes(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return Object{}, false, nil
+	}
+	if err != nil {
+		return Object{}, false, r.wrap(err)
+	}
+	return Object{Key: key, Size: a.Size}, true, nil
+}
+
 func (r *remote) read(ctx context.Context, key string) (io.ReadCloser, error) {
 	rd, err := r.b.NewReader(ctx, key, nil)
 	if err != nil {
@@ -136,5 +163,9 @@ func (r *remote) read(ctx context.Context, key string) (io.ReadCloser, error) {
 	}
 	return rd, nil
 }
+
+// removeAbandoned has nothing to do: an unfinished remote upload is never
+// visible, and is aborted or expires on its own.
+func (r *remote) removeAbandoned(context.Context, string, func(string) bool) error { return nil }
 
 func (r *remote) close() error { return r.b.Close() }

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/storage"
@@ -105,7 +109,9 @@ func (r Retry) delay(n int) time.Duration {
 
 // openRemote opens a gocloud bucket whose SDK client retries by r. The
 // URL's own parameters keep the meaning gocloud gives them: each opener
-// is gocloud's, and only the client beneath it is rebuilt or tuned.
+// is gocloud's, and only the client beneath it is rebuilt or tuned. The
+// exception is an Azure connection string (see openAzure), which names
+// the endpoint itself.
 func openRemote(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
 	r = r.withDefaults()
 	switch u.Scheme {
@@ -211,58 +217,131 @@ func gcsChunkHook(b *blob.Bucket, r Retry) func(func(any) bool) error {
 	}
 }
 
-// openAzure opens the container with gocloud's URL opener (which reads the
-// domain, protocol and emulator settings from the URL and environment) but
-// our own client factory, which gives the client our retry options.
-// gocloud's default factory sets none and can't be told to. It reads the
-// same environment variables as gocloud's, and reads them at every Open,
-// not once per process.
-func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
-	opener := &azureblob.URLOpener{
-		MakeClient:        azureClientFactory(r),
-		ServiceURLOptions: *azureblob.NewDefaultServiceURLOptions(),
-	}
-	return opener.OpenBucketURL(ctx, u)
+// The environment variables gocloud's azblob opener reads (see
+// gocloud.dev/blob/azureblob), named here for the messages that say which
+// one to change.
+const (
+	envAzureConn      = "AZURE_STORAGE_CONNECTION_STRING"
+	envAzureConnAlt   = "AZURE_STORAGEBLOB_CONNECTIONSTRING"
+	envAzureAccount   = "AZURE_STORAGE_ACCOUNT"
+	envAzureKey       = "AZURE_STORAGE_KEY"
+	envAzureSAS       = "AZURE_STORAGE_SAS_TOKEN"
+	envAzureDomain    = "AZURE_STORAGE_DOMAIN"
+	envAzureProtocol  = "AZURE_STORAGE_PROTOCOL"
+	envAzureEmulator  = "AZURE_STORAGE_IS_LOCAL_EMULATOR"
+	azureURLParamList = "domain=, protocol=, cdn=, localemu= and storage_account="
+)
+
+// azureCreds is what the environment offers to sign Azure requests,
+// taken in gocloud's order: an account and key, then a SAS token, then a
+// connection string, then the default Azure identity.
+type azureCreds struct {
+	account, key, sas string
+	// conn is the connection string, and connVar the variable it came from.
+	conn, connVar string
 }
 
-func azureClientFactory(r Retry) func(azureblob.ServiceURL, azureblob.ContainerName) (*container.Client, error) {
+func azureCredsFromEnv() azureCreds {
+	c := azureCreds{account: os.Getenv(envAzureAccount), key: os.Getenv(envAzureKey), sas: os.Getenv(envAzureSAS),
+		conn: os.Getenv(envAzureConn), connVar: envAzureConn}
+	if c.conn == "" {
+		c.conn, c.connVar = os.Getenv(envAzureConnAlt), envAzureConnAlt
+	}
+	return c
+}
+
+// useConn reports whether the connection string is the credential in use.
+func (c azureCreds) useConn() bool {
+	return c.conn != "" && !(c.account != "" && c.key != "") && c.sas == ""
+}
+
+// openAzure opens the container with a client that retries by r. gocloud's
+// default client sets no retry options and can't be told to, so the client
+// is ours; the environment is read at every Open, not once per process.
+//
+// A connection string names its own endpoint (BlobEndpoint, or AccountName
+// with EndpointSuffix), and the SDK's connection-string constructor takes
+// it as it is: Azurite's standard string, with its http://127.0.0.1
+// endpoint, works with nothing else set. gocloud's URL opener would first
+// build a service URL from AZURE_STORAGE_DOMAIN, AZURE_STORAGE_PROTOCOL and
+// AZURE_STORAGE_IS_LOCAL_EMULATOR, which a connection string doesn't use,
+// and refuse the string's http protocol unless told that the endpoint is an
+// emulator.
+//
+// Otherwise (an account with a key or SAS token, or the default identity)
+// the opener builds the service URL from those variables and the URL's own
+// parameters, as gocloud documents, and a setting it refuses is named.
+func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
+	creds := azureCredsFromEnv()
+	if creds.useConn() {
+		if len(u.Query()) > 0 {
+			params := slices.Sorted(maps.Keys(u.Query()))
+			return nil, fmt.Errorf("storage.url: remove %s=: %s names the endpoint, and the azblob:// parameters (%s) would have no effect",
+				strings.Join(params, "=, "), creds.connVar, azureURLParamList)
+		}
+		client, err := container.NewClientFromConnectionString(creds.conn, u.Host, azureClientOptions(r))
+		if err != nil {
+			// The SDK's parse errors say what is missing and quote no
+			// part of the string.
+			return nil, fmt.Errorf("%s: %w", creds.connVar, err)
+		}
+		return azureblob.OpenBucket(ctx, client, nil)
+	}
+	// The opener builds the service URL, then calls MakeClient: an error
+	// before that call is about the service URL's settings.
+	urlBuilt := false
+	makeClient := azureClientFactory(r, creds)
+	opener := &azureblob.URLOpener{
+		MakeClient: func(svc azureblob.ServiceURL, name azureblob.ContainerName) (*container.Client, error) {
+			urlBuilt = true
+			return makeClient(svc, name)
+		},
+		ServiceURLOptions: *azureblob.NewDefaultServiceURLOptions(),
+	}
+	b, err := opener.OpenBucketURL(ctx, u)
+	if err != nil && !urlBuilt {
+		return nil, fmt.Errorf("%w; %s", err, azureEndpointHint(u, creds))
+	}
+	return b, err
+}
+
+func azureClientOptions(r Retry) *container.ClientOptions {
+	// MaxRetries counts retries, not tries, and azcore reads 0 as "the
+	// default, 3": no retries must be said as -1.
+	retries := int32(r.MaxAttempts - 1)
+	if retries == 0 {
+		retries = -1
+	}
+	opts := &container.ClientOptions{}
+	opts.Retry = policy.RetryOptions{
+		MaxRetries:    retries,
+		RetryDelay:    r.InitialBackoff,
+		MaxRetryDelay: r.MaxBackoff,
+		// StatusCodes nil: 408, 429, 500, 502, 503, 504. Transport
+		// errors (resets, timeouts) are always retried.
+	}
+	return opts
+}
+
+// azureClientFactory makes the client for gocloud's URL opener, from the
+// credentials that come before a connection string.
+func azureClientFactory(r Retry, creds azureCreds) func(azureblob.ServiceURL, azureblob.ContainerName) (*container.Client, error) {
 	return func(svcURL azureblob.ServiceURL, name azureblob.ContainerName) (*container.Client, error) {
-		// MaxRetries counts retries, not tries, and azcore reads 0 as "the
-		// default, 3": no retries must be said as -1.
-		retries := int32(r.MaxAttempts - 1)
-		if retries == 0 {
-			retries = -1
-		}
-		opts := &container.ClientOptions{}
-		opts.Retry = policy.RetryOptions{
-			MaxRetries:    retries,
-			RetryDelay:    r.InitialBackoff,
-			MaxRetryDelay: r.MaxBackoff,
-			// StatusCodes nil: 408, 429, 500, 502, 503, 504. Transport
-			// errors (resets, timeouts) are always retried.
-		}
+		opts := azureClientOptions(r)
 		containerURL, err := url.JoinPath(string(svcURL), string(name))
 		if err != nil {
 			return nil, err
 		}
-		account, key := os.Getenv("AZURE_STORAGE_ACCOUNT"), os.Getenv("AZURE_STORAGE_KEY")
-		conn := os.Getenv("AZURE_STORAGE_CONNECTION_STRING")
-		if conn == "" {
-			conn = os.Getenv("AZURE_STORAGEBLOB_CONNECTIONSTRING")
-		}
-		// The same precedence as gocloud's default factory.
 		switch {
-		case account != "" && key != "":
-			cred, err := azblob.NewSharedKeyCredential(account, key)
+		case creds.account != "" && creds.key != "":
+			cred, err := azblob.NewSharedKeyCredential(creds.account, creds.key)
 			if err != nil {
-				return nil, fmt.Errorf("azure shared key: %w", err)
+				return nil, fmt.Errorf("%s: %w", envAzureKey, err)
 			}
 			return container.NewClientWithSharedKeyCredential(containerURL, cred, opts)
-		case os.Getenv("AZURE_STORAGE_SAS_TOKEN") != "":
+		case creds.sas != "":
 			// The token is in the service URL already.
 			return container.NewClientWithNoCredential(containerURL, opts)
-		case conn != "":
-			return container.NewClientFromConnectionString(conn, string(name), opts)
 		default:
 			cred, err := azidentity.NewDefaultAzureCredential(nil)
 			if err != nil {
@@ -271,4 +350,74 @@ func azureClientFactory(r Retry) func(azureblob.ServiceURL, azureblob.ContainerN
 			return container.NewClient(containerURL, cred, opts)
 		}
 	}
+}
+
+// azureEndpointHint says which setting to change when gocloud's opener
+// can't build the service URL from the environment and storage.url. It
+// follows the checks of azureblob.NewServiceURL, and names each value's
+// source: a storage.url parameter overrides its variable.
+func azureEndpointHint(u *url.URL, creds azureCreds) string {
+	q := u.Query()
+	for k := range q {
+		switch k {
+		case "domain", "protocol", "cdn", "localemu", "storage_account":
+		default:
+			return fmt.Sprintf("storage.url: remove %s=; azblob:// takes %s", k, azureURLParamList)
+		}
+	}
+	o := azureblob.NewDefaultServiceURLOptions()
+	from := func(param, env string) string {
+		if q.Has(param) {
+			return param + "= in storage.url"
+		}
+		return env
+	}
+	var hint string
+	if creds.conn != "" {
+		// gocloud's order: the string is not the credential, yet its
+		// protocol and account still feed the service URL.
+		hint = fmt.Sprintf("%s is not used while %s with %s, or %s, is set: unset those to use it; ", creds.connVar, envAzureAccount, envAzureKey, envAzureSAS)
+	}
+	account := o.AccountName
+	if q.Has("storage_account") {
+		account = q.Get("storage_account")
+	}
+	protocol := strings.ToLower(o.Protocol)
+	if q.Has("protocol") {
+		protocol = strings.ToLower(q.Get("protocol"))
+	}
+	emulator := o.IsLocalEmulator
+	if q.Has("localemu") {
+		emulator, _ = strconv.ParseBool(q.Get("localemu"))
+	}
+	switch {
+	case account == "":
+		return hint + fmt.Sprintf("no storage account: set %s, or %s (or storage_account= in storage.url) with %s, %s or an Azure identity",
+			envAzureConn, envAzureAccount, envAzureKey, envAzureSAS)
+	case q.Has("localemu") && q.Get("localemu") != "" && !isBool(q.Get("localemu")):
+		return hint + "localemu= in storage.url must be true or false"
+	case q.Has("cdn") && !isBool(q.Get("cdn")):
+		return hint + "cdn= in storage.url must be true or false"
+	case protocol == "http" && !emulator:
+		source := from("protocol", envAzureProtocol)
+		if !q.Has("protocol") && os.Getenv(envAzureProtocol) == "" {
+			source = "DefaultEndpointsProtocol of " + creds.connVar
+		}
+		return hint + fmt.Sprintf("http is for a local emulator only: set %s=true (or localemu=true in storage.url) and %s=host:port of the emulator, or use https in %s",
+			envAzureEmulator, envAzureDomain, source)
+	case protocol != "http" && protocol != "https" && protocol != "":
+		return hint + fmt.Sprintf("%s must be http or https", from("protocol", envAzureProtocol))
+	case emulator && protocol != "http":
+		return hint + fmt.Sprintf("a local emulator is reached over http: set %s=http, or unset %s", from("protocol", envAzureProtocol), from("localemu", envAzureEmulator))
+	case emulator:
+		return hint + fmt.Sprintf("a local emulator must be on this machine: set %s to a loopback host:port such as 127.0.0.1:10000", from("domain", envAzureDomain))
+	default:
+		return hint + fmt.Sprintf("check %s (an Azure storage domain such as blob.core.windows.net) and %s (letters and digits), or use %s, whose endpoint is taken as it is",
+			from("domain", envAzureDomain), from("storage_account", envAzureAccount), envAzureConn)
+	}
+}
+
+func isBool(s string) bool {
+	_, err := strconv.ParseBool(s)
+	return err == nil
 }

@@ -20,6 +20,8 @@ import (
 	_ "gocloud.dev/blob/gcsblob"   // registers gs://
 	_ "gocloud.dev/blob/memblob"   // registers mem://
 	_ "gocloud.dev/blob/s3blob"    // registers s3://
+
+	"github.com/spillway/spillway/internal/redact"
 )
 
 // Options tunes how objects are uploaded.
@@ -33,7 +35,7 @@ type Options struct {
 	// Account, when set, is told of every part buffer allocated (+bytes) and
 	// freed (-bytes), so the byte budget sees data waiting for storage.
 	Account func(delta int64)
-	// Faults, when set, slow or stall the backend (tests, bench).
+	// Faults, when set, slow or stall the backend (tests).
 	Faults *Faults
 	// Retry bounds the retries of remote storage requests; zero fields
 	// take Retry's defaults.
@@ -44,17 +46,81 @@ type Options struct {
 type Object struct {
 	Key  string
 	Size int64
+	Dir  bool // a directory level of ListDir, not an object
 }
 
-// backend is what a scheme must provide. It is small on purpose: the local
-// directory needs fsync semantics that gocloud's fileblob does not give.
+// backend is what a scheme must provide: local (a directory, with the
+// fsync semantics gocloud's fileblob does not give) and remote (any
+// gocloud bucket). Bucket adds the part queue, fault injection and error
+// context on top; everything it asks of a backend goes through these
+// methods.
+//
+// The contract, which the sink's offset commits rest on:
+//
+//   - Create-only. Nothing is ever replaced: a commit to a key that
+//     already names an object fails with an error for which
+//     errors.Is(err, ErrExists) holds, and the object there is left as it
+//     was, so of two writers of one key at most one commit succeeds. The
+//     remote backend relies on the store honouring conditional writes
+//     (see remote.newWriter).
+//   - Nothing written is visible under its key (to list or read) before
+//     commit is called; once commit returns nil, the object is durable
+//     and whole.
+//   - A failed commit proves nothing about the key: the object may be
+//     visible all the same (the store committed it and the answer was
+//     lost; the local file was linked but its directory not synced). The
+//     caller must stop trusting its own view and resume from what list
+//     and read show. Apart from that, a failed commit leaves nothing
+//     visible. It
+//     ends the writer either way: its resources are released, and what it
+//     started in the store is cleaned up or left to expire (an S3
+//     multipart upload is aborted; an uncommitted Azure block list or GCS
+//     resumable session expires on its own; a local temp file is
+//     removed). abort is not called after commit.
+//   - abort ends an uncommitted writer, also after a failed Write: nothing
+//     becomes visible under its key, and it cleans up as a failed commit
+//     does. It can't fail, and waits for the store no longer than the
+//     clean-up's own bound (s3AbortTimeout for an S3 multipart upload).
+//   - list calls fn for the visible objects whose key starts with prefix,
+//     at most once each and in no promised order (callers that need one
+//     sort), and stops at fn's first error, returning it. Objects
+//     committed while it runs may or may not be seen. Writes in progress
+//     (the local backend's temp files) are never shown.
+//   - The remote backend returns errors no retry can fix (a missing
+//     bucket, refused credentials, a denied permission) as a *FatalError
+//     (see classify); the local backend returns the OS's errors.
+//   - A backend is safe for concurrent use by many writers and readers.
+//     One objectWriter is used by one goroutine at a time.
 type backend interface {
+	// newWriter starts an object under key. ctx bounds the whole upload:
+	// cancelling it ends a remote upload (the local backend, whose calls
+	// don't wait on a network, ignores it).
 	newWriter(ctx context.Context, key string, meta map[string]string) (objectWriter, error)
 	list(ctx context.Context, prefix string, fn func(Object) error) error
+	// listDir calls fn, in lexical order, for each name directly under
+	// prefix up to the next "/": a file (Object.Key the full key) or a
+	// directory (Object.Key the full key ending in "/", Object.Dir set).
+	listDir(ctx context.Context, prefix string, fn func(Object) error) error
+	// stat returns the object under key, ok=false when there is none.
+	stat(ctx context.Context, key string) (o Object, ok bool, err error)
+	// read opens a committed object.
 	read(ctx context.Context, key string) (io.ReadCloser, error)
+	// preflight checks, under prefix, what Spillway will ask of the store
+	// (see Bucket.Preflight), using probe as a throw-away key. A probe it
+	// could write but not delete is reported as leftover, not err.
+	preflight(ctx context.Context, prefix, probe string) (leftover, err error)
+	// removeAbandoned deletes the leftovers of writers that died mid-write
+	// under prefix (the local backend's temp files), for the final keys
+	// belongs accepts, never those of writes this process still has open.
+	// The remote backend has none: an unfinished upload is never visible.
+	removeAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error
 	close() error
 }
 
+// objectWriter is one object being written; see backend for its contract.
+// Write sends the object's bytes in order and may block on the store; it
+// does not keep p after it returns. After a Write error, only abort may be
+// called.
 type objectWriter interface {
 	io.Writer
 	commit() error
@@ -66,11 +132,12 @@ type Bucket struct {
 	be       backend
 	url      string // redacted, for messages
 	writeMem int64
-	partSize int
-	uploads  chan struct{}
-	account  func(int64)
-	faults   *Faults
-	pool     sync.Pool
+	// chunkSize is the part queue's unit: see ChunkSize.
+	chunkSize int
+	uploads   chan struct{}
+	account   func(int64)
+	faults    *Faults
+	pool      sync.Pool
 }
 
 // Open opens the bucket named by rawURL. file:// URLs are handled here with
@@ -83,7 +150,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("storage: parse url %s: %w", Redact(rawURL), err)
+		return nil, fmt.Errorf("storage: parse url %s: %w", redact.URL(rawURL), err)
 	}
 	if opts.PartSize <= 0 {
 		opts.PartSize = defaultPartSize
@@ -98,7 +165,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// gathers them into parts of PartSize (counted in WriterMemory), and
 	// small chunks keep each open file's step in memory small, so the budget
 	// is never overshot by a file's first write.
-	b := &Bucket{partSize: int(FootprintOf(u.Scheme, opts.PartSize).Chunk), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
+	b := &Bucket{chunkSize: int(FootprintOf(u.Scheme, opts.PartSize).Chunk), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -119,7 +186,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		q := u.Query()
 		storageClass = q.Get(StorageClassParam)
 		if err := CheckStorageClass(storageClass); err != nil {
-			return nil, fmt.Errorf("storage: %s: %w", Redact(rawURL), err)
+			return nil, fmt.Errorf("storage: %s: %w", redact.URL(rawURL), err)
 		}
 		q.Del(StorageClassParam)
 		u.RawQuery = q.Encode()
@@ -127,9 +194,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	}
 	bb, err := openRemote(ctx, u, rawURL, opts.Retry)
 	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", Redact(rawURL), redactedError{err, rawURL})
+		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), redactedError{err, rawURL})
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, Redact(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
+	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
 	return b, nil
 }
 
@@ -139,7 +206,7 @@ type Footprint struct {
 	// Writer is what one open writer holds of its own, beyond the chunks of
 	// its part queue (Bucket.WriterMemory).
 	Writer int64
-	// Chunk is the unit of a part queue (Bucket.PartSize).
+	// Chunk is the unit of a part queue (Bucket.ChunkSize).
 	Chunk int64
 	// Upload is what one upload in flight holds: a part.
 	Upload int64
@@ -173,10 +240,11 @@ const defaultPartSize = 8 << 20
 // reported to Options.Account, for the budget.
 func (b *Bucket) WriterMemory() int64 { return b.writeMem }
 
-// PartSize is the size of one chunk of the part queue. An open writer holds
-// one while it fills, and more while storage is behind, all reported to
-// Options.Account.
-func (b *Bucket) PartSize() int64 { return int64(b.partSize) }
+// ChunkSize is the size of one chunk of the part queue (256 KiB, or the
+// part size when smaller), not of a remote upload part. An open writer
+// holds one while it fills, and more while storage is behind, all reported
+// to Options.Account.
+func (b *Bucket) ChunkSize() int64 { return int64(b.chunkSize) }
 
 // String returns the bucket URL with credentials removed.
 func (b *Bucket) String() string { return b.url }
@@ -191,7 +259,7 @@ func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]stri
 	if b.faults != nil {
 		w = faultyWriter{w, b.faults, key, ctx}
 	}
-	return &Writer{w: newPartQueue(w, b.partSize, b.uploads, b.account, &b.pool), key: key}, nil
+	return &Writer{w: newPartQueue(w, b.chunkSize, b.uploads, b.account, &b.pool), key: key}, nil
 }
 
 // List calls fn for every object whose key starts with prefix.
@@ -202,17 +270,47 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(Object) error)
 	return nil
 }
 
+// ListDir calls fn, in lexical order, for each object and directory level
+// directly under prefix, as a listing with delimiter "/" gives them. Its
+// cost depends on how many names sit at that level, not on how many objects
+// lie below them.
+func (b *Bucket) ListDir(ctx context.Context, prefix string, fn func(Object) error) error {
+	if err := b.be.listDir(ctx, prefix, fn); err != nil {
+		return fmt.Errorf("storage: list %q: %w", prefix, err)
+	}
+	return nil
+}
+
+// Stat returns the object stored under key; ok is false when there is none.
+func (b *Bucket) Stat(ctx context.Context, key string) (Object, bool, error) {
+	o, ok, err := b.be.stat(ctx, key)
+	if err != nil {
+		return Object{}, false, fmt.Errorf("storage: stat %s: %w", key, err)
+	}
+	return o, ok, nil
+}
+
+// Put stores a small object create-only, durably: ErrExists when the key is
+// taken.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[string]string) error {
+	w, err := b.NewWriter(ctx, key, meta)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Commit()
+}
+
 // RemoveAbandoned deletes what a writer that died mid-write left under
 // prefix, for the keys that belongs accepts: temp files of a local
 // directory. (Object stores keep nothing visible; their incomplete uploads
 // are aborted, or expire by a lifecycle rule.) Call it only for partitions
 // this process owns, before writing to them.
 func (b *Bucket) RemoveAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error {
-	l, ok := b.be.(*local)
-	if !ok {
-		return nil
-	}
-	if err := l.removeTemps(ctx, prefix, belongs); err != nil {
+	if err := b.be.removeAbandoned(ctx, prefix, belongs); err != nil {
 		return fmt.Errorf("storage: remove abandoned temp files under %q: %w", prefix, err)
 	}
 	return nil
@@ -294,46 +392,26 @@ type redactedError struct {
 }
 
 func (e redactedError) Error() string {
-	msg := strings.ReplaceAll(e.err.Error(), e.raw, Redact(e.raw))
-	if u, err := url.Parse(e.raw); err == nil {
+	shown := redact.URL(e.raw)
+	msg := strings.ReplaceAll(e.err.Error(), e.raw, shown)
+	if u, err := url.Parse(e.raw); err == nil && shown != e.raw {
+		// The SDK may quote a part of the URL alone: hide each value that
+		// redact.URL hid (short ones would match unrelated text).
+		var hidden []string
 		for _, vs := range u.Query() {
-			for _, v := range vs {
-				if len(v) >= 4 && Redact(e.raw) != e.raw && !strings.Contains(Redact(e.raw), v) {
-					msg = strings.ReplaceAll(msg, v, "REDACTED")
-				}
-			}
+			hidden = append(hidden, vs...)
 		}
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "REDACTED")
+		if u.User != nil {
+			p, _ := u.User.Password()
+			hidden = append(hidden, u.User.Username(), p)
+		}
+		for _, v := range hidden {
+			if len(v) >= 4 && !strings.Contains(shown, v) {
+				msg = strings.ReplaceAll(msg, v, redact.Mark)
+			}
 		}
 	}
 	return msg
 }
 
 func (e redactedError) Unwrap() error { return e.err }
-
-// Redact removes credentials from a storage URL so it can be logged.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable url>"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	q := u.Query()
-	changed := false
-	for k := range q {
-		lk := strings.ToLower(k)
-		for _, s := range []string{"secret", "key", "token", "sig", "password", "credential"} {
-			if strings.Contains(lk, s) {
-				q.Set(k, "REDACTED")
-				changed = true
-			}
-		}
-	}
-	if changed {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}

@@ -94,7 +94,9 @@ func WalkOutput(root string, fn func(path string) error) error {
 		if err != nil {
 			return err
 		}
-		if path != root && strings.HasPrefix(d.Name(), ".") {
+		// Dot-files are temp files; "_" folders are Spillway's own state
+		// (the ledger), which query engines skip the same way.
+		if path != root && (strings.HasPrefix(d.Name(), ".") || d.IsDir() && strings.HasPrefix(d.Name(), "_")) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

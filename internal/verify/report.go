@@ -3,143 +3,150 @@ package verify
 import (
 	"fmt"
 	"io"
-	"sort"
+
+	"github.com/spillway/spillway/internal/layout"
 )
 
-// Offsets are per-topic, per-partition offsets from Kafka.
-type Offsets map[string]map[int32]int64
-
-// PartitionReport compares one partition's storage with Kafka.
+// PartitionReport compares one partition's storage with Kafka. Ranges are
+// [from, to) runs of offsets.
 type PartitionReport struct {
-	Topic      string     `json:"topic"`
-	Partition  int32      `json:"partition"`
-	Files      int        `json:"files"`
-	Records    int64      `json:"records"`
-	Ranges     [][2]int64 `json:"stored_ranges"` // [from, to) runs of stored offsets
-	Gaps       [][2]int64 `json:"gaps"`          // missing [from, to) below the committed offset
-	Duplicates int64      `json:"duplicates"`
-	LogStart   int64      `json:"log_start_offset"`
-	Committed  int64      `json:"committed_offset"` // -1: no commit
-	End        int64      `json:"end_offset"`
-	OK         bool       `json:"ok"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	TopicID   string `json:"topic_id"`
+	OK        bool   `json:"ok"`
+	LogStart  int64  `json:"log_start_offset"`
+	End       int64  `json:"end_offset"`
+	Committed int64  `json:"committed_offset"` // -1: no commit
+	// LedgerEntries and LedgerStart say where the ledger begins; offsets
+	// below LedgerStart are not checked. -1: no ledger.
+	LedgerEntries int64 `json:"ledger_entries"`
+	LedgerStart   int64 `json:"ledger_start_offset"`
+	// Handled and HandledAbove are what the ledger says is handled:
+	// everything below Handled, and the runs above it. -1: no ledger.
+	Handled      int64         `json:"handled_offset"`
+	HandledAbove layout.Ranges `json:"handled_above"`
+	// Files, Records and Bytes count published files, from their entries.
+	Files   int64 `json:"files"`
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	// Ranges are the offsets in published files; Skipped those handled
+	// without a file (the error policy, or a group moved forward).
+	Ranges  layout.Ranges `json:"stored_ranges"`
+	Skipped layout.Ranges `json:"skipped_ranges"`
+	// Gaps are offsets below the commit in neither.
+	Gaps            layout.Ranges `json:"gaps"`
+	Duplicates      int64         `json:"duplicates"`
+	DuplicateRanges layout.Ranges `json:"duplicate_ranges"`
+	// Deep is what a deep check read (--deep).
+	Deep     *layout.DeepStats `json:"deep,omitempty"`
+	Problems []layout.Problem  `json:"problems"`
 }
 
-// Report is the verdict over every partition seen in storage or Kafka.
+// Report is the verdict over every partition of the topics checked.
 type Report struct {
+	OK      bool   `json:"ok"`
+	Cluster string `json:"cluster_id"`
+	Prefix  string `json:"prefix"`
+	Deep    bool   `json:"deep"`
+	// Partitions are sorted by topic and partition.
 	Partitions []PartitionReport `json:"partitions"`
-	OK         bool              `json:"ok"`
+	// Problems are the prefix's own: unknown files, ledgers of other
+	// topic ids.
+	Problems []layout.Problem `json:"problems"`
 }
 
-// Compare checks storage against Kafka. A partition is consistent when no
-// offset is stored twice and every offset from the log start (or the first
-// stored offset, if retention has not reached it) up to the committed offset
-// is stored. Offsets stored past the commit are fine: their commit is due.
-// Compacted topics and transaction markers leave offsets that Kafka itself
-// no longer has; they show as gaps, so verify such topics with care.
-func Compare(stored map[string]map[int32]*Partition, logStart, committed, end Offsets) Report {
-	keys := map[[2]any]bool{}
-	add := func(t string, p int32) { keys[[2]any{t, p}] = true }
-	for t, ps := range stored {
-		for p := range ps {
-			add(t, p)
-		}
+// ProblemCount counts every problem of the report.
+func (r Report) ProblemCount() int {
+	n := len(r.Problems)
+	for _, p := range r.Partitions {
+		n += len(p.Problems)
 	}
-	for t, ps := range end {
-		for p := range ps {
-			add(t, p)
-		}
-	}
-	r := Report{OK: true}
-	for k := range keys {
-		t, p := k[0].(string), k[1].(int32)
-		pr := PartitionReport{Topic: t, Partition: p, Committed: -1, LogStart: logStart[t][p], End: end[t][p]}
-		if c, ok := committed[t][p]; ok {
-			pr.Committed = c
-		}
-		sp := stored[t][p]
-		if sp != nil {
-			pr.Files, pr.Records, pr.Duplicates = sp.Files, sp.Records, sp.Duplicates
-			pr.Ranges = sp.ranges()
-		}
-		if pr.Committed > pr.LogStart {
-			// A group that started at "latest" never consumed what came
-			// before its first file: check from there.
-			from := pr.LogStart
-			var none Partition
-			if sp == nil {
-				sp = &none
-			} else if len(sp.offsets) > 0 {
-				from = max(from, sp.offsets[0])
-			}
-			pr.Gaps = sp.Gaps(from, pr.Committed)
-		}
-		pr.OK = pr.Duplicates == 0 && len(pr.Gaps) == 0
-		r.OK = r.OK && pr.OK
-		r.Partitions = append(r.Partitions, pr)
-	}
-	sort.Slice(r.Partitions, func(i, j int) bool {
-		a, b := r.Partitions[i], r.Partitions[j]
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
-	})
-	return r
+	return n
 }
 
-// ranges folds the sorted offsets into [from, to) runs.
-func (p *Partition) ranges() [][2]int64 {
-	var out [][2]int64
-	for _, o := range p.offsets {
-		if n := len(out); n > 0 && o <= out[n-1][1] {
-			out[n-1][1] = max(out[n-1][1], o+1)
-			continue
-		}
-		out = append(out, [2]int64{o, o + 1})
-	}
-	return out
-}
+// maxListed bounds the problems of one kind printed per partition; the
+// JSON report has them all.
+const maxListed = 10
 
 // WriteText prints the report for people.
 func (r Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
 	for _, p := range r.Partitions {
 		status := "ok"
 		if !p.OK {
 			status = "INCONSISTENT"
 		}
-		if _, err := fmt.Fprintf(w, "%s/%d: %s  files %d  records %d  stored %s  committed %d  end %d  log start %d",
-			p.Topic, p.Partition, status, p.Files, p.Records, fmtRanges(p.Ranges), p.Committed, p.End, p.LogStart); err != nil {
-			return err
+		ew.printf("%s/%d: %s  files %d  records %d  stored %s  committed %d  end %d  log start %d",
+			p.Topic, p.Partition, status, p.Files, p.Records, layout.FormatRanges(p.Ranges), p.Committed, p.End, p.LogStart)
+		if p.LedgerStart >= 0 {
+			ew.printf("  ledger from %d, entries %d", p.LedgerStart, p.LedgerEntries)
+		} else {
+			ew.printf("  no ledger")
+		}
+		if len(p.Skipped) > 0 {
+			ew.printf("  skipped %s", layout.FormatRanges(p.Skipped))
 		}
 		if p.Duplicates > 0 {
-			fmt.Fprintf(w, "  duplicates %d", p.Duplicates)
+			ew.printf("  duplicates %d", p.Duplicates)
 		}
 		if len(p.Gaps) > 0 {
-			fmt.Fprintf(w, "  gaps %s", fmtRanges(p.Gaps))
+			ew.printf("  gaps %s", layout.FormatRanges(p.Gaps))
 		}
-		fmt.Fprintln(w)
+		ew.printf("\n")
+		if d := p.Deep; d != nil {
+			ew.printf("  read back: files %d, records %d\n", d.Files, d.Records)
+			for _, n := range d.NotChecked {
+				ew.printf("  not checked: %s (such as %s): %s\n", plural(int(n.Files), "file"), n.Example, n.Why)
+			}
+		}
+		writeProblems(ew, p.Problems)
 	}
-	verdict := "storage is consistent with Kafka"
-	if !r.OK {
-		verdict = "storage is NOT consistent with Kafka"
+	if len(r.Problems) > 0 {
+		ew.printf("prefix %q:\n", r.Prefix)
+		writeProblems(ew, r.Problems)
 	}
-	_, err := fmt.Fprintf(w, "%d partitions: %s\n", len(r.Partitions), verdict)
-	return err
+	if r.OK {
+		ew.printf("%s: storage is consistent with Kafka\n", plural(len(r.Partitions), "partition"))
+	} else {
+		ew.printf("%s, %s: storage is NOT consistent with Kafka\n", plural(len(r.Partitions), "partition"), plural(r.ProblemCount(), "problem"))
+	}
+	return ew.err
 }
 
-func fmtRanges(rs [][2]int64) string {
-	if len(rs) == 0 {
-		return "[]"
-	}
-	s := ""
-	for i, r := range rs {
-		if i == 5 {
-			return s + fmt.Sprintf(" (+%d more)", len(rs)-5)
+func writeProblems(ew *errWriter, ps []layout.Problem) {
+	shown := map[string]int{}
+	for _, p := range ps {
+		shown[p.Kind]++
+		switch n := shown[p.Kind]; {
+		case n <= maxListed:
+			ew.printf("  %s: %s\n", p.Kind, p.Message)
+		case n == maxListed+1:
+			more := 0
+			for _, q := range ps {
+				if q.Kind == p.Kind {
+					more++
+				}
+			}
+			ew.printf("  %s: %d more (see --json)\n", p.Kind, more-maxListed)
 		}
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprintf("[%d,%d)", r[0], r[1])
 	}
-	return s
+}
+
+// errWriter keeps the first write error, so printing reads straight.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

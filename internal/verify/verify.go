@@ -1,224 +1,241 @@
-// Package verify reads back what storage holds and checks it: per
-// partition, every offset stored exactly once, with no gaps up to a given
-// end. The demo uses it for its summary, and `spillway verify` will compare
-// it with the group's committed offsets.
+// Package verify checks what storage holds against Kafka, from the resume
+// ledger: per partition, every offset from where the ledger begins up to
+// the group's commit is in exactly one published file (or was skipped),
+// the commit passes neither the log end nor what storage holds, every file
+// the ledger names is there with its recorded size, and nothing under the
+// prefix is unaccounted for. With a deep check it also reads every
+// published file back. It reads only: it deletes and writes nothing.
+//
+// `spillway verify` prints its report; the demo checks its output with it.
 package verify
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sort"
-	"strings"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/snappy"
-	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/spillway/spillway/internal/naming"
-	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/layout"
 )
 
-// Partition is what storage holds for one partition.
-type Partition struct {
-	Topic      string
-	Partition  int32
-	Files      int
-	Records    int64
-	Duplicates int64   // offsets stored more than once
-	offsets    []int64 // sorted after Scan
+// Log is what Kafka says of one partition.
+type Log struct {
+	Start     int64 // log start offset
+	End       int64 // high watermark
+	Committed int64 // the group's committed offset; -1 without one
 }
 
-// Gaps lists missing offset ranges [from, to) below end. Offsets absent from
-// Kafka itself (compaction, transaction markers) also show as gaps, so callers
-// compare against topics without them or accept gaps Kafka explains.
-func (p *Partition) Gaps(start, end int64) [][2]int64 {
-	var gaps [][2]int64
-	next := start
-	for _, o := range p.offsets {
-		if o < next {
-			continue
-		}
-		if o > next {
-			gaps = append(gaps, [2]int64{next, o})
-		}
-		next = o + 1
-	}
-	if next < end {
-		gaps = append(gaps, [2]int64{next, end})
-	}
-	return gaps
+// Kafka is what Kafka says of the topics being checked.
+type Kafka struct {
+	Cluster  string
+	TopicIDs map[string]string // topic → id, base64 as Kafka's tools print it
+	Logs     map[string]map[int32]Log
 }
 
-// Max is the highest stored offset, or -1.
-func (p *Partition) Max() int64 {
-	if len(p.offsets) == 0 {
-		return -1
+// ReadKafka reads the cluster id, topic ids, log offsets and the group's
+// commits of topics. The commits are read first, so that a group still
+// consuming can't look committed past the log end.
+func ReadKafka(ctx context.Context, adm *kadm.Client, group string, topics []string) (Kafka, error) {
+	committed, err := adm.FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		// A group that never committed (kfake's answer; Kafka's is an
+		// empty one): every partition is checked without a commit.
+		committed, err = nil, nil
 	}
-	return p.offsets[len(p.offsets)-1]
-}
-
-// Scan reads every object under prefix whose name the template matches and
-// collects the offsets of its records. Only the jsonl and json formats can
-// be read back today.
-func Scan(ctx context.Context, b *storage.Bucket, tmpl *naming.Template, prefix string) (map[string]map[int32]*Partition, error) {
-	out := map[string]map[int32]*Partition{}
-	var keys []string
-	err := b.List(ctx, prefix, func(o storage.Object) error {
-		keys = append(keys, o.Key)
-		return nil
-	})
 	if err != nil {
-		return nil, err
+		return Kafka{}, fmt.Errorf("fetch the committed offsets of group %s: %w", group, err)
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		name, exts := splitExt(strings.TrimPrefix(key, prefix))
-		v, ok := tmpl.Match(name)
-		if !ok {
-			continue
-		}
-		if out[v.Topic] == nil {
-			out[v.Topic] = map[int32]*Partition{}
-		}
-		p := out[v.Topic][v.Partition]
-		if p == nil {
-			p = &Partition{Topic: v.Topic, Partition: v.Partition}
-			out[v.Topic][v.Partition] = p
-		}
-		p.Files++
-		if err := readOffsets(ctx, b, key, exts, p); err != nil {
-			return nil, err
-		}
+	meta, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return Kafka{}, fmt.Errorf("read the topics' metadata: %w", err)
 	}
-	for _, ps := range out {
-		for _, p := range ps {
-			sort.Slice(p.offsets, func(i, j int) bool { return p.offsets[i] < p.offsets[j] })
-			for i := 1; i < len(p.offsets); i++ {
-				if p.offsets[i] == p.offsets[i-1] {
-					p.Duplicates++
-				}
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return Kafka{}, fmt.Errorf("list end offsets: %w", err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return Kafka{}, fmt.Errorf("list start offsets: %w", err)
+	}
+	k := Kafka{Cluster: meta.Cluster, TopicIDs: map[string]string{}, Logs: map[string]map[int32]Log{}}
+	for _, t := range topics {
+		td, ok := meta.Topics[t]
+		if !ok || td.Err != nil {
+			return Kafka{}, fmt.Errorf("topic %s: no metadata: %v", t, td.Err)
+		}
+		k.TopicIDs[t] = base64.RawURLEncoding.EncodeToString(td.ID[:])
+		k.Logs[t] = map[int32]Log{}
+		for p := range td.Partitions {
+			l := Log{Committed: -1}
+			if o, ok := ends.Lookup(t, p); ok {
+				l.End = o.Offset
 			}
+			if o, ok := starts.Lookup(t, p); ok {
+				l.Start = o.Offset
+			}
+			if o, ok := committed.Lookup(t, p); ok && o.Err == nil {
+				l.Committed = o.At
+			}
+			k.Logs[t][p] = l
 		}
 	}
-	return out, nil
+	return k, nil
 }
 
-// splitExt separates "t-0-5.jsonl.zst" into "t-0-5" and [jsonl zst].
-// Extensions are the known format and compression names only, so a name
-// template holding dots keeps them.
-func splitExt(name string) (string, []string) {
-	known := map[string]bool{"jsonl": true, "json": true, "csv": true, "avro": true, "parquet": true,
-		"gz": true, "zst": true, "snappy": true}
-	var exts []string
-	for {
-		i := strings.LastIndexByte(name, '.')
-		if i < 0 || !known[name[i+1:]] {
-			return name, exts
-		}
-		exts = append([]string{name[i+1:]}, exts...)
-		name = name[:i]
-	}
+// Options say what to check.
+type Options struct {
+	Names layout.Names
+	// Deep, when set, reads every published file back.
+	Deep *layout.DeepOptions
 }
 
-func readOffsets(ctx context.Context, b *storage.Bucket, key string, exts []string, p *Partition) error {
-	rc, err := b.Read(ctx, key)
+// Run reads Kafka, then storage, and reports.
+func Run(ctx context.Context, st layout.Store, adm *kadm.Client, group string, topics []string, opts Options) (Report, error) {
+	k, err := ReadKafka(ctx, adm, group, topics)
 	if err != nil {
-		return err
+		return Report{}, err
 	}
-	defer rc.Close()
-	var r io.Reader = rc
-	for i := len(exts) - 1; i >= 0; i-- {
-		switch exts[i] {
-		case "gz":
-			zr, err := gzip.NewReader(r)
+	return Check(ctx, st, k, opts)
+}
+
+// Kinds of problem that Check adds to the scan's, from Kafka's offsets.
+const (
+	// ProblemPastEnd: the group committed past the log end.
+	ProblemPastEnd = "committed_past_end"
+	// ProblemPastLedger: the group committed offsets the ledger doesn't
+	// say are handled.
+	ProblemPastLedger = "committed_past_ledger"
+	// ProblemHeadMissing: the last entry's file is not published, though
+	// the group committed offsets of it.
+	ProblemHeadMissing = "head_missing"
+	// ProblemGap: offsets below the commit that no published file holds
+	// and that were not skipped.
+	ProblemGap = "gap"
+)
+
+// Check scans storage and compares it with k. Read k before calling it.
+func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report, error) {
+	scan, err := layout.NewScan(ctx, st, opts.Names)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{OK: true, Cluster: k.Cluster, Prefix: opts.Names.Prefix, Deep: opts.Deep != nil}
+	topics := make([]string, 0, len(k.Logs))
+	for t := range k.Logs {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	configured := map[string]bool{}
+	for _, t := range topics {
+		configured[t] = true
+		parts := make([]int32, 0, len(k.Logs[t]))
+		for p := range k.Logs[t] {
+			parts = append(parts, p)
+		}
+		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+		for _, p := range parts {
+			id := layout.Identity{Cluster: k.Cluster, Topic: t, TopicID: k.TopicIDs[t], Partition: p}
+			ps, err := scan.Partition(ctx, id, opts.Deep)
 			if err != nil {
-				return fmt.Errorf("%s: %w", key, err)
+				return Report{}, fmt.Errorf("%s/%d: %w", t, p, err)
 			}
-			r = zr
-		case "zst":
-			zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
-			if err != nil {
-				return fmt.Errorf("%s: %w", key, err)
-			}
-			defer zr.Close()
-			r = zr
-		case "snappy":
-			r = snappy.NewReader(r)
-		case "jsonl", "json":
-		default:
-			return fmt.Errorf("%s: reading .%s files back is not supported yet", key, exts[i])
+			pr := compare(ps, k.Logs[t][p])
+			r.OK = r.OK && pr.OK
+			r.Partitions = append(r.Partitions, pr)
 		}
-	}
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 256<<10))
-	var rec struct {
-		Offset *int64 `json:"offset"`
-	}
-	// A json-array file starts with '['; tokens let one loop read both.
-	if len(exts) > 0 && exts[0] == "json" {
-		if _, err := dec.Token(); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+		foreign, err := scan.ForeignLedgers(ctx, t, k.TopicIDs[t])
+		if err != nil {
+			return Report{}, fmt.Errorf("%s: %w", t, err)
 		}
+		r.Problems = append(r.Problems, foreign...)
 	}
-	for dec.More() {
-		rec.Offset = nil
-		if err := dec.Decode(&rec); err != nil {
-			return fmt.Errorf("%s: record %d: %w", key, p.Records, err)
-		}
-		if rec.Offset == nil {
-			return fmt.Errorf("%s: record %d has no offset field; verification needs format.fields to include offset", key, p.Records)
-		}
-		p.offsets = append(p.offsets, *rec.Offset)
-		p.Records++
+	r.Problems = append(r.Problems, scan.Unknown(configured)...)
+	r.OK = r.OK && len(r.Problems) == 0
+	if r.Problems == nil {
+		r.Problems = []layout.Problem{}
 	}
-	return nil
+	return r, nil
 }
 
-// ErrNotListable means the name template does not put a partition's files
-// under one listable prefix, so what storage holds for it can't be found.
-var ErrNotListable = errors.New("file.name_template has a variable before {{start_offset}} other than {{topic}} and {{partition}}, so one partition's files can't be listed")
-
-// NextOffset returns one past the highest offset stored for a partition,
-// and ok=false when storage holds nothing for it. It also removes what a
-// writer that died left for the partition: call it only as its owner. It lists the partition's
-// prefix, picks the file with the highest start offset, and reads that file
-// alone.
-func NextOffset(ctx context.Context, b *storage.Bucket, tmpl *naming.Template, prefix, topic string, partition int32) (next int64, ok bool, err error) {
-	pp, exact := tmpl.PartitionPrefix(topic, partition)
-	if !exact {
-		return 0, false, ErrNotListable
+// compare checks one partition's scan against its log.
+func compare(ps *layout.PartitionScan, l Log) PartitionReport {
+	pr := PartitionReport{
+		Topic: ps.ID.Topic, Partition: ps.ID.Partition, TopicID: ps.ID.TopicID,
+		LogStart: l.Start, End: l.End, Committed: l.Committed,
+		LedgerEntries: ps.Entries, LedgerStart: ps.Start,
+		Handled: ps.Handled.Next, HandledAbove: ps.Handled.Above,
+		Files: ps.Files, Records: ps.Records, Bytes: ps.Bytes,
+		Ranges: ps.Stored, Skipped: ps.Skipped,
+		Duplicates: ps.Duplicates.Count(), DuplicateRanges: ps.Duplicates,
+		Deep:     ps.Deep,
+		Problems: ps.Problems,
 	}
-	// A previous owner that died mid-write left temp files: they hold no
-	// committed data, and this process owns the partition now.
-	err = b.RemoveAbandoned(ctx, prefix+pp, func(key string) bool {
-		name, _ := splitExt(strings.TrimPrefix(key, prefix))
-		_, ok := tmpl.MatchPartition(name, topic, partition)
-		return ok
-	})
-	if err != nil {
-		return 0, false, err
+	if ps.Start < 0 {
+		pr.Handled = -1
 	}
-	lastKey, lastStart, lastExts := "", int64(-1), []string(nil)
-	err = b.List(ctx, prefix+pp, func(o storage.Object) error {
-		name, exts := splitExt(strings.TrimPrefix(o.Key, prefix))
-		if start, ok := tmpl.MatchPartition(name, topic, partition); ok && start > lastStart {
-			lastKey, lastStart, lastExts = o.Key, start, exts
+	add := func(p layout.Problem) { pr.Problems = append(pr.Problems, p) }
+	name := fmt.Sprintf("%s/%d", ps.ID.Topic, ps.ID.Partition)
+	if l.Committed > l.End {
+		add(layout.Problem{Kind: ProblemPastEnd, Offsets: layout.Ranges{{l.End, l.Committed}}, Message: fmt.Sprintf(
+			"the group committed %d in %s, past the log end %d: the records there don't exist, so a future record below %d would never be consumed; reset the group's offset",
+			l.Committed, name, l.End, l.Committed)})
+	}
+	// Offsets below the ledger's beginning were handled before it (by an
+	// earlier version) or never consumed (a group that started at the
+	// log end): there is nothing to check them against.
+	from := l.Start
+	if ps.Start >= 0 {
+		from = max(from, ps.Start)
+	}
+	if l.Committed > from {
+		want := layout.Ranges{{from, l.Committed}}
+		handled := ps.Handled.Ranges()
+		if ps.Start < 0 {
+			handled = nil
 		}
-		return nil
-	})
-	if err != nil || lastKey == "" {
-		return 0, false, err
+		if past := want.Subtract(handled); len(past) > 0 {
+			add(layout.Problem{Kind: ProblemPastLedger, Offsets: past, Message: fmt.Sprintf(
+				"the group committed %d in %s, but the ledger says only %s is handled: offsets %s were committed without being stored",
+				l.Committed, name, handledText(ps), layout.FormatRanges(past))})
+		}
+		if ps.Pending != nil {
+			if head := ps.Pending.File.Ranges.Overlap(want); len(head) > 0 {
+				add(layout.Problem{Kind: ProblemHeadMissing, Key: ps.Pending.File.Key, Offsets: head, Message: fmt.Sprintf(
+					"%s, the last file of %s in the ledger (entry %d), is not in storage, but the group committed offsets %s of it: they are lost unless the file is restored",
+					ps.Pending.File.Key, name, ps.Pending.Seq, layout.FormatRanges(head))})
+			}
+		}
+		pr.Gaps = want.Subtract(ps.Stored).Subtract(ps.Skipped)
+		if len(pr.Gaps) > 0 {
+			add(layout.Problem{Kind: ProblemGap, Offsets: pr.Gaps, Message: fmt.Sprintf(
+				"%d offsets of %s below the commit %d are in no published file and were not skipped: %s",
+				pr.Gaps.Count(), name, l.Committed, layout.FormatRanges(pr.Gaps))})
+		}
 	}
-	p := &Partition{Topic: topic, Partition: partition}
-	if err := readOffsets(ctx, b, lastKey, lastExts, p); err != nil {
-		return 0, false, err
+	pr.OK = len(pr.Problems) == 0
+	if pr.Problems == nil {
+		pr.Problems = []layout.Problem{}
 	}
-	if len(p.offsets) == 0 {
-		return lastStart, true, nil
+	return pr
+}
+
+func handledText(ps *layout.PartitionScan) string {
+	if ps.Start < 0 {
+		return "nothing (there is no ledger)"
 	}
-	return slices.Max(p.offsets) + 1, true, nil
+	s := fmt.Sprintf("everything below %d", ps.Handled.Next)
+	if len(ps.Handled.Above) > 0 {
+		s += " and " + layout.FormatRanges(ps.Handled.Above)
+	}
+	return s
 }

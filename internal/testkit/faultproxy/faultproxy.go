@@ -318,6 +318,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.Rever
 		}
 		_ = conn.Close()
 	case Slow:
+		// The body is still being read, slowly, when the backend's answer
+		// starts coming back: without full duplex, net/http closes the
+		// request body at the first response write, and the proxy cuts
+		// the exchange short.
+		_ = http.NewResponseController(w).EnableFullDuplex()
 		r.Body = &slowBody{ReadCloser: r.Body, ctx: r.Context(), bps: f.BytesPerSecond}
 		r = r.WithContext(context.WithValue(r.Context(), faultKey{}, f))
 		rp.ServeHTTP(w, r)

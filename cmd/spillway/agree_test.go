@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// agreeYAML is the config the agreement cases vary: each %NAME% is replaced
+// by the case's value or the default in agreeDefaults.
+const agreeYAML = `kafka:
+  brokers: ["%BROKER%"]
+  topics: [events]
+  group: %GROUP%
+%KAFKA_EXTRA%storage:
+  url: '%URL%'
+  prefix: '%PREFIX%'
+format:
+  type: %FORMAT%
+admin:
+  listen: "%ADMIN%"
+backpressure:
+  memory_limit: %MEMORY%
+%EXTRA%`
+
+// TestCheckAndRunAgree feeds each config to `config check` and to `run`,
+// both in-process through the real command functions, and asserts that they
+// agree: both refuse it with exit 2 and the same message naming the key, or
+// both accept it (run starts consuming, and stops cleanly when cancelled as
+// by SIGTERM).
+func TestCheckAndRunAgree(t *testing.T) {
+	keepGoMemLimit(t)
+	cluster := testkit.NewCluster(t, 2, "events")
+	cases := []struct {
+		name string
+		set  map[string]string // placeholders of agreeYAML; OUT is a fresh directory
+		want string            // "" when accepted; else in both messages
+	}{
+		// Accepted.
+		{name: "absolute file URL"},
+		{name: "file URL with localhost", set: map[string]string{"URL": "file://localhost%OUT%"}},
+		{name: "file URL with one slash", set: map[string]string{"URL": "file:%OUT%"}},
+		{name: "prefix that is a folder", set: map[string]string{"PREFIX": "raw/2024/"}},
+		{name: "prefix that starts names", set: map[string]string{"PREFIX": "raw-"}},
+		{name: "prefix with a name that starts with two dots", set: map[string]string{"PREFIX": "..data/"}},
+		{name: "format json", set: map[string]string{"FORMAT": "json"}},
+		{name: "format in capitals", set: map[string]string{"FORMAT": "JSONL"}},
+		{name: "format csv", set: map[string]string{"FORMAT": "csv"}},
+		{name: "format bytes", set: map[string]string{"FORMAT": "bytes"}},
+		{name: "format avro", set: map[string]string{"FORMAT": "avro"}},
+		{name: "format parquet", set: map[string]string{"FORMAT": "Parquet"}},
+
+		// Refused by both, naming the key.
+		{name: "format unknown", set: map[string]string{"FORMAT": "xml"}, want: `format.type: "xml" is not valid`},
+		{name: "file URL with a host", set: map[string]string{"URL": "file://relative%OUT%"}, want: `storage.url: "file://relative/`},
+		{name: "prefix that escapes", set: map[string]string{"PREFIX": "../escape/"}, want: `storage.prefix: "../escape/" has a ".." segment`},
+		{name: "prefix that climbs back", set: map[string]string{"PREFIX": "raw/../raw/"}, want: `storage.prefix: "raw/../raw/" has a ".." segment`},
+		{name: "absolute prefix", set: map[string]string{"PREFIX": "/abs/"}, want: `storage.prefix: "/abs/" starts with "/"`},
+		{name: "prefix with an empty segment", set: map[string]string{"PREFIX": "a//b/"}, want: `storage.prefix: "a//b/" has an empty path segment`},
+		{name: "prefix with a dot segment", set: map[string]string{"PREFIX": "./raw/"}, want: `storage.prefix: "./raw/" has a "." segment`},
+		{name: "duplicate top-level key", set: map[string]string{"EXTRA": "kafka:\n  group: other\n"}, want: "kafka is set twice (first at line 1)"},
+		{name: "duplicate nested key", set: map[string]string{"KAFKA_EXTRA": "  topics: [other]\n"}, want: ":5: kafka.topics is set twice (first at line 3)"},
+		{name: "unknown key", set: map[string]string{"EXTRA": "file:\n  max_recrods: 10\n"}, want: "file.max_recrods: unknown key; did you mean file.max_records?"},
+		{name: "memory limit too small", set: map[string]string{"MEMORY": "32MiB"}, want: `backpressure.memory_limit: "32MiB" is too small`},
+		{name: "bad admin listen", set: map[string]string{"ADMIN": "localhost"}, want: `admin.listen: "localhost" is not host:port`},
+		{name: "admin listen with a signed port", set: map[string]string{"ADMIN": "127.0.0.1:+0"}, want: `admin.listen: "127.0.0.1:+0" has an invalid port "+0"`},
+		{name: "topic regex that does not compile", set: map[string]string{"KAFKA_EXTRA": "  topic_regex: '('\n"}, want: `kafka.topic_regex: "(" is not a valid regular expression`},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			vals := map[string]string{
+				"BROKER": cluster.Addrs()[0], "GROUP": fmt.Sprintf("agree-%d", i),
+				"URL": "file://%OUT%", "PREFIX": "", "FORMAT": "jsonl", "ADMIN": "", "MEMORY": "1GiB",
+				"KAFKA_EXTRA": "", "EXTRA": "",
+			}
+			for k, v := range tc.set {
+				vals[k] = v
+			}
+			yaml := agreeYAML
+			for k, v := range vals {
+				yaml = strings.ReplaceAll(yaml, "%"+k+"%", v)
+			}
+			yaml = strings.ReplaceAll(yaml, "%OUT%", out)
+			path := writeFile(t, "spillway.yaml", yaml)
+
+			checkCode, checkOut, checkErr := cli(t, nil, "config", "check", path)
+			r := runInProcess(t, path, nil)
+			if tc.want == "" {
+				if checkCode != exitOK {
+					t.Errorf("config check: exit %d, want 0\n%s", checkCode, checkErr)
+				}
+				if !r.started || r.code != exitOK {
+					t.Errorf("run: started=%v exit %d, want a start and exit 0 once cancelled\n%s", r.started, r.code, r.stderr)
+				}
+				return
+			}
+			if checkCode != exitUsage || r.code != exitUsage || r.started {
+				t.Fatalf("config check: exit %d, run: exit %d (started=%v); want 2 from both\nconfig:\n%s\nconfig check stdout:\n%s\nconfig check stderr:\n%s\nrun stderr:\n%s",
+					checkCode, r.code, r.started, yaml, checkOut, checkErr, r.stderr)
+			}
+			wantContains(t, "config check stderr", checkErr, tc.want)
+			if r.stderr != checkErr {
+				t.Errorf("run and config check say different things:\nrun:\n%s\nconfig check:\n%s", r.stderr, checkErr)
+			}
+		})
+	}
+}
+
+// TestRunRelativeFileURL checks a relative local directory end to end:
+// `config check` shows it resolved against the working directory, and `run`
+// stores the records there.
+func TestRunRelativeFileURL(t *testing.T) {
+	keepGoMemLimit(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	cluster := testkit.NewCluster(t, 2, "events")
+	const n = 40
+	testkit.Produce(t, cluster.Client(t), "events", n, func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
+	})
+	// Files rotate by count, so every record is stored without waiting on
+	// max_age.
+	path := writeFile(t, "spillway.yaml", fmt.Sprintf(`kafka:
+  brokers: [%q]
+  topics: [events]
+storage:
+  url: file:out/rel
+file:
+  max_records: 10
+admin:
+  listen: ""
+backpressure:
+  memory_limit: 1GiB
+`, cluster.Addrs()[0]))
+
+	code, stdout, stderr := cli(t, nil, "config", "check", path)
+	wantCode(t, code, exitOK, stdout, stderr)
+	want := filepath.Join(dir, "out", "rel")
+	wantContains(t, "config check stdout", stdout, "url: file://"+want+"\n")
+
+	stored := func() bool {
+		if _, err := os.Stat(want); err != nil {
+			return false
+		}
+		return len(testkit.ReadJSONL(t, want)) == n
+	}
+	r := runInProcess(t, path, stored)
+	if !r.started || r.code != exitOK {
+		t.Fatalf("run: started=%v exit %d, want exit 0\n%s", r.started, r.code, r.stderr)
+	}
+	recs := testkit.ReadJSONL(t, want)
+	testkit.AssertExactlyOnce(t, recs, "events", map[int32]int64{0: n / 2, 1: n / 2})
+}
+
+// runResult is how an in-process `spillway run` ended.
+type runResult struct {
+	code    int
+	started bool // it logged "spillway running" before it was cancelled
+	stderr  string
+}
+
+// runInProcess runs `spillway run --config path` through runContext. If it
+// starts (logs "spillway running"), it is left to run until done returns
+// true (at once when done is nil), then cancelled as SIGTERM would, and its
+// exit code is that of the graceful stop. Deadlines only stop a broken test
+// from hanging.
+func runInProcess(t *testing.T, path string, done func() bool) runResult {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &watchWriter{want: "spillway running", seen: make(chan struct{})}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- runContext(ctx, []string{"run", "--config", path}, &bytes.Buffer{}, stderr, nil)
+	}()
+	select {
+	case code := <-exited:
+		return runResult{code: code, stderr: stderr.String()}
+	case <-stderr.seen:
+	case <-time.After(waitDeadline):
+		cancel()
+		<-exited
+		t.Fatalf("run neither started nor exited within %v\n%s", waitDeadline, stderr.String())
+	}
+	deadline := time.Now().Add(waitDeadline)
+	for done != nil && !done() {
+		select {
+		case code := <-exited:
+			t.Fatalf("run exited %d before the test's condition held\n%s", code, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-exited
+			t.Fatalf("the test's condition did not hold within %v\n%s", waitDeadline, stderr.String())
+		}
+	}
+	cancel()
+	select {
+	case code := <-exited:
+		return runResult{code: code, started: true, stderr: stderr.String()}
+	case <-time.After(waitDeadline):
+		t.Fatalf("run did not stop within %v of being cancelled\n%s", waitDeadline, stderr.String())
+	}
+	panic("unreachable")
+}
+
+// watchWriter keeps what is written and closes seen once want appears.
+type watchWriter struct {
+	want string
+	seen chan struct{}
+
+	mu   sync.Mutex
+	b    strings.Builder
+	once sync.Once
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// keepGoMemLimit restores the process's GOMEMLIMIT after the test: an
+// in-process run sets it from backpressure.memory_limit.
+func keepGoMemLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+}

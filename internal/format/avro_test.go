@@ -1,0 +1,355 @@
+package format
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/avro/ocf"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+var avroCodecNames = map[string]string{"none": "null", "gzip": "deflate", "snappy": "snappy", "zstd": "zstandard"}
+
+// TestAvroPythonReads writes every case and reads it back with Debian's
+// python3-avro: exact rows, the writer schema with its logical type, and
+// the codec.
+func TestAvroPythonReads(t *testing.T) {
+	testkit.PythonAvro(t)
+	dir := t.TempDir()
+	cases := columnarCases("avro")
+	var paths []string
+	for _, c := range cases {
+		paths = append(paths, writeColumnar(t, dir, c.name+".avro", c.cfg, c.recs))
+	}
+	files := testkit.ReadAvroPython(t, paths...)
+	for i, c := range cases {
+		f := files[i]
+		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return map[string]any{"b64": b64(string(b))} })
+		checkRows(t, c.name, jsonForm(t, f.Records), want)
+		if got, want := f.Codec, avroCodecNames[c.cfg.Compression]; got != want {
+			t.Errorf("%s: codec %q, want %q", c.name, got, want)
+		}
+		var schema struct {
+			Type, Name, Namespace string
+			Fields                []struct {
+				Name string
+				Type json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(f.Schema, &schema); err != nil {
+			t.Fatalf("%s: schema %s: %v", c.name, f.Schema, err)
+		}
+		if schema.Type != "record" || schema.Name != "connector_records" || schema.Namespace != "spillway" {
+			t.Errorf("%s: schema %s is not the record spillway.connector_records", c.name, f.Schema)
+		}
+		var names []string
+		for _, fl := range schema.Fields {
+			names = append(names, fl.Name)
+		}
+		if !reflect.DeepEqual(names, c.cfg.Fields) {
+			t.Errorf("%s: schema fields %v, want %v", c.name, names, c.cfg.Fields)
+		}
+		// The reader saw the logical type: a datetime, not a bare long.
+		if _, ok := f.Types["timestamp"]; ok && f.Types["timestamp"] != "datetime" {
+			t.Errorf("%s: timestamp decoded as %s, want datetime (timestamp-millis)", c.name, f.Types["timestamp"])
+		}
+		if v, ok := f.Types["value"]; ok {
+			want := map[bool]string{true: "str", false: "bytes"}[c.cfg.ValueEncoding == "none"]
+			if v != want {
+				t.Errorf("%s: value decoded as %s, want %s", c.name, v, want)
+			}
+		}
+	}
+	// One schema in full, as a user's reader would see it.
+	wantSchema := `{"type":"record","name":"connector_records","namespace":"spillway","fields":[` +
+		`{"name":"key","type":["null","string"]},{"name":"value","type":["null","string"]},{"name":"offset","type":"long"},` +
+		`{"name":"timestamp","type":{"type":"long","logicalType":"timestamp-millis"}},` +
+		`{"name":"headers","type":{"type":"array","items":{"type":"record","name":"header","fields":[{"name":"key","type":"string"},{"name":"value","type":["null","string"]}]}}}]}`
+	if got := compactJSON(t, files[0].Schema); got != compactJSON(t, []byte(wantSchema)) {
+		t.Errorf("writer schema\n got  %s\n want %s", got, wantSchema)
+	}
+}
+
+// TestAvroGoReads reads every case back with twmb/avro's own OCF reader,
+// which needs no tool installed.
+func TestAvroGoReads(t *testing.T) {
+	for _, c := range columnarCases("avro") {
+		var buf bytes.Buffer
+		enc, err := NewEncoder(c.cfg, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range c.recs {
+			if err := enc.Encode(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := enc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rows := readAvroGo(t, buf.Bytes())
+		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(string(b)) })
+		checkRows(t, c.name, jsonForm(t, rows), want)
+	}
+}
+
+// readAvroGo decodes an OCF into rows, with bytes as base64 strings (as
+// encoding/json writes []byte) and timestamps as milliseconds.
+func readAvroGo(t *testing.T, file []byte) []map[string]any {
+	t.Helper()
+	r, err := ocf.NewReader(bytes.NewReader(file), ocf.WithMaxDecompressedBlockBytes(64<<20))
+	if err != nil {
+		t.Fatalf("ocf.NewReader: %v", err)
+	}
+	defer r.Close()
+	var rows []map[string]any
+	for {
+		var m map[string]any
+		if err := r.Decode(&m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("ocf decode: %v", err)
+		}
+		for k, v := range m {
+			if tm, ok := v.(time.Time); ok {
+				m[k] = tm.UnixMilli()
+			}
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func compactJSON(t *testing.T, b []byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return buf.String()
+}
+
+var fixedSync = [16]byte{'s', 'p', 'i', 'l', 'l', 'w', 'a', 'y', '-', 's', 'y', 'n', 'c', '-', '1', '6'}
+
+// TestAvroGolden pins the exact bytes of a file on fixed input (the sync
+// marker, random in real files, is fixed here).
+func TestAvroGolden(t *testing.T) {
+	for _, comp := range []string{"none", "snappy"} {
+		var buf bytes.Buffer
+		enc, err := newAvroEncoder(columnarConfig("avro", comp, "none"), &buf, fixedSync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range columnarRecords(false) {
+			if err := enc.Encode(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := enc.Close(); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "envelope-"+comp+".avro", buf.Bytes())
+	}
+}
+
+// avroBlock is one block of an OCF as framed on disk.
+type avroBlock struct {
+	count, size int64
+}
+
+// avroBlocks parses the block framing of an uncompressed OCF whose header
+// is hdrLen bytes, checking every sync marker.
+func avroBlocks(t *testing.T, file []byte, hdrLen int, sync [16]byte) []avroBlock {
+	t.Helper()
+	var blocks []avroBlock
+	rest := file[hdrLen:]
+	for len(rest) > 0 {
+		count, n := binary.Varint(rest)
+		size, m := binary.Varint(rest[n:])
+		if n <= 0 || m <= 0 || int64(len(rest)) < int64(n+m)+size+16 {
+			t.Fatalf("block %d: bad framing", len(blocks))
+		}
+		rest = rest[int64(n+m)+size:]
+		if !bytes.Equal(rest[:16], sync[:]) {
+			t.Fatalf("block %d: sync marker %q, want %q", len(blocks), rest[:16], sync)
+		}
+		rest = rest[16:]
+		blocks = append(blocks, avroBlock{count, size})
+	}
+	return blocks
+}
+
+// TestAvroBlocksCutByBytes writes ~2 MiB of 1 KiB records and a 3 MiB
+// record: blocks go out as the encoded bytes reach avroBlockBytes (not by
+// count, and not only at Close), the large record is a block of its own,
+// and its buffer is not kept.
+func TestAvroBlocksCutByBytes(t *testing.T) {
+	var buf bytes.Buffer
+	cfg := columnarConfig("avro", "none", "none")
+	enc, err := newAvroEncoder(cfg, &buf, fixedSync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdrLen := buf.Len()
+	value := bytes.Repeat([]byte("x"), 1000)
+	var recs []*kgo.Record
+	for i := range 2000 {
+		recs = append(recs, &kgo.Record{Offset: int64(i), Timestamp: ts, Value: value})
+	}
+	big := &kgo.Record{Offset: 2000, Timestamp: ts, Value: bytes.Repeat([]byte("y"), 3<<20)}
+	recs = append(recs, big, &kgo.Record{Offset: 2001, Timestamp: ts, Value: value})
+	written := 0
+	for i, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+		if i == 999 {
+			written = buf.Len() - hdrLen
+		}
+		if r == big && enc.block != nil {
+			t.Errorf("after a %d B record the block buffer (cap %d) was kept", len(big.Value), cap(enc.block))
+		}
+	}
+	// ~1 MiB encoded by then: all but the open block is out.
+	if written < 1000*1010-avroBlockBytes {
+		t.Errorf("after 1000 records of 1 KiB only %d B were written: blocks are not cut by bytes", written)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	blocks := avroBlocks(t, buf.Bytes(), hdrLen, fixedSync)
+	var total int64
+	for i, b := range blocks {
+		total += b.count
+		last := i == len(blocks)-1
+		switch {
+		case b.size > 3<<20+64: // the large record's block
+			t.Errorf("block %d: %d B", i, b.size)
+		case b.size > 3<<20 && b.count != 1:
+			t.Errorf("the large record shares its block with %d others", b.count-1)
+		case b.size < 3<<20 && b.size > avroBlockBytes+1100:
+			t.Errorf("block %d: %d B, want at most a block (%d B) and one record", i, b.size, avroBlockBytes)
+		case b.size < 3<<20 && b.size < avroBlockBytes && !last && blocks[i+1].size < 3<<20:
+			t.Errorf("block %d: %d B cut before the threshold (%d B)", i, b.size, avroBlockBytes)
+		}
+	}
+	if total != int64(len(recs)) {
+		t.Errorf("blocks hold %d records, want %d", total, len(recs))
+	}
+	rows := readAvroGo(t, buf.Bytes())
+	for i, row := range rows {
+		if row["offset"] != int64(i) {
+			t.Fatalf("row %d has offset %v", i, row["offset"])
+		}
+	}
+}
+
+// headerFailWriter takes the header, then fails every write.
+type headerFailWriter struct {
+	err    error
+	open   bool
+	writes int
+}
+
+func (w *headerFailWriter) Write(p []byte) (int, error) {
+	if w.open {
+		w.writes++
+		return 0, w.err
+	}
+	w.open = true
+	return len(p), nil
+}
+
+func TestAvroWriteErrorIsNotRecordError(t *testing.T) {
+	boom := errors.New("disk on fire")
+	w := &headerFailWriter{err: boom}
+	enc, err := NewEncoder(columnarConfig("avro", "zstd", "none"), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(&kgo.Record{Value: []byte("v")}); err != nil {
+		t.Fatalf("Encode into the open block: %v", err)
+	}
+	err = enc.Close()
+	if !errors.Is(err, boom) || errors.Is(err, ErrRecord) {
+		t.Fatalf("Close = %v, want the writer's error, not ErrRecord", err)
+	}
+	if err := enc.Encode(&kgo.Record{Value: []byte("v")}); !errors.Is(err, boom) {
+		t.Errorf("Encode after the failure = %v, want the first error", err)
+	}
+	if err := enc.Close(); !errors.Is(err, boom) {
+		t.Errorf("second Close = %v, want the first error", err)
+	}
+	if w.writes != 1 {
+		t.Errorf("%d writes after the failure, want 1 in all", w.writes)
+	}
+}
+
+// TestColumnarRecordErrorWritesNothing: a record the envelope can't hold is
+// an ErrRecord that leaves nothing in the file, which still reads back with
+// every other record.
+func TestColumnarRecordErrorWritesNothing(t *testing.T) {
+	bad := []byte{'o', 'k', 0xff}
+	good := func(o int64) *kgo.Record { return &kgo.Record{Offset: o, Timestamp: ts, Value: []byte("fine")} }
+	for _, tc := range []struct {
+		name, encoding string
+		rec            *kgo.Record
+		want           string
+	}{
+		{"value", "none", &kgo.Record{Offset: 17, Value: bad}, "value at offset 17 is not valid UTF-8; set format.value_encoding: base64"},
+		{"key", "none", &kgo.Record{Offset: 18, Key: bad}, "key at offset 18 is not valid UTF-8"},
+		{"header value", "none", &kgo.Record{Offset: 19, Headers: []kgo.RecordHeader{{Key: "ok", Value: []byte("x")}, {Key: "h", Value: bad}}},
+			`value of header "h" at offset 19 is not valid UTF-8`},
+		{"header key", "base64", &kgo.Record{Offset: 20, Headers: []kgo.RecordHeader{{Key: string(bad)}}}, "header key"},
+	} {
+		for _, typ := range []string{"avro", "parquet"} {
+			name := typ + "/" + tc.name
+			var buf bytes.Buffer
+			cfg := columnarConfig(typ, "none", tc.encoding)
+			enc, err := NewEncoder(cfg, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := enc.Encode(good(1)); err != nil {
+				t.Fatal(err)
+			}
+			before := buf.Len()
+			err = enc.Encode(tc.rec)
+			if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: err = %v, want ErrRecord containing %q", name, err, tc.want)
+			}
+			if buf.Len() != before {
+				t.Errorf("%s: the failed record wrote %d B", name, buf.Len()-before)
+			}
+			if err := enc.Encode(good(21)); err != nil {
+				t.Fatalf("%s: Encode after a record error: %v", name, err)
+			}
+			if err := enc.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var rows []map[string]any
+			if typ == "avro" {
+				rows = readAvroGo(t, buf.Bytes())
+			} else {
+				rows = readParquetGo(t, buf.Bytes(), tc.encoding == "none")
+			}
+			var offsets []string
+			for _, r := range rows {
+				offsets = append(offsets, fmt.Sprint(r["offset"]))
+			}
+			if got := strings.Join(offsets, ","); got != "1,21" {
+				t.Errorf("%s: file holds offsets %s, want 1,21", name, got)
+			}
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package format
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"unsafe"
+
+	"github.com/parquet-go/parquet-go"
+	pqcompress "github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+)
+
+// Byte thresholds of a parquet writer. A row group is written out when its
+// buffered size (pages already encoded and compressed, plus values not yet
+// in a page) reaches parquetRowGroupBytes, so that is what an open parquet
+// file holds at most, and what WriterMemory counts for it. 4 MiB of
+// compressed pages is some 10 to 20 MiB of Kafka values per row group:
+// small by the usual analytics standard (128 MiB), but one open file per
+// partition must fit the budget next to hundreds of others, and readers
+// read small row groups correctly, only with more metadata per byte.
+// Pages are cut at parquetPageBytes of values per column.
+const (
+	parquetRowGroupBytes = 4 << 20
+	parquetPageBytes     = 128 << 10
+)
+
+// parquetEncoder writes one Parquet file with parquet-go: column chunks
+// compressed by the codec format.compression names (none → UNCOMPRESSED,
+// gzip → GZIP, snappy → SNAPPY, zstd → ZSTD), data pages v1 with PLAIN
+// values, and the envelope as the schema:
+//
+//	key, value: optional binary (STRING)  or  optional binary (bytes)
+//	offset:     required int64
+//	timestamp:  required int64 (TIMESTAMP(MILLIS, isAdjustedToUTC=true))
+//	headers:    required group (LIST) { repeated group list {
+//	              required group element { required binary key (STRING);
+//	                                       optional binary value (STRING or bytes) } } }
+//
+// Headers are a LIST of structs rather than a MAP because Kafka headers are
+// ordered and may repeat a key, which a MAP may not (DuckDB refuses
+// duplicate map keys); DuckDB reads the column as STRUCT(key, value)[] and
+// Spark as array<struct<key,value>>.
+type parquetEncoder struct {
+	w    *parquet.GenericWriter[any] // written with WriteRows only
+	env  envelope
+	cols parquetColumns
+	row  parquet.Row
+	// base is w.Size() after the last row group went out, so
+	// w.Size()-base is what the open row group holds.
+	base int64
+
+	err    error
+	closed bool
+}
+
+// parquetColumns are the leaf column indexes of the envelope's fields.
+type parquetColumns struct {
+	key, value, offset, timestamp, headerKey, headerValue int
+}
+
+func newParquetEncoder(cfg config.Format, w io.Writer) (*parquetEncoder, error) {
+	env, err := newEnvelope(cfg)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := parquetCodec(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
+	schema := parquetSchema(env)
+	wcfg, err := parquet.NewWriterConfig(
+		schema,
+		parquet.Compression(codec),
+		parquet.PageBufferSize(parquetPageBytes),
+		// Data pages v1 and PLAIN byte arrays (parquet-go's default is
+		// DELTA_LENGTH_BYTE_ARRAY) are what every reader reads, Spark's
+		// vectorized reader before 3.3 and older Hive and Impala included;
+		// parquet-mr writes the same by default.
+		parquet.DataPageVersion(1),
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("format: parquet writer: %w", err)
+	}
+	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env}
+	col := func(path ...string) int {
+		leaf, ok := schema.Lookup(path...)
+		if !ok {
+			return -1
+		}
+		return leaf.ColumnIndex
+	}
+	e.cols = parquetColumns{
+		key: col("key"), value: col("value"), offset: col("offset"), timestamp: col("timestamp"),
+		headerKey: col("headers", "list", "element", "key"), headerValue: col("headers", "list", "element", "value"),
+	}
+	return e, nil
+}
+
+func parquetCodec(kind string) (pqcompress.Codec, error) {
+	switch kind {
+	case "", "none":
+		return &parquet.Uncompressed, nil
+	case "gzip":
+		return &parquet.Gzip, nil
+	case "snappy":
+		return &parquet.Snappy, nil
+	case "zstd":
+		// parquet-go's codecs keep their compressors in a pool shared by
+		// every file, so an open file holds none between pages.
+		return &parquet.Zstd, nil
+	}
+	return nil, fmt.Errorf("format.compression %q is unknown; valid: none, gzip, zstd, snappy", kind)
+}
+
+// parquetSchema is the envelope as a Parquet schema; see parquetEncoder.
+func parquetSchema(env envelope) *parquet.Schema {
+	blob := parquet.Leaf(parquet.ByteArrayType)
+	if env.text {
+		blob = parquet.String()
+	}
+	var root orderedGroup
+	for _, f := range env.fields {
+		var n parquet.Node
+		switch f {
+		case fieldKey, fieldValue:
+			n = parquet.Optional(blob)
+		case fieldOffset:
+			n = parquet.Leaf(parquet.Int64Type)
+		case fieldTimestamp:
+			n = parquet.TimestampAdjusted(parquet.Millisecond, true)
+		case fieldHeaders:
+			n = parquet.List(parquet.Group{"key": parquet.String(), "value": parquet.Optional(blob)})
+		}
+		root = append(root, namedNode{Node: n, name: fieldNames[f]})
+	}
+	return parquet.NewSchema(envelopeName, root)
+}
+
+func (e *parquetEncoder) Encode(r *kgo.Record) error {
+	if e.err != nil {
+		return e.err
+	}
+	if e.closed {
+		return errClosed
+	}
+	if err := e.env.check(r); err != nil {
+		return err
+	}
+	e.row = e.appendRow(e.row[:0], r)
+	_, err := e.w.WriteRows([]parquet.Row{e.row})
+	// The row points into r: drop the references, so a file does not keep
+	// its last record alive.
+	clear(e.row)
+	if cap(e.row) > 1024 {
+		e.row = nil
+	}
+	if err != nil {
+		e.err = fmt.Errorf("format: writing parquet row: %w", err)
+		return e.err
+	}
+	if size := e.w.Size(); size-e.base >= parquetRowGroupBytes {
+		if err := e.w.Flush(); err != nil {
+			e.err = fmt.Errorf("format: writing parquet row group: %w", err)
+			return e.err
+		}
+		e.base = e.w.Size()
+	}
+	return nil
+}
+
+// appendRow appends r's values in column order, with the repetition and
+// definition levels of the envelope schema (see parquetSchema): an
+// optional field is defined at level 1; a header's key at level 1 and its
+// value at 2 (1 when null); no headers at all is one null at level 0 in
+// both header columns.
+func (e *parquetEncoder) appendRow(row parquet.Row, r *kgo.Record) parquet.Row {
+	c := &e.cols
+	blob := func(b []byte, col int) parquet.Value {
+		if b == nil {
+			return parquet.NullValue().Level(0, 0, col)
+		}
+		return parquet.ByteArrayValue(b).Level(0, 1, col)
+	}
+	for _, f := range e.env.fields {
+		switch f {
+		case fieldKey:
+			row = append(row, blob(r.Key, c.key))
+		case fieldValue:
+			row = append(row, blob(r.Value, c.value))
+		case fieldOffset:
+			row = append(row, parquet.Int64Value(r.Offset).Level(0, 0, c.offset))
+		case fieldTimestamp:
+			row = append(row, parquet.Int64Value(r.Timestamp.UnixMilli()).Level(0, 0, c.timestamp))
+		case fieldHeaders:
+			if len(r.Headers) == 0 {
+				row = append(row, parquet.NullValue().Level(0, 0, c.headerKey), parquet.NullValue().Level(0, 0, c.headerValue))
+				continue
+			}
+			for i, h := range r.Headers {
+				// The writer copies the bytes; the string is only read.
+				k := unsafe.Slice(unsafe.StringData(h.Key), len(h.Key))
+				row = append(row, parquet.ByteArrayValue(k).Level(min(i, 1), 1, c.headerKey))
+			}
+			for i, h := range r.Headers {
+				if h.Value == nil {
+					row = append(row, parquet.NullValue().Level(min(i, 1), 1, c.headerValue))
+				} else {
+					row = append(row, parquet.ByteArrayValue(h.Value).Level(min(i, 1), 2, c.headerValue))
+				}
+			}
+		}
+	}
+	return row
+}
+
+// Close writes the last row group and the footer. It does not close the
+// underlying writer.
+func (e *parquetEncoder) Close() error {
+	if e.closed {
+		return e.err
+	}
+	e.closed = true
+	if e.err != nil {
+		return e.err
+	}
+	if err := e.w.Close(); err != nil {
+		e.err = fmt.Errorf("format: finishing parquet file: %w", err)
+	}
+	return e.err
+}
+
+// orderedGroup is a Parquet group whose columns keep the order of
+// format.fields. parquet-go's Group is a map and sorts its fields by name,
+// and its authors suggest a Node of one's own for a fixed order.
+type orderedGroup []parquet.Field
+
+func (g orderedGroup) ID() int { return 0 }
+func (g orderedGroup) String() string {
+	var b strings.Builder
+	_ = parquet.PrintSchema(&b, "", g)
+	return b.String()
+}
+func (orderedGroup) Type() parquet.Type            { return parquet.Group{}.Type() }
+func (orderedGroup) Optional() bool                { return false }
+func (orderedGroup) Repeated() bool                { return false }
+func (orderedGroup) Required() bool                { return true }
+func (orderedGroup) Leaf() bool                    { return false }
+func (g orderedGroup) Fields() []parquet.Field     { return g }
+func (orderedGroup) Encoding() encoding.Encoding   { return nil }
+func (orderedGroup) Compression() pqcompress.Codec { return nil }
+func (orderedGroup) GoType() reflect.Type          { return reflect.TypeFor[map[string]any]() }
+
+// namedNode is one field of an orderedGroup. Rows are built by appendRow,
+// never from Go values, so Value only serves parquet-go's generic paths.
+type namedNode struct {
+	parquet.Node
+	name string
+}
+
+func (f namedNode) Name() string { return f.name }
+
+func (f namedNode) Value(base reflect.Value) reflect.Value {
+	if base.Kind() == reflect.Map {
+		return base.MapIndex(reflect.ValueOf(f.name))
+	}
+	return reflect.Value{}
+}

@@ -1,0 +1,337 @@
+package layout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spillway/spillway/internal/storage"
+)
+
+// Store is what the stored-file contract needs of storage.
+type Store interface {
+	List(ctx context.Context, prefix string, fn func(storage.Object) error) error
+	ListDir(ctx context.Context, prefix string, fn func(storage.Object) error) error
+	Stat(ctx context.Context, key string) (storage.Object, bool, error)
+	Read(ctx context.Context, key string) (io.ReadCloser, error)
+	Put(ctx context.Context, key string, data []byte, meta map[string]string) error
+}
+
+// LedgerDir is the directory, under storage.prefix, that holds Spillway's
+// own state. Its leading underscore makes Hive, Spark, Athena, Trino and
+// DuckDB's hive-partitioned globbing skip it, so tables over the prefix see
+// data files only.
+const LedgerDir = "_spillway/"
+
+// EntryVersion is the version of the ledger entry format this build writes
+// and the highest it reads.
+const EntryVersion = 1
+
+// seqDigits and seqLevel shape an entry's key: its sequence number, zero
+// padded, split into directory levels of seqLevel digits. Finding the last
+// entry lists one level at a time, at most 1,000 names each, so it costs
+// the same few listings with ten entries as with millions.
+const (
+	seqDigits = 12
+	seqLevel  = 3
+)
+
+// Identity names the log a ledger belongs to. A ledger written for another
+// cluster or topic id is never resumed from: its offsets mean nothing for
+// this log.
+type Identity struct {
+	Cluster   string // Kafka cluster id
+	Topic     string
+	TopicID   string // Kafka topic id (base64, as Kafka's tools print it)
+	Partition int32
+}
+
+func (id Identity) String() string {
+	return fmt.Sprintf("%s/%d (topic id %s, cluster %s)", id.Topic, id.Partition, id.TopicID, id.Cluster)
+}
+
+// State is what is handled in a partition: every offset below Next, and
+// the runs in Above. Handled offsets are stored in a published file or were
+// skipped by the error policy; either way they are never written again.
+type State struct {
+	Next  int64  `json:"next"`
+	Above Ranges `json:"above"`
+}
+
+// With returns the state with rs handled as well, Above folded into Next
+// where it has become contiguous.
+func (s State) With(rs Ranges) State {
+	above := append(Ranges(nil), s.Above...).Union(rs)
+	next := s.Next
+	for len(above) > 0 && above[0][0] <= next {
+		next = max(next, above[0][1])
+		above = above[1:]
+	}
+	return State{Next: next, Above: above}
+}
+
+// Handled reports whether offset o is handled.
+func (s State) Handled(o int64) bool { return o < s.Next || s.Above.Contains(o) }
+
+// End is one past the highest handled offset.
+func (s State) End() int64 { return max(s.Next, s.Above.Max()) }
+
+// FileInfo describes one data file in its ledger entry.
+type FileInfo struct {
+	Key string `json:"key"`
+	// Ranges are the offsets the file accounts for: its records, records
+	// of its runs that the error policy skipped, and offsets Kafka has no
+	// record for (compaction, transaction markers) within its runs.
+	Ranges  Ranges `json:"ranges"`
+	Records int64  `json:"records"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// Entry is one ledger object: written create-only before its data file is
+// published. Before is the partition's handled state with every earlier
+// entry's file published; once File is published too, the state is
+// Before.With(File.Ranges). So the last entry alone, with one existence
+// check of its file, tells where a partition stands.
+type Entry struct {
+	Version   int       `json:"version"`
+	Cluster   string    `json:"cluster_id"`
+	Topic     string    `json:"topic"`
+	TopicID   string    `json:"topic_id"`
+	Partition int32     `json:"partition"`
+	Seq       int64     `json:"seq"`
+	Writer    string    `json:"writer,omitempty"`
+	Time      time.Time `json:"time"`
+	Before    State     `json:"before"`
+	File      FileInfo  `json:"file"`
+}
+
+// Identity is the log the entry belongs to.
+func (e *Entry) Identity() Identity {
+	return Identity{Cluster: e.Cluster, Topic: e.Topic, TopicID: e.TopicID, Partition: e.Partition}
+}
+
+// After is the partition's state once the entry's file is published.
+func (e *Entry) After() State { return e.Before.With(e.File.Ranges) }
+
+// check refuses an entry that can't have been written by this format.
+func (e *Entry) check() error {
+	switch {
+	case e.Version < 1 || e.Version > EntryVersion:
+		return fmt.Errorf("version %d; this build reads versions 1 to %d", e.Version, EntryVersion)
+	case e.Seq < 0 || e.Before.Next < 0 || e.File.Key == "" || e.File.Records < 0 || e.File.Bytes < 0:
+		return errors.New("a field is missing or negative")
+	}
+	if err := e.Before.Above.Valid(); err != nil {
+		return fmt.Errorf("before.above: %w", err)
+	}
+	if err := e.File.Ranges.Valid(); err != nil {
+		return fmt.Errorf("file.ranges: %w", err)
+	}
+	for _, r := range e.File.Ranges {
+		if r[0] < e.Before.Next || len(e.Before.Above.Overlap(Ranges{r})) > 0 {
+			return fmt.Errorf("file.ranges [%d, %d) holds offsets handled before the file", r[0], r[1])
+		}
+	}
+	return nil
+}
+
+// Ledger reads and writes the resume ledger under a storage prefix.
+type Ledger struct {
+	st     Store
+	prefix string // storage.prefix
+}
+
+// NewLedger returns the ledger under prefix.
+func NewLedger(st Store, prefix string) *Ledger { return &Ledger{st: st, prefix: prefix} }
+
+func (l *Ledger) topicDir(topic string) string {
+	return l.prefix + LedgerDir + "ledger/" + topic + "/"
+}
+
+func (l *Ledger) partitionDir(id Identity) string {
+	return l.topicDir(id.Topic) + id.TopicID + "/" + strconv.Itoa(int(id.Partition)) + "/"
+}
+
+// EntryKey is the key of entry seq of a partition.
+func (l *Ledger) EntryKey(id Identity, seq int64) string {
+	d := fmt.Sprintf("%0*d", seqDigits, seq)
+	var b strings.Builder
+	b.WriteString(l.partitionDir(id))
+	for i := 0; i < seqDigits; i += seqLevel {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(d[i : i+seqLevel])
+	}
+	b.WriteString(".json")
+	return b.String()
+}
+
+// EntryDirs returns the directories of a partition's entries seq-1 and
+// seq: where a writer killed while writing its next entry left what it
+// was writing, for the partition's new owner to clean up.
+func (l *Ledger) EntryDirs(id Identity, seq int64) []string {
+	var dirs []string
+	for _, s := range []int64{seq - 1, seq} {
+		if s < 0 {
+			continue
+		}
+		k := l.EntryKey(id, s)
+		d := k[:strings.LastIndexByte(k, '/')+1]
+		if len(dirs) == 0 || dirs[len(dirs)-1] != d {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// Append writes e create-only. storage.ErrExists means another writer
+// wrote that sequence number first: it owns the partition now.
+func (l *Ledger) Append(ctx context.Context, e *Entry) error {
+	if e.Version == 0 {
+		e.Version = EntryVersion
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode ledger entry %d of %s/%d: %w", e.Seq, e.Topic, e.Partition, err)
+	}
+	return l.st.Put(ctx, l.EntryKey(e.Identity(), e.Seq), data, nil)
+}
+
+// TopicIDs lists the topic ids that have a ledger for topic.
+func (l *Ledger) TopicIDs(ctx context.Context, topic string) ([]string, error) {
+	var ids []string
+	dir := l.topicDir(topic)
+	err := l.st.ListDir(ctx, dir, func(o storage.Object) error {
+		if o.Dir {
+			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(o.Key, dir), "/"))
+		}
+		return nil
+	})
+	return ids, err
+}
+
+// Last returns the partition's last entry, or nil when it has none. It
+// lists one directory level at a time, taking the highest name, and steps
+// back only past levels left empty by a write that failed.
+func (l *Ledger) Last(ctx context.Context, id Identity) (*Entry, error) {
+	key, err := l.lastKey(ctx, l.partitionDir(id), 0)
+	if err != nil || key == "" {
+		return nil, err
+	}
+	return l.Read(ctx, id, key)
+}
+
+func (l *Ledger) lastKey(ctx context.Context, dir string, depth int) (string, error) {
+	last := depth == seqDigits/seqLevel-1
+	var names []string
+	err := l.st.ListDir(ctx, dir, func(o storage.Object) error {
+		name := strings.TrimPrefix(o.Key, dir)
+		if last && !o.Dir && isSeqName(strings.TrimSuffix(name, ".json")) && strings.HasSuffix(name, ".json") ||
+			!last && o.Dir && isSeqName(strings.TrimSuffix(name, "/")) {
+			names = append(names, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	for i := len(names) - 1; i >= 0; i-- {
+		if last {
+			return names[i], nil
+		}
+		k, err := l.lastKey(ctx, names[i], depth+1)
+		if err != nil || k != "" {
+			return k, err
+		}
+	}
+	return "", nil
+}
+
+func isSeqName(s string) bool {
+	if len(s) != seqLevel {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Read reads and checks the entry under key, which must belong to id.
+func (l *Ledger) Read(ctx context.Context, id Identity, key string) (*Entry, error) {
+	rc, err := l.st.Read(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	// An entry is small; a huge object here is not one of ours.
+	data, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read ledger entry %s: %w", key, err)
+	}
+	var e Entry
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return nil, &CorruptError{Key: key, Err: err}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &CorruptError{Key: key, Err: errors.New("data after the entry")}
+	}
+	if err := e.check(); err != nil {
+		return nil, &CorruptError{Key: key, Err: err}
+	}
+	if e.Topic != id.Topic || e.Partition != id.Partition || e.TopicID != id.TopicID || l.EntryKey(id, e.Seq) != key {
+		return nil, &CorruptError{Key: key, Err: fmt.Errorf("it names %s/%d (topic id %s) seq %d, not what its key says", e.Topic, e.Partition, e.TopicID, e.Seq)}
+	}
+	return &e, nil
+}
+
+// Entries calls fn for each entry of a partition, in sequence order. It
+// reads them all: for verify, not for resume.
+func (l *Ledger) Entries(ctx context.Context, id Identity, fn func(key string, e *Entry, err error) error) error {
+	var keys []string
+	err := l.st.List(ctx, l.partitionDir(id), func(o storage.Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		e, err := l.Read(ctx, id, k)
+		var ce *CorruptError
+		if err != nil && !errors.As(err, &ce) {
+			return err
+		}
+		if err := fn(k, e, err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CorruptError is a ledger object that can't be read as an entry of its
+// partition.
+type CorruptError struct {
+	Key string
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("ledger entry %s is not valid: %v (Spillway writes these objects create-only and never changes them: restore it from a backup, or write into a new storage.prefix)", e.Key, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }

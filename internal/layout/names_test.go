@@ -1,0 +1,158 @@
+package layout
+
+import (
+	"bytes"
+	"io"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/naming"
+)
+
+func TestExtension(t *testing.T) {
+	for _, tc := range []struct {
+		typ, comp, want string
+	}{
+		{"jsonl", "none", ".jsonl"},
+		{"jsonl", "", ".jsonl"},
+		{"jsonl", "gzip", ".jsonl.gz"},
+		{"jsonl", "zstd", ".jsonl.zst"},
+		{"jsonl", "snappy", ".jsonl.snappy"},
+		{"json", "none", ".json"},
+		{"json", "gzip", ".json.gz"},
+		{"csv", "zstd", ".csv.zst"},
+		{"avro", "gzip", ".avro"},
+		{"parquet", "snappy", ".parquet"},
+		{"", "gzip", ""},
+	} {
+		if got := Extension(tc.typ, tc.comp); got != tc.want {
+			t.Errorf("Extension(%s, %s) = %q, want %q", tc.typ, tc.comp, got, tc.want)
+		}
+	}
+}
+
+func TestSplitExt(t *testing.T) {
+	for _, tc := range []struct {
+		name, base string
+		exts       []string
+	}{
+		{"t-0-5.jsonl.zst", "t-0-5", []string{"jsonl", "zst"}},
+		{"t-0-5.json", "t-0-5", []string{"json"}},
+		{"t-0-5", "t-0-5", nil},
+		// A template's own dots stay: only known extensions are taken.
+		{"a.b.0.5.jsonl", "a.b.0.5", []string{"jsonl"}},
+		{"t-0-5.zst", "t-0-5", []string{"zst"}},
+		{"t-0-5.bin", "t-0-5", []string{"bin"}},
+		{"t-0-5.dat", "t-0-5.dat", nil},
+	} {
+		base, exts := SplitExt(tc.name)
+		if base != tc.base || !reflect.DeepEqual(exts, tc.exts) {
+			t.Errorf("SplitExt(%q) = %q, %q; want %q, %q", tc.name, base, exts, tc.base, tc.exts)
+		}
+		if got := TrimExt(tc.name); got != tc.base {
+			t.Errorf("TrimExt(%q) = %q, want %q", tc.name, got, tc.base)
+		}
+	}
+}
+
+func TestNamesKeyAndParse(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, template, ext string
+		v                     naming.Vars
+		key                   string
+	}{
+		{"", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl.zst", naming.Vars{Topic: "events", Partition: 3, StartOffset: 250}, "events-3-250.jsonl.zst"},
+		{"raw/", "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}", ".json", naming.Vars{Topic: "a.b", Partition: 1, StartOffset: 7},
+			"raw/a.b/0000000001/00000000000000000007.json"},
+		{"p/", "dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}/{{topic}}-{{partition}}-{{start_offset}}", "",
+			naming.Vars{Topic: "t", Partition: 0, StartOffset: 9, Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}, "p/dt=2024-05/t-0-9"},
+	} {
+		n, err := NewNames(tc.prefix, tc.template, tc.ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := n.Key(tc.v)
+		if key != tc.key {
+			t.Errorf("Key(%+v) = %q, want %q", tc.v, key, tc.key)
+		}
+		got, ok := n.Parse(key)
+		if !ok {
+			t.Fatalf("Parse(%q) failed", key)
+		}
+		if got.Vars.Topic != tc.v.Topic || got.Vars.Partition != tc.v.Partition || got.Vars.StartOffset != tc.v.StartOffset {
+			t.Errorf("Parse(%q) = %+v, want %+v", key, got.Vars, tc.v)
+		}
+		if _, exts := SplitExt(tc.ext); !reflect.DeepEqual(got.Exts, exts) {
+			t.Errorf("Parse(%q).Exts = %q, want %q", key, got.Exts, exts)
+		}
+		if start, ok := n.ParsePartition(key, tc.v.Topic, tc.v.Partition); !ok || start != tc.v.StartOffset {
+			t.Errorf("ParsePartition(%q) = %d, %v", key, start, ok)
+		}
+		if _, ok := n.ParsePartition(key, tc.v.Topic, tc.v.Partition+1); ok {
+			t.Errorf("ParsePartition(%q) accepts partition %d", key, tc.v.Partition+1)
+		}
+	}
+
+	n, err := NewNames("raw/", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Files written before format.compression changed keep their names.
+	if got, ok := n.Parse("raw/t-0-5.jsonl.gz"); !ok || !reflect.DeepEqual(got.Exts, []string{"jsonl", "gz"}) {
+		t.Errorf("Parse of another compression's file = %+v, %v", got, ok)
+	}
+	for _, key := range []string{"t-0-5.jsonl", "raw/t-0-x.jsonl", "raw/_spillway/ledger/t/x/0/000/000/000/000.json", "raw/junk.bin"} {
+		if got, ok := n.Parse(key); ok {
+			t.Errorf("Parse(%q) = %+v, want no match", key, got)
+		}
+	}
+	if p, exact := n.PartitionPrefix("t", 4); p != "raw/t-4-" || !exact {
+		t.Errorf("PartitionPrefix = %q, %v", p, exact)
+	}
+	if _, err := NewNames("", "{{topic}}-{{partition}}", ""); err == nil {
+		t.Error("NewNames accepts a template without {{start_offset}}")
+	}
+}
+
+// TestDecompress reads back what format's compressors write, whatever the
+// extensions say.
+func TestDecompress(t *testing.T) {
+	want := []byte("{\"offset\":1}\n{\"offset\":2}\n")
+	for _, tc := range []struct {
+		comp   string
+		exts   []string
+		format string
+	}{
+		{"none", []string{"jsonl"}, "jsonl"},
+		{"gzip", []string{"jsonl", "gz"}, "jsonl"},
+		{"zstd", []string{"json", "zst"}, "json"},
+		{"snappy", []string{"jsonl", "snappy"}, "jsonl"},
+		{"zstd", []string{"zst"}, ""},
+	} {
+		var buf bytes.Buffer
+		w, err := format.NewCompressor(tc.comp, &buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(want); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, f, err := Decompress(&buf, tc.exts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.comp, err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, want) || f != tc.format {
+			t.Errorf("%s %v: read %q, %v, format %q; want %q, format %q", tc.comp, tc.exts, got, err, f, want, tc.format)
+		}
+	}
+	if _, _, err := Decompress(bytes.NewReader(nil), []string{"gz", "jsonl"}); err == nil {
+		t.Error("Decompress accepts a format extension after a compression's")
+	}
+}

@@ -1,0 +1,335 @@
+package layout
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Record is one record read back from a data file.
+type Record struct {
+	Index int64 // its position in the file, from 0
+	// Offset is the record's top-level "offset" member, when HasOffset.
+	Offset    int64
+	HasOffset bool
+	// Err is why the record can't be read (not one JSON value, or an
+	// "offset" that is not an integer). Reading goes on with the next one.
+	Err error
+}
+
+// UnsupportedError is a file whose records can't be read back.
+type UnsupportedError struct {
+	Key string
+	Why string
+}
+
+func (e *UnsupportedError) Error() string { return fmt.Sprintf("%s: %s", e.Key, e.Why) }
+
+// ReadError is a file that can't be read past record Record: its stream
+// is broken (a truncated or corrupt compression, a storage error).
+type ReadError struct {
+	Key    string
+	Record int64
+	Err    error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("%s: record %d: %v", e.Key, e.Record, e.Err)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// objectReader is what reading a file back needs of storage.
+type objectReader interface {
+	Read(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// ReadRecords reads the records of the data file under key back, in file
+// order, and calls fn for each. It reads jsonl and json files as Spillway
+// writes them, one record per line, their compression taken from the
+// key's extensions; other formats give an *UnsupportedError. A stream that
+// breaks gives a *ReadError. A record that isn't one JSON value is passed
+// to fn with Err set, and reading goes on.
+//
+// Records are checked without a nesting limit, so any value Spillway wrote
+// reads back, however deep.
+func ReadRecords(ctx context.Context, st objectReader, key string, fn func(Record) error) error {
+	_, exts := SplitExt(key)
+	rc, err := st.Read(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	r, format, err := Decompress(rc, exts)
+	if err != nil {
+		return &ReadError{Key: key, Err: err}
+	}
+	defer r.Close()
+	switch format {
+	case "jsonl", "json":
+	case "":
+		return &UnsupportedError{Key: key, Why: "its name has no format extension, so its format is unknown"}
+	default:
+		return &UnsupportedError{Key: key, Why: fmt.Sprintf("reading .%s files back is not supported yet", format)}
+	}
+	array := format == "json"
+	br := bufio.NewReaderSize(r, 256<<10)
+	var long []byte // a line longer than br's buffer, gathered
+	var n int64
+	opened, closed := false, false
+	for {
+		if n&1023 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
+		if long != nil {
+			line = append(long, line...)
+			long = nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &ReadError{Key: key, Record: n, Err: err}
+		}
+		eof := err != nil
+		if eof && len(line) == 0 {
+			break
+		}
+		complete := !eof // a record ends with a line break
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		if array {
+			switch {
+			case closed:
+				return &ReadError{Key: key, Record: n, Err: errors.New(`data after the closing "]"`)}
+			case !opened && string(line) == "[]":
+				opened, closed = true, true
+				continue
+			case !opened:
+				if string(line) != "[" {
+					return &ReadError{Key: key, Record: n, Err: errors.New(`a json file starts with a line "["`)}
+				}
+				opened = true
+				continue
+			case string(line) == "]":
+				closed = true
+				continue
+			}
+			line = bytes.TrimSuffix(line, []byte(","))
+		}
+		rec := Record{Index: n}
+		rec.Offset, rec.HasOffset, rec.Err = scanRecord(line)
+		if rec.Err == nil && !complete {
+			rec.Err = errors.New("the file ends inside it (no line break after it): the file is truncated")
+		}
+		n++
+		if err := fn(rec); err != nil {
+			return err
+		}
+		if eof {
+			break
+		}
+	}
+	if array && !closed {
+		return &ReadError{Key: key, Record: n, Err: errors.New(`the file ends before its closing "]": it is truncated`)}
+	}
+	return nil
+}
+
+// scanRecord checks that b is exactly one JSON value and returns its
+// top-level "offset" member when b is an object that has an integer one.
+// Unlike encoding/json it has no nesting limit: its only stack is one byte
+// per open bracket.
+func scanRecord(b []byte) (offset int64, hasOffset bool, err error) {
+	const (
+		value = iota // a value starts at i
+		after        // a value ended before i
+		key          // an object member's key starts at i
+	)
+	var stack []byte
+	wantOffset := false // the value at i is the top-level "offset" member
+	i, state := 0, value
+	for {
+		i = skipSpace(b, i)
+		switch state {
+		case value:
+			if i >= len(b) {
+				return 0, false, errors.New("unexpected end of JSON")
+			}
+			start := i
+			switch c := b[i]; {
+			case c == '{' || c == '[':
+				if wantOffset {
+					return 0, false, fmt.Errorf("offset is not an integer but an %s", map[byte]string{'{': "object", '[': "array"}[c])
+				}
+				stack = append(stack, c)
+				i = skipSpace(b, i+1)
+				if i < len(b) && b[i] == c+2 { // '{'+2 is '}', '['+2 is ']'
+					stack = stack[:len(stack)-1]
+					i++
+					state = after
+				} else if c == '{' {
+					state = key
+				}
+				continue
+			case c == '"':
+				if i, err = skipString(b, i); err != nil {
+					return 0, false, err
+				}
+			case c == '-' || c >= '0' && c <= '9':
+				var integer bool
+				if i, integer, err = skipNumber(b, i); err != nil {
+					return 0, false, err
+				}
+				if wantOffset {
+					if !integer {
+						return 0, false, fmt.Errorf("offset %s is not an integer", b[start:i])
+					}
+					if offset, err = strconv.ParseInt(string(b[start:i]), 10, 64); err != nil {
+						return 0, false, fmt.Errorf("offset %s: %w", b[start:i], err)
+					}
+					hasOffset = true
+				}
+			case bytes.HasPrefix(b[i:], []byte("true")):
+				i += 4
+			case bytes.HasPrefix(b[i:], []byte("false")):
+				i += 5
+			case bytes.HasPrefix(b[i:], []byte("null")):
+				i += 4
+			default:
+				return 0, false, fmt.Errorf("invalid character %q at byte %d", c, i)
+			}
+			if wantOffset && !hasOffset {
+				return 0, false, fmt.Errorf("offset %s is not an integer", b[start:i])
+			}
+			wantOffset = false
+			state = after
+		case after:
+			if len(stack) == 0 {
+				if i != len(b) {
+					return 0, false, fmt.Errorf("data after the value at byte %d", i)
+				}
+				return offset, hasOffset, nil
+			}
+			if i >= len(b) {
+				return 0, false, errors.New("unexpected end of JSON")
+			}
+			top := stack[len(stack)-1]
+			switch c := b[i]; {
+			case c == ',':
+				i++
+				state = value
+				if top == '{' {
+					state = key
+				}
+			case c == top+2:
+				stack = stack[:len(stack)-1]
+				i++
+			default:
+				return 0, false, fmt.Errorf("invalid character %q at byte %d", c, i)
+			}
+		case key:
+			if i >= len(b) || b[i] != '"' {
+				return 0, false, fmt.Errorf("an object key must be a string, at byte %d", i)
+			}
+			start := i
+			if i, err = skipString(b, i); err != nil {
+				return 0, false, err
+			}
+			wantOffset = len(stack) == 1 && string(b[start:i]) == `"offset"`
+			if wantOffset && hasOffset {
+				return 0, false, errors.New(`"offset" appears twice`)
+			}
+			i = skipSpace(b, i)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false, fmt.Errorf("missing ':' after an object key, at byte %d", i)
+			}
+			i++
+			state = value
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i].
+func skipString(b []byte, i int) (int, error) {
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c < 0x20:
+			return 0, fmt.Errorf("control character %#x in a string, at byte %d", c, i)
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				break
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return 0, fmt.Errorf(`bad \u escape at byte %d`, i-1)
+				}
+				i += 4
+			default:
+				return 0, fmt.Errorf("bad escape %q at byte %d", b[i], i-1)
+			}
+		}
+	}
+	return 0, errors.New("unexpected end of JSON in a string")
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// skipNumber returns the index after the number that starts at b[i], and
+// whether it is an integer (no fraction, no exponent).
+func skipNumber(b []byte, i int) (int, bool, error) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return 0, false, fmt.Errorf("invalid number at byte %d", start)
+	}
+	integer := true
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0, false, fmt.Errorf("invalid number at byte %d", start)
+		}
+		integer = false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0, false, fmt.Errorf("invalid number at byte %d", start)
+		}
+		integer = false
+	}
+	return i, integer, nil
+}

@@ -1,0 +1,239 @@
+package layout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/storage"
+)
+
+func TestScanRecord(t *testing.T) {
+	deep := strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)
+	for _, tc := range []struct {
+		in     string
+		offset int64
+		has    bool
+		bad    string // part of the error, "" for none
+	}{
+		{in: `{"key":"k","value":{"a":[1,2.5e3,true,null]},"offset":42,"timestamp":1}`, offset: 42, has: true},
+		{in: ` { "offset" : 0 } `, offset: 0, has: true},
+		{in: `{"value":{"offset":7},"offset":8}`, offset: 8, has: true},
+		{in: `{"value":{"offset":7}}`},
+		{in: `{"value":` + deep + `,"offset":3}`, offset: 3, has: true},
+		{in: `"just a string \" \\ \u00e9"`},
+		{in: `-12.5e-3`},
+		{in: `null`},
+		{in: `[]`},
+		{in: `{}`},
+		{in: `{"offset":9223372036854775807}`, offset: 1<<63 - 1, has: true},
+		{in: ``, bad: "end of JSON"},
+		{in: `{"offset":1`, bad: "end of JSON"},
+		{in: `{"offset":1}}`, bad: "after the value"},
+		{in: `{"offset":1} x`, bad: "after the value"},
+		{in: `{"offset":1.5}`, bad: "not an integer"},
+		{in: `{"offset":"1"}`, bad: "not an integer"},
+		{in: `{"offset":[1]}`, bad: "not an integer"},
+		{in: `{"offset":1,"offset":2}`, bad: "twice"},
+		{in: `{"offset":01}`, bad: "invalid"},
+		{in: `{"a":tru}`, bad: "invalid"},
+		{in: `{a:1}`, bad: "key must be a string"},
+		{in: `{"a" 1}`, bad: "missing ':'"},
+		{in: `["a",]`, bad: "invalid"},
+		{in: `[1 2]`, bad: "invalid"},
+		{in: "\"tab\tinside\"", bad: "control character"},
+		{in: `"\x"`, bad: "bad escape"},
+		{in: `"\u12"`, bad: `\u`},
+		{in: `{"a":1]`, bad: "invalid"},
+		{in: `[` + deep, bad: "end of JSON"},
+	} {
+		off, has, err := scanRecord([]byte(tc.in))
+		name := tc.in
+		if len(name) > 60 {
+			name = name[:60] + "..."
+		}
+		switch {
+		case tc.bad == "" && err != nil:
+			t.Errorf("scanRecord(%s): %v", name, err)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+			t.Errorf("scanRecord(%s) = %v, want an error with %q", name, err, tc.bad)
+		case tc.bad == "" && (off != tc.offset || has != tc.has):
+			t.Errorf("scanRecord(%s) = %d, %v; want %d, %v", name, off, has, tc.offset, tc.has)
+		}
+	}
+}
+
+// FuzzScanRecord holds scanRecord to encoding/json's idea of one valid
+// value (inputs this short can't reach its nesting limit), and to its
+// reading of the top-level offset.
+func FuzzScanRecord(f *testing.F) {
+	for _, s := range []string{`{"offset":1,"value":{"a":[1,"x",null]}}`, `[1,2]`, `"a\"b"`, `{"offset":-0}`, `1e5`, `{"a":{"offset":2}}`, ` true `, `{"offset":1.0}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		off, has, err := scanRecord(b)
+		valid := json.Valid(b)
+		if bytes.Contains(b, []byte(`"offset"`)) {
+			// scanRecord refuses more: an offset that isn't one integer.
+			if err == nil && !valid {
+				t.Fatalf("scanRecord(%q) accepts what json.Valid refuses", b)
+			}
+		} else if (err == nil) != valid {
+			t.Fatalf("scanRecord(%q) = %v, json.Valid = %v", b, err, valid)
+		}
+		if err != nil || !has {
+			return
+		}
+		var rec struct {
+			Offset *int64 `json:"offset"`
+		}
+		if json.Unmarshal(b, &rec) == nil && rec.Offset != nil && *rec.Offset != off {
+			t.Fatalf("scanRecord(%q) = offset %d, encoding/json reads %d", b, off, *rec.Offset)
+		}
+	})
+}
+
+// writeFile writes records of the given offsets as Spillway does, with
+// format's own encoder and compressor, under key.
+func writeFile(t *testing.T, dir string, key, typ, comp string, offsets ...int64) {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := format.NewCompressor(comp, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := format.NewEncoder(config.Format{Type: typ, Compression: comp, Fields: []string{"key", "value", "offset"}, ValueEncoding: "none", Envelope: true}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range offsets {
+		if err := enc.Encode(&kgo.Record{Offset: o, Key: []byte("k"), Value: fmt.Appendf(nil, `{"n":%d,"nested":{"offset":-1}}`, o)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, dir, key, buf.Bytes())
+}
+
+func putFile(t *testing.T, dir, key string, data []byte) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openDir(t *testing.T, dir string) *storage.Bucket {
+	t.Helper()
+	b, err := storage.Open(context.Background(), "file://"+dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// readAll reads a file's records back: their offsets, and the indexes of
+// those that can't be read.
+func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad []int64, err error) {
+	t.Helper()
+	err = ReadRecords(context.Background(), b, key, func(r Record) error {
+		switch {
+		case r.Err != nil:
+			bad = append(bad, r.Index)
+		case r.HasOffset:
+			offsets = append(offsets, r.Offset)
+		}
+		return nil
+	})
+	return offsets, bad, err
+}
+
+// TestReadRecords reads back every format and compression Spillway writes.
+func TestReadRecords(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	for _, typ := range []string{"jsonl", "json"} {
+		for _, comp := range []string{"none", "gzip", "zstd", "snappy"} {
+			key := "t-0-5" + Extension(typ, comp)
+			writeFile(t, dir, key, typ, comp, 5, 6, 9)
+			got, bad, err := readAll(t, b, key)
+			if err != nil || len(bad) > 0 || fmt.Sprint(got) != "[5 6 9]" {
+				t.Errorf("%s: offsets %v, bad %v, %v; want [5 6 9]", key, got, bad, err)
+			}
+			empty := "t-0-10" + Extension(typ, comp)
+			writeFile(t, dir, empty, typ, comp)
+			if got, bad, err := readAll(t, b, empty); err != nil || len(got)+len(bad) > 0 {
+				t.Errorf("%s (no records): %v, %v, %v", empty, got, bad, err)
+			}
+		}
+	}
+
+	// A value nested deeper than encoding/json reads is written; it
+	// reads back.
+	deep := strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)
+	putFile(t, dir, "deep-0-0.jsonl", []byte(`{"value":`+deep+`,"offset":0}`+"\n"+`{"offset":1}`+"\n"))
+	if got, bad, err := readAll(t, b, "deep-0-0.jsonl"); err != nil || len(bad) > 0 || fmt.Sprint(got) != "[0 1]" {
+		t.Errorf("deeply nested value: %v, %v, %v", got, bad, err)
+	}
+
+	// A bad record is reported by index, and reading goes on.
+	putFile(t, dir, "bad-0-0.jsonl", []byte("{\"offset\":0}\n{\"offset\":1,}\n{\"offset\":2}\n"))
+	if got, bad, err := readAll(t, b, "bad-0-0.jsonl"); err != nil || fmt.Sprint(got, bad) != "[0 2] [1]" {
+		t.Errorf("a bad record: offsets %v, bad %v, %v; want [0 2] [1]", got, bad, err)
+	}
+
+	// Truncated files: a last line cut short, a json array never closed,
+	// a compressed stream cut.
+	putFile(t, dir, "cut-0-0.jsonl", []byte("{\"offset\":0}\n{\"offset\":1}"))
+	if got, bad, err := readAll(t, b, "cut-0-0.jsonl"); err != nil || fmt.Sprint(got, bad) != "[0] [1]" {
+		t.Errorf("a jsonl file cut after a record: offsets %v, bad %v, %v; want [0] [1]", got, bad, err)
+	}
+	writeFile(t, dir, "arr-0-0.json", "json", "none", 0, 1)
+	data, err := os.ReadFile(filepath.Join(dir, "arr-0-0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, dir, "arr-0-0.json", bytes.TrimSuffix(data, []byte("]\n")))
+	var re *ReadError
+	if _, _, err := readAll(t, b, "arr-0-0.json"); !errors.As(err, &re) || re.Record != 2 || !strings.Contains(err.Error(), "closing") {
+		t.Errorf("a json file without its closing bracket: %v", err)
+	}
+	writeFile(t, dir, "z-0-0.jsonl.zst", "jsonl", "zstd", 0, 1, 2)
+	data, err = os.ReadFile(filepath.Join(dir, "z-0-0.jsonl.zst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, dir, "z-0-0.jsonl.zst", data[:len(data)-4])
+	if _, _, err := readAll(t, b, "z-0-0.jsonl.zst"); !errors.As(err, &re) || re.Key != "z-0-0.jsonl.zst" {
+		t.Errorf("a cut zstd stream: %v, want a *ReadError naming the file", err)
+	}
+
+	var ue *UnsupportedError
+	putFile(t, dir, "p-0-0.parquet", []byte("PAR1"))
+	if _, _, err := readAll(t, b, "p-0-0.parquet"); !errors.As(err, &ue) || !strings.Contains(err.Error(), ".parquet") {
+		t.Errorf("a parquet file: %v, want an *UnsupportedError", err)
+	}
+	putFile(t, dir, "n-0-0", []byte("{}\n"))
+	if _, _, err := readAll(t, b, "n-0-0"); !errors.As(err, &ue) {
+		t.Errorf("a file without extension: %v, want an *UnsupportedError", err)
+	}
+}

@@ -1,0 +1,181 @@
+package layout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Log is what Kafka says of a partition now.
+type Log struct {
+	Start int64 // log start offset
+	End   int64 // high watermark: one past the last record
+}
+
+// ResumeOptions change how Resume treats what it finds.
+type ResumeOptions struct {
+	// StartFresh lets a topic whose id changed (deleted and recreated)
+	// start a new ledger beside the old topic's, instead of stopping.
+	StartFresh bool
+	// Legacy, when set, tells where a partition without a ledger ends in
+	// files written before the ledger existed (one past the highest
+	// offset; ok=false when there are none).
+	Legacy func(ctx context.Context, topic string, partition int32) (next int64, ok bool, err error)
+}
+
+// Point is where a partition resumes.
+type Point struct {
+	// State is what storage already holds: consume from State.Next on, and
+	// skip the offsets in State.Above.
+	State State
+	// Seq is the sequence number of the partition's next ledger entry.
+	Seq int64
+	// From says what the state was read from, for logs.
+	From string
+	// Found is false when storage holds nothing of the partition: then
+	// State says nothing, and the group's commit or start_offset decides.
+	Found bool
+}
+
+// Resume finds where a partition stands in storage: its last ledger entry,
+// checked against the log it must belong to. It reads no data file; it
+// checks, with one stat, whether the last entry's file was published.
+func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOptions) (Point, error) {
+	ids, err := l.TopicIDs(ctx, id.Topic)
+	if err != nil {
+		return Point{}, err
+	}
+	ours := false
+	var others []string
+	for _, x := range ids {
+		if x == id.TopicID {
+			ours = true
+		} else {
+			others = append(others, x)
+		}
+	}
+	if !ours {
+		if len(others) > 0 {
+			if !opts.StartFresh {
+				return Point{}, &ForeignError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Found: strings.Join(others, ", "), Why: "topic id"}
+			}
+			// The files there are the old topic's: never read them for
+			// where this one stands.
+			return Point{From: "a new ledger beside topic ids " + strings.Join(others, ", ")}, nil
+		}
+		return l.resumeLegacy(ctx, id, log, opts)
+	}
+	e, err := l.Last(ctx, id)
+	if err != nil {
+		return Point{}, err
+	}
+	if e == nil {
+		// Only empty levels: a first write that failed.
+		return l.resumeLegacy(ctx, id, log, opts)
+	}
+	if e.Cluster != id.Cluster {
+		return Point{}, &ForeignError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Found: e.Cluster, Why: "cluster id"}
+	}
+	o, ok, err := l.st.Stat(ctx, e.File.Key)
+	if err != nil {
+		return Point{}, err
+	}
+	p := Point{State: e.Before, Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d, whose file was not published", e.Seq), Found: true}
+	if ok && o.Size != e.File.Bytes && e.Seq > 0 {
+		// Two writers raced for one name: the one that lost the partition
+		// (a paused zombie) wrote entry seq-1 and published its file after
+		// the new owner had found it missing and entered the same name
+		// again. The file is the earlier entry's, and the last is void.
+		prev, err := l.Read(ctx, id, l.EntryKey(id, e.Seq-1))
+		if err == nil && prev.File.Key == e.File.Key && prev.File.Bytes == o.Size {
+			p.State, p.From = prev.After(), fmt.Sprintf("ledger entry %d (entry %d is void: another writer published its name first)", prev.Seq, e.Seq)
+			return p, checkLog(l, id, p, log)
+		}
+	}
+	if ok {
+		if o.Size != e.File.Bytes {
+			return Point{}, fmt.Errorf("ledger entry %s names %s of %d bytes, but storage holds %d bytes under that name: something other than Spillway changed it; restore the file, or write into a new storage.prefix",
+				l.EntryKey(id, e.Seq), e.File.Key, e.File.Bytes, o.Size)
+		}
+		p.State, p.From = e.After(), fmt.Sprintf("ledger entry %d", e.Seq)
+	}
+	return p, checkLog(l, id, p, log)
+}
+
+func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts ResumeOptions) (Point, error) {
+	p := Point{From: "nothing stored"}
+	if opts.Legacy != nil {
+		next, ok, err := opts.Legacy(ctx, id.Topic, id.Partition)
+		if err != nil {
+			return Point{}, fmt.Errorf("files without a ledger (written by an earlier version) are stored for %s/%d, and where they end can't be read: %w; move them out of storage.prefix, or write into a new one", id.Topic, id.Partition, err)
+		}
+		if ok {
+			p = Point{State: State{Next: next}, From: "files written before the ledger", Found: true}
+		}
+	}
+	return p, checkLog(l, id, p, log)
+}
+
+// checkLog refuses a state that claims offsets the log doesn't have: a
+// commit past the log end would skip every record up to it.
+func checkLog(l *Ledger, id Identity, p Point, log Log) error {
+	if end := p.State.End(); end > log.End {
+		return &PastEndError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Stored: end, End: log.End, From: p.From}
+	}
+	return nil
+}
+
+// bucket names the ledger's storage for messages: its URL, credentials
+// removed, when the store can say it.
+func (l *Ledger) bucket() string {
+	if s, ok := l.st.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return "(storage.url)"
+}
+
+// where names a bucket and prefix in a message.
+func where(bucket, prefix string) string {
+	return fmt.Sprintf("%s with storage.prefix %q", bucket, prefix)
+}
+
+// ForeignError is a ledger that belongs to another topic id or cluster than
+// the one being consumed.
+type ForeignError struct {
+	Bucket string
+	Prefix string
+	ID     Identity
+	Found  string // the other topic ids or cluster id
+	Why    string // "topic id" or "cluster id"
+}
+
+func (e *ForeignError) Error() string {
+	if e.Why == "cluster id" {
+		return fmt.Sprintf("storage %s holds a ledger of topic %s with cluster id %s, but the topic is consumed from cluster id %s: the prefix belongs to another cluster, and its offsets mean nothing for this one. Set a new storage.prefix",
+			where(e.Bucket, e.Prefix), e.ID.Topic, e.Found, e.ID.Cluster)
+	}
+	return fmt.Sprintf("storage %s holds a ledger of topic %s with %s %s, but the topic being consumed has %s %s: the topic was deleted and recreated, or the prefix belongs to another cluster, and its offsets mean nothing for this one. "+
+		"Either set a new storage.prefix, or set storage.topic_id_change: start_fresh to start this topic afresh in that prefix (a file whose name the old topic already used then stops the run)",
+		where(e.Bucket, e.Prefix), e.ID.Topic, e.Why, e.Found, e.Why, pick(e.Why == "topic id", e.ID.TopicID, e.ID.Cluster))
+}
+
+func pick(c bool, a, b string) string {
+	if c {
+		return a
+	}
+	return b
+}
+
+// PastEndError is a stored state past the partition's log end.
+type PastEndError struct {
+	Bucket      string
+	Prefix      string
+	ID          Identity
+	Stored, End int64
+	From        string
+}
+
+func (e *PastEndError) Error() string {
+	return fmt.Sprintf("storage %s holds offsets of %s/%d up to %d (%s), past the log end %d: these files are not of this log (a recreated topic, another cluster, or files copied in), and resuming from them would skip records. Move them out of the prefix, or write into a new storage.prefix",
+		where(e.Bucket, e.Prefix), e.ID.Topic, e.ID.Partition, e.Stored, e.From, e.End)
+}

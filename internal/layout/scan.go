@@ -1,0 +1,537 @@
+package layout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spillway/spillway/internal/storage"
+)
+
+// Kinds of Problem a Scan finds.
+const (
+	// ProblemCorruptEntry: a ledger object that can't be read as an entry
+	// of its partition.
+	ProblemCorruptEntry = "corrupt_entry"
+	// ProblemEntryMissing: sequence numbers missing between entries.
+	ProblemEntryMissing = "entry_missing"
+	// ProblemForeignCluster: an entry written for another Kafka cluster.
+	ProblemForeignCluster = "foreign_cluster"
+	// ProblemLedgerInconsistent: a later entry's state holds part of an
+	// earlier entry's runs, not all or none of them; or two published
+	// entries name one file (a template other than latest-per-key).
+	ProblemLedgerInconsistent = "ledger_inconsistent"
+	// ProblemFileMissing: the file of an entry that a later entry says was
+	// published is not in storage.
+	ProblemFileMissing = "file_missing"
+	// ProblemSizeMismatch: the file is not of the size its entry records.
+	ProblemSizeMismatch = "size_mismatch"
+	// ProblemVoidFilePresent: an entry's file was published after a later
+	// entry was written without it (a writer that lost the partition
+	// published late): its records are stored twice.
+	ProblemVoidFilePresent = "void_file_present"
+	// ProblemDuplicate: offsets held by two published files.
+	ProblemDuplicate = "duplicate"
+	// ProblemUnreadable: records of a published file that can't be read
+	// (deep scan).
+	ProblemUnreadable = "unreadable_record"
+	// ProblemOffsetOutside: records whose offset is not in their entry's
+	// runs, or is there twice (deep scan).
+	ProblemOffsetOutside = "offset_outside_runs"
+	// ProblemRecordCount: a file holds another number of records than its
+	// entry says (deep scan).
+	ProblemRecordCount = "record_count"
+	// ProblemUnknownFile: an object under the prefix that no ledger entry
+	// names.
+	ProblemUnknownFile = "unknown_file"
+	// ProblemForeignLedger: a ledger of another topic id of a topic.
+	ProblemForeignLedger = "foreign_ledger"
+)
+
+// Problem is one thing wrong in storage.
+type Problem struct {
+	Kind string `json:"kind"`
+	// Key is the object at fault: a data file, or a ledger entry or
+	// directory.
+	Key string `json:"key,omitempty"`
+	// Entry is the ledger entry that names Key, when Key is a data file.
+	Entry   string `json:"ledger_entry,omitempty"`
+	Offsets Ranges `json:"offsets,omitempty"`
+	// Record is the index in the file of the first record at fault.
+	Record  *int64 `json:"record,omitempty"`
+	Message string `json:"message"`
+}
+
+// DeepOptions say how to read published files back.
+type DeepOptions struct {
+	// OffsetField says that records carry their offset in a top-level
+	// "offset" member (format.envelope with offset in format.fields), so
+	// each one can be checked against its entry's runs.
+	OffsetField bool
+}
+
+// DeepStats is what a deep scan read.
+type DeepStats struct {
+	Files      int64        `json:"files_read"`
+	Records    int64        `json:"records_read"`
+	NotChecked []NotChecked `json:"not_checked,omitempty"`
+}
+
+// NotChecked counts published files, or parts of them, that a deep scan
+// could not check, and says why.
+type NotChecked struct {
+	Why     string `json:"why"`
+	Files   int64  `json:"files"`
+	Example string `json:"example"`
+}
+
+// PartitionScan is what storage holds for one partition, by its ledger.
+type PartitionScan struct {
+	ID Identity
+	// Entries is the number of valid entries of this cluster.
+	Entries int64
+	// Start is where the ledger begins: the first entry's state. Offsets
+	// below it were handled before the ledger (or never consumed). -1
+	// when the partition has no ledger.
+	Start int64
+	// Handled is what the ledger says is handled now.
+	Handled State
+	// Files, Records and Bytes count published files, as their entries
+	// say.
+	Files, Records, Bytes int64
+	// Stored are the offsets of published files of the recorded size.
+	Stored Ranges
+	// Skipped are offsets handled without a file: skipped by the error
+	// policy, or passed by a group whose offset was moved forward. A
+	// ledger records them with the next file, so those after the last
+	// file are not known.
+	Skipped Ranges
+	// Duplicates are offsets stored in two files.
+	Duplicates Ranges
+	// Pending is the last entry when its file is not published (the
+	// writer stopped between the two steps).
+	Pending  *Entry
+	Problems []Problem
+	// Deep is set by a deep scan.
+	Deep *DeepStats
+}
+
+// Scan reads what storage holds under a prefix, for verify: the objects
+// under it, every ledger entry of the partitions asked for, and with a
+// deep scan every published file. It never writes or deletes anything.
+type Scan struct {
+	st      Store
+	ledger  *Ledger
+	names   Names
+	objects map[string]int64 // data objects (not under LedgerDir) and their sizes
+	named   map[string]bool  // objects a ledger entry read so far names
+}
+
+// NewScan lists the objects under names.Prefix. Do it after reading
+// Kafka's offsets and before the ledger: a running writer then can't make
+// a file look missing or unknown, nor a commit look ahead of storage.
+func NewScan(ctx context.Context, st Store, names Names) (*Scan, error) {
+	s := &Scan{st: st, ledger: NewLedger(st, names.Prefix), names: names, objects: map[string]int64{}, named: map[string]bool{}}
+	own := names.Prefix + LedgerDir
+	err := st.List(ctx, names.Prefix, func(o storage.Object) error {
+		// Dot names are storage's own (the startup probe, temp files),
+		// never data.
+		if !strings.HasPrefix(o.Key, own) && !strings.HasPrefix(path.Base(o.Key), ".") {
+			s.objects[o.Key] = o.Size
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// object returns the size of the object under key, looking it up when the
+// listing, taken before the ledger was read, didn't have it.
+func (s *Scan) object(ctx context.Context, key string) (int64, bool, error) {
+	if n, ok := s.objects[key]; ok {
+		return n, true, nil
+	}
+	o, ok, err := s.st.Stat(ctx, key)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	s.objects[key] = o.Size
+	return o.Size, true, nil
+}
+
+type scanned struct {
+	key string
+	e   *Entry
+}
+
+// Partition reads every ledger entry of a partition, checks each against
+// the next and against storage, and with deep set reads every published
+// file back.
+func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*PartitionScan, error) {
+	ps := &PartitionScan{ID: id, Start: -1}
+	if deep != nil {
+		ps.Deep = &DeepStats{}
+	}
+	var items []scanned
+	var seqs []int64
+	err := s.ledger.Entries(ctx, id, func(key string, e *Entry, err error) error {
+		if seq, ok := s.seqOf(id, key); ok {
+			seqs = append(seqs, seq)
+		}
+		if err != nil {
+			ps.problem(Problem{Kind: ProblemCorruptEntry, Key: key, Message: err.Error()})
+			return nil
+		}
+		s.named[e.File.Key] = true
+		if e.Cluster != id.Cluster {
+			ps.problem(Problem{Kind: ProblemForeignCluster, Key: key, Message: fmt.Sprintf(
+				"ledger entry %d was written for Kafka cluster %s, but the cluster being checked is %s: the prefix holds another cluster's data (copied, or written by a deployment pointed at another cluster); its file %s is not checked",
+				e.Seq, e.Cluster, id.Cluster, e.File.Key)})
+			return nil
+		}
+		items = append(items, scanned{key, e})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.missingSeqs(ps, id, seqs)
+	if len(items) == 0 {
+		return ps, nil
+	}
+	ps.Start = items[0].e.Before.Next
+	ps.Entries = int64(len(items))
+	lastNaming := make(map[string]int, len(items))
+	for i, it := range items {
+		lastNaming[it.e.File.Key] = i
+	}
+	var stored []scanned
+	for i, it := range items {
+		e, last := it.e, i == len(items)-1
+		if !last && items[i+1].e.Seq == e.Seq+1 {
+			// What the next entry's state adds to this one's, besides
+			// this file, was handled without a file. Across a missing or
+			// corrupt entry that can't be told, and is left out: it
+			// shows as a gap.
+			skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(e.File.Ranges)
+			ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
+		}
+		size, exists, err := s.object(ctx, e.File.Key)
+		if err != nil {
+			return nil, err
+		}
+		void := last && !exists
+		if !last {
+			next := items[i+1].e.Before
+			switch in := next.Ranges().Overlap(e.File.Ranges).Count(); {
+			case in == 0:
+				void = true
+			case in < e.File.Ranges.Count():
+				ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: items[i+1].key, Entry: it.key, Offsets: e.File.Ranges.Subtract(next.Ranges()), Message: fmt.Sprintf(
+					"ledger entry %d's state holds only part of the runs of entry %d's file %s: Spillway never writes that; the ledger was changed by hand or is damaged",
+					items[i+1].e.Seq, e.Seq, e.File.Key)})
+			}
+		}
+		if void {
+			if last {
+				ps.Pending = e
+			}
+			if exists && lastNaming[e.File.Key] == i {
+				ps.problem(Problem{Kind: ProblemVoidFilePresent, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+					"%s is stored, but the ledger entry after its own (%d) was written without it: a writer that had lost the partition published it late, and its records were stored again by a later file; delete it",
+					e.File.Key, e.Seq)})
+				stored = ps.store(stored, it)
+			}
+			continue
+		}
+		if lastNaming[e.File.Key] != i {
+			if s.names.Template.LatestPerKey() {
+				// One object per key, overwritten by a later file: its
+				// records were stored, then replaced, as that layout
+				// promises.
+				ps.Records += e.File.Records
+				ps.Stored = ps.Stored.Union(e.File.Ranges)
+			} else {
+				ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+					"ledger entry %d and a later published entry both name %s, but Spillway never writes a file twice with file.name_template %q: the ledger was changed by hand or is damaged",
+					e.Seq, e.File.Key, s.names.Template)})
+			}
+			continue
+		}
+		switch {
+		case !exists:
+			ps.problem(Problem{Kind: ProblemFileMissing, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+				"%s is not in storage, but ledger entry %d names it and a later entry says it was published: it was deleted or moved; restore it from a backup",
+				e.File.Key, e.Seq)})
+		case size != e.File.Bytes:
+			ps.problem(Problem{Kind: ProblemSizeMismatch, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+				"%s holds %d bytes, but ledger entry %d says Spillway wrote %d: something other than Spillway changed or truncated it; restore it from a backup",
+				e.File.Key, size, e.Seq, e.File.Bytes)})
+		default:
+			ps.Files++
+			ps.Records += e.File.Records
+			ps.Bytes += e.File.Bytes
+			stored = ps.store(stored, it)
+			if deep != nil {
+				if err := s.read(ctx, ps, it, *deep); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	last := items[len(items)-1].e
+	ps.Handled = last.Before
+	if ps.Pending == nil {
+		ps.Handled = last.After()
+	}
+	return ps, nil
+}
+
+func (ps *PartitionScan) problem(p Problem) { ps.Problems = append(ps.Problems, p) }
+
+// store adds a published file's runs to ps.Stored, and reports the offsets
+// an earlier file holds too.
+func (ps *PartitionScan) store(stored []scanned, it scanned) []scanned {
+	if dup := ps.Stored.Overlap(it.e.File.Ranges); len(dup) > 0 {
+		ps.Duplicates = ps.Duplicates.Union(dup)
+		var others []string
+		for _, o := range stored {
+			if len(o.e.File.Ranges.Overlap(dup)) > 0 {
+				others = append(others, o.e.File.Key)
+			}
+		}
+		ps.problem(Problem{Kind: ProblemDuplicate, Key: it.e.File.Key, Entry: it.key, Offsets: dup, Message: fmt.Sprintf(
+			"%d offsets of %s are also stored in %s", dup.Count(), it.e.File.Key, strings.Join(others, ", "))})
+	}
+	ps.Stored = ps.Stored.Union(it.e.File.Ranges)
+	return append(stored, it)
+}
+
+// seqOf reads the sequence number out of an entry's key.
+func (s *Scan) seqOf(id Identity, key string) (int64, bool) {
+	rest, ok := strings.CutPrefix(key, s.ledger.partitionDir(id))
+	if !ok {
+		return 0, false
+	}
+	rest, ok = strings.CutSuffix(rest, ".json")
+	if !ok {
+		return 0, false
+	}
+	digits := strings.ReplaceAll(rest, "/", "")
+	if len(digits) != seqDigits || len(rest) != seqDigits+seqDigits/seqLevel-1 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil && s.ledger.EntryKey(id, n) == key
+}
+
+// missingSeqs reports sequence numbers missing below the highest: entries
+// are written one after another from 0, and never deleted by Spillway.
+func (s *Scan) missingSeqs(ps *PartitionScan, id Identity, seqs []int64) {
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	next := int64(0)
+	for _, q := range seqs {
+		if q > next {
+			ps.problem(Problem{Kind: ProblemEntryMissing, Key: s.ledger.EntryKey(id, next), Message: fmt.Sprintf(
+				"ledger entries %d to %d are missing, but entry %d exists: they were deleted; the files they named can't be checked, and resume can't be trusted below entry %d", next, q-1, q, q)})
+		}
+		next = max(next, q+1)
+	}
+}
+
+// read reads a published file back and checks it against its entry.
+func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts DeepOptions) error {
+	e := it.e
+	var n, bad, outside, noOffset int64
+	firstBad, firstOutside := int64(-1), int64(-1)
+	var badErr error
+	var seen Ranges
+	err := ReadRecords(ctx, s.st, e.File.Key, func(r Record) error {
+		n++
+		switch {
+		case r.Err != nil:
+			if bad == 0 {
+				firstBad, badErr = r.Index, r.Err
+			}
+			bad++
+		case !opts.OffsetField:
+		case !r.HasOffset:
+			noOffset++
+		case !e.File.Ranges.Contains(r.Offset) || seen.Contains(r.Offset):
+			if outside == 0 {
+				firstOutside = r.Index
+			}
+			outside++
+		default:
+			seen = seen.Add(r.Offset, r.Offset+1)
+		}
+		return nil
+	})
+	var unsupported *UnsupportedError
+	var broken *ReadError
+	switch {
+	case errors.As(err, &unsupported):
+		ps.Deep.notChecked(unsupported.Why, e.File.Key)
+		return nil
+	case errors.As(err, &broken):
+		rec := broken.Record
+		ps.problem(Problem{Kind: ProblemUnreadable, Key: e.File.Key, Entry: it.key, Record: &rec, Message: fmt.Sprintf(
+			"%s can't be read past record %d: %v", e.File.Key, rec, broken.Err)})
+	case err != nil:
+		return err
+	}
+	ps.Deep.Files++
+	ps.Deep.Records += n
+	if bad > 0 {
+		ps.problem(Problem{Kind: ProblemUnreadable, Key: e.File.Key, Entry: it.key, Record: &firstBad, Message: fmt.Sprintf(
+			"%s holds records that can't be read: record %d (the first of %d): %v", e.File.Key, firstBad, bad, badErr)})
+	}
+	if outside > 0 {
+		ps.problem(Problem{Kind: ProblemOffsetOutside, Key: e.File.Key, Entry: it.key, Record: &firstOutside, Message: fmt.Sprintf(
+			"%s holds records whose offset its ledger entry %d doesn't give it (%s), or that it holds twice: record %d (the first of %d)",
+			e.File.Key, e.Seq, FormatRanges(e.File.Ranges), firstOutside, outside)})
+	}
+	if err == nil && n != e.File.Records {
+		ps.problem(Problem{Kind: ProblemRecordCount, Key: e.File.Key, Entry: it.key, Message: fmt.Sprintf(
+			"%s holds %d records, but its ledger entry %d says %d", e.File.Key, n, e.Seq, e.File.Records)})
+	}
+	switch {
+	case !opts.OffsetField:
+		ps.Deep.notChecked("format.fields has no offset (or format.envelope is false): records are read and counted, their offsets not checked", e.File.Key)
+	case noOffset > 0:
+		ps.Deep.notChecked("records have no offset field (written while format.fields had none): they are read and counted, their offsets not checked", e.File.Key)
+	}
+	return nil
+}
+
+func (d *DeepStats) notChecked(why, key string) {
+	for i := range d.NotChecked {
+		if d.NotChecked[i].Why == why {
+			d.NotChecked[i].Files++
+			return
+		}
+	}
+	d.NotChecked = append(d.NotChecked, NotChecked{Why: why, Files: 1, Example: key})
+}
+
+// ForeignLedgers reports the ledgers of topic kept for topic ids other than
+// topicID (the topic was deleted and recreated, or the prefix holds another
+// cluster's data). Their files are counted, not checked, and are not
+// reported as unknown.
+func (s *Scan) ForeignLedgers(ctx context.Context, topic, topicID string) ([]Problem, error) {
+	ids, err := s.ledger.TopicIDs(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	var out []Problem
+	for _, other := range ids {
+		if other == topicID {
+			continue
+		}
+		dir := s.ledger.topicDir(topic) + other + "/"
+		var parts []int32
+		err := s.st.ListDir(ctx, dir, func(o storage.Object) error {
+			if p, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(o.Key, dir), "/"), 10, 32); o.Dir && err == nil {
+				parts = append(parts, int32(p))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		var entries, files int64
+		for _, p := range parts {
+			id := Identity{Topic: topic, TopicID: other, Partition: p}
+			err := s.ledger.Entries(ctx, id, func(_ string, e *Entry, err error) error {
+				if err == nil {
+					entries++
+					if _, ok := s.objects[e.File.Key]; ok && !s.named[e.File.Key] {
+						files++
+					}
+					s.named[e.File.Key] = true
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, Problem{Kind: ProblemForeignLedger, Key: dir, Message: fmt.Sprintf(
+			"a ledger of topic %s with topic id %s (entries: %d, partitions: %d, stored files it names: %d) is kept beside the one of the topic now, whose id is %s: the topic was deleted and recreated (or the prefix holds another cluster's data), and its files are not checked; move them and %s out of the prefix once they are no longer needed",
+			topic, other, entries, len(parts), files, topicID, dir)})
+	}
+	return out, nil
+}
+
+// Unknown reports the objects under the prefix that no ledger entry read
+// by this scan names. Files whose names parse to a topic not in topics
+// are another configuration's and are left alone.
+func (s *Scan) Unknown(topics map[string]bool) []Problem {
+	var out []Problem
+	for key := range s.objects {
+		if s.named[key] {
+			continue
+		}
+		n, ok := s.names.Parse(key)
+		switch {
+		case !ok:
+			out = append(out, Problem{Kind: ProblemUnknownFile, Key: key, Message: fmt.Sprintf(
+				"%s is under the prefix, but its name doesn't match file.name_template %q and no ledger entry names it: Spillway didn't write it (or wrote it with another template)", key, s.names.Template)})
+		case topics[n.Vars.Topic]:
+			out = append(out, Problem{Kind: ProblemUnknownFile, Key: key, Message: fmt.Sprintf(
+				"%s is named like a file of %s/%d, but no ledger entry names it: it was written before the ledger existed, copied in, or left by a writer that isn't Spillway; resume ignores it, and its records are not counted", key, n.Vars.Topic, n.Vars.Partition)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Ranges is every offset the state says is handled.
+func (s State) Ranges() Ranges {
+	return Ranges(nil).Add(0, s.Next).Union(s.Above)
+}
+
+// Subtract returns the offsets of r that are not in o.
+func (r Ranges) Subtract(o Ranges) Ranges {
+	var out Ranges
+	j := 0
+	for _, x := range r {
+		from, to := x[0], x[1]
+		for j < len(o) && o[j][1] <= from {
+			j++
+		}
+		for k := j; k < len(o) && o[k][0] < to; k++ {
+			if o[k][0] > from {
+				out = out.Add(from, o[k][0])
+			}
+			from = max(from, o[k][1])
+		}
+		out = out.Add(from, to)
+	}
+	return out
+}
+
+// FormatRanges prints runs as [a,b),[c,d), at most five of them.
+func FormatRanges(rs Ranges) string {
+	if len(rs) == 0 {
+		return "[]"
+	}
+	var b strings.Builder
+	for i, r := range rs {
+		if i == 5 {
+			fmt.Fprintf(&b, " (+%d more)", len(rs)-5)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "[%d,%d)", r[0], r[1])
+	}
+	return b.String()
+}

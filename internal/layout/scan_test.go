@@ -1,0 +1,386 @@
+package layout
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spillway/spillway/internal/naming"
+)
+
+// scanFixture writes a partition's ledger and files by hand, as the sink
+// would, so that each test shapes the one thing it checks.
+type scanFixture struct {
+	t      *testing.T
+	dir    string
+	names  Names
+	ledger *Ledger
+	id     Identity
+	seq    int64
+	// nextKey, when set, names the next entry's file instead of the
+	// template.
+	nextKey string
+}
+
+func newScanFixture(t *testing.T) *scanFixture {
+	t.Helper()
+	dir := t.TempDir()
+	names, err := NewNames("data/", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openDir(t, dir)
+	return &scanFixture{t: t, dir: dir, names: names, ledger: NewLedger(b, names.Prefix),
+		id: Identity{Cluster: "c1", Topic: "t", TopicID: "id1", Partition: 0}}
+}
+
+// entry appends the next entry: state before, the file's runs. With
+// publish, the file is written too, holding one record per offset of its
+// runs.
+func (f *scanFixture) entry(before State, runs Ranges, publish bool) *Entry {
+	f.t.Helper()
+	var offs []int64
+	for _, r := range runs {
+		for o := r[0]; o < r[1]; o++ {
+			offs = append(offs, o)
+		}
+	}
+	key := f.names.Key(naming.Vars{Topic: f.id.Topic, Partition: f.id.Partition, StartOffset: runs[0][0]})
+	if f.nextKey != "" {
+		key, f.nextKey = f.nextKey, ""
+	}
+	e := &Entry{Cluster: f.id.Cluster, Topic: f.id.Topic, TopicID: f.id.TopicID, Partition: f.id.Partition, Seq: f.seq,
+		Before: before, File: FileInfo{Key: key, Ranges: runs, Records: int64(len(offs))}}
+	writeFile(f.t, f.dir, key, "jsonl", "none", offs...)
+	e.File.Bytes = f.size(key)
+	if !publish {
+		f.remove(key)
+	}
+	if err := f.ledger.Append(context.Background(), e); err != nil {
+		f.t.Fatal(err)
+	}
+	f.seq++
+	return e
+}
+
+func (f *scanFixture) size(key string) int64 {
+	f.t.Helper()
+	st, err := os.Stat(filepath.Join(f.dir, filepath.FromSlash(key)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return st.Size()
+}
+
+func (f *scanFixture) remove(key string) {
+	f.t.Helper()
+	if err := os.Remove(filepath.Join(f.dir, filepath.FromSlash(key))); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *scanFixture) scan(deep *DeepOptions) (*Scan, *PartitionScan) {
+	f.t.Helper()
+	s, err := NewScan(context.Background(), openDir(f.t, f.dir), f.names)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ps, err := s.Partition(context.Background(), f.id, deep)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s, ps
+}
+
+// kinds lists the problems as "kind key" lines, sorted.
+func kinds(ps []Problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, strings.TrimSpace(p.Kind+" "+p.Key))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func wantKinds(t *testing.T, got []Problem, want ...string) {
+	t.Helper()
+	sort.Strings(want)
+	if g := kinds(got); !reflect.DeepEqual(g, want) && (len(g) > 0 || len(want) > 0) {
+		var msgs []string
+		for _, p := range got {
+			msgs = append(msgs, p.Message)
+		}
+		t.Errorf("problems %q, want %q\n%s", g, want, strings.Join(msgs, "\n"))
+	}
+}
+
+func TestScanClean(t *testing.T) {
+	f := newScanFixture(t)
+	f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+	// Records 20 and 21 were skipped by the error policy: handled, in no
+	// file.
+	f.entry(State{Next: 22}, Ranges{{22, 30}}, true)
+	// Several files open at once: the third holds runs around the
+	// fourth's.
+	f.entry(State{Next: 30}, Ranges{{30, 32}, {34, 36}}, true)
+	f.entry(State{Next: 32, Above: Ranges{{34, 36}}}, Ranges{{32, 34}}, true)
+	s, ps := f.scan(&DeepOptions{OffsetField: true})
+	wantKinds(t, ps.Problems)
+	if ps.Start != 10 || ps.Entries != 4 || ps.Files != 4 || ps.Records != 24 || ps.Handled.Next != 36 || len(ps.Handled.Above) != 0 || ps.Pending != nil {
+		t.Errorf("scan %+v", ps)
+	}
+	if !reflect.DeepEqual(ps.Stored, Ranges{{10, 20}, {22, 36}}) || !reflect.DeepEqual(ps.Skipped, Ranges{{20, 22}}) || len(ps.Duplicates) != 0 {
+		t.Errorf("stored %v skipped %v duplicates %v", ps.Stored, ps.Skipped, ps.Duplicates)
+	}
+	if ps.Deep.Files != 4 || ps.Deep.Records != 24 || len(ps.Deep.NotChecked) != 0 {
+		t.Errorf("deep %+v", ps.Deep)
+	}
+	wantKinds(t, s.Unknown(map[string]bool{"t": true}))
+}
+
+// TestScanVoid: entries whose file was never published, as a crash between
+// the two steps leaves them, are no problem, at the head or below it.
+func TestScanVoid(t *testing.T) {
+	f := newScanFixture(t)
+	f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+	f.entry(State{Next: 10}, Ranges{{10, 20}}, false) // the writer died
+	// The next owner stored them again, in other files.
+	f.entry(State{Next: 10}, Ranges{{10, 15}}, true)
+	f.entry(State{Next: 15}, Ranges{{15, 20}}, true)
+	last := f.entry(State{Next: 20}, Ranges{{20, 30}}, false)
+	_, ps := f.scan(nil)
+	wantKinds(t, ps.Problems)
+	if ps.Pending == nil || ps.Pending.Seq != last.Seq || ps.Handled.Next != 20 || ps.Files != 3 {
+		t.Errorf("scan %+v", ps)
+	}
+	if !reflect.DeepEqual(ps.Stored, Ranges{{0, 20}}) || len(ps.Skipped) != 0 {
+		t.Errorf("stored %v skipped %v", ps.Stored, ps.Skipped)
+	}
+}
+
+func TestScanDefects(t *testing.T) {
+	t.Run("file missing and size differs", func(t *testing.T) {
+		f := newScanFixture(t)
+		a := f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+		b := f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+		f.entry(State{Next: 20}, Ranges{{20, 30}}, true)
+		f.remove(a.File.Key)
+		putFile(t, f.dir, b.File.Key, []byte("{\"offset\":10}\n"))
+		_, ps := f.scan(nil)
+		wantKinds(t, ps.Problems, "file_missing "+a.File.Key, "size_mismatch "+b.File.Key)
+		if !reflect.DeepEqual(ps.Stored, Ranges{{20, 30}}) || len(ps.Skipped) != 0 || ps.Handled.Next != 30 {
+			t.Errorf("stored %v skipped %v handled %v", ps.Stored, ps.Skipped, ps.Handled)
+		}
+	})
+	t.Run("duplicate", func(t *testing.T) {
+		f := newScanFixture(t)
+		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+		f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+		// A third file claims offsets of the first. Its entry is valid on
+		// its own (an entry whose runs overlap its own state before is
+		// corrupt): a racing writer's, from an older state, which also
+		// makes the second file look published late.
+		dup := f.entry(State{Next: 5}, Ranges{{5, 8}}, true)
+		_, ps := f.scan(nil)
+		wantKinds(t, ps.Problems, "duplicate "+dup.File.Key, "void_file_present data/t-0-10.jsonl")
+		if !reflect.DeepEqual(ps.Duplicates, Ranges{{5, 8}}) || !strings.Contains(ps.Problems[1].Message, "data/t-0-0.jsonl") {
+			t.Errorf("duplicates %v: %v", ps.Duplicates, ps.Problems)
+		}
+	})
+	t.Run("void file published late", func(t *testing.T) {
+		f := newScanFixture(t)
+		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+		// Entry 1's file was published after entry 2 was written
+		// without it (a writer that had lost the partition).
+		late := f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+		f.nextKey = "data/t-0-10-again.jsonl"
+		f.entry(State{Next: 10}, Ranges{{10, 18}, {19, 20}}, true)
+		_, ps := f.scan(nil)
+		wantKinds(t, ps.Problems, "void_file_present "+late.File.Key, "duplicate data/t-0-10-again.jsonl")
+		if !reflect.DeepEqual(ps.Duplicates, Ranges{{10, 18}, {19, 20}}) {
+			t.Errorf("duplicates %v", ps.Duplicates)
+		}
+	})
+	t.Run("corrupt, missing, foreign and inconsistent entries", func(t *testing.T) {
+		f := newScanFixture(t)
+		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+		bad := f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+		f.entry(State{Next: 20}, Ranges{{20, 30}}, true)
+		f.seq++ // entry 3 never written
+		f.entry(State{Next: 30}, Ranges{{30, 40}}, true)
+		// Entry 5 holds part of entry 4's runs in its state.
+		f.entry(State{Next: 35}, Ranges{{40, 50}}, true)
+		f.id.Cluster = "c2"
+		other := f.entry(State{Next: 50}, Ranges{{50, 60}}, true)
+		f.id.Cluster = "c1"
+		key1, key3, key6 := f.ledger.EntryKey(f.id, 1), f.ledger.EntryKey(f.id, 3), f.ledger.EntryKey(f.id, 6)
+		putFile(t, f.dir, key1, []byte(`{"version":1,`))
+		putFile(t, f.dir, f.ledger.partitionDir(f.id)+"notes.txt", []byte("hello"))
+		s, ps := f.scan(nil)
+		wantKinds(t, ps.Problems, "corrupt_entry "+key1, "corrupt_entry "+f.ledger.partitionDir(f.id)+"notes.txt",
+			"entry_missing "+key3, "foreign_cluster "+key6, "ledger_inconsistent "+f.ledger.EntryKey(f.id, 5))
+		// The corrupt entry's file is named by nothing readable.
+		wantKinds(t, s.Unknown(map[string]bool{"t": true}), "unknown_file "+bad.File.Key)
+		// Its runs, and those of the missing entry, can't be told from
+		// skipped offsets.
+		if len(ps.Skipped) != 0 || !reflect.DeepEqual(ps.Stored, Ranges{{0, 10}, {20, 50}}) {
+			t.Errorf("skipped %v, stored %v", ps.Skipped, ps.Stored)
+		}
+		if s.named[other.File.Key] != true {
+			t.Errorf("the foreign cluster's file %s would be reported as unknown", other.File.Key)
+		}
+	})
+}
+
+func TestScanDeep(t *testing.T) {
+	f := newScanFixture(t)
+	a := f.entry(State{Next: 0}, Ranges{{0, 4}}, true)
+	b := f.entry(State{Next: 4}, Ranges{{4, 8}}, true)
+	c := f.entry(State{Next: 8}, Ranges{{8, 12}}, true)
+	f.entry(State{Next: 12}, Ranges{{12, 16}}, true)
+	// Same sizes, other contents: a record that isn't JSON, an offset
+	// outside the runs, one record too many.
+	rewrite := func(key, from, to string) {
+		t.Helper()
+		p := filepath.Join(f.dir, filepath.FromSlash(key))
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := strings.Replace(string(data), from, to, 1)
+		if len(out) != len(data) || out == string(data) {
+			t.Fatalf("rewrite %s: %q not found or size changed", key, from)
+		}
+		putFile(t, f.dir, key, []byte(out))
+	}
+	rewrite(a.File.Key, `"n":2,`, `"n":2;`)
+	rewrite(b.File.Key, `"offset":6`, `"offset":9`)
+	data, err := os.ReadFile(filepath.Join(f.dir, filepath.FromSlash(c.File.Key)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	// Record 1 becomes two records of the same size in all, the second
+	// without an offset.
+	first := `{"offset":9}`
+	lines[1] = first + "\n" + `{"x":"` + strings.Repeat("y", len(lines[1])-len(first)-10) + `"}` + "\n"
+	putFile(t, f.dir, c.File.Key, []byte(strings.Join(lines, "")))
+	_, ps := f.scan(&DeepOptions{OffsetField: true})
+	wantKinds(t, ps.Problems, "unreadable_record "+a.File.Key, "offset_outside_runs "+b.File.Key, "record_count "+c.File.Key)
+	for _, p := range ps.Problems {
+		if p.Kind == ProblemUnreadable && (p.Record == nil || *p.Record != 2) {
+			t.Errorf("unreadable record: %+v, want record 2", p)
+		}
+	}
+	if ps.Deep.Files != 4 || ps.Deep.Records != 17 {
+		t.Errorf("deep %+v", ps.Deep)
+	}
+
+	// Without offsets in the records (or the config saying so), records
+	// are read and counted, and the report says what wasn't checked.
+	_, ps = f.scan(&DeepOptions{OffsetField: false})
+	wantKinds(t, ps.Problems, "unreadable_record "+a.File.Key, "record_count "+c.File.Key)
+	if len(ps.Deep.NotChecked) != 1 || ps.Deep.NotChecked[0].Files != 4 {
+		t.Errorf("not checked %+v", ps.Deep.NotChecked)
+	}
+	putFile(t, f.dir, "data/t-0-100.parquet", []byte("PAR1"))
+	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: State{Next: 16},
+		File: FileInfo{Key: "data/t-0-100.parquet", Ranges: Ranges{{16, 20}}, Records: 4, Bytes: 4}}
+	if err := f.ledger.Append(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	_, ps = f.scan(&DeepOptions{OffsetField: true})
+	var parquet bool
+	for _, n := range ps.Deep.NotChecked {
+		parquet = parquet || n.Example == "data/t-0-100.parquet" && strings.Contains(n.Why, "parquet") && n.Files == 1
+	}
+	if !parquet {
+		t.Errorf("not checked %+v, want the parquet file", ps.Deep.NotChecked)
+	}
+}
+
+func TestScanUnknownAndForeign(t *testing.T) {
+	f := newScanFixture(t)
+	f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+	// The topic's previous incarnation.
+	f.id.TopicID = "old"
+	old := f.entry(State{Next: 0}, Ranges{{100, 110}}, true)
+	f.id.TopicID = "id1"
+	putFile(t, f.dir, "data/t-0-9000.jsonl.zst", []byte("random bytes"))
+	putFile(t, f.dir, "data/junk.bin", []byte("?"))
+	putFile(t, f.dir, "data/other-0-0.jsonl", []byte("{}\n")) // a topic not configured
+	putFile(t, f.dir, "data/.spillway-preflight-abc", nil)
+	putFile(t, f.dir, "outside.txt", nil)
+	s, ps := f.scan(nil)
+	wantKinds(t, ps.Problems)
+	foreign, err := s.ForeignLedgers(context.Background(), "t", "id1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKinds(t, foreign, "foreign_ledger data/_spillway/ledger/t/old/")
+	if !strings.Contains(foreign[0].Message, "stored files it names: 1") {
+		t.Errorf("foreign ledger: %s", foreign[0].Message)
+	}
+	wantKinds(t, s.Unknown(map[string]bool{"t": true}), "unknown_file data/t-0-9000.jsonl.zst", "unknown_file data/junk.bin")
+	if s.named[old.File.Key] != true {
+		t.Errorf("the old topic's file is not accounted for")
+	}
+}
+
+// TestScanFileNamedTwice: with one object per key, later files overwrite
+// earlier ones under the same name, as that layout promises; with any
+// other template two entries naming one file is a damaged ledger.
+func TestScanFileNamedTwice(t *testing.T) {
+	for _, latest := range []bool{true, false} {
+		f := newScanFixture(t)
+		if latest {
+			names, err := NewNames("data/", "{{topic}}-{{partition}}-{{key}}", ".jsonl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.names = names
+		}
+		key := "data/t-0-k1.jsonl"
+		f.nextKey = key
+		f.entry(State{Next: 0}, Ranges{{0, 3}}, true)
+		f.nextKey = key
+		f.entry(State{Next: 3}, Ranges{{3, 4}}, true)
+		f.nextKey = key
+		f.entry(State{Next: 4}, Ranges{{4, 6}}, true)
+		_, ps := f.scan(&DeepOptions{OffsetField: true})
+		if latest {
+			wantKinds(t, ps.Problems)
+			if !reflect.DeepEqual(ps.Stored, Ranges{{0, 6}}) || ps.Files != 1 || ps.Records != 6 || ps.Deep.Records != 2 {
+				t.Errorf("latest per key: stored %v, files %d, records %d, read %d", ps.Stored, ps.Files, ps.Records, ps.Deep.Records)
+			}
+		} else {
+			wantKinds(t, ps.Problems, "ledger_inconsistent "+key, "ledger_inconsistent "+key)
+		}
+	}
+}
+
+func TestRangesSubtract(t *testing.T) {
+	for _, tc := range []struct{ r, o, want Ranges }{
+		{Ranges{{0, 10}}, nil, Ranges{{0, 10}}},
+		{Ranges{{0, 10}}, Ranges{{0, 10}}, nil},
+		{Ranges{{0, 10}}, Ranges{{2, 4}, {6, 7}}, Ranges{{0, 2}, {4, 6}, {7, 10}}},
+		{Ranges{{0, 5}, {8, 12}}, Ranges{{3, 9}}, Ranges{{0, 3}, {9, 12}}},
+		{Ranges{{5, 6}}, Ranges{{0, 1}, {10, 20}}, Ranges{{5, 6}}},
+		{Ranges{{0, 4}, {6, 8}}, Ranges{{-5, 100}}, nil},
+		{nil, Ranges{{1, 2}}, nil},
+	} {
+		if got := tc.r.Subtract(tc.o); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%v.Subtract(%v) = %v, want %v", tc.r, tc.o, got, tc.want)
+		}
+	}
+	if got := (State{Next: 0, Above: Ranges{{3, 5}}}).Ranges(); !reflect.DeepEqual(got, Ranges{{3, 5}}) {
+		t.Errorf("State.Ranges with Next 0 = %v", got)
+	}
+	if got := (State{Next: 3, Above: Ranges{{3, 5}, {7, 8}}}).Ranges(); !reflect.DeepEqual(got, Ranges{{0, 5}, {7, 8}}) {
+		t.Errorf("State.Ranges = %v", got)
+	}
+}

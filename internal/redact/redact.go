@@ -1,0 +1,93 @@
+// Package redact hides the credentials a storage URL may carry, so that the
+// URL can be shown in logs, errors and `config check` output. It is the one
+// policy for that: config and storage both use it, and it imports nothing of
+// Spillway's so that either can.
+package redact
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Mark replaces every hidden part.
+const Mark = "REDACTED"
+
+// secretParams are query parameters that hold credentials, matched exactly
+// (exactNames) or as part of a longer name (nameParts) such as
+// access_key_id, X-Amz-Security-Token or X-Amz-Signature. The short exact
+// names are the fields of an Azure SAS token: together they are the
+// credential, so none of them is shown.
+var (
+	exactNames = []string{"sv", "se", "st", "sp", "spr", "srt", "ss", "sr", "si", "sas"}
+	nameParts  = []string{"key", "secret", "token", "sig", "password", "passwd", "credential", "auth"}
+)
+
+// isSecretParam reports whether a query parameter of this name (in any
+// case) holds a credential.
+func isSecretParam(name string) bool {
+	name = strings.ToLower(name)
+	if slices.Contains(exactNames, name) {
+		return true
+	}
+	for _, p := range nameParts {
+		if strings.Contains(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// URL returns raw with its credentials replaced by Mark: the whole userinfo
+// (a lone user name is usually a token, and an access key id names the
+// account), the value of every parameter that holds a credential, and the
+// fragment (a '#' inside an unescaped secret starts one). Everything else is
+// left as written, parameter order included, so that a user recognises the
+// URL. A URL that does not parse is hidden whole: its parts can't be told
+// apart, and the parser's own message would quote it.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Mark
+	}
+	changed := false
+	if u.User != nil {
+		u.User = url.User(Mark)
+		changed = true
+	}
+	if u.RawQuery != "" {
+		var b strings.Builder
+		rest := u.RawQuery
+		for rest != "" {
+			// Both '&' and ';' end a parameter: Go's parser drops a
+			// parameter with ';' rather than read it, so treat it as
+			// a separator and judge each side on its name.
+			i := strings.IndexAny(rest, "&;")
+			param, sep := rest, ""
+			if i >= 0 {
+				param, sep, rest = rest[:i], rest[i:i+1], rest[i+1:]
+			} else {
+				rest = ""
+			}
+			name, _, hasValue := strings.Cut(param, "=")
+			dec, err := url.QueryUnescape(name)
+			if err != nil {
+				dec = name
+			}
+			if isSecretParam(dec) && hasValue {
+				param = name + "=" + Mark
+				changed = true
+			}
+			b.WriteString(param + sep)
+		}
+		u.RawQuery = b.String()
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = Mark, ""
+		changed = true
+	}
+	if !changed {
+		return raw
+	}
+	return u.String()
+}

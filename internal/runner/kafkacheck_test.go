@@ -1,0 +1,155 @@
+package runner
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// runStartup runs the pipeline and returns Run's error, failing the test if
+// Run neither fails nor stops by the test's (generous) deadline. The Kafka
+// check is bounded by a short kafka.startup_timeout; what is asserted is
+// that Run stops, with the cause, not how fast.
+func runStartup(t *testing.T, cfg *config.Config) error {
+	t.Helper()
+	cfg.Kafka.StartupTimeout = 3 * time.Second
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, testLogger(t), Options{}) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(3 * time.Minute):
+		cancel()
+		<-done
+		t.Fatal("Run did not stop on a setup that can't work")
+		return nil
+	}
+}
+
+func wantStartupErr(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Run = nil, want a startup error")
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("Run = %v\nwant it to mention %q", err, p)
+		}
+	}
+}
+
+// closedAddr is an address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestStartupNoBroker(t *testing.T) {
+	addr := closedAddr(t)
+	err := runStartup(t, testConfig([]string{addr}, t.TempDir()))
+	wantStartupErr(t, err, "no broker", addr, "kafka.startup_timeout", "kafka.brokers", "connection refused")
+}
+
+func TestStartupMissingTopic(t *testing.T) {
+	c := testkit.NewCluster(t, 1, "events")
+	cfg := testConfig(c.Addrs(), t.TempDir())
+	cfg.Kafka.Topics = []string{"events", "evnets"}
+	err := runStartup(t, cfg)
+	wantStartupErr(t, err, `kafka.topics: topic "evnets" does not exist`, "create it")
+	if strings.Contains(err.Error(), `"events"`) {
+		t.Errorf("Run = %v: names a topic that exists", err)
+	}
+}
+
+// With a regex, topics may come later: no topic is required at start.
+func TestStartupRegexWithoutTopics(t *testing.T) {
+	c := testkit.NewCluster(t, 1, "other")
+	cfg := testConfig(c.Addrs(), t.TempDir())
+	cfg.Kafka.Topics, cfg.Kafka.TopicRegex = nil, `events\..*`
+	progress, stop := started(t, cfg)
+	waitFor(t, "the pipeline to start", func() bool { return progress() != nil })
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v, want a clean stop", err)
+	}
+}
+
+func TestStartupMissingDeadLetterTopic(t *testing.T) {
+	c := testkit.NewCluster(t, 1, "events")
+	cfg := testConfig(c.Addrs(), t.TempDir())
+	cfg.Errors.Tolerance = "all"
+	cfg.Errors.DeadLetterTopic = "events-dlq"
+	err := runStartup(t, cfg)
+	wantStartupErr(t, err, `errors.dead_letter_topic: topic "events-dlq" does not exist`)
+}
+
+func saslCluster(t *testing.T) []string {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"),
+		kfake.EnableSASL(), kfake.Superuser("PLAIN", "spill", "right"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	return fake.ListenAddrs()
+}
+
+func TestStartupWrongPassword(t *testing.T) {
+	cfg := testConfig(saslCluster(t), t.TempDir())
+	cfg.Kafka.SASL = config.SASL{Mechanism: "PLAIN", Username: "spill", Password: "wrong-secret"}
+	err := runStartup(t, cfg)
+	wantStartupErr(t, err, "during authentication", "kafka.sasl.username and password")
+	if strings.Contains(err.Error(), "wrong-secret") {
+		t.Errorf("the password leaked into the error: %v", err)
+	}
+}
+
+func TestStartupNoCredentialsForSASLBroker(t *testing.T) {
+	cfg := testConfig(saslCluster(t), t.TempDir())
+	err := runStartup(t, cfg)
+	wantStartupErr(t, err, "kafka.sasl")
+}
+
+func TestStartupSASLAgainstPlainBroker(t *testing.T) {
+	c := testkit.NewCluster(t, 1, "events")
+	cfg := testConfig(c.Addrs(), t.TempDir())
+	cfg.Kafka.SASL = config.SASL{Mechanism: "SCRAM-SHA-256", Username: "spill", Password: "pw"}
+	err := runStartup(t, cfg)
+	wantStartupErr(t, err, "kafka.sasl")
+}
+
+// The right password passes the check, and the run consumes.
+func TestStartupSASLAccepted(t *testing.T) {
+	addrs := saslCluster(t)
+	auth := plain.Auth{User: "spill", Pass: "right"}.AsMechanism()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.SASL(auth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	testkit.Produce(t, cl, "events", 10, func(i int) *kgo.Record { return &kgo.Record{Value: []byte("v")} })
+	cfg := testConfig(addrs, t.TempDir())
+	cfg.Kafka.SASL = config.SASL{Mechanism: "PLAIN", Username: "spill", Password: "right"}
+	progress, stop := started(t, cfg)
+	waitFor(t, "records consumed", func() bool { p := progress(); return p != nil && p.Source().Fetched == 10 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run = %v, want a clean stop", err)
+	}
+}

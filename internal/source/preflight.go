@@ -1,0 +1,182 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+)
+
+// Preflight checks, before the consumer joins its group, that the setup can
+// work: a broker answers, it accepts the credentials, the group and every
+// topic of kafka.topics (and the dead-letter topic, when set) exist and may
+// be used. The consumer itself retries all of these forever and says
+// nothing, so a broken setup would idle as if healthy. ctx bounds the check
+// (kafka.startup_timeout); the error names the cause and what to change.
+//
+// With kafka.topic_regex, no topic is required to exist: topics matching it
+// may come later.
+func Preflight(ctx context.Context, k config.Kafka, deadLetterTopic string) error {
+	opts, err := ClientOptions(k)
+	if err != nil {
+		return err
+	}
+	var conn connErrs
+	cl, err := kgo.NewClient(append(opts, kgo.WithHooks(&conn))...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	var topics []string
+	if k.TopicRegex == "" {
+		topics = append(topics, k.Topics...)
+	}
+	if deadLetterTopic != "" {
+		topics = append(topics, deadLetterTopic)
+	}
+	meta, err := brokerMetadata(ctx, k, adm, topics, &conn)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, t := range topics {
+		field := "kafka.topics"
+		if t == deadLetterTopic {
+			field = "errors.dead_letter_topic"
+		}
+		td, ok := meta.Topics[t]
+		switch {
+		case !ok, errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+			problems = append(problems, fmt.Sprintf("%s: topic %q does not exist; create it, or correct %s", field, t, field))
+		case errors.Is(td.Err, kerr.TopicAuthorizationFailed):
+			problems = append(problems, fmt.Sprintf("%s: not authorized for topic %q; grant the user of kafka.sasl.username Describe and %s on it", field, t, topicOp(field)))
+		case td.Err != nil:
+			problems = append(problems, fmt.Sprintf("%s: topic %q: %v", field, t, td.Err))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	// Reading the group's offsets needs the Describe right the consumer
+	// needs to join: a group not authorized is refused here. A group that
+	// does not exist yet is fine; joining creates it.
+	if _, err := adm.FetchOffsets(ctx, k.Group); err != nil {
+		if errors.Is(err, kerr.GroupAuthorizationFailed) {
+			return fmt.Errorf("kafka.group: not authorized for group %q: %w; grant the user of kafka.sasl.username Read on the group, or use a group it may join", k.Group, err)
+		}
+		if isAuthErr(err) {
+			return authErr(k, err)
+		}
+		if ctx.Err() != nil {
+			return timeoutErr(k, err, conn.last())
+		}
+	}
+	return nil
+}
+
+func topicOp(field string) string {
+	if field == "errors.dead_letter_topic" {
+		return "Write"
+	}
+	return "Read"
+}
+
+// brokerMetadata asks for the topics' metadata until a broker answers or
+// ctx ends. A broker not (yet) reachable is retried, as the consumer would:
+// it may be starting too. Refused credentials are not: they won't change.
+func brokerMetadata(ctx context.Context, k config.Kafka, adm *kadm.Client, topics []string, conn *connErrs) (kadm.Metadata, error) {
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		var meta kadm.Metadata
+		var err error
+		if len(topics) == 0 {
+			// No topic named: a request for no topic still proves a
+			// broker answers and accepts the credentials.
+			meta, err = adm.BrokerMetadata(ctx)
+		} else {
+			meta, err = adm.Metadata(ctx, topics...)
+		}
+		if err == nil {
+			return meta, nil
+		}
+		if isAuthErr(err) {
+			return meta, authErr(k, err)
+		}
+		if _, ok := errors.AsType[*kgo.ErrFirstReadEOF](err); ok {
+			return meta, fmt.Errorf("kafka: the brokers %v closed the connection at the first request: %w; if they require authentication, set kafka.sasl.mechanism, username and password; if they use TLS, set kafka.tls.enabled", k.Brokers, err)
+		}
+		retry.Reset(time.Second)
+		select {
+		case <-ctx.Done():
+			return meta, timeoutErr(k, err, conn.last())
+		case <-retry.C:
+		}
+	}
+}
+
+func authErr(k config.Kafka, err error) error {
+	if k.SASL.Mechanism == "" {
+		return fmt.Errorf("kafka: the brokers %v refused the connection without authentication: %w; set kafka.sasl.mechanism, username and password", k.Brokers, err)
+	}
+	return fmt.Errorf("kafka: the brokers %v refused authentication with kafka.sasl.mechanism %s as user %q: %w; check kafka.sasl.username and password, and that the brokers enable this mechanism on this listener", k.Brokers, k.SASL.Mechanism, k.SASL.Username, err)
+}
+
+// timeoutErr says why no answer came by kafka.startup_timeout, from the last
+// failed connection, which the context's expiry would hide.
+func timeoutErr(k config.Kafka, err, lastConn error) error {
+	if lastConn != nil {
+		err = lastConn
+	}
+	if isAuthErr(err) {
+		return authErr(k, err)
+	}
+	if k.SASL.Mechanism != "" && errors.Is(err, io.EOF) {
+		// Brokers close the connection on a SASL exchange they don't
+		// accept: a wrong password, or a listener without SASL.
+		return fmt.Errorf("kafka: the brokers %v closed every connection during authentication with kafka.sasl.mechanism %s as user %q: %w; check kafka.sasl.username and password, and that the brokers enable SASL with this mechanism on this listener", k.Brokers, k.SASL.Mechanism, k.SASL.Username, err)
+	}
+	return fmt.Errorf("kafka: no broker of kafka.brokers %v answered within kafka.startup_timeout %s: %w; check kafka.brokers, the network, and kafka.tls and kafka.sasl against the brokers' listener", k.Brokers, k.StartupTimeout, err)
+}
+
+func isAuthErr(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
+		errors.Is(err, kerr.IllegalSaslState) || errors.Is(err, kerr.ClusterAuthorizationFailed)
+}
+
+// connErrs keeps the last failed connection to a broker: when the check
+// times out, that is the cause worth reporting.
+type connErrs struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (c *connErrs) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+}
+
+func (c *connErrs) last() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
