@@ -99,7 +99,7 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(runCmd(stderr, environ), demoCmd(stdout, stderr), verifyCmd(stdout, environ), configCmd(stdout, environ), versionCmd(stdout))
+	root.AddCommand(runCmd(stderr, environ), demoCmd(stdout, stderr), verifyCmd(stdout, environ), configCmd(stdout, stderr, environ), versionCmd(stdout))
 	return root
 }
 
@@ -200,7 +200,7 @@ func demoCmd(stdout, stderr io.Writer) *cobra.Command {
 	return c
 }
 
-func configCmd(stdout io.Writer, environ []string) *cobra.Command {
+func configCmd(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	c := groupCmd(&cobra.Command{Use: "config", Short: "Inspect configuration"})
 	c.AddCommand(&cobra.Command{
 		Use:   "check FILE",
@@ -220,7 +220,14 @@ func configCmd(stdout io.Writer, environ []string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, err = stdout.Write(out)
+			if _, err := stdout.Write(out); err != nil {
+				return err
+			}
+			// Warnings, not errors: such a config runs, over its limit.
+			warnings, err := runner.MemoryWarnings(cfg)
+			for _, w := range warnings {
+				fmt.Fprintln(stderr, "spillway: warning:", w)
+			}
 			return err
 		},
 	})

@@ -66,11 +66,16 @@ type Status struct {
 	FatalError string `json:"fatal_error,omitempty"`
 
 	// The byte budget (package budget): limit, current use, high-water mark,
-	// and the bytes held by each holder (fetched, encoders, buffered, ...).
+	// and the bytes held by each holder (polled_records, file_encoders,
+	// queued_chunks, ...).
 	BudgetLimitBytes int64            `json:"budget_limit_bytes"`
 	BudgetUsedBytes  int64            `json:"budget_used_bytes"`
 	BudgetPeakBytes  int64            `json:"budget_peak_bytes"`
 	BudgetHeldBytes  map[string]int64 `json:"budget_held_bytes"`
+	// BudgetUnreservedPeakBytes is the most bytes of records larger than
+	// the budget's room held at once, apart from the budget and over its
+	// limit (holder polled_unreserved).
+	BudgetUnreservedPeakBytes int64 `json:"budget_unreserved_peak_bytes"`
 
 	// BufferedRecords are records fetched and not yet durable.
 	BufferedRecords int64 `json:"buffered_records"`

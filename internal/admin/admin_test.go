@@ -46,7 +46,7 @@ func sampleStatus() Status {
 		BudgetUsedBytes:  300 << 20,
 		BudgetPeakBytes:  900 << 20,
 		BudgetHeldBytes: map[string]int64{
-			"fetched": 100 << 20, "encoders": 8 << 20, "buffered": 150 << 20, "uploading": 42 << 20,
+			"polled_records": 100 << 20, "file_encoders": 8 << 20, "queued_chunks": 150 << 20, "closed_files": 42 << 20,
 		},
 		BufferedRecords:     12345,
 		FetchPaused:         true,
@@ -142,7 +142,9 @@ func parseMetrics(t *testing.T, body string) (series map[string]float64, help, t
 }
 
 func TestMetrics(t *testing.T) {
-	src := &fakeSource{st: sampleStatus()}
+	st := sampleStatus()
+	st.BudgetUnreservedPeakBytes = 40 << 20
+	src := &fakeSource{st: st}
 	base, stop := start(t, src)
 
 	code, hdr, body := get(t, base+"/metrics")
@@ -158,10 +160,11 @@ func TestMetrics(t *testing.T) {
 		"spillway_budget_limit_bytes":                             1 << 30,
 		"spillway_budget_used_bytes":                              300 << 20,
 		"spillway_budget_peak_bytes":                              900 << 20,
-		`spillway_budget_held_bytes{holder="fetched"}`:            100 << 20,
-		`spillway_budget_held_bytes{holder="encoders"}`:           8 << 20,
-		`spillway_budget_held_bytes{holder="buffered"}`:           150 << 20,
-		`spillway_budget_held_bytes{holder="uploading"}`:          42 << 20,
+		`spillway_budget_held_bytes{holder="polled_records"}`:     100 << 20,
+		`spillway_budget_held_bytes{holder="file_encoders"}`:      8 << 20,
+		`spillway_budget_held_bytes{holder="queued_chunks"}`:      150 << 20,
+		`spillway_budget_held_bytes{holder="closed_files"}`:       42 << 20,
+		"spillway_budget_unreserved_peak_bytes":                   40 << 20,
 		"spillway_buffered_records":                               12345,
 		"spillway_fetch_paused":                                   1,
 		"spillway_fetch_paused_partitions":                        3,

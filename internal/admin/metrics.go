@@ -26,8 +26,10 @@ var (
 	descBudgetPeak = desc("budget_peak_bytes",
 		"Highest spillway_budget_used_bytes since start: shows whether the budget was ever approached.")
 	descBudgetHeld = desc("budget_held_bytes",
-		"Bytes held against the budget by each holder (fetched, fetch_buffer, encoders, buffered, uploading): shows where memory goes when the budget is tight.",
+		"Bytes held by each holder (fetch_buffers, polled_records, file_encoders, writer_buffers, queued_chunks, closed_files): shows where memory goes when the budget is tight. polled_unreserved, records larger than the budget's room, is held apart, over the limit.",
 		"holder")
+	descBudgetUnreservedPeak = desc("budget_unreserved_peak_bytes",
+		"Most bytes of records larger than the budget's room held at once since start, over the limit: give the process memory_limit plus this.")
 	descBufferedRecords = desc("buffered_records",
 		"Records fetched from Kafka and not yet durable in storage; their offsets can't be committed yet.")
 	descFetchPaused = desc("fetch_paused",
@@ -56,7 +58,7 @@ var (
 		"topic", "partition")
 
 	allDescs = []*prometheus.Desc{
-		descBudgetLimit, descBudgetUsed, descBudgetPeak, descBudgetHeld,
+		descBudgetLimit, descBudgetUsed, descBudgetPeak, descBudgetHeld, descBudgetUnreservedPeak,
 		descBufferedRecords, descFetchPaused, descPausedPartitions,
 		descOpenFiles, descUploadsInFlight,
 		descFilesUploaded, descBytesUploaded,
@@ -90,6 +92,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for holder, n := range st.BudgetHeldBytes {
 		gauge(descBudgetHeld, float64(n), holder)
 	}
+	gauge(descBudgetUnreservedPeak, float64(st.BudgetUnreservedPeakBytes))
 	gauge(descBufferedRecords, float64(st.BufferedRecords))
 	paused := 0.0
 	if st.FetchPaused {

@@ -1,6 +1,6 @@
 // Package budget is the byte accountant: the one place that knows how much
 // memory Spillway's data holds, who holds it, and whether consumption must
-// stop.
+// stop. How the memory limit is divided is told once, in plan.go.
 //
 // Holders acquire bytes when they take data in and release them when the data
 // is gone (encoded, uploaded, dropped). Acquire never blocks: bytes that have
@@ -18,15 +18,35 @@ import (
 )
 
 // Holder names what a count of bytes is held for, in metrics and /status.
+// Each name says what it counts.
 type Holder string
 
 // The holders Spillway uses.
 const (
-	Fetched   Holder = "fetched" // records polled, not yet encoded
-	FetchBuf  Holder = "fetch_buffer"
-	Encoders  Holder = "encoders"  // encoder and compressor state of open files
-	Buffered  Holder = "buffered"  // encoded bytes not yet handed to storage
-	Uploading Holder = "uploading" // upload parts in flight
+	// FetchBuffers is the share reserved for the Kafka client's fetch
+	// buffers (Plan.Reserved), less what polled records took from it.
+	FetchBuffers Holder = "fetch_buffers"
+	// PolledRecords are records polled from the Kafka client and not yet
+	// written, as far as they fit in the fetch share: their bytes move
+	// from FetchBuffers.
+	PolledRecords Holder = "polled_records"
+	// PolledUnreserved are polled records beyond the fetch share: a record
+	// larger than Plan.RecordRoom, returned whole in a fetch of its own.
+	// They are counted apart, outside the limit: waiting can't free them,
+	// and only writing them can (see Plan).
+	PolledUnreserved Holder = "polled_unreserved"
+	// FileEncoders is the encoder and compressor state of open files.
+	FileEncoders Holder = "file_encoders"
+	// WriterBuffers are the part buffers storage writers hold of their
+	// own (gocloud's, the AWS transfer manager's), for files open or being
+	// committed.
+	WriterBuffers Holder = "writer_buffers"
+	// QueuedChunks are encoded bytes in part queues, not yet handed to
+	// storage.
+	QueuedChunks Holder = "queued_chunks"
+	// ClosedFiles is the bookkeeping of closed files being committed,
+	// besides their writer buffers.
+	ClosedFiles Holder = "closed_files"
 )
 
 // Budget counts bytes against a limit with two watermarks.
@@ -34,8 +54,10 @@ type Budget struct {
 	limit, high, low int64
 
 	mu      sync.Mutex
-	used    int64
+	used    int64 // every holder but PolledUnreserved
 	peak    int64
+	apart   int64 // PolledUnreserved
+	apartPk int64
 	by      map[Holder]int64
 	records int64
 	maxRecs int64
@@ -43,14 +65,15 @@ type Budget struct {
 	wake    chan struct{} // closed and replaced when usage drops
 }
 
-// New returns a budget of limit bytes. Consumption stops above 90% and
-// resumes below 70%: the gap keeps pause/resume from flapping on every
-// record. maxRecords > 0 adds a record-count trigger with the same meaning.
+// New returns a budget of limit bytes (Plan.Data), with the plan's
+// watermarks. maxRecords > 0 adds a record-count trigger with the same
+// meaning.
 func New(limit, maxRecords int64) *Budget {
+	high, low := watermarks(limit)
 	return &Budget{
 		limit:   limit,
-		high:    limit * 9 / 10,
-		low:     limit * 7 / 10,
+		high:    high,
+		low:     low,
 		by:      map[Holder]int64{},
 		maxRecs: maxRecords,
 		wake:    make(chan struct{}),
@@ -60,16 +83,25 @@ func New(limit, maxRecords int64) *Budget {
 // Limit is the budget in bytes.
 func (b *Budget) Limit() int64 { return b.limit }
 
+// MaxOpenFiles is how many open files of fileCost bytes each fit in the
+// share of the budget for open files (see Plan.OpenFiles), at least one.
+func (b *Budget) MaxOpenFiles(fileCost int64) int {
+	return maxOpenFiles(openFilesBytes(b.limit), fileCost)
+}
+
 // Acquire counts n more bytes for h.
 func (b *Budget) Acquire(h Holder, n int64) {
 	if n == 0 {
 		return
 	}
 	b.mu.Lock()
-	b.used += n
 	b.by[h] += n
-	if b.used > b.peak {
-		b.peak = b.used
+	if h == PolledUnreserved {
+		b.apart += n
+		b.apartPk = max(b.apartPk, b.apart)
+	} else {
+		b.used += n
+		b.peak = max(b.peak, b.used)
 	}
 	b.mu.Unlock()
 }
@@ -80,8 +112,12 @@ func (b *Budget) Release(h Holder, n int64) {
 		return
 	}
 	b.mu.Lock()
-	b.used -= n
 	b.by[h] -= n
+	if h == PolledUnreserved {
+		b.apart -= n
+	} else {
+		b.used -= n
+	}
 	b.signalLocked()
 	b.mu.Unlock()
 }
@@ -115,6 +151,15 @@ func (b *Budget) overLocked() bool {
 
 func (b *Budget) underLowLocked() bool {
 	return b.used < b.low && (b.maxRecs <= 0 || b.records*10 < b.maxRecs*7)
+}
+
+// OverLimit reports whether usage is above the limit itself, not just the
+// high watermark: only a record larger than the room takes it there, as it
+// is encoded (see Plan).
+func (b *Budget) OverLimit() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used > b.limit
 }
 
 // HasRoom reports whether n more bytes fit under the limit, or usage is below
@@ -169,12 +214,15 @@ func (b *Budget) waitLowLocked(ctx context.Context) error {
 
 // Snapshot is a consistent view of the budget.
 type Snapshot struct {
-	Limit   int64
-	Used    int64
-	Peak    int64
-	Records int64
-	Paused  bool
-	By      []HolderBytes // largest first
+	Limit int64
+	Used  int64 // against Limit: every holder but PolledUnreserved
+	Peak  int64 // the highest Used
+	// Unreserved and PeakUnreserved are the bytes of PolledUnreserved,
+	// held over the limit, now and at most.
+	Unreserved, PeakUnreserved int64
+	Records                    int64
+	Paused                     bool
+	By                         []HolderBytes // largest first
 }
 
 // HolderBytes is one holder's share.
@@ -187,7 +235,8 @@ type HolderBytes struct {
 func (b *Budget) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Snapshot{Limit: b.limit, Used: b.used, Peak: b.peak, Records: b.records, Paused: b.paused}
+	s := Snapshot{Limit: b.limit, Used: b.used, Peak: b.peak, Unreserved: b.apart, PeakUnreserved: b.apartPk,
+		Records: b.records, Paused: b.paused}
 	for h, n := range b.by {
 		s.By = append(s.By, HolderBytes{h, n})
 	}

@@ -67,15 +67,15 @@ func TestAcquireReleasePeakSnapshot(t *testing.T) {
 		t.Fatalf("fresh snapshot = %+v", s)
 	}
 
-	b.Acquire(budget.Fetched, 100)
-	b.Acquire(budget.Encoders, 300)
-	b.Acquire(budget.Uploading, 200)
-	b.Acquire(budget.Fetched, 50)
+	b.Acquire(budget.PolledRecords, 100)
+	b.Acquire(budget.FileEncoders, 300)
+	b.Acquire(budget.ClosedFiles, 200)
+	b.Acquire(budget.PolledRecords, 50)
 	s = b.Snapshot()
 	if s.Used != 650 || s.Peak != 650 {
 		t.Fatalf("after acquires: used %d peak %d, want 650 650", s.Used, s.Peak)
 	}
-	want := []budget.HolderBytes{{budget.Encoders, 300}, {budget.Uploading, 200}, {budget.Fetched, 150}}
+	want := []budget.HolderBytes{{budget.FileEncoders, 300}, {budget.ClosedFiles, 200}, {budget.PolledRecords, 150}}
 	if len(s.By) != len(want) {
 		t.Fatalf("By = %+v, want %+v", s.By, want)
 	}
@@ -85,8 +85,8 @@ func TestAcquireReleasePeakSnapshot(t *testing.T) {
 		}
 	}
 
-	b.Release(budget.Encoders, 300)
-	b.Release(budget.Fetched, 150)
+	b.Release(budget.FileEncoders, 300)
+	b.Release(budget.PolledRecords, 150)
 	s = b.Snapshot()
 	if s.Used != 200 {
 		t.Fatalf("after releases: used %d, want 200", s.Used)
@@ -94,24 +94,24 @@ func TestAcquireReleasePeakSnapshot(t *testing.T) {
 	if s.Peak != 650 {
 		t.Fatalf("peak %d, want it to stay at the high-water mark 650", s.Peak)
 	}
-	if s.By[0] != (budget.HolderBytes{Holder: budget.Uploading, Bytes: 200}) {
+	if s.By[0] != (budget.HolderBytes{Holder: budget.ClosedFiles, Bytes: 200}) {
 		t.Fatalf("By[0] = %+v, want uploading 200", s.By[0])
 	}
 
 	// A new, higher peak replaces the old one.
-	b.Acquire(budget.Buffered, 700)
+	b.Acquire(budget.QueuedChunks, 700)
 	if p := b.Snapshot().Peak; p != 900 {
 		t.Fatalf("peak %d, want 900", p)
 	}
-	b.Release(budget.Buffered, 700)
-	b.Release(budget.Uploading, 200)
+	b.Release(budget.QueuedChunks, 700)
+	b.Release(budget.ClosedFiles, 200)
 	if s := b.Snapshot(); s.Used != 0 || s.Peak != 900 {
 		t.Fatalf("end: used %d peak %d, want 0 900", s.Used, s.Peak)
 	}
 
 	// Zero amounts are no-ops.
-	b.Acquire(budget.Fetched, 0)
-	b.Release(budget.Fetched, 0)
+	b.Acquire(budget.PolledRecords, 0)
+	b.Release(budget.PolledRecords, 0)
 	if s := b.Snapshot(); s.Used != 0 {
 		t.Fatalf("zero acquire/release changed usage: %+v", s)
 	}
@@ -122,7 +122,7 @@ func TestConcurrentAcquireRelease(t *testing.T) {
 	var wg sync.WaitGroup
 	const workers, rounds, n = 8, 1000, 10
 	for w := range workers {
-		h := []budget.Holder{budget.Fetched, budget.Encoders, budget.Buffered, budget.Uploading}[w%4]
+		h := []budget.Holder{budget.PolledRecords, budget.FileEncoders, budget.QueuedChunks, budget.ClosedFiles}[w%4]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -152,15 +152,15 @@ func TestConcurrentAcquireRelease(t *testing.T) {
 
 func TestOverAtHighWatermark(t *testing.T) {
 	b := budget.New(1000, 0) // high 900, low 700
-	b.Acquire(budget.Fetched, 900)
+	b.Acquire(budget.PolledRecords, 900)
 	if b.Over() {
 		t.Fatal("Over at exactly 90%: the watermark is 'above', not 'at'")
 	}
-	b.Acquire(budget.Fetched, 1)
+	b.Acquire(budget.PolledRecords, 1)
 	if !b.Over() {
 		t.Fatal("not Over at 90% + 1 byte")
 	}
-	b.Release(budget.Fetched, 1)
+	b.Release(budget.PolledRecords, 1)
 	if b.Over() {
 		t.Fatal("still Over after dropping back to 90%")
 	}
@@ -168,7 +168,7 @@ func TestOverAtHighWatermark(t *testing.T) {
 
 func TestWaitReturnsAtOnceWhenNotOver(t *testing.T) {
 	b := budget.New(1000, 0)
-	b.Acquire(budget.Fetched, 900)
+	b.Acquire(budget.PolledRecords, 900)
 	if err := b.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -179,20 +179,20 @@ func TestWaitReturnsAtOnceWhenNotOver(t *testing.T) {
 
 func TestWaitBlocksUntilBelowLowWatermark(t *testing.T) {
 	b := budget.New(1000, 0) // high 900, low 700
-	b.Acquire(budget.Fetched, 950)
+	b.Acquire(budget.PolledRecords, 950)
 	done := waitAsync(context.Background(), b)
 	waitPaused(t, b, true)
 
 	// Below the high watermark but not below the low one: keep waiting.
-	b.Release(budget.Fetched, 100) // 850
+	b.Release(budget.PolledRecords, 100) // 850
 	notDone(t, done, "at 85%, above the low watermark")
-	b.Release(budget.Fetched, 150) // 700: exactly the low watermark
+	b.Release(budget.PolledRecords, 150) // 700: exactly the low watermark
 	notDone(t, done, "at exactly 70%: it must fall below")
 	if !b.Snapshot().Paused {
 		t.Fatal("not Paused while Wait blocks")
 	}
 
-	b.Release(budget.Fetched, 1) // 699
+	b.Release(budget.PolledRecords, 1) // 699
 	if err := mustDone(t, done); err != nil {
 		t.Fatalf("Wait = %v", err)
 	}
@@ -203,13 +203,13 @@ func TestWaitBlocksUntilBelowLowWatermark(t *testing.T) {
 
 func TestWaitManyWaiters(t *testing.T) {
 	b := budget.New(1000, 0)
-	b.Acquire(budget.Uploading, 1000)
+	b.Acquire(budget.ClosedFiles, 1000)
 	var dones []<-chan error
 	for range 5 {
 		dones = append(dones, waitAsync(context.Background(), b))
 	}
 	waitPaused(t, b, true)
-	b.Release(budget.Uploading, 500)
+	b.Release(budget.ClosedFiles, 500)
 	for _, d := range dones {
 		if err := mustDone(t, d); err != nil {
 			t.Fatal(err)
@@ -219,7 +219,7 @@ func TestWaitManyWaiters(t *testing.T) {
 
 func TestWaitCancelled(t *testing.T) {
 	b := budget.New(1000, 0)
-	b.Acquire(budget.Fetched, 1000)
+	b.Acquire(budget.PolledRecords, 1000)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := waitAsync(ctx, b)
 	waitPaused(t, b, true)
@@ -233,7 +233,7 @@ func TestWaitCancelled(t *testing.T) {
 	}
 
 	// An already-expired context still returns at once when not over.
-	b.Release(budget.Fetched, 1000)
+	b.Release(budget.PolledRecords, 1000)
 	if err := b.Wait(ctx); err != nil {
 		t.Fatalf("Wait under the watermark with a dead ctx = %v, want nil", err)
 	}
@@ -268,12 +268,12 @@ func TestRecordTrigger(t *testing.T) {
 func TestRecordTriggerNeedsBytesBelowLowToo(t *testing.T) {
 	b := budget.New(1000, 10)
 	b.AddRecords(10)
-	b.Acquire(budget.Fetched, 800) // under high, over low
+	b.Acquire(budget.PolledRecords, 800) // under high, over low
 	done := waitAsync(context.Background(), b)
 	waitPaused(t, b, true)
 	b.AddRecords(-10)
 	notDone(t, done, "records are low but bytes are still above the low watermark")
-	b.Release(budget.Fetched, 200)
+	b.Release(budget.PolledRecords, 200)
 	if err := mustDone(t, done); err != nil {
 		t.Fatal(err)
 	}
@@ -307,12 +307,12 @@ func TestRecordTriggerOfOneResumes(t *testing.T) {
 // charge bigger than the gap must pass (else nothing could ever open).
 func TestHasRoom(t *testing.T) {
 	b := budget.New(100, 0)
-	b.Acquire(budget.Encoders, 60)
+	b.Acquire(budget.FileEncoders, 60)
 	if !b.HasRoom(40) || !b.HasRoom(41) {
 		// 60 < low watermark (70): even 41 passes.
 		t.Fatalf("at 60 of 100: HasRoom(40)=%v HasRoom(41)=%v, want both true", b.HasRoom(40), b.HasRoom(41))
 	}
-	b.Acquire(budget.Encoders, 20) // 80: above the low watermark
+	b.Acquire(budget.FileEncoders, 20) // 80: above the low watermark
 	if !b.HasRoom(20) || b.HasRoom(21) {
 		t.Fatalf("at 80 of 100: HasRoom(20)=%v HasRoom(21)=%v, want true, false", b.HasRoom(20), b.HasRoom(21))
 	}
@@ -325,7 +325,7 @@ func TestWaitLow(t *testing.T) {
 	if err := b.WaitLow(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b.Acquire(budget.Uploading, 80) // not over (90), not low (70)
+	b.Acquire(budget.ClosedFiles, 80) // not over (90), not low (70)
 	done := make(chan error, 1)
 	go func() { done <- b.WaitLow(context.Background()) }()
 	select {
@@ -333,7 +333,7 @@ func TestWaitLow(t *testing.T) {
 		t.Fatalf("WaitLow returned (%v) at 80 of 100", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	b.Release(budget.Uploading, 15) // 65
+	b.Release(budget.ClosedFiles, 15) // 65
 	select {
 	case err := <-done:
 		if err != nil {
@@ -343,7 +343,7 @@ func TestWaitLow(t *testing.T) {
 		t.Fatal("WaitLow still waiting at 65 of 100")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b.Acquire(budget.Uploading, 15)
+	b.Acquire(budget.ClosedFiles, 15)
 	cancel()
 	if err := b.WaitLow(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("WaitLow with a cancelled context = %v", err)

@@ -2,7 +2,6 @@ package budget
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,38 +87,4 @@ func readLimit(file string) (int64, bool) {
 		return 0, false
 	}
 	return n, true
-}
-
-// Plan splits a process memory limit into the parts Spillway sizes from it.
-type Plan struct {
-	Process  int64 // the limit the process must stay under
-	GoLimit  int64 // GOMEMLIMIT: the Go runtime collects harder near it
-	Data     int64 // the byte budget for record data
-	FetchMax int32 // kgo FetchMaxBytes
-	Fetches  int   // kgo MaxConcurrentFetches
-	Reserved int64 // fetch buffers reserved inside Data
-}
-
-// NewPlan derives the budget from a process limit. Half the limit is for
-// data; the rest covers the Go runtime's GC headroom (garbage from encoding
-// is collected, not freed at once), goroutine stacks, the binary and TLS
-// buffers. A quarter of the data budget is reserved for the Kafka client's
-// fetch buffers, divided by 4 because decompression can grow a fetch.
-func NewPlan(process int64) (Plan, error) {
-	if process < MinMemoryLimit {
-		return Plan{}, fmt.Errorf("memory limit %d bytes is below the minimum of %dMiB", process, MinMemoryLimit>>20)
-	}
-	p := Plan{Process: process, GoLimit: process * 85 / 100, Data: process / 2, Fetches: 2}
-	fetch := p.Data / 4 / int64(p.Fetches) / 4
-	if fetch > 64<<20 {
-		fetch = 64 << 20
-	}
-	p.FetchMax = int32(fetch)
-	p.Reserved = int64(p.Fetches) * fetch * 4
-	return p, nil
-}
-
-func (p Plan) String() string {
-	return fmt.Sprintf("process limit %dMiB, GOMEMLIMIT %dMiB, data budget %dMiB (fetch %dx%dKiB)",
-		p.Process>>20, p.GoLimit>>20, p.Data>>20, p.Fetches, p.FetchMax>>10)
 }

@@ -230,7 +230,7 @@ func TestPlanString(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.String()
-	for _, want := range []string{"process limit 1024MiB", "GOMEMLIMIT 870MiB", "data budget 512MiB", "fetch 2x16384KiB"} {
+	for _, want := range []string{"process limit 1024MiB", "GOMEMLIMIT 870MiB", "data budget 512MiB", "fetch 2x16384KiB", "records up to 128MiB"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Plan.String() = %q, missing %q", s, want)
 		}

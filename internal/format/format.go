@@ -85,7 +85,8 @@ func NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
 const maxRetainedBuffer = 64 << 10
 
 // output is the write side shared by the encoders: one reusable buffer, one
-// Write per record, and a sticky error once the underlying writer fails.
+// Write per record (a record with a large field goes down in pieces, see
+// jsonRecord.stream), and a sticky error once the underlying writer fails.
 type output struct {
 	w      io.Writer
 	name   string // format name, for error messages
@@ -114,11 +115,17 @@ func (o *output) keep(b []byte) {
 	o.buf = b[:0]
 }
 
-// write hands b to the underlying writer in a single call.
+// write hands b to the underlying writer in a single call, and keeps b's
+// storage for the next record.
 func (o *output) write(b []byte) error {
-	_, err := o.w.Write(b)
+	err := o.put(b)
 	o.keep(b)
-	if err != nil {
+	return err
+}
+
+// put hands b to the underlying writer; an error sticks.
+func (o *output) put(b []byte) error {
+	if _, err := o.w.Write(b); err != nil {
 		o.err = fmt.Errorf("format: writing %s output: %w", o.name, err)
 		return o.err
 	}

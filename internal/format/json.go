@@ -26,13 +26,18 @@ func (e *jsonEncoder) Encode(r *kgo.Record) error {
 	if err := e.out.check(); err != nil {
 		return err
 	}
-	b := e.out.buf[:0]
+	head := ",\n"
 	if e.n == 0 {
-		b = append(b, "[\n"...)
-	} else {
-		b = append(b, ",\n"...)
+		head = "[\n"
 	}
-	b, err := e.rec.append(b, r)
+	if e.rec.large(r) {
+		if err := e.rec.stream(&e.out, head, r, ""); err != nil {
+			return err
+		}
+		e.n++
+		return nil
+	}
+	b, err := e.rec.append(append(e.out.buf[:0], head...), r)
 	if err != nil {
 		e.out.keep(b)
 		return err

@@ -13,6 +13,9 @@ func (e *jsonlEncoder) Encode(r *kgo.Record) error {
 	if err := e.out.check(); err != nil {
 		return err
 	}
+	if e.rec.large(r) {
+		return e.rec.stream(&e.out, "", r, "\n")
+	}
 	b, err := e.rec.append(e.out.buf[:0], r)
 	if err != nil {
 		e.out.keep(b)

@@ -1,17 +1,17 @@
 package format
 
 import (
-	"encoding/binary"
-	"github.com/valyala/fastjson"
-
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -48,13 +48,25 @@ type jsonRecord struct {
 	prefixes []string // `{"key":`, `,"value":`, ...; empty without envelope
 	envelope bool
 	base64   bool // value_encoding base64: bytes become base64 strings
-	// compact holds a JSON value reformatted onto one line (rare: only
-	// values that contain line breaks need it).
-	compact bytes.Buffer
+	// streamMin is the size from which a key, value or header value is
+	// written through in pieces of streamPiece bytes (see stream), not
+	// appended whole. Tests make them small.
+	streamMin, streamPiece int
 }
 
+// A record that holds a field of defaultStreamMin bytes or more is written
+// through to the output in pieces of about defaultStreamPiece bytes of
+// input, instead of being built whole in the encode buffer. Such a record
+// may be larger than the memory budget's room, and it is held over the
+// limit while it is written (see budget.Plan): building it whole would add a
+// copy of it, 1.33 times its size in base64.
+const (
+	defaultStreamMin   = 64 << 10
+	defaultStreamPiece = 32 << 10
+)
+
 func newJSONRecord(cfg config.Format) (jsonRecord, error) {
-	rec := jsonRecord{envelope: cfg.Envelope}
+	rec := jsonRecord{envelope: cfg.Envelope, streamMin: defaultStreamMin, streamPiece: defaultStreamPiece}
 	switch cfg.ValueEncoding {
 	case "", "none":
 	case "base64":
@@ -157,38 +169,94 @@ func notUTF8(what string, r *kgo.Record) error {
 	return fmt.Errorf("%w: %s at offset %d is not valid UTF-8; set format.value_encoding: base64", ErrRecord, what, r.Offset)
 }
 
-// appendBytes appends a key, value or header value, or reports false if b
-// is not valid UTF-8 and can't be written without base64. raw allows a
-// value that is already JSON to be embedded as is; keys and headers always
-// stay strings, so readers see one type per field.
-func (j *jsonRecord) appendBytes(dst, b []byte, raw bool) ([]byte, bool) {
+// form is how a key, value or header value is written.
+type form uint8
+
+const (
+	formNull    form = iota // null
+	formBase64              // a base64 string (value_encoding: base64)
+	formRaw                 // JSON, embedded as is
+	formCompact             // JSON with line breaks, embedded on one line
+	formString              // UTF-8 text, as a JSON string
+	formInvalid             // not UTF-8: can only be written as base64
+)
+
+// formOf says how b is written. raw allows a value that is already JSON to
+// be embedded; keys and headers always stay strings, so readers see one type
+// per field.
+func (j *jsonRecord) formOf(b []byte, raw bool) form {
 	switch {
 	case b == nil:
-		return append(dst, "null"...), true
+		return formNull
 	case j.base64:
-		dst = append(dst, '"')
-		dst = base64.StdEncoding.AppendEncode(dst, b)
-		return append(dst, '"'), true
+		return formBase64
 	case !utf8.Valid(b):
-		return dst, false
+		return formInvalid
 	case raw && maybeJSON(b) && validJSON(b):
 		if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
-			return append(dst, b...), true
+			return formRaw
 		}
 		// Pretty-printed JSON: a line break would split the JSON Lines
 		// record, so put it on one line.
-		j.compact.Reset()
-		if err := json.Compact(&j.compact, b); err != nil {
-			return appendString(dst, b), true // unreachable after json.Valid
-		}
-		dst = append(dst, j.compact.Bytes()...)
-		if j.compact.Cap() > maxRetainedBuffer {
-			j.compact = bytes.Buffer{}
-		}
-		return dst, true
+		return formCompact
 	default:
+		return formString
+	}
+}
+
+// appendBytes appends a key, value or header value, or reports false if b
+// is not valid UTF-8 and can't be written without base64.
+func (j *jsonRecord) appendBytes(dst, b []byte, raw bool) ([]byte, bool) {
+	return j.appendForm(dst, b, j.formOf(b, raw))
+}
+
+func (j *jsonRecord) appendForm(dst, b []byte, f form) ([]byte, bool) {
+	switch f {
+	case formNull:
+		return append(dst, "null"...), true
+	case formBase64:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, b)
+		return append(dst, '"'), true
+	case formRaw:
+		return append(dst, b...), true
+	case formCompact:
+		var c compactor
+		return c.append(dst, b), true
+	case formString:
 		return appendString(dst, b), true
 	}
+	return dst, false
+}
+
+// compactor takes the whitespace out of valid JSON, as json.Compact does,
+// in as many pieces as it is given: it carries whether a piece ends inside
+// a string, and after a backslash.
+type compactor struct {
+	inString, escaped bool
+}
+
+func (c *compactor) append(dst, b []byte) []byte {
+	start := 0
+	for i, ch := range b {
+		switch {
+		case c.inString:
+			switch {
+			case c.escaped:
+				c.escaped = false
+			case ch == '\\':
+				c.escaped = true
+			case ch == '"':
+				c.inString = false
+			}
+		case ch == '"':
+			c.inString = true
+		case isJSONSpace(rune(ch)):
+			dst = append(dst, b[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(dst, b[start:]...)
 }
 
 // validJSON is json.Valid, about 5x faster: fastjson's validator checks the
@@ -260,7 +328,7 @@ func (j *jsonRecord) appendHeaders(dst []byte, r *kgo.Record) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		if !utf8.ValidString(h.Key) {
-			return dst, fmt.Errorf("%w: header key %q at offset %d is not valid UTF-8", ErrRecord, h.Key, r.Offset)
+			return dst, headerKeyError(h.Key, r)
 		}
 		dst = append(dst, `{"key":`...)
 		dst = appendString(dst, h.Key)
@@ -272,6 +340,11 @@ func (j *jsonRecord) appendHeaders(dst []byte, r *kgo.Record) ([]byte, error) {
 		dst = append(dst, '}')
 	}
 	return append(dst, ']'), nil
+}
+
+// headerKeyError is the error for a header key that is not UTF-8.
+func headerKeyError(key string, r *kgo.Record) error {
+	return fmt.Errorf("%w: header key %q at offset %d is not valid UTF-8", ErrRecord, key, r.Offset)
 }
 
 // safeASCII marks the ASCII bytes a JSON string holds unescaped.
@@ -292,6 +365,14 @@ const hexDigits = "0123456789abcdef"
 // allocates on every call.
 func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendEscaped appends s escaped as the inside of a JSON string (see
+// appendString). s must hold whole UTF-8 sequences: a piece cut elsewhere
+// could split U+2028 and leave it unescaped.
+func appendEscaped[S string | []byte](dst []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -331,6 +412,5 @@ func appendString[S string | []byte](dst []byte, s S) []byte {
 		}
 		i++
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }

@@ -96,8 +96,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
+	for _, w := range memoryWarnings(cfg, plan, where) {
+		log.Warn(w)
+	}
 	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
-	b.Acquire(budget.FetchBuf, plan.Reserved)
+	b.Acquire(budget.FetchBuffers, plan.Reserved)
 	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{
 		PartSize:          int64(cfg.Storage.PartSize),
 		UploadConcurrency: cfg.Storage.UploadConcurrency,
@@ -105,9 +108,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		Retry:             storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1},
 		Account: func(delta int64) {
 			if delta >= 0 {
-				b.Acquire(budget.Buffered, delta)
+				b.Acquire(budget.QueuedChunks, delta)
 			} else {
-				b.Release(budget.Buffered, -delta)
+				b.Release(budget.QueuedChunks, -delta)
 			}
 		},
 	})
@@ -159,7 +162,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxBytes:     int64(cfg.File.MaxBytes),
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
-		Uploaders:    cfg.Storage.UploadConcurrency,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
 			return format.NewEncoder(fcfg, w)
 		},
@@ -184,7 +186,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	snk := sink.New(scfg, bucket, b, log)
 	defer snk.Close()
 	resume := resumer(cfg, bucket, names, ledger)
-	src, err = source.New(cfg.Kafka, source.Fetch{MaxBytes: plan.FetchMax, MaxConcurent: plan.Fetches, Reserved: plan.Reserved}, snk, b, cfg.Shutdown.Timeout, resume, log)
+	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
 	}
@@ -230,6 +232,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// already polled are still written after a graceful stop begins.
 	hard, cancelHard := context.WithCancel(context.Background())
 	defer cancelHard()
+	// The deadline runs from the stop itself, not from when the consumer
+	// returns: a write may still be waiting for storage then (a record
+	// larger than the budget's room goes to storage piece by piece).
+	defer context.AfterFunc(ctx, func() {
+		t := time.NewTimer(cfg.Shutdown.Timeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancelHard()
+		case <-hard.Done():
+		}
+	})()
 	tickCtx, stopTick := context.WithCancel(hard)
 	tickDone := make(chan struct{})
 	go func() { defer close(tickDone); snk.RunTicker(tickCtx) }()
@@ -244,8 +258,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return runErr
 	}
 	log.Info("stopping: finishing open files", "deadline", cfg.Shutdown.Timeout)
-	timer := time.AfterFunc(cfg.Shutdown.Timeout, cancelHard)
-	defer timer.Stop()
 	if err := src.Shutdown(hard); err != nil {
 		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", cfg.Shutdown.Timeout, err)
 	}

@@ -34,6 +34,7 @@ func (p *Progress) Status() admin.Status {
 		FilesClosed:         map[string]int64{},
 		CommittedOffsets:    map[string]map[int32]int64{},
 	}
+	s.BudgetUnreservedPeakBytes = b.PeakUnreserved
 	if err := p.sink.Err(); err != nil {
 		s.Ready, s.FatalError = false, err.Error()
 	}

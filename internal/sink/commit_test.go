@@ -85,7 +85,6 @@ func TestFlushSomePartitions(t *testing.T) {
 func TestPartitionFilesPublishInOrder(t *testing.T) {
 	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) {
 		c.MaxRecords = 5
-		c.Uploaders = 2
 		c.NullValues = "ignore"
 	}))
 	release := h.gate.hold(key("t", 0, 100))
@@ -144,7 +143,7 @@ func TestPartitionFilesPublishInOrder(t *testing.T) {
 // When a partition's file fails, the files after it are abandoned, never
 // published: storage keeps a gap-free prefix, and the failure is reported.
 func TestFailedFileAbandonsLaterFiles(t *testing.T) {
-	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 5; c.Uploaders = 2 }))
+	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 5 }))
 	release := h.gate.hold(key("t", 0, 0))
 	h.gate.fail(key("t", 0, 0), errors.New("injected: storage refused the object"))
 	h.write(recs("t", 0, 0, 15)...) // [0,5) fails, [5,10) and [10,15) behind it
@@ -169,7 +168,7 @@ func TestFailedFileAbandonsLaterFiles(t *testing.T) {
 // A lost partition's files that are not yet published stay unpublished,
 // and when the partition comes back its new files don't wait on them.
 func TestDropAbandonsUnpublishedFiles(t *testing.T) {
-	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 5; c.Uploaders = 2 }))
+	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 5 }))
 	release := h.gate.hold(key("t", 0, 0))
 	defer release()
 	h.write(recs("t", 0, 0, 10)...)
@@ -192,7 +191,7 @@ func TestDropAbandonsUnpublishedFiles(t *testing.T) {
 // and their bytes stay counted in the budget, which is what slows
 // consumption. A stuck commit holds back only its own offsets.
 func TestRotationDoesNotWaitForStorage(t *testing.T) {
-	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 1; c.Uploaders = 1 }))
+	h := newHarness(t, withGate(), withConfig(func(c *sink.Config) { c.MaxRecords = 1 }))
 	base := h.b.Snapshot().Used
 	release := h.gate.hold(key("t", 0, 0))
 	defer release()
@@ -329,7 +328,7 @@ func TestFlushPartitionsReturnsUploadError(t *testing.T) {
 // Write, Tick, Flush of some partitions and Committable from different
 // goroutines, as the source, ticker and committer call them.
 func TestConcurrentCallers(t *testing.T) {
-	h := newHarness(t, withConfig(func(c *sink.Config) { c.MaxRecords = 7; c.MaxAge = time.Hour; c.Uploaders = 3 }))
+	h := newHarness(t, withConfig(func(c *sink.Config) { c.MaxRecords = 7; c.MaxAge = time.Hour }))
 	const parts, n = 4, 300
 	ctx := context.Background()
 	stop := make(chan struct{})

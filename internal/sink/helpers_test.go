@@ -212,7 +212,6 @@ func baseConfig(t *testing.T) sink.Config {
 		Template:     tmpl,
 		Extension:    layout.Extension(jsonlFormat.Type, jsonlFormat.Compression),
 		MaxOpenFiles: 100,
-		Uploaders:    2,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
 			return format.NewEncoder(jsonlFormat, w)
 		},
@@ -263,9 +262,9 @@ func withAccounting() opt {
 	return func(h *harness, _ *sink.Config, o *storage.Options) {
 		o.Account = func(d int64) {
 			if d >= 0 {
-				h.b.Acquire(budget.Buffered, d)
+				h.b.Acquire(budget.QueuedChunks, d)
 			} else {
-				h.b.Release(budget.Buffered, -d)
+				h.b.Release(budget.QueuedChunks, -d)
 			}
 		}
 	}

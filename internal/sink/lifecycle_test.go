@@ -10,7 +10,7 @@ import (
 
 func TestDropAbandonsOpenFiles(t *testing.T) {
 	b := budget.New(1<<30, 0)
-	b.Acquire(budget.FetchBuf, 4242)
+	b.Acquire(budget.FetchBuffers, 4242)
 	h := newHarness(t, withBudget(b), withAccounting(), withConfig(func(c *sink.Config) { c.NullValues = "ignore" }))
 	h.write(recs("t", 0, 0, 3)...)
 	h.write(recs("t", 1, 0, 3)...)
@@ -74,7 +74,7 @@ func TestBudgetAccounting(t *testing.T) {
 		t.Run(backend.name, func(t *testing.T) {
 			const outside = 12345
 			b := budget.New(1<<30, 0)
-			b.Acquire(budget.FetchBuf, outside)
+			b.Acquire(budget.FetchBuffers, outside)
 			h := newHarness(t, backend.opt, withBudget(b), withAccounting(), withConfig(func(c *sink.Config) { c.MaxRecords = 50 }))
 			fileMem := compressorMemory + h.bucket.WriterMemory()
 
@@ -85,8 +85,11 @@ func TestBudgetAccounting(t *testing.T) {
 			if s.Records != 10 {
 				t.Fatalf("Records = %d, want 10 buffered", s.Records)
 			}
-			if held := holder(s, budget.Encoders); held != 3*fileMem {
-				t.Fatalf("encoders hold %d, want 3 files x %d", held, fileMem)
+			if held := holder(s, budget.FileEncoders); held != 3*compressorMemory {
+				t.Fatalf("file encoders hold %d, want 3 files x %d", held, compressorMemory)
+			}
+			if held, want := holder(s, budget.WriterBuffers), 3*h.bucket.WriterMemory(); held != want {
+				t.Fatalf("writer buffers hold %d, want 3 files x %d", held, want/3)
 			}
 			if s.Used < outside+3*fileMem {
 				t.Fatalf("Used = %d, want at least %d", s.Used, outside+3*fileMem)
@@ -109,7 +112,7 @@ func TestBudgetAccounting(t *testing.T) {
 				t.Fatalf("after Close: %+v", s)
 			}
 			for _, hb := range b.Snapshot().By {
-				if hb.Holder != budget.FetchBuf && hb.Bytes != 0 {
+				if hb.Holder != budget.FetchBuffers && hb.Bytes != 0 {
 					t.Fatalf("%s still holds %d", hb.Holder, hb.Bytes)
 				}
 			}
@@ -154,7 +157,7 @@ func TestPressureRecordTrigger(t *testing.T) {
 func TestPressureBytes(t *testing.T) {
 	const fileMem = compressorMemory // a local bucket's writer memory is in its part buffers
 	b := budget.New(10*fileMem, 0)   // high 9 files' worth
-	b.Acquire(budget.FetchBuf, 8*fileMem)
+	b.Acquire(budget.FetchBuffers, 8*fileMem)
 	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) { c.MaxOpenFiles = 10 }))
 	if h.bucket.WriterMemory() != 0 {
 		t.Skip("the local bucket reports writer memory; this test sizes the budget in compressor units")

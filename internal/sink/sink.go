@@ -64,8 +64,7 @@ type Config struct {
 	// partitions that were given an identity by Assign.
 	Ledger *layout.Ledger
 	// Writer names this process in ledger entries.
-	Writer    string
-	Uploaders int
+	Writer string
 
 	// NewEncoder and NewCompressor build a file's chain. CompressorMemory is
 	// what one compressor plus encoder holds, for the budget.
@@ -175,12 +174,12 @@ type openFile struct {
 	w        *storage.Writer
 	comp     io.WriteCloser
 	enc      Encoder
+	gate     *gate // between comp and w
 	u        *unit
 	start    int64
 	records  int64
 	created  time.Time
 	lastUsed time.Time
-	mem      int64
 
 	// Set when the file is handed to storage.
 	prev    *openFile     // the partition's previous file still uploading
@@ -195,9 +194,6 @@ type openFile struct {
 
 // New starts the upload workers. Close stops them.
 func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
-	if cfg.Uploaders <= 0 {
-		cfg.Uploaders = 1
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Sink{
 		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
@@ -211,12 +207,8 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	}
 	s.stats.Closed = map[Reason]int64{}
 	if s.cfg.MaxOpenFiles <= 0 {
-		// Half the budget for open files; the rest for fetches and uploads.
-		// Each open file also fills one part buffer, counted as it is used.
-		s.cfg.MaxOpenFiles = int(b.Limit() / 2 / (s.fileMem + bucket.ChunkSize()))
-		if s.cfg.MaxOpenFiles < 1 {
-			s.cfg.MaxOpenFiles = 1
-		}
+		// Each open file also fills one chunk, counted as it is used.
+		s.cfg.MaxOpenFiles = b.MaxOpenFiles(s.fileMem + bucket.ChunkSize())
 	}
 	return s
 }
@@ -367,7 +359,7 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomF
 	if err != nil {
 		return err
 	}
-	if err := f.enc.Encode(r); err != nil {
+	if err := f.gate.with(ctx, func() error { return f.enc.Encode(r) }); err != nil {
 		if s.cfg.ErrRecord != nil && errors.Is(err, s.cfg.ErrRecord) {
 			return s.recordError(ctx, tp, r, fmt.Errorf("record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err))
 		}
@@ -463,7 +455,8 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 	if err != nil {
 		return nil, err
 	}
-	comp, err := s.cfg.NewCompressor(w)
+	g := &gate{w: w, b: s.budget}
+	comp, err := s.cfg.NewCompressor(g)
 	if err != nil {
 		w.Abort()
 		return nil, err
@@ -476,9 +469,10 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 	s.pubMu.Lock()
 	lp := s.ledgered[tp]
 	s.pubMu.Unlock()
-	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, start: r.Offset,
-		created: now, lastUsed: now, mem: s.fileMem, u: &unit{}, lp: lp}
-	s.budget.Acquire(budget.Encoders, f.mem)
+	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset,
+		created: now, lastUsed: now, u: &unit{}, lp: lp}
+	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
+	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
 	s.files[id] = f
 	if s.groups[tp] == nil {
 		s.groups[tp] = map[string]*openFile{}
@@ -515,29 +509,34 @@ const pendingCost = 16 << 10
 // closeLocked finishes a file's encoding and hands it to storage in the
 // background. It never waits for storage: what the file still holds stays
 // counted in the budget, and the budget is what slows consumption.
-func (s *Sink) closeLocked(_ context.Context, f *openFile, why Reason) error {
+func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	s.forgetLocked(f)
 	s.stats.Closed[why]++
 	s.reportRecordsLocked()
 	s.budget.AddRecords(-f.records)
-	err := f.enc.Close()
-	if cerr := f.comp.Close(); err == nil {
-		err = cerr
-	}
-	s.budget.Release(budget.Encoders, f.mem)
+	err := f.gate.with(ctx, func() error {
+		err := f.enc.Close()
+		if cerr := f.comp.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
 	if err != nil {
 		f.w.Abort()
+		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		return fmt.Errorf("finish %s: %w", f.key, err)
 	}
 	if f.records == 0 {
 		// Every record of this file was skipped by the error policy: store
 		// nothing, but let its offsets be committed.
 		f.w.Abort()
+		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		s.tracker.markDurable(f.u)
 		return nil
 	}
-	f.mem = s.bucket.WriterMemory() + pendingCost
-	s.budget.Acquire(budget.Uploading, f.mem)
+	// The writer keeps its buffers until the commit ends.
+	s.budget.Acquire(budget.ClosedFiles, pendingCost)
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
@@ -562,7 +561,8 @@ func (s *Sink) upload(f *openFile) {
 	defer s.inflight.Done()
 	defer s.ended(f)
 	defer func() {
-		s.budget.Release(budget.Uploading, f.mem)
+		s.budget.Release(budget.ClosedFiles, pendingCost)
+		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		// Not s.mu: a writer holding s.mu may be waiting on the budget.
 		s.uploading.Add(-1)
 	}()
@@ -815,7 +815,8 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 			_ = f.enc.Close()
 			_ = f.comp.Close()
 			f.w.Abort()
-			s.budget.Release(budget.Encoders, f.mem)
+			s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
+			s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		}
 	}
 	// Files of a lost partition that are not yet published stay

@@ -15,13 +15,6 @@ import (
 	"github.com/spillway/spillway/internal/config"
 )
 
-// Fetch sizes the Kafka client's own buffering so that it fits in the budget.
-type Fetch struct {
-	MaxBytes     int32 // FetchMaxBytes
-	MaxConcurent int   // MaxConcurrentFetches
-	Reserved     int64 // what the budget reserves for the client's buffers
-}
-
 // ClientOptions translates the kafka config into franz-go options shared by
 // the consumer and by tools (verify, the dead-letter producer).
 func ClientOptions(k config.Kafka) ([]kgo.Opt, error) {

@@ -65,8 +65,12 @@ type Source struct {
 	stats       Stats
 	statsMu     sync.Mutex
 	topics      map[string]bool
-	// fetchReserved is what the budget holds for the client's buffers.
-	fetchReserved int64
+	// plan sizes the client's fetches, and says what the budget reserves
+	// for them and which records don't fit in that (RecordRoom).
+	plan budget.Plan
+	// oversized holds the partitions already warned of a record larger
+	// than plan.RecordRoom: once each is enough.
+	oversized map[sink.TopicPartition]bool
 
 	// fatal is set by a rebalance callback that can't go on safely; it
 	// ends Run through cancelPoll before any record of the partition is
@@ -90,13 +94,14 @@ type Stats struct {
 //
 // resume, when set, is asked on every assignment where storage ends, so that
 // records stored before a crash, but not committed, are not written again.
-func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger) (*Source, error) {
+//
+// plan sizes the client's fetches; a zero plan leaves the client's defaults.
+func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
-		forgottenAt: map[sink.TopicPartition]uint64{}}
+		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
 	src.health.init(k.Group)
-	src.fetchReserved = fetch.Reserved
 	opts, err := ClientOptions(k)
 	if err != nil {
 		return nil, err
@@ -121,15 +126,12 @@ func New(k config.Kafka, fetch Fetch, s Sink, b *budget.Budget, revokeTimeout ti
 	if k.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(k.InstanceID))
 	}
-	if fetch.MaxBytes > 0 {
-		// A quarter of a fetch per partition, so one hot partition can't
-		// fill every fetch while the others wait. The broker still returns
-		// at least one batch, so big records pass.
-		perPartition := max(fetch.MaxBytes/4, 1<<20)
+	if plan.FetchMax > 0 {
+		// The broker still returns at least one batch, so big records pass.
 		opts = append(opts,
-			kgo.FetchMaxBytes(fetch.MaxBytes),
-			kgo.FetchMaxPartitionBytes(min(perPartition, fetch.MaxBytes)),
-			kgo.MaxConcurrentFetches(fetch.MaxConcurent))
+			kgo.FetchMaxBytes(plan.FetchMax),
+			kgo.FetchMaxPartitionBytes(plan.FetchPartitionMax),
+			kgo.MaxConcurrentFetches(plan.Fetches))
 	}
 	if k.TopicRegex != "" {
 		if _, err := k.TopicPattern(); err != nil {
@@ -216,18 +218,24 @@ func (s *Source) Run(stop, hard context.Context) error {
 		recs := fetches.Records()
 		var size int64
 		for _, r := range recs {
-			size += RecordSize(r)
+			n := RecordSize(r)
+			size += n
 			s.topics[r.Topic] = true
+			s.warnOversized(r, n)
 		}
 		// Polled records are part of the fetch buffers already reserved:
 		// move their bytes from one holder to the other, don't count twice.
 		// Release before acquire, so the move itself never shows as a peak.
-		moved := min(size, s.fetchReserved)
-		s.budget.Release(budget.FetchBuf, moved)
-		s.budget.Acquire(budget.Fetched, size)
+		// What the reservation can't hold is counted apart, over the limit:
+		// waiting can't free it, only writing it can (see budget.Plan).
+		moved := min(size, s.plan.Reserved)
+		s.budget.Release(budget.FetchBuffers, moved)
+		s.budget.Acquire(budget.PolledRecords, moved)
+		s.budget.Acquire(budget.PolledUnreserved, size-moved)
 		err := s.write(stop, hard, recs)
-		s.budget.Release(budget.Fetched, size)
-		s.budget.Acquire(budget.FetchBuf, moved)
+		s.budget.Release(budget.PolledUnreserved, size-moved)
+		s.budget.Release(budget.PolledRecords, moved)
+		s.budget.Acquire(budget.FetchBuffers, moved)
 		s.statsMu.Lock()
 		s.stats.Fetched += int64(len(recs))
 		s.statsMu.Unlock()
@@ -294,6 +302,24 @@ func (s *Source) fatalErr() error {
 	s.fatalMu.Lock()
 	defer s.fatalMu.Unlock()
 	return s.fatal
+}
+
+// warnOversized warns, once per partition, of a record larger than the
+// budget's room: it takes memory over the limit while it is written.
+func (s *Source) warnOversized(r *kgo.Record, size int64) {
+	room := s.plan.RecordRoom()
+	tp := sink.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	if s.plan.FetchMax <= 0 || size <= room || s.oversized[tp] {
+		return
+	}
+	s.oversized[tp] = true
+	fix := "raise backpressure.memory_limit, or give the process room for memory_limit plus the largest record"
+	if need, ok := budget.ProcessFor(size); ok {
+		fix = fmt.Sprintf("raise backpressure.memory_limit to %dMiB for records this size to fit in it, or give the process room for memory_limit plus the largest record", need>>20)
+	}
+	s.log.Warn("record larger than the memory budget's room for one record: Spillway holds it over backpressure.memory_limit while it writes it; "+fix+" (warned once per partition)",
+		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "record_bytes", size, "room_bytes", room,
+		"memory_limit_bytes", s.plan.Process)
 }
 
 // RecordSize is the memory a fetched record holds, for the budget.

@@ -64,7 +64,7 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	resumer := func(context.Context, layout.Identity, layout.Log) (layout.Point, error) {
 		return layout.Point{}, listErr
 	}
-	src, err := source.New(k, source.Fetch{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer,
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
 package storage
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // partQueue decouples the encoder from storage latency. Write copies bytes
 // into a part buffer; full parts go to a per-object goroutine that hands them
@@ -11,7 +14,9 @@ import "sync"
 //
 // Write never waits for storage: the queue is bounded by the byte budget,
 // which pauses fetching when storage falls behind, not by a fixed depth that
-// would stall every partition behind one slow object.
+// would stall every partition behind one slow object. The one exception is
+// asked for by the caller, with waitQueued: a record larger than the
+// budget's room is handed over piece by piece.
 type partQueue struct {
 	dst      objectWriter
 	partSize int
@@ -29,10 +34,15 @@ type partQueue struct {
 	err     error // first backend error
 	running bool
 	done    chan struct{}
+	// held counts the bytes of full parts queued or being handed to
+	// storage; taken is closed and replaced whenever it drops.
+	held  int
+	taken chan struct{}
 }
 
 func newPartQueue(dst objectWriter, partSize int, uploads chan struct{}, account func(int64), pool *sync.Pool) *partQueue {
-	p := &partQueue{dst: dst, partSize: partSize, uploads: uploads, account: account, pool: pool, done: make(chan struct{})}
+	p := &partQueue{dst: dst, partSize: partSize, uploads: uploads, account: account, pool: pool,
+		done: make(chan struct{}), taken: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -45,6 +55,7 @@ func (p *partQueue) run() {
 			p.cond.Wait()
 		}
 		if len(p.queued) == 0 {
+			p.signalTakenLocked()
 			p.mu.Unlock()
 			return
 		}
@@ -63,7 +74,34 @@ func (p *partQueue) run() {
 			}
 		}
 		p.free(part)
+		p.mu.Lock()
+		p.held -= len(part)
+		p.signalTakenLocked()
+		p.mu.Unlock()
 	}
+}
+
+func (p *partQueue) signalTakenLocked() {
+	close(p.taken)
+	p.taken = make(chan struct{})
+}
+
+// waitQueued blocks until at most max bytes of full parts are queued or
+// being handed to storage, or the queue failed, or ctx ends.
+func (p *partQueue) waitQueued(ctx context.Context, max int) error {
+	p.mu.Lock()
+	for p.held > max && p.err == nil && !p.closed {
+		taken := p.taken
+		p.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-taken:
+		}
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+	return nil
 }
 
 func (p *partQueue) alloc() []byte {
@@ -91,6 +129,7 @@ func (p *partQueue) push(part []byte) error {
 		go p.run()
 	}
 	p.queued = append(p.queued, part)
+	p.held += len(part)
 	p.cond.Signal()
 	return nil
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -23,7 +24,8 @@ type Faults struct {
 	stall chan struct{} // non-nil while stalled
 }
 
-// Stall makes every write and commit wait until Resume.
+// Stall makes every write and commit wait until Resume, or until the
+// object's context ends, as a stuck store's request would.
 func (f *Faults) Stall() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -42,35 +44,52 @@ func (f *Faults) Resume() {
 	}
 }
 
-func (f *Faults) wait(n int) {
+func (f *Faults) wait(ctx context.Context, n int) error {
 	f.mu.Lock()
 	stall := f.stall
 	f.mu.Unlock()
 	if stall != nil {
-		<-stall
+		select {
+		case <-stall:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	d := f.Latency
 	if f.BytesPerSecond > 0 {
 		d += time.Duration(int64(n) * int64(time.Second) / f.BytesPerSecond)
 	}
 	if d > 0 {
-		time.Sleep(d)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 type faultyWriter struct {
 	objectWriter
 	f   *Faults
 	key string
+	ctx context.Context // the object's
 }
 
 func (w faultyWriter) Write(p []byte) (int, error) {
-	w.f.wait(len(p))
+	if err := w.f.wait(w.ctx, len(p)); err != nil {
+		return 0, err
+	}
 	return w.objectWriter.Write(p)
 }
 
 func (w faultyWriter) commit() error {
-	w.f.wait(0)
+	if err := w.f.wait(w.ctx, 0); err != nil {
+		w.objectWriter.abort()
+		return err
+	}
 	if w.f.BeforeCommit != nil {
 		if err := w.f.BeforeCommit(w.key); err != nil {
 			// The part queue aborts only on its own errors: drop the

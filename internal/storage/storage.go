@@ -153,7 +153,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		return nil, fmt.Errorf("storage: parse url %s: %w", redact.URL(rawURL), err)
 	}
 	if opts.PartSize <= 0 {
-		opts.PartSize = 8 << 20
+		opts.PartSize = defaultPartSize
 	}
 	if opts.UploadConcurrency <= 0 {
 		opts.UploadConcurrency = 4
@@ -165,7 +165,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// gathers them into parts of PartSize (counted in WriterMemory), and
 	// small chunks keep each open file's step in memory small, so the budget
 	// is never overshot by a file's first write.
-	b := &Bucket{chunkSize: int(min(opts.PartSize, chunkSize)), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
+	b := &Bucket{chunkSize: int(FootprintOf(u.Scheme, opts.PartSize).Chunk), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -196,17 +196,45 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), redactedError{err, rawURL})
 	}
-	// Besides our part queue, a gocloud writer buffers parts of its own: one
-	// for GCS and Azure; for S3 the transfer manager holds its first part and
-	// a pool of two, briefly four, and 5.1 was measured once under CI load
-	// (TestEmulatorWriterMemory): count five.
-	writeMem := opts.PartSize
-	if u.Scheme == "s3" {
-		writeMem = 5 * opts.PartSize
-	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, redact.URL(rawURL), writeMem
+	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
 	return b, nil
 }
+
+// Footprint is the memory storage holds for a bucket's writers, for the
+// budget, and for `config check`, which must not open the bucket.
+type Footprint struct {
+	// Writer is what one open writer holds of its own, beyond the chunks of
+	// its part queue (Bucket.WriterMemory).
+	Writer int64
+	// Chunk is the unit of a part queue (Bucket.ChunkSize).
+	Chunk int64
+	// Upload is what one upload in flight holds: a part.
+	Upload int64
+}
+
+// FootprintOf is the Footprint of a bucket of the URL scheme with parts of
+// partSize bytes (0: the default).
+func FootprintOf(scheme string, partSize int64) Footprint {
+	if partSize <= 0 {
+		partSize = defaultPartSize
+	}
+	chunk := min(partSize, chunkSize)
+	switch scheme {
+	case "file":
+		// A local writer holds nothing of its own: chunks go straight to
+		// write calls.
+		return Footprint{Chunk: chunk, Upload: chunk}
+	case "s3":
+		// Besides our part queue, the transfer manager holds its first
+		// part and a pool of two, briefly four, and 5.1 was measured once
+		// under CI load (TestEmulatorWriterMemory): count five.
+		return Footprint{Writer: 5 * partSize, Chunk: chunk, Upload: partSize}
+	}
+	// A gocloud writer buffers one part of its own on GCS and Azure.
+	return Footprint{Writer: partSize, Chunk: chunk, Upload: partSize}
+}
+
+const defaultPartSize = 8 << 20
 
 // WriterMemory is the memory one open Writer holds beyond the part buffers
 // reported to Options.Account, for the budget.
@@ -229,7 +257,7 @@ func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]stri
 		return nil, fmt.Errorf("storage: start %s: %w", key, err)
 	}
 	if b.faults != nil {
-		w = faultyWriter{w, b.faults, key}
+		w = faultyWriter{w, b.faults, key, ctx}
 	}
 	return &Writer{w: newPartQueue(w, b.chunkSize, b.uploads, b.account, &b.pool), key: key}, nil
 }
@@ -320,6 +348,17 @@ func (w *Writer) Write(p []byte) (int, error) {
 
 // Written is the number of bytes written so far.
 func (w *Writer) Written() int64 { return w.n }
+
+// WaitQueued blocks until at most max bytes written to w wait in its queue
+// for storage, or the upload failed (the next Write or Commit says how), or
+// ctx ends. Write never waits: a caller that must not let the queue grow
+// (a record larger than the budget's room) waits here between pieces.
+func (w *Writer) WaitQueued(ctx context.Context, max int64) error {
+	if err := w.w.waitQueued(ctx, int(max)); err != nil {
+		return fmt.Errorf("storage: write %s: %w", w.key, err)
+	}
+	return nil
+}
 
 // Key is the object's final name.
 func (w *Writer) Key() string { return w.key }

@@ -1,0 +1,150 @@
+package budget
+
+import "fmt"
+
+// How Spillway divides its memory. This is the whole model: the rest of the
+// code reads these shares through Plan and Budget, and never restates them.
+//
+//	memory_limit                  Plan.Process: what the process must stay under
+//	├─ GOMEMLIMIT, 85%            Plan.GoLimit: the Go runtime collects harder above it
+//	├─ the data budget, 1/2       Plan.Data: everything a Budget counts
+//	│  ├─ fetches, 1/4            Plan.Reserved: the Kafka client's buffers and the
+//	│  │                          records polled from them: Plan.Fetches fetches of
+//	│  │                          Plan.FetchMax bytes, ×4 for decompression; one
+//	│  │                          partition takes at most a quarter of a fetch
+//	│  ├─ open files, 1/2         Plan.OpenFiles: per open file, its encoder and
+//	│  │                          compressor, its storage writer's part buffers and
+//	│  │                          the chunk it fills; the number of open files is
+//	│  │                          derived from it (MaxOpenFiles)
+//	│  └─ the rest, 1/4           encoded chunks waiting for storage, closed files
+//	│                             being committed
+//	└─ the other half             garbage from encoding waiting for a collection,
+//	                              goroutine stacks, the binary, TLS and connection
+//	                              buffers
+//
+// Above 90% of the data budget (Plan.High) Spillway closes its larger files
+// and stops fetching; below 70% (Plan.Low) it fetches again. The gap keeps
+// pause and resume from flapping on every record.
+//
+// A record larger than the fetch share (Plan.RecordRoom) can't fit in it:
+// the Kafka client returns a record whole, in a fetch of its own when it is
+// that large. What the fetch share can't hold is counted apart, as
+// PolledUnreserved, over the limit: waiting can't free it, only writing it
+// can. Spillway writes such a record in pieces, each handed to storage
+// before the next while the budget is over its limit, so that the record
+// costs its own size and never a copy of it. The bound is then memory_limit
+// plus the records held apart at once: those of the poll being written and
+// those the Kafka client fetches meanwhile, one per fetch (Plan.Fetches in
+// flight): with one broker, twice the largest record, and once when such
+// records don't follow each other.
+const (
+	goLimitPercent    = 85
+	dataShare         = 2 // Data = Process / 2
+	fetchShare        = 4 // Reserved = Data / 4
+	openFilesShare    = 2 // OpenFiles = Data / 2
+	concurrentFetches = 2
+	decompression     = 4 // a fetch may decompress to this many times its size
+	partitionShare    = 4 // one partition's share of a fetch
+	maxFetch          = 64 << 20
+	minPartitionFetch = 1 << 20
+	highPercent       = 90
+	lowPercent        = 70
+)
+
+// Plan splits a process memory limit into the parts Spillway sizes from it;
+// see the division above.
+type Plan struct {
+	Process int64 // the limit the process must stay under
+	GoLimit int64 // GOMEMLIMIT
+	Data    int64 // the byte budget for record data
+
+	FetchMax          int32 // kgo FetchMaxBytes
+	FetchPartitionMax int32 // kgo FetchMaxPartitionBytes
+	Fetches           int   // kgo MaxConcurrentFetches
+	Reserved          int64 // fetch buffers reserved inside Data
+
+	OpenFiles int64 // the share of Data that open files may take
+	High, Low int64 // the watermarks, in bytes of Data
+}
+
+// NewPlan divides a process memory limit.
+func NewPlan(process int64) (Plan, error) {
+	if process < MinMemoryLimit {
+		return Plan{}, fmt.Errorf("memory limit %d bytes is below the minimum of %dMiB", process, MinMemoryLimit>>20)
+	}
+	p := Plan{Process: process, GoLimit: process * goLimitPercent / 100, Data: process / dataShare, Fetches: concurrentFetches}
+	fetch := min(p.Data/fetchShare/concurrentFetches/decompression, maxFetch)
+	p.FetchMax = int32(fetch)
+	p.FetchPartitionMax = int32(min(max(fetch/partitionShare, minPartitionFetch), fetch))
+	p.Reserved = concurrentFetches * fetch * decompression
+	p.OpenFiles = openFilesBytes(p.Data)
+	p.High, p.Low = watermarks(p.Data)
+	return p, nil
+}
+
+// RecordRoom is the largest record the data budget holds within its limit:
+// the share reserved for fetched records. A larger one is counted apart
+// (PolledUnreserved), over the limit.
+func (p Plan) RecordRoom() int64 { return p.Reserved }
+
+// MaxOpenFiles is how many open files of fileCost bytes each (see
+// Plan.OpenFiles) the plan allows, at least one.
+func (p Plan) MaxOpenFiles(fileCost int64) int { return maxOpenFiles(p.OpenFiles, fileCost) }
+
+// Need is the data budget a storage configuration takes at the least: the
+// fetch share, files open files of fileCost bytes each, and uploads parts of
+// partSize in flight. Above p.Data, the budget can't hold it: opening a file
+// or waiting for uploads takes Spillway over its limit.
+func (p Plan) Need(files int, fileCost int64, uploads int, partSize int64) int64 {
+	return p.Reserved + int64(files)*fileCost + int64(uploads)*partSize
+}
+
+func (p Plan) String() string {
+	return fmt.Sprintf("process limit %dMiB, GOMEMLIMIT %dMiB, data budget %dMiB (fetch %dx%dKiB, records up to %dMiB within the limit)",
+		p.Process>>20, p.GoLimit>>20, p.Data>>20, p.Fetches, p.FetchMax>>10, p.RecordRoom()>>20)
+}
+
+func openFilesBytes(data int64) int64 { return data / openFilesShare }
+
+func watermarks(limit int64) (high, low int64) {
+	return limit * highPercent / 100, limit * lowPercent / 100
+}
+
+func maxOpenFiles(share, fileCost int64) int {
+	if fileCost <= 0 {
+		fileCost = 1
+	}
+	return int(max(share/fileCost, 1))
+}
+
+// ProcessFor is the smallest memory limit whose plan has room for a record
+// of size bytes (RecordRoom); ok is false when no limit has: the fetch share
+// stops growing once the fetch size reaches its cap.
+func ProcessFor(size int64) (limit int64, ok bool) {
+	return SmallestLimit(func(p Plan) bool { return p.RecordRoom() >= size })
+}
+
+// SmallestLimit is the smallest memory limit, in whole MiB, whose plan
+// fits; ok is false when none up to 1TiB does. fits must not turn false as
+// the limit grows.
+func SmallestLimit(fits func(Plan) bool) (limit int64, ok bool) {
+	plan := func(mib int64) Plan {
+		p, _ := NewPlan(mib << 20)
+		return p
+	}
+	lo, hi := int64(MinMemoryLimit>>20), int64(MinMemoryLimit>>20)
+	for !fits(plan(hi)) {
+		if hi >= 1<<20 {
+			return 0, false
+		}
+		lo, hi = hi+1, hi*2
+	}
+	for lo < hi {
+		if mid := (lo + hi) / 2; fits(plan(mid)) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi << 20, true
+}

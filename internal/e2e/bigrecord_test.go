@@ -1,0 +1,272 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+const (
+	bigTopic = "huge"
+	bigGroup = "spillway-huge"
+	// bigMemoryLimit is spillway's backpressure.memory_limit, and
+	// bigCgroup the kernel's hard limit around it: the bound the README
+	// documents for records larger than the budget's room that don't
+	// follow each other, memory_limit plus the largest record (see
+	// "Memory model").
+	bigMemoryLimit = 64 << 20
+	bigLargest     = 40 << 20
+	bigCgroup      = bigMemoryLimit + bigLargest
+)
+
+// bigRecord is one record the test produces, and how to check it once
+// stored.
+type bigRecord struct {
+	partition int32
+	value     []byte
+	json      bool // the value is JSON, stored embedded (compacted)
+}
+
+// bigRecords are a 20 MiB pretty-printed JSON value and a 40 MiB text value
+// full of characters JSON must escape, both larger than the whole data
+// budget of a 64 MiB limit, each written in its own format path (compacted
+// JSON, escaped string). A small record comes between them, as the bound
+// for such records apart from each other asks; small records flow in
+// another partition meanwhile.
+func bigRecords() []bigRecord {
+	var recs []bigRecord
+	for i := range 5 {
+		recs = append(recs, bigRecord{partition: 1, value: fmt.Appendf(nil, `{"n":%d}`, i), json: true})
+	}
+	return append(recs,
+		bigRecord{partition: 0, value: []byte(`{"n":0}`), json: true},
+		bigRecord{partition: 0, value: prettyJSON(20 << 20), json: true},
+		bigRecord{partition: 0, value: []byte(`{"n":2}`), json: true},
+		bigRecord{partition: 0, value: escapedText(bigLargest, 'a')},
+		bigRecord{partition: 0, value: []byte(`{"n":4}`), json: true},
+	)
+}
+
+// prettyJSON is an indented JSON document of about n bytes: its line breaks
+// must be taken out for JSON Lines.
+func prettyJSON(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("{\n  \"items\": [\n")
+	for i := 0; b.Len() < n; i++ {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, "    {\"i\": %d, \"s\": \"item %d \\\"quoted\\\" \\u00e9\"}", i, i)
+	}
+	b.WriteString("\n  ]\n}\n")
+	return b.Bytes()
+}
+
+// escapedText is about n bytes of text that is not JSON, with quotes,
+// backslashes, tabs, line breaks and non-ASCII letters.
+func escapedText(n int, tag byte) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%c line %d: \"quoted\" back\\slash\ttab café\n", tag, i)
+	}
+	return b.Bytes()
+}
+
+// TestOversizedRecordsUnderCgroup writes records larger than the whole data
+// budget (20 and 40 MiB against memory_limit: 64MiB) inside a memory cgroup
+// of the bound the README documents for them, with no compression, so that
+// every byte goes through the part queue. Spillway must not be OOM-killed,
+// must store every record exactly once and intact, must warn once for the
+// partition, naming the record and the setting to raise, and its budget
+// must stay within its limit, the large records held apart.
+func TestOversizedRecordsUnderCgroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("produces and stores 60 MiB records under a memory cgroup; skipped with -short")
+	}
+	cg := newMemCgroup(t, bigCgroup)
+	out := filepath.Join(t.TempDir(), "out")
+	checkDisk(t, filepath.Dir(out), 1<<30)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startBroker(t, 1)
+	admin := b.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	maxBytes := fmt.Sprint(64 << 20)
+	resp, err := kadm.NewClient(admin).CreateTopic(ctx, 2, 1, map[string]*string{"max.message.bytes": &maxBytes}, bigTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", bigTopic, err)
+	}
+	recs := bigRecords()
+	prod := b.Client(t, kgo.ProducerBatchMaxBytes(64<<20), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedBytes(256<<20))
+	offsets := map[int32][]bigRecord{}
+	for _, r := range recs {
+		// One at a time, so each is a batch of its own.
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: bigTopic, Partition: r.partition, Value: r.value}).FirstErr(); err != nil {
+			t.Fatalf("producing a %s record to partition %d: %v", mib(int64(len(r.value))), r.partition, err)
+		}
+		offsets[r.partition] = append(offsets[r.partition], r)
+	}
+	ends := testkit.EndOffsets(t, admin, bigTopic)
+
+	sp := startSpillway(t, fmt.Sprintf(`kafka:
+  brokers: [%q]
+  group: %s
+  topics: [%s]
+  start_offset: earliest
+storage:
+  url: "file://%s"
+file:
+  max_age: 10s
+format:
+  type: jsonl
+  compression: none
+backpressure:
+  memory_limit: %d
+admin:
+  listen: "127.0.0.1:0"
+log:
+  level: info
+shutdown:
+  timeout: 60s
+`, b.Addr, bigGroup, bigTopic, out, bigMemoryLimit), cg)
+
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		_, complete := drainProgress(testkit.CommittedOffsets(t, admin, bigGroup, bigTopic), ends)
+		if complete == len(ends) {
+			break
+		}
+		select {
+		case <-sp.Done():
+			st := sp.Wait(t, 0)
+			hwm, anon := sp.Peaks()
+			t.Fatalf("spillway exited before storing every record: %s; OOM kills in its %s cgroup: %d; cgroup anon peak %s, process peak RSS %s",
+				describeExit(st), mib(bigCgroup), cg.OOMKills(), mib(anon), mib(hwm))
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("records not all committed after 5m: committed %v, want %v", testkit.CommittedOffsets(t, admin, bigGroup, bigTopic), ends)
+		}
+	}
+	status := adminStatus(t, sp)
+	sp.Signal(t, syscall.SIGTERM)
+	st := sp.Wait(t, 90*time.Second)
+	hwm, anon := sp.Peaks()
+	t.Logf("memory: memory_limit %s, cgroup limit %s, cgroup peak %s (page cache included), cgroup anon peak %s, spillway peak RSS (VmHWM, the binary's pages included) %s, OOM kills %d; %s",
+		mib(bigMemoryLimit), mib(bigCgroup), mib(cg.Peak()), mib(anon), mib(hwm), cg.OOMKills(), describeExit(st))
+	t.Logf("budget: limit %s, peak %s; held apart at most %s", mib(status.Limit), mib(status.Peak), mib(status.UnreservedPeak))
+	if n := cg.OOMKills(); n != 0 {
+		t.Errorf("the kernel OOM-killed %d process(es) in spillway's %s cgroup", n, mib(bigCgroup))
+	}
+	if st.ExitCode() != 0 {
+		t.Fatalf("spillway after SIGTERM: %s, want exit status 0", describeExit(st))
+	}
+	// The large records are held apart, over the limit; the rest of the
+	// budget stays within it: they went to storage piece by piece.
+	if status.Peak > status.Limit+2<<20 {
+		t.Errorf("budget peak %s over its limit %s", mib(status.Peak), mib(status.Limit))
+	}
+	if status.UnreservedPeak < bigLargest-bigMemoryLimit/8 {
+		t.Errorf("held apart at most %s, want the 40 MiB record less the fetch share", mib(status.UnreservedPeak))
+	}
+
+	stored := testkit.ReadJSONL(t, out)
+	testkit.AssertExactlyOnce(t, stored, bigTopic, ends)
+	for _, s := range stored {
+		if s.Offset < 0 || s.Offset >= int64(len(offsets[s.Partition])) {
+			continue // reported by AssertExactlyOnce
+		}
+		if msg := checkBigValue(offsets[s.Partition][s.Offset], s.Value); msg != "" {
+			t.Errorf("partition %d offset %d: %s", s.Partition, s.Offset, msg)
+		}
+	}
+
+	// One warning, for the partition's first large record.
+	logText, err := os.ReadFile(sp.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warnings []string
+	for line := range strings.Lines(string(logText)) {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "backpressure.memory_limit") {
+			warnings = append(warnings, strings.TrimSpace(line))
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], fmt.Sprintf("topic=%s partition=0 offset=1 record_bytes=", bigTopic)) {
+		t.Errorf("warnings naming backpressure.memory_limit:\n%s\nwant one, for partition 0 offset 1", strings.Join(warnings, "\n"))
+	}
+	for _, w := range warnings {
+		t.Logf("spillway: %s", w)
+	}
+}
+
+// budgetStatus is the part of /status this test reads.
+type budgetStatus struct {
+	Limit          int64 `json:"budget_limit_bytes"`
+	Peak           int64 `json:"budget_peak_bytes"`
+	UnreservedPeak int64 `json:"budget_unreserved_peak_bytes"`
+}
+
+// adminStatus reads spillway's /status, at the address its log names.
+func adminStatus(t *testing.T, sp *spillwayProc) budgetStatus {
+	t.Helper()
+	line := grepLine(sp.LogPath, "admin endpoint serving")
+	_, addr, ok := strings.Cut(line, "addr=")
+	if !ok {
+		t.Fatalf("spillway logged no admin address: %q", line)
+	}
+	addr, _, _ = strings.Cut(addr, " ")
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	defer resp.Body.Close()
+	var st budgetStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("GET /status: %v", err)
+	}
+	return st
+}
+
+// checkBigValue compares a stored value with the one produced: JSON is
+// stored embedded on one line, text as a JSON string.
+func checkBigValue(r bigRecord, stored json.RawMessage) string {
+	if r.json {
+		var want bytes.Buffer
+		if err := json.Compact(&want, r.value); err != nil {
+			return fmt.Sprintf("produced value is not JSON: %v", err)
+		}
+		if !bytes.Equal(stored, want.Bytes()) {
+			return fmt.Sprintf("stored JSON value of %s differs from the %s produced, compacted", mib(int64(len(stored))), mib(int64(want.Len())))
+		}
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(stored, &s); err != nil {
+		return fmt.Sprintf("stored value is not a JSON string: %v", err)
+	}
+	if s != string(r.value) {
+		return fmt.Sprintf("stored text of %s differs from the %s produced", mib(int64(len(s))), mib(int64(len(r.value))))
+	}
+	return ""
+}

@@ -1,0 +1,84 @@
+package runner
+
+import (
+	"fmt"
+	"net/url"
+
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/storage"
+)
+
+// MemoryWarnings says, for `config check`, whether the storage settings fit
+// in the memory plan that backpressure.memory_limit gives here (with auto:
+// this machine's cgroup, or the default).
+func MemoryWarnings(cfg *config.Config) ([]string, error) {
+	plan, where, err := MemoryPlan(cfg.Backpressure)
+	if err != nil {
+		return nil, err
+	}
+	return memoryWarnings(cfg, plan, where), nil
+}
+
+// memoryWarnings checks that the data budget holds what the storage
+// settings need at the least (budget.Plan.Need): the fetch share, one
+// writer per open file (one file when their number is derived), and
+// storage.upload_concurrency parts in flight. When it doesn't, Spillway
+// still runs, but opening a file or waiting for uploads takes it over its
+// limit.
+func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string {
+	scheme := ""
+	if u, err := url.Parse(cfg.Storage.URL); err == nil {
+		scheme = u.Scheme
+	}
+	fp := storage.FootprintOf(scheme, int64(cfg.Storage.PartSize))
+	encoder := format.WriterMemory(cfg.Format)
+	fileCost := encoder + fp.Writer + fp.Chunk
+	files := max(cfg.Backpressure.MaxOpenFiles, 1)
+	uploads := cfg.Storage.UploadConcurrency
+	need := func(p budget.Plan) int64 { return p.Need(files, fileCost, uploads, fp.Upload) }
+	if need(plan) <= plan.Data {
+		return nil
+	}
+	limit := "backpressure.memory_limit " + cfg.Backpressure.MemoryLimit
+	if where != "backpressure.memory_limit" {
+		limit = fmt.Sprintf("backpressure.memory_limit auto, which is %s here (%s),", mib(plan.Process), where)
+	}
+	fix := "lower storage.part_size or storage.upload_concurrency"
+	if cfg.Backpressure.MaxOpenFiles > 0 {
+		fix += ", or backpressure.max_open_files"
+	}
+	if min, ok := budget.SmallestLimit(func(p budget.Plan) bool { return need(p) <= p.Data }); ok {
+		fix = fmt.Sprintf("set backpressure.memory_limit to at least %s, or %s", mib(min), fix)
+	}
+	openFiles := "one open file"
+	if files > 1 {
+		openFiles = fmt.Sprintf("backpressure.max_open_files %d open files of %s each", files, mib(fileCost))
+	}
+	return []string{fmt.Sprintf("%s leaves a data budget of %s, and the storage settings need %s of it at the least: "+
+		"%s for fetches, %s for %s (%s of %s state, %s of writer buffers, a %s chunk), and %s for storage.upload_concurrency %d × %s parts in flight. "+
+		"Spillway would go over its memory limit: %s",
+		limit, mib(plan.Data), mib(need(plan)),
+		mib(plan.Reserved), mib(int64(files)*fileCost), openFiles, mib(encoder), encoderName(cfg.Format), mib(fp.Writer), mib(fp.Chunk),
+		mib(int64(uploads)*fp.Upload), uploads, mib(fp.Upload), fix)}
+}
+
+// encoderName names what holds an open file's encoder memory.
+func encoderName(f config.Format) string {
+	switch {
+	case f.Type == "avro" || f.Type == "parquet":
+		return f.Type
+	case f.Compression == "" || f.Compression == "none":
+		return "encoder"
+	}
+	return f.Compression
+}
+
+// mib renders n bytes in MiB, with one decimal below 10MiB.
+func mib(n int64) string {
+	if n < 10<<20 && n%(1<<20) != 0 {
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%dMiB", (n+1<<20-1)>>20)
+}
