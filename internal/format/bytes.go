@@ -31,12 +31,9 @@ type bytesEncoder struct {
 
 func newBytesEncoder(cfg config.Format, out output) (*bytesEncoder, error) {
 	e := &bytesEncoder{out: out}
-	switch cfg.ValueEncoding {
-	case "", "none":
-	case "base64":
-		e.base64 = true
-	default:
-		return nil, fmt.Errorf("format.value_encoding %q is unknown; valid: none, base64", cfg.ValueEncoding)
+	var err error
+	if e.base64, err = base64Values(cfg); err != nil {
+		return nil, err
 	}
 	sep, err := cfg.Separator()
 	if err != nil {

@@ -50,13 +50,11 @@ const (
 
 func newEnvelope(cfg config.Format) (envelope, error) {
 	var env envelope
-	switch cfg.ValueEncoding {
-	case "", "none":
-		env.text = true
-	case "base64":
-	default:
-		return envelope{}, fmt.Errorf("format.value_encoding %q is unknown; valid: none, base64", cfg.ValueEncoding)
+	b64, err := base64Values(cfg)
+	if err != nil {
+		return envelope{}, err
 	}
+	env.text = !b64
 	if len(cfg.Fields) == 0 {
 		return envelope{}, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
 	}

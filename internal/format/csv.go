@@ -54,12 +54,9 @@ type csvEncoder struct {
 
 func newCSVEncoder(cfg config.Format, out output) (*csvEncoder, error) {
 	e := &csvEncoder{out: out}
-	switch cfg.ValueEncoding {
-	case "", "none":
-	case "base64":
-		e.base64 = true
-	default:
-		return nil, fmt.Errorf("format.value_encoding %q is unknown; valid: none, base64", cfg.ValueEncoding)
+	var err error
+	if e.base64, err = base64Values(cfg); err != nil {
+		return nil, err
 	}
 	fields, err := parseFields(cfg.Fields)
 	if err != nil {

@@ -131,3 +131,15 @@ func (o *output) put(b []byte) error {
 	}
 	return nil
 }
+
+// base64Values reads format.value_encoding, the one rule for every
+// encoder: base64 (true) or none (false).
+func base64Values(cfg config.Format) (bool, error) {
+	switch cfg.ValueEncoding {
+	case "", "none":
+		return false, nil
+	case "base64":
+		return true, nil
+	}
+	return false, fmt.Errorf("format.value_encoding %q is unknown; valid: none, base64", cfg.ValueEncoding)
+}

@@ -67,12 +67,9 @@ const (
 
 func newJSONRecord(cfg config.Format) (jsonRecord, error) {
 	rec := jsonRecord{envelope: cfg.Envelope, streamMin: defaultStreamMin, streamPiece: defaultStreamPiece}
-	switch cfg.ValueEncoding {
-	case "", "none":
-	case "base64":
-		rec.base64 = true
-	default:
-		return jsonRecord{}, fmt.Errorf("format.value_encoding %q is unknown; valid: none, base64", cfg.ValueEncoding)
+	var err error
+	if rec.base64, err = base64Values(cfg); err != nil {
+		return jsonRecord{}, err
 	}
 	if len(cfg.Fields) == 0 {
 		return jsonRecord{}, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
