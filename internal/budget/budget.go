@@ -47,6 +47,10 @@ const (
 	// ClosedFiles is the bookkeeping of closed files being committed,
 	// besides their writer buffers.
 	ClosedFiles Holder = "closed_files"
+	// HeldObjects are the encoded objects of the one-object-per-key layout
+	// (package latest), each its key's latest record, until a flush stores
+	// them.
+	HeldObjects Holder = "held_objects"
 )
 
 // Budget counts bytes against a limit with two watermarks.
