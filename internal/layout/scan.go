@@ -492,6 +492,30 @@ func (s *Scan) Unknown(topics map[string]bool) []Problem {
 	return out
 }
 
+// KeyedObjects is what verify can check of the one-object-per-key layout,
+// which keeps no ledger: each object's name must parse with the template.
+// It returns the objects and bytes per topic and partition (under the
+// empty topic when the template names neither), and the names that don't
+// parse, as problems.
+func (s *Scan) KeyedObjects() (counts map[string]map[int32][2]int64, unknown []Problem) {
+	counts = map[string]map[int32][2]int64{}
+	for key, size := range s.objects {
+		n, ok := s.names.Parse(key)
+		if !ok {
+			unknown = append(unknown, Problem{Kind: ProblemUnknownFile, Key: key, Message: fmt.Sprintf(
+				"%s is under the prefix, but its name doesn't match file.name_template %q: Spillway didn't write it (or wrote it with another template)", key, s.names.Template)})
+			continue
+		}
+		if counts[n.Vars.Topic] == nil {
+			counts[n.Vars.Topic] = map[int32][2]int64{}
+		}
+		c := counts[n.Vars.Topic][n.Vars.Partition]
+		counts[n.Vars.Topic][n.Vars.Partition] = [2]int64{c[0] + 1, c[1] + size}
+	}
+	sort.Slice(unknown, func(i, j int) bool { return unknown[i].Key < unknown[j].Key })
+	return counts, unknown
+}
+
 // Ranges is every offset the state says is handled.
 func (s State) Ranges() Ranges {
 	return Ranges(nil).Add(0, s.Next).Union(s.Above)
