@@ -324,9 +324,6 @@ func TestNameTemplate(t *testing.T) {
 		{"{{topic}}-{{partition}}-{{start_offset", ""},
 		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}", "{{start_offset}}"},
 		{"{{topic}}-{{partition}}-{{key}}{{start_offset}}", "{{key}}"},
-		// One object per key, latest value wins: planned, not built yet.
-		{"{{key}}", "not built"},
-		{"{{topic}}/{{partition}}/{{key}}", "{{start_offset}}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
@@ -758,6 +755,23 @@ func TestTextFormats(t *testing.T) {
 			sep, err := c.Format.Separator()
 			if err != nil || string(sep) != tt.sep {
 				t.Errorf("Separator() = %q, %v; want %q", sep, err, tt.sep)
+			}
+		})
+	}
+}
+
+// TestLatestPerKeyTemplates: templates with {{key}} and no {{start_offset}}
+// name one object per key (package latest) and are accepted by check and
+// run alike.
+func TestLatestPerKeyTemplates(t *testing.T) {
+	for _, tpl := range []string{"{{key}}", "{{topic}}/{{partition}}/{{key}}", "{{topic}}/key={{key}}"} {
+		t.Run(tpl, func(t *testing.T) {
+			c, err := Load("", append([]string{"SPILLWAY_FILE_NAME_TEMPLATE=" + tpl}, baseEnv...))
+			if err != nil {
+				t.Fatalf("%s refused: %v", tpl, err)
+			}
+			if c.File.NameTemplate != tpl {
+				t.Fatalf("template %q, want %q", c.File.NameTemplate, tpl)
 			}
 		})
 	}

@@ -473,10 +473,8 @@ func (f *File) check(ps *problems) {
 		}
 		ps.add("file.timezone", f.Timezone, "%s; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00", why)
 	}
-	if t, err := naming.Parse(f.NameTemplate, naming.Location(loc)); err != nil {
+	if _, err := naming.Parse(f.NameTemplate, naming.Location(loc)); err != nil {
 		ps.add("file.name_template", "", "%s", err.Error())
-	} else if t.LatestPerKey() {
-		ps.add("file.name_template", f.NameTemplate, "has {{key}} and no {{start_offset}}: one object per key, overwritten with the latest value, is planned but not built in this version; add {{start_offset}}, e.g. {{topic}}/{{partition}}/{{key}}/{{start_offset}}")
 	}
 	ps.oneOf("file.timestamp_source", f.TimestampSource, timestampSources)
 	if f.MaxRecords < 0 {

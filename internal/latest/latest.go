@@ -325,7 +325,6 @@ type flushBatch struct {
 	objs  map[string]*held
 	upto  map[sink.TopicPartition]part
 	why   sink.Reason
-	taken time.Time
 }
 
 // takeLocked moves every held object into a batch.

@@ -20,7 +20,9 @@ import (
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/latest"
 	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/sink"
@@ -43,9 +45,20 @@ type Options struct {
 // Progress reads counters of a running pipeline. Safe for concurrent use.
 type Progress struct {
 	Plan   budget.Plan
-	sink   *sink.Sink
+	sink   writer
 	source *source.Source
 	budget *budget.Budget
+}
+
+// writer is what the runner drives: the sink, or for the one-object-per-key
+// layout, package latest.
+type writer interface {
+	source.Sink
+	Stats() sink.Stats
+	Err() error
+	MaxOpenFiles() int
+	RunTicker(ctx context.Context)
+	Close()
 }
 
 // Sink returns the sink's counters.
@@ -180,12 +193,20 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return deadLetter(ctx, src.Client(), dlq, r, cause)
 		}
 	}
-	ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
-	scfg.Ledger = ledger
-	scfg.Writer = writerName(cfg)
-	snk := sink.New(scfg, bucket, b, log)
+	var snk writer
+	var resume source.Resumer
+	if names.Template.LatestPerKey() {
+		// Objects are replaced from the committed offset on: no ledger,
+		// nothing to resume from storage.
+		snk = latest.New(latestConfig(cfg, scfg, log), bucket, b, log)
+	} else {
+		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
+		scfg.Ledger = ledger
+		scfg.Writer = writerName(cfg)
+		snk = sink.New(scfg, bucket, b, log)
+		resume = resumer(cfg, bucket, names, ledger)
+	}
 	defer snk.Close()
-	resume := resumer(cfg, bucket, names, ledger)
 	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
@@ -271,6 +292,22 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	log.Info("stopped cleanly", "records_stored", st.Stored, "files", st.FilesUploaded, "bytes", st.BytesUploaded,
 		"records_skipped", st.Skipped, "records_already_stored", st.Resumed)
 	return nil
+}
+
+// latestConfig is the one-object-per-key writer's share of the sink's.
+func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest.Config {
+	return latest.Config{
+		Template: scfg.Template, Prefix: scfg.Prefix, Extension: scfg.Extension,
+		MaxAge: scfg.MaxAge, MaxRecords: scfg.MaxRecords, EventTime: scfg.EventTime,
+		Concurrency: cfg.Storage.UploadConcurrency,
+		NewEncoder: func(w io.Writer) (latest.Encoder, error) {
+			return format.NewEncoder(cfg.Format, w)
+		},
+		NewCompressor: scfg.NewCompressor,
+		ErrRecord:     scfg.ErrRecord,
+		NullValues:    scfg.NullValues,
+		Policy:        errpolicy.Policy{Tolerance: scfg.Tolerance, DeadLetter: scfg.DeadLetter, Log: log},
+	}
 }
 
 // writerName names this process in ledger entries, for people reading
