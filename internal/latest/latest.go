@@ -322,9 +322,9 @@ func (w *Writer) encode(r *kgo.Record) ([]byte, error) {
 // flushBatch is what one flush stores, and the partitions' offsets it makes
 // committable once stored.
 type flushBatch struct {
-	objs  map[string]*held
-	upto  map[sink.TopicPartition]part
-	why   sink.Reason
+	objs map[string]*held
+	upto map[sink.TopicPartition]part
+	why  sink.Reason
 }
 
 // takeLocked moves every held object into a batch.
