@@ -776,3 +776,23 @@ func TestLatestPerKeyTemplates(t *testing.T) {
 		})
 	}
 }
+
+// TestKubernetesServiceLinks: the variables Kubernetes injects for Services
+// whose names start with spillway (spillway, spillway-metrics) are not
+// config, and must not stop a pod with exit 2; a misspelt key still does.
+func TestKubernetesServiceLinks(t *testing.T) {
+	links := []string{
+		"SPILLWAY_SERVICE_HOST=10.0.0.1", "SPILLWAY_SERVICE_PORT=8080", "SPILLWAY_SERVICE_PORT_ADMIN=8080",
+		"SPILLWAY_PORT=tcp://10.0.0.1:8080", "SPILLWAY_PORT_8080_TCP=tcp://10.0.0.1:8080",
+		"SPILLWAY_PORT_8080_TCP_PROTO=tcp", "SPILLWAY_PORT_8080_TCP_PORT=8080", "SPILLWAY_PORT_8080_TCP_ADDR=10.0.0.1",
+		"SPILLWAY_METRICS_SERVICE_HOST=10.0.0.2", "SPILLWAY_METRICS_SERVICE_PORT=9090", "SPILLWAY_METRICS_SERVICE_PORT_HTTP=9090",
+		"SPILLWAY_METRICS_PORT=tcp://10.0.0.2:9090", "SPILLWAY_METRICS_PORT_9090_TCP_ADDR=10.0.0.2",
+	}
+	if _, err := Load("", append(links, baseEnv...)); err != nil {
+		t.Fatalf("service link variables refused: %v", err)
+	}
+	e := loadErr(t, "", append([]string{"SPILLWAY_METRICS_SERVICE_HOSTS=x"}, baseEnv...))
+	if len(e.Problems) != 1 || !strings.Contains(e.Error(), "SPILLWAY_METRICS_SERVICE_HOSTS: unknown environment variable") {
+		t.Fatalf("a name that is no service link: %v", e)
+	}
+}
