@@ -163,7 +163,8 @@ func TestManifestFilesDecodeStrictly(t *testing.T) {
 // config) that the pods depend on.
 type effective struct {
 	Kafka struct {
-		InstanceID string `json:"instance_id"`
+		Topics     []string `json:"topics"`
+		InstanceID string   `json:"instance_id"`
 		SASL       struct {
 			Mechanism string `json:"mechanism"`
 			Password  string `json:"password"`
@@ -245,17 +246,17 @@ var storageVariables = []string{
 	"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
 }
 
-// TestManifestsAgreeWithConfig checks the StatefulSet against the config
-// its pods run with: `spillway config check` (the release binary) loads the
-// ConfigMap's file with the environment of the StatefulSet's last pod.
-func TestManifestsAgreeWithConfig(t *testing.T) {
-	o := build(t)
+// podSetup returns what the StatefulSet's last pod runs: its container,
+// the config file its --config names (from the ConfigMap, written to a
+// temporary directory), the pod's name and its environment.
+func podSetup(t *testing.T, o objects) (c corev1.Container, file, pod string, env []string) {
+	t.Helper()
 	sts := o.sts
 	spec := sts.Spec.Template.Spec
 	if len(spec.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(spec.Containers))
 	}
-	c := spec.Containers[0]
+	c = spec.Containers[0]
 
 	// The config file: where --config points, inside the ConfigMap's mount.
 	i := slices.Index(c.Args, "--config")
@@ -285,7 +286,7 @@ func TestManifestsAgreeWithConfig(t *testing.T) {
 	if !ok {
 		t.Fatalf("ConfigMap %s has no key %s for --config %s", o.cm.Name, path.Base(configPath), configPath)
 	}
-	file := filepath.Join(t.TempDir(), path.Base(configPath))
+	file = filepath.Join(t.TempDir(), path.Base(configPath))
 	if err := os.WriteFile(file, []byte(yamlText), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +294,19 @@ func TestManifestsAgreeWithConfig(t *testing.T) {
 	if sts.Spec.Replicas == nil || *sts.Spec.Replicas < 1 {
 		t.Fatal("replicas unset")
 	}
-	pod := fmt.Sprintf("%s-%d", sts.Name, *sts.Spec.Replicas-1)
-	env := podEnv(t, c, pod, o.secret)
+	pod = fmt.Sprintf("%s-%d", sts.Name, *sts.Spec.Replicas-1)
+	env = podEnv(t, c, pod, o.secret)
+	return c, file, pod, env
+}
+
+// TestManifestsAgreeWithConfig checks the StatefulSet against the config
+// its pods run with: `spillway config check` (the release binary) loads the
+// ConfigMap's file with the environment of the StatefulSet's last pod.
+func TestManifestsAgreeWithConfig(t *testing.T) {
+	o := build(t)
+	sts := o.sts
+	spec := sts.Spec.Template.Spec
+	c, file, pod, env := podSetup(t, o)
 	cfg, warnings := configCheck(t, file, env)
 
 	// kafka.instance_id: the pod's name, from the API, not written in.
