@@ -415,6 +415,15 @@ func TestManifestsAgreeWithConfig(t *testing.T) {
 		// config check accepted every SPILLWAY_ variable above: an unknown
 		// one is an error.
 	}
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range fromSecret {
+		if !strings.HasPrefix(k, "SPILLWAY_") && !bytes.Contains(readme, []byte("`"+k+"`")) {
+			t.Errorf("env %s from the Secret: the README does not document it", k)
+		}
+	}
 	for k := range o.secret.StringData {
 		if !fromSecret[k] {
 			t.Errorf("Secret %s key %s reaches no container", o.secret.Name, k)
