@@ -85,7 +85,12 @@ type File struct {
 	// time a file is opened, or "event", the timestamp of its first record.
 	TimestampSource string `koanf:"timestamp_source"`
 	// Timezone is the IANA time zone {{timestamp}} renders in.
-	Timezone   string        `koanf:"timezone"`
+	Timezone string `koanf:"timezone"`
+	// Extension ends every data file's name: "auto" is the format's and
+	// the compression's (".jsonl.gz"); anything else is written as it is,
+	// "" for none, so that names can follow another product's rules
+	// (Aiven's ".gz", Confluent's ".snappy.parquet").
+	Extension  string        `koanf:"extension"`
 	MaxRecords int64         `koanf:"max_records"`
 	MaxBytes   Size          `koanf:"max_bytes"`
 	MaxAge     time.Duration `koanf:"max_age"`

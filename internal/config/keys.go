@@ -32,6 +32,7 @@ func Default() *Config {
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
 			TimestampSource: "wallclock",
 			Timezone:        "UTC",
+			Extension:       "auto",
 			MaxRecords:      0,
 			MaxBytes:        128 * MiB,
 			MaxAge:          5 * time.Minute,

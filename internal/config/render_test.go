@@ -40,6 +40,7 @@ file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
   timestamp_source: wallclock
   timezone: UTC
+  extension: auto
   max_records: 0
   max_bytes: 128MiB
   max_age: 5m0s

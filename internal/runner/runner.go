@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return fmt.Errorf("file.timezone: %w", err)
 	}
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
+	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
