@@ -114,7 +114,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 			}
 		}
 	}
-	vo := verify.Options{Names: names}
+	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign"}
 	if deep {
 		vo.Deep = &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")}
 	}

@@ -76,6 +76,13 @@ type Storage struct {
 	// another id of a topic (it was deleted and recreated): fail, or
 	// start_fresh with a new ledger beside the old one.
 	TopicIDChange string `koanf:"topic_id_change"`
+	// EarlierFiles says who wrote data files that no ledger entry names:
+	// "spillway", an earlier version, whose files resume reads back (or
+	// stops); or "foreign", another writer such as Kafka Connect before
+	// a cut-over, whose files are left alone: a partition without a ledger
+	// starts at the group's committed offset, and verify counts those
+	// files apart instead of reporting them.
+	EarlierFiles string `koanf:"earlier_files"`
 }
 
 // File decides how records are grouped into files.
