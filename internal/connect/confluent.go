@@ -332,6 +332,7 @@ func confluentNames(c *connector, d *doc, ext, extFrom string) error {
 		d.warn("partitioner.class %s: custom partitioners are not supported; files go to <topic>/partition=<p>/", class)
 	}
 	if timeBased {
+		d.note("file", "max_records", "; Spillway counts a file's records, Confluent a partition's across its open files: while records of two time buckets arrive together, files differ")
 		tzKey, tzVal, tzSet := c.get("timezone")
 		tzFrom := "from " + tzKey
 		if _, _, ok := c.get("locale"); ok {
