@@ -8,7 +8,7 @@ import (
 
 // importKafka maps what Connect's consumer needs: the group, the topics,
 // and the consumer overrides a connector may carry.
-func importKafka(c *connector, d *doc) {
+func importKafka(c *connector, d *doc) error {
 	const o = "consumer.override."
 	if _, v, ok := c.get(o + "bootstrap.servers"); ok {
 		d.set("kafka", "brokers", list(v), "from "+o+"bootstrap.servers")
@@ -25,6 +25,9 @@ func importKafka(c *connector, d *doc) {
 	}
 	if _, v, ok := c.get("topics.regex"); ok {
 		d.set("kafka", "topic_regex", v, "from topics.regex; Spillway's regexps are Go's (RE2): no lookaround or backreferences")
+	}
+	if d.lookup("kafka", "topics") == "" && d.lookup("kafka", "topic_regex") == "" {
+		return errorf("%s: neither topics nor topics.regex is set; a sink connector needs one", c.file)
 	}
 	if _, v, ok := c.get(o + "auto.offset.reset"); ok {
 		switch v {
@@ -63,6 +66,7 @@ func importKafka(c *connector, d *doc) {
 	if _, _, ok := c.get(o+"ssl.keystore.location", o+"ssl.keystore.password", o+"ssl.key.password", o+"ssl.keystore.type"); ok {
 		d.unmapped = append(d.unmapped, o+"ssl.keystore.*: Spillway reads PEM files, not Java key stores; export the client certificate and key as PEM and set kafka.tls.cert_file and kafka.tls.key_file")
 	}
+	return nil
 }
 
 var jaasUser = regexp.MustCompile(`username\s*=\s*"([^"]*)"`)

@@ -93,7 +93,9 @@ func Import(name string, data []byte, from string) (*Result, error) {
 	d.header = append(d.header,
 		fmt.Sprintf("Imported by `spillway config import` from %s: %s, connector %q.", c.file, k.title, connName),
 		"Check it with `spillway config check FILE`; read every comment before the cut-over (see the README, \"Migrating from Kafka Connect\").")
-	importKafka(c, d)
+	if err := importKafka(c, d); err != nil {
+		return nil, err
+	}
 	importErrors(c, d, k)
 	switch k.product {
 	case Aiven:
@@ -378,7 +380,7 @@ func list(v string) []string {
 // secretKey reports a key whose value must never be printed.
 func secretKey(key string) bool {
 	k := strings.ToLower(key)
-	for _, s := range []string{"password", "secret", "credentials.json", "connection.string", "jaas", "sas.token", "account.key", "customer.key", "access.key", "private.key", "token"} {
+	for _, s := range []string{"password", "secret", "credentials.json", "connection.string", "jaas", "sas.token", "account.key", "customer.key", "access.key", "private.key", "token", "user.info", "basic.auth"} {
 		if strings.Contains(k, s) {
 			return true
 		}

@@ -61,6 +61,20 @@ func (d *doc) set(sec, key string, value any, comment string) {
 	panic("connect: unknown section " + sec)
 }
 
+// lookup returns a key's YAML value as set, or "".
+func (d *doc) lookup(sec, key string) string {
+	for _, s := range d.sections {
+		if s.name == sec {
+			for _, l := range s.lines {
+				if l.key == key {
+					return l.value
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // note adds to the comment of a key already set; nothing if it isn't.
 func (d *doc) note(sec, key, more string) {
 	for _, s := range d.sections {
