@@ -11,10 +11,12 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,5 +370,111 @@ func TestConfigImportExamplesPassCheck(t *testing.T) {
 	}
 	if n < 6 {
 		t.Errorf("only %d examples", n)
+	}
+}
+
+// TestCutOverAfterConnectCrash: a connector that died, rather than
+// stopped, may leave a finished file past its commit. Spillway's first file
+// there has the same name; it stops, naming it, rather than overwrite it.
+// Once the file is deleted (its records are uncommitted), the run stores
+// them, and every record is stored once.
+func TestCutOverAfterConnectCrash(t *testing.T) {
+	const topic, perPartition, flush = "refunds", 100, 50
+	cluster := testkit.NewCluster(t, 1, topic)
+	cl := cluster.Client(t)
+	testkit.Produce(t, cl, topic, perPartition, func(i int) *kgo.Record {
+		return &kgo.Record{Value: fmt.Appendf(nil, `{"p":0,"n":%d}`, i)}
+	})
+	dir := t.TempDir()
+	late := ""
+	for start := 0; start < 2*flush; start += flush { // [0,50) committed, [50,100) not
+		key := fmt.Sprintf("topics/%s/partition=0/%s+0+%010d.json", topic, topic, start)
+		var b strings.Builder
+		for n := start; n < start+flush; n++ {
+			fmt.Fprintf(&b, `{"p":0,"n":%d}`+"\n", n)
+		}
+		path := filepath.Join(dir, filepath.FromSlash(key))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		late = key
+	}
+	const name = "refunds-s3"
+	ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
+	defer cancel()
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: flush, LeaderEpoch: -1})
+	if err := kadm.NewClient(cl).CommitAllOffsets(ctx, "connect-"+name, offsets); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := importFile(t, "refunds.properties", "name="+name+"\nconnector.class=io.confluent.connect.s3.S3SinkConnector\ntopics="+topic+
+		"\ns3.bucket.name=b\nformat.class=io.confluent.connect.s3.format.json.JsonFormat\nflush.size=50\n")
+	env := runEnv(cluster.Addrs()[0], dir)
+	keepGoMemLimit(t)
+	cfg, err := config.Load(cfgPath, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The file at the commit collides. An idle run doesn't stop by
+	// itself on a failed upload (see the report), so the test stops it
+	// once the file has closed and its upload ended, and Run returns the
+	// collision.
+	var progress atomic.Pointer[runner.Progress]
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		done <- runner.Run(rctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{OnStart: func(p *runner.Progress) { progress.Store(p) }})
+	}()
+	for {
+		if p := progress.Load(); p != nil {
+			if st := p.Sink(); st.Records == flush && st.FilesOpen == 0 && st.Uploading == 0 {
+				if st.FilesUploaded != 0 {
+					t.Fatalf("the colliding file was published: %+v", st)
+				}
+				break
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run ended before the collision: %v", err)
+		case <-ctx.Done():
+			t.Fatal("the colliding file never closed")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	stop()
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), path.Base(late)) || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("run: %v; want an error naming %s", err, late)
+	}
+	if got := testkit.CommittedOffsets(t, cl, "connect-"+name, topic); got[0] != flush {
+		t.Fatalf("committed %v after the collision, want %d", got, flush)
+	}
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(late))); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, cfgPath, env, cl, topic)
+	seen := map[int]int{}
+	for _, key := range dataFiles(t, dir) {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(key)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+			var v struct{ N int }
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				t.Fatalf("%s: %q: %v", key, line, err)
+			}
+			seen[v.N]++
+		}
+	}
+	for n := range perPartition {
+		if seen[n] != 1 {
+			t.Errorf("record %d stored %d times", n, seen[n])
+		}
 	}
 }
