@@ -300,7 +300,8 @@ func aivenNames(c *connector, d *doc, store, typ, compression string) error {
 		return errorf("%s: file name template %q is Aiven's one object per key, which Spillway can't express yet (one object per key, overwritten by each record, is planned); add {{start_offset}}, such as {{key}}-{{start_offset}} (names change), or keep the connector", c.file, template)
 	}
 	if strings.Contains(template, "{{timestamp") {
-		templateFrom += "; {{timestamp}} is the file's first record's time (Aiven: each record's), see docs/design.md"
+		templateFrom += "; NOT THE SAME {{timestamp}}: Spillway names a file after its first record's time and offset, Aiven renders each record's time with the partition's first offset"
+		d.warn("{{timestamp}} in the name: Spillway starts a file per time bucket, named after its first record's time and offset; Aiven's files of a later hour keep the start offset of the partition's first record, so those names differ")
 	}
 	d.set("file", "name_template", template, templateFrom)
 	d.set("file", "extension", extension, extFrom)
