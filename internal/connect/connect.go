@@ -39,6 +39,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/spillway/spillway/internal/config"
 )
 
 // Error is input that can't be imported: the message says what and why.
@@ -110,7 +112,18 @@ func Import(name string, data []byte, from string) (*Result, error) {
 	for _, key := range c.unused() {
 		d.unmapped = append(d.unmapped, c.explain(key, k))
 	}
-	return &Result{YAML: d.render(), Warnings: d.warnings}, nil
+	out := d.render()
+	// What is printed must pass `config check`: a combination the
+	// connector took and Spillway refuses is said here, not at the run.
+	// Credentials come from the environment, so they are given stand-ins.
+	var env []string
+	if strings.Contains(string(out), "SPILLWAY_KAFKA_SASL_PASSWORD") {
+		env = append(env, "SPILLWAY_KAFKA_SASL_PASSWORD=stand-in")
+	}
+	if _, err := config.LoadBytes(out, env); err != nil {
+		return nil, errorf("%s: these settings make a Spillway config that isn't valid, so nothing is printed:\n%v", c.file, err)
+	}
+	return &Result{YAML: out, Warnings: d.warnings}, nil
 }
 
 // kind is a connector class Spillway imports.

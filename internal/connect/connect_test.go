@@ -127,6 +127,8 @@ func TestBadInput(t *testing.T) {
 		{"duration", "c.properties", confluentTime("'dt'=YYYY-MM-dd/'hour'=HH", "900000"), "",
 			"partition.duration.ms \"900000\" with path.format \"'dt'=YYYY-MM-dd/'hour'=HH\" can't be expressed: Spillway's time buckets are the finest unit of the path (hour, partition.duration.ms=3600000)"},
 		{"utc_date", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector\naws.s3.bucket.name=b\ntopics=t\naws.s3.prefix=logs/{{utc_date}}/\n", "", "uses {{utc_date}} or {{local_date}}"},
+		{"envelope", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\nformat.output.type=jsonl\nformat.output.fields=key,value\nformat.output.envelope=false\n", "",
+			"these settings make a Spillway config that isn't valid, so nothing is printed:\nformat.fields: must list exactly one field when format.envelope is false"},
 		{"no topics", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\n", "", "neither topics nor topics.regex is set"},
 		{"no bucket", "c.properties", "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\ntopics=t\nformat.class=io.confluent.connect.s3.format.json.JsonFormat\n", "", "s3.bucket.name is not set"},
 	} {
