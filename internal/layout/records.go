@@ -59,6 +59,12 @@ type objectReader interface {
 // reads back, however deep.
 func ReadRecords(ctx context.Context, st objectReader, key string, fn func(Record) error) error {
 	_, exts := SplitExt(key)
+	return readRecords(ctx, st, key, exts, fn)
+}
+
+// readRecords is ReadRecords for a file whose format and compression are
+// exts (Names.ContentExts), whatever its name ends with.
+func readRecords(ctx context.Context, st objectReader, key string, exts []string, fn func(Record) error) error {
 	rc, err := st.Read(ctx, key)
 	if err != nil {
 		return err
