@@ -297,7 +297,7 @@ func aivenNames(c *connector, d *doc, store, typ, compression string) error {
 		return errorf("%s: the file name template can't be expressed in Spillway: %v", c.file, err)
 	}
 	if t.LatestPerKey() {
-		return errorf("%s: file name template %q is Aiven's one object per key, which Spillway can't express yet (one object per key, overwritten by each record, is planned); add {{start_offset}}, such as {{key}}-{{start_offset}} (names change), or keep the connector", c.file, template)
+		templateFrom += "; one object per key, replaced by each flush with the key's latest record, as Aiven's key grouping: at-least-once, see the README's Guarantees"
 	}
 	if strings.Contains(template, "{{timestamp") {
 		templateFrom += "; NOT THE SAME {{timestamp}}: Spillway names a file after its first record's time and offset, Aiven renders each record's time with the partition's first offset"

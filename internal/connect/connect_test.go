@@ -118,8 +118,6 @@ func TestBadInput(t *testing.T) {
 		{"unknown class", "c.json", `{"name":"x","connector.class":"io.confluent.connect.hdfs.HdfsSinkConnector"}`, "", `connector.class "io.confluent.connect.hdfs.HdfsSinkConnector" is not a connector Spillway imports`},
 		{"wrong --from", "c.properties", "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\n", Aiven, "is Confluent's S3 sink, not --from aiven"},
 		{"no name", "c.properties", "connector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\n", "", "the connector has no name"},
-		{"one object per key", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\nfile.name.template={{key}}\n", "",
-			"is Aiven's one object per key, which Spillway can't express yet"},
 		{"template without partition", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\nfile.name.template={{topic}}-{{start_offset}}\n", "",
 			"the file name template can't be expressed in Spillway: file name template \"{{topic}}-{{start_offset}}\": template has no {{partition}}"},
 		{"minutes", "c.properties", confluentTime("'year'=YYYY/'minute'=mm", "60000"), "",
