@@ -323,8 +323,8 @@ func TestConfigImportBadInput(t *testing.T) {
 	}{
 		{"not JSON", "c.json", "{\"name\": \"x\",\n \"config\": {\"topics\": }}\n", nil, "is not valid JSON (line 2"},
 		{"unknown class", "c.properties", "name=x\nconnector.class=com.example.FileSinkConnector\n", nil, `connector.class "com.example.FileSinkConnector" is not a connector Spillway imports`},
-		{"template", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.azure.sink.AzureBlobSinkConnector\nazure.storage.container.name=c\ntopics=t\nfile.name.template={{topic}}/{{key}}\n", nil,
-			"one object per key, which Spillway can't express yet"},
+		{"template", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.azure.sink.AzureBlobSinkConnector\nazure.storage.container.name=c\ntopics=t\nfile.name.template={{topic}}-{{start_offset}}\n", nil,
+			"template has no {{partition}}"},
 		{"from", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\n", []string{"--from", "confluent"}, "is Aiven's GCS sink, not --from confluent"},
 		{"missing file", "", "", nil, "no such file"},
 	} {
