@@ -415,11 +415,7 @@ feed:
 		default:
 		}
 	}
-	var cost int64
-	for _, h := range b.objs {
-		cost += h.cost
-	}
-	w.budget.Release(budget.HeldObjects, cost)
+	w.release(b.objs)
 	w.mu.Lock()
 	w.stats.FilesUploaded += n
 	w.stats.BytesUploaded += bytesOut
@@ -569,8 +565,15 @@ func (w *Writer) Close() {
 	defer w.flushMu.Unlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for name, h := range w.held {
-		w.budget.Release(budget.HeldObjects, h.cost)
-		delete(w.held, name)
+	w.release(w.held)
+	w.held = map[string]*held{}
+}
+
+// release gives back the budget objs held.
+func (w *Writer) release(objs map[string]*held) {
+	var cost int64
+	for _, h := range objs {
+		cost += h.cost
 	}
+	w.budget.Release(budget.HeldObjects, cost)
 }

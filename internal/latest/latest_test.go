@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -113,11 +114,11 @@ func TestLatestValueWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"t/0/a.json": "3", "t/0/b.json": "2", "t/0/c!2Fd.json": "4", "t/1/a.json": `"p1"`}
-	if got := objects(t, dir); !equal(got, want) {
+	if got := objects(t, dir); !maps.Equal(got, want) {
 		t.Fatalf("stored %v, want %v", got, want)
 	}
 	wantOff := map[sink.TopicPartition]int64{{Topic: "t", Partition: 0}: 4, {Topic: "t", Partition: 1}: 8}
-	if got := w.Committable(nil); !equalOff(got, wantOff) {
+	if got := w.Committable(nil); !maps.Equal(got, wantOff) {
 		t.Fatalf("committable %v, want %v", got, wantOff)
 	}
 	if got := w.Committable(nil); len(got) != 0 {
@@ -132,7 +133,7 @@ func TestLatestValueWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	want["t/0/a.json"] = "5"
-	if got := objects(t, dir); !equal(got, want) {
+	if got := objects(t, dir); !maps.Equal(got, want) {
 		t.Fatalf("after the second flush: %v, want %v", got, want)
 	}
 	if u := bud.Snapshot(); u.Used != 0 {
@@ -203,7 +204,7 @@ func TestRecordErrorPolicy(t *testing.T) {
 	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
-	if got := objects(t, dir); !equal(got, map[string]string{"t/0/a.json": "1"}) {
+	if got := objects(t, dir); !maps.Equal(got, map[string]string{"t/0/a.json": "1"}) {
 		t.Fatalf("stored %v", got)
 	}
 	if got := w.Committable(nil)[sink.TopicPartition{Topic: "t"}]; got != 2 {
@@ -259,7 +260,7 @@ func TestDropLetsGo(t *testing.T) {
 	if err := w.Flush(c, nil, sink.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if got := objects(t, dir); !equal(got, map[string]string{"t/0/a.json": "1"}) {
+	if got := objects(t, dir); !maps.Equal(got, map[string]string{"t/0/a.json": "1"}) {
 		t.Fatalf("stored %v", got)
 	}
 	got := w.Committable(nil)
@@ -342,28 +343,4 @@ func TestConcurrentWritesAndFlushes(t *testing.T) {
 			t.Fatalf("%s holds %q, want the last value %q", k, got[k], v)
 		}
 	}
-}
-
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func equalOff(a, b map[sink.TopicPartition]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

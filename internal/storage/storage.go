@@ -301,7 +301,11 @@ func (b *Bucket) Stat(ctx context.Context, key string) (Object, bool, error) {
 // Put stores a small object create-only, durably: ErrExists when the key is
 // taken.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[string]string) error {
-	w, err := b.NewWriter(ctx, key, meta)
+	return b.put(ctx, key, data, meta, false)
+}
+
+func (b *Bucket) put(ctx context.Context, key string, data []byte, meta map[string]string, replace bool) error {
+	w, err := b.newWriter(ctx, key, meta, replace)
 	if err != nil {
 		return err
 	}
@@ -317,15 +321,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[stri
 // for layouts whose objects are meant to be overwritten (one object per
 // record key), where writing the same object again is harmless.
 func (b *Bucket) Replace(ctx context.Context, key string, data []byte, meta map[string]string) error {
-	w, err := b.newWriter(ctx, key, meta, true)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Abort()
-		return err
-	}
-	return w.Commit()
+	return b.put(ctx, key, data, meta, true)
 }
 
 // RemoveAbandoned deletes what a writer that died mid-write left under
