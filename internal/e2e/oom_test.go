@@ -49,9 +49,24 @@ func TestBoundedMemoryUnderCgroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("produces and drains a 1.5 GiB backlog; skipped with -short")
 	}
+	drainUnderCgroup(t, oomCase{format: "jsonl", compression: "zstd", backlog: oomBacklog, read: countStored})
+}
+
+// oomCase is one format drained by drainUnderCgroup.
+type oomCase struct {
+	format, compression string
+	backlog             int64 // value bytes to produce
+	// read reads back what spillway stored under root.
+	read func(t *testing.T, root string) stored
+}
+
+// drainUnderCgroup is TestBoundedMemoryUnderCgroup's test for one format:
+// a backlog in 1000 partitions drained inside a 256 MiB memory cgroup,
+// without an OOM kill, every record stored exactly once.
+func drainUnderCgroup(t *testing.T, oc oomCase) {
 	cg := newMemCgroup(t, oomLimit)
 	out := filepath.Join(t.TempDir(), "out")
-	checkDisk(t, filepath.Dir(out), 6<<30)
+	checkDisk(t, filepath.Dir(out), uint64(oc.backlog)*4)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +76,7 @@ func TestBoundedMemoryUnderCgroup(t *testing.T) {
 	// ---- the backlog, from a producer built without -race
 	admin := b.Client(t)
 	start := time.Now()
-	records, backlog := b.produceBacklog(t, oomTopic, oomPartitions, oomBacklog)
+	records, backlog := b.produceBacklog(t, oomTopic, oomPartitions, oc.backlog)
 	produceTime := time.Since(start)
 	ends := testkit.EndOffsets(t, admin, oomTopic)
 	for p := range int32(oomPartitions) {
@@ -89,8 +104,8 @@ file:
   max_bytes: 64MiB
   max_age: 10s
 format:
-  type: jsonl
-  compression: zstd
+  type: %s
+  compression: %s
   value_encoding: base64
 backpressure:
   memory_limit: auto
@@ -100,7 +115,7 @@ log:
   level: info
 shutdown:
   timeout: 60s
-`, b.Addr, oomGroup, oomTopic, out), cg)
+`, b.Addr, oomGroup, oomTopic, out, oc.format, oc.compression), cg)
 
 	deadline := 15 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -161,7 +176,7 @@ shutdown:
 
 	// ---- every record exactly once
 	start = time.Now()
-	got := countStored(t, out)
+	got := oc.read(t, out)
 	t.Logf("storage: %d files, %d records, %d value bytes, %s compressed on disk; read back in %s",
 		got.files, len(got.recs), got.valueBytes, mib(got.fileBytes), time.Since(start).Round(time.Second))
 	testkit.AssertExactlyOnce(t, got.recs, oomTopic, ends)

@@ -51,7 +51,8 @@ type objectReader interface {
 // ReadRecords reads the records of the data file under key back, in file
 // order, and calls fn for each. It reads jsonl and json files as Spillway
 // writes them, one record per line, their compression taken from the
-// key's extensions; other formats give an *UnsupportedError. A stream that
+// key's extensions, and avro and parquet files (records_typed.go); other
+// formats give an *UnsupportedError. A stream that
 // breaks gives a *ReadError. A record that isn't one JSON value is passed
 // to fn with Err set, and reading goes on.
 //
@@ -71,6 +72,10 @@ func ReadRecords(ctx context.Context, st objectReader, key string, fn func(Recor
 	defer r.Close()
 	switch format {
 	case "jsonl", "json":
+	case "avro":
+		return readAvro(ctx, r, key, fn)
+	case "parquet":
+		return readParquet(ctx, r, key, fn)
 	case "":
 		return &UnsupportedError{Key: key, Why: "its name has no format extension, so its format is unknown"}
 	default:
