@@ -35,7 +35,7 @@ begins up to the group's commit is in exactly one published file (or was
 skipped by the error policy), that the commit passes neither the log end
 nor what the ledger says is stored, that every file the ledger names is
 there with its recorded size, and that nothing else lies under the prefix.
-With --deep it also reads every published file back (jsonl and json).
+With --deep it also reads every published file back (jsonl, json, avro and parquet).
 It writes and deletes nothing, and exits 1 on any problem.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
