@@ -159,7 +159,8 @@ func openDir(t *testing.T, dir string) *storage.Bucket {
 // those that can't be read.
 func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad []int64, err error) {
 	t.Helper()
-	err = ReadRecords(context.Background(), b, key, func(r Record) error {
+	// Spillway's csv files, as writeFile writes them.
+	err = readRecords(context.Background(), b, key, []string{"key", "value", "offset"}, func(r Record) error {
 		switch {
 		case r.Err != nil:
 			bad = append(bad, r.Index)
@@ -175,7 +176,7 @@ func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad 
 func TestReadRecords(t *testing.T) {
 	dir := t.TempDir()
 	b := openDir(t, dir)
-	for _, typ := range []string{"jsonl", "json", "avro", "parquet"} {
+	for _, typ := range []string{"jsonl", "json", "csv", "avro", "parquet"} {
 		for _, comp := range []string{"none", "gzip", "zstd", "snappy"} {
 			key := "t-0-5" + Extension(typ, comp)
 			writeFile(t, dir, key, typ, comp, 5, 6, 9)
@@ -296,4 +297,45 @@ func TestReadTypedCorrupt(t *testing.T) {
 func flip(d []byte, i int) []byte {
 	d[i] ^= 0xff
 	return d
+}
+
+// TestReadCSV reads csv rows as Spillway writes them: values with commas,
+// quotes and line breaks inside quotes, a one-field file whose null values
+// are empty lines, a bad row (reading goes on), and a file cut short.
+func TestReadCSV(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	read := func(key string, fields ...string) (offsets, bad []int64, n int, err error) {
+		err = readRecords(context.Background(), b, key, fields, func(r Record) error {
+			n++
+			switch {
+			case r.Err != nil:
+				bad = append(bad, r.Index)
+			case r.HasOffset:
+				offsets = append(offsets, r.Offset)
+			}
+			return nil
+		})
+		return offsets, bad, n, err
+	}
+	putFile(t, dir, "c-0-0.csv", []byte("a2V5,\"x, \"\"y\"\"\nz\",7\n,,8\nk,\"\",9\n"))
+	if got, bad, n, err := read("c-0-0.csv", "key", "value", "offset"); err != nil || len(bad) > 0 || n != 3 || fmt.Sprint(got) != "[7 8 9]" {
+		t.Errorf("quoted values: offsets %v, bad %v, %d records, %v", got, bad, n, err)
+	}
+	putFile(t, dir, "one-0-0.csv", []byte("a\n\n\"\"\nb\n"))
+	if _, bad, n, err := read("one-0-0.csv", "value"); err != nil || len(bad) > 0 || n != 4 {
+		t.Errorf("one field with a null value: %d records, bad %v, %v; want 4", n, bad, err)
+	}
+	putFile(t, dir, "bad-0-0.csv", []byte("k,v,1\nk,v\nk,v,x\nk,v,4\n"))
+	if got, bad, _, err := read("bad-0-0.csv", "key", "value", "offset"); err != nil || fmt.Sprint(got, bad) != "[1 4] [1 2]" {
+		t.Errorf("bad rows: offsets %v, bad %v, %v; want [1 4] [1 2]", got, bad, err)
+	}
+	putFile(t, dir, "cut-0-0.csv", []byte("k,v,1\nk,\"v\n,2"))
+	if got, bad, _, err := read("cut-0-0.csv", "key", "value", "offset"); err != nil || fmt.Sprint(got, bad) != "[1] [1]" {
+		t.Errorf("a file cut inside a quoted value: offsets %v, bad %v, %v; want [1] [1]", got, bad, err)
+	}
+	var ue *UnsupportedError
+	if _, _, _, err := read("c-0-0.csv"); !errors.As(err, &ue) {
+		t.Errorf("csv without format.fields: %v, want an *UnsupportedError", err)
+	}
 }
