@@ -110,7 +110,7 @@ format:
 backpressure:
   memory_limit: auto
 admin:
-  listen: ""
+  listen: "127.0.0.1:0"
 log:
   level: info
 shutdown:
@@ -159,6 +159,8 @@ shutdown:
 		}
 	}
 	drainTime := time.Since(start)
+	status := adminStatus(t, sp)
+	t.Logf("budget: peak %s of a %s data budget", mib(status.Peak), mib(status.Limit))
 
 	sp.Signal(t, syscall.SIGTERM)
 	st := sp.Wait(t, 90*time.Second)

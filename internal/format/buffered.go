@@ -50,8 +50,8 @@ const (
 	avroMaxFlush    = 1 << 20
 )
 
-// DefaultFlushBytes is the threshold when none is given: what FlushBytes
-// gives for a 4 MiB... 16 MiB share, 4 MiB row groups and 256 KiB blocks.
+// DefaultFlushBytes is the threshold when Memory gives none: 256 KiB
+// blocks and 4 MiB row groups.
 func DefaultFlushBytes(typ string) int64 {
 	switch typ {
 	case "avro":
