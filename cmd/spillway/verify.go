@@ -78,7 +78,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 	if err != nil {
 		return verify.Report{}, usageError{fmt.Errorf("file.timezone: %w", err)}
 	}
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
+	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
 	if err != nil {
 		return verify.Report{}, usageError{err} // it names the template
 	}
@@ -115,7 +115,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 			}
 		}
 	}
-	vo := verify.Options{Names: names}
+	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign"}
 	if deep {
 		vo.Deep = &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}

@@ -76,6 +76,13 @@ type Storage struct {
 	// another id of a topic (it was deleted and recreated): fail, or
 	// start_fresh with a new ledger beside the old one.
 	TopicIDChange string `koanf:"topic_id_change"`
+	// EarlierFiles says who wrote data files that no ledger entry names:
+	// "spillway", an earlier version, whose files resume reads back (or
+	// stops); or "foreign", another writer such as Kafka Connect before
+	// a cut-over, whose files are left alone: a partition without a ledger
+	// starts at the group's committed offset, and verify counts those
+	// files apart instead of reporting them.
+	EarlierFiles string `koanf:"earlier_files"`
 }
 
 // File decides how records are grouped into files.
@@ -85,7 +92,12 @@ type File struct {
 	// time a file is opened, or "event", the timestamp of its first record.
 	TimestampSource string `koanf:"timestamp_source"`
 	// Timezone is the IANA time zone {{timestamp}} renders in.
-	Timezone   string        `koanf:"timezone"`
+	Timezone string `koanf:"timezone"`
+	// Extension ends every data file's name: "auto" is the format's and
+	// the compression's (".jsonl.gz"); anything else is written as it is,
+	// "" for none, so that names can follow another product's rules
+	// (Aiven's ".gz", Confluent's ".snappy.parquet").
+	Extension  string        `koanf:"extension"`
 	MaxRecords int64         `koanf:"max_records"`
 	MaxBytes   Size          `koanf:"max_bytes"`
 	MaxAge     time.Duration `koanf:"max_age"`

@@ -351,6 +351,32 @@ func TestNameTemplate(t *testing.T) {
 	}
 }
 
+// TestFileExtension: auto by default, any safe suffix or none when set,
+// and a message naming the forms it takes otherwise.
+func TestFileExtension(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"":                                      "auto",
+		"file:\n  extension: ''\n":              "",
+		"file:\n  extension: .gz\n":             ".gz",
+		"file:\n  extension: .snappy.parquet\n": ".snappy.parquet",
+	} {
+		c, err := LoadBytes([]byte(yaml), baseEnv)
+		if err != nil {
+			t.Errorf("%q: %v", yaml, err)
+			continue
+		}
+		if c.File.Extension != want {
+			t.Errorf("%q: extension %q, want %q", yaml, c.File.Extension, want)
+		}
+	}
+	for _, bad := range []string{"gz", ".a/b", "..", ".gz.", ". x"} {
+		e := loadErr(t, "file:\n  extension: '"+bad+"'\n", baseEnv)
+		if !strings.Contains(e.Error(), "file.extension: \""+bad+"\" is not a file name extension; use auto") {
+			t.Errorf("%q: %v", bad, e)
+		}
+	}
+}
+
 // TestFileTimestamp covers the two keys that say what {{timestamp}}
 // renders: their defaults, the values they take, and the messages for the
 // values they don't.
@@ -443,10 +469,10 @@ func TestDefaults(t *testing.T) {
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
 			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second, StartupTimeout: time.Minute,
 		},
-		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail"},
+		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail", EarlierFiles: "spillway"},
 		File: File{
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
-			TimestampSource: "wallclock", Timezone: "UTC",
+			TimestampSource: "wallclock", Timezone: "UTC", Extension: "auto",
 			MaxBytes: 128 << 20, MaxAge: 5 * time.Minute,
 		},
 		Format: Format{
@@ -527,8 +553,8 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout", "kafka.startup_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
-		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",
-		"file.name_template", "file.timestamp_source", "file.timezone", "file.max_records", "file.max_bytes", "file.max_age",
+		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change", "storage.earlier_files",
+		"file.name_template", "file.timestamp_source", "file.timezone", "file.extension", "file.max_records", "file.max_bytes", "file.max_age",
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",

@@ -27,11 +27,13 @@ func Default() *Config {
 			UploadConcurrency: 4,
 			MaxRetries:        9,
 			TopicIDChange:     "fail",
+			EarlierFiles:      "spillway",
 		},
 		File: File{
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
 			TimestampSource: "wallclock",
 			Timezone:        "UTC",
+			Extension:       "auto",
 			MaxRecords:      0,
 			MaxBytes:        128 * MiB,
 			MaxAge:          5 * time.Minute,

@@ -36,10 +36,12 @@ storage:
   upload_concurrency: 4
   max_retries: 9
   topic_id_change: fail
+  earlier_files: spillway
 file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
   timestamp_source: wallclock
   timezone: UTC
+  extension: auto
   max_records: 0
   max_bytes: 128MiB
   max_age: 5m0s
@@ -105,7 +107,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			TLS:  TLS{Enabled: true, CAFile: files[0], CertFile: files[1], KeyFile: files[2]},
 			SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2"},
 		},
-		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh"},
+		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh", EarlierFiles: "foreign"},
 		File: File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", TimestampSource: "event", Timezone: "Europe/Berlin",
 			MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
 		Format: Format{Type: "bytes", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false, BytesSeparator: `\r\n`},

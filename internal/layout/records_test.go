@@ -160,7 +160,8 @@ func openDir(t *testing.T, dir string) *storage.Bucket {
 func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad []int64, err error) {
 	t.Helper()
 	// Spillway's csv files, as writeFile writes them.
-	err = readRecords(context.Background(), b, key, []string{"key", "value", "offset"}, func(r Record) error {
+	_, exts := SplitExt(key)
+	err = readRecords(context.Background(), b, key, exts, []string{"key", "value", "offset"}, func(r Record) error {
 		switch {
 		case r.Err != nil:
 			bad = append(bad, r.Index)
@@ -306,7 +307,8 @@ func TestReadCSV(t *testing.T) {
 	dir := t.TempDir()
 	b := openDir(t, dir)
 	read := func(key string, fields ...string) (offsets, bad []int64, n int, err error) {
-		err = readRecords(context.Background(), b, key, fields, func(r Record) error {
+		_, exts := SplitExt(key)
+		err = readRecords(context.Background(), b, key, exts, fields, func(r Record) error {
 			n++
 			switch {
 			case r.Err != nil:

@@ -356,7 +356,7 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 	firstBad, firstOutside := int64(-1), int64(-1)
 	var badErr error
 	var seen Ranges
-	err := readRecords(ctx, s.st, e.File.Key, opts.CSVFields, func(r Record) error {
+	err := readRecords(ctx, s.st, e.File.Key, s.names.ContentExts(e.File.Key), opts.CSVFields, func(r Record) error {
 		n++
 		switch {
 		case r.Err != nil:

@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return fmt.Errorf("file.timezone: %w", err)
 	}
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
+	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
@@ -313,6 +313,11 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 		return 0, false, err
 	}
 	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Legacy: legacy}
+	if cfg.Storage.EarlierFiles == "foreign" {
+		// Another writer's files (Kafka Connect's, before the cut-over):
+		// the group's commit says where they end.
+		opts.Legacy = nil
+	}
 	return func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error) {
 		if listable {
 			// A previous owner that died mid-write left temp files (on a

@@ -97,6 +97,13 @@ type Options struct {
 	Names layout.Names
 	// Deep, when set, reads every published file back.
 	Deep *layout.DeepOptions
+	// Foreign says files no ledger entry names were written by another
+	// writer before Spillway took over (storage.earlier_files: foreign,
+	// after a cut-over from Kafka Connect): those below where their
+	// partition's ledger begins, or of a partition without one, are
+	// counted in Report.EarlierFiles, and offsets below the group's
+	// commit of a partition without a ledger are theirs, not checked.
+	Foreign bool
 }
 
 // Run reads Kafka, then storage, and reports.
@@ -136,6 +143,7 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 	}
 	sort.Strings(topics)
 	configured := map[string]bool{}
+	ledgerStart := map[topicPartition]int64{}
 	for _, t := range topics {
 		configured[t] = true
 		parts := make([]int32, 0, len(k.Logs[t]))
@@ -149,7 +157,8 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 			if err != nil {
 				return Report{}, fmt.Errorf("%s/%d: %w", t, p, err)
 			}
-			pr := compare(ps, k.Logs[t][p])
+			ledgerStart[topicPartition{t, p}] = ps.Start
+			pr := compare(ps, k.Logs[t][p], opts.Foreign)
 			r.OK = r.OK && pr.OK
 			r.Partitions = append(r.Partitions, pr)
 		}
@@ -159,7 +168,17 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 		}
 		r.Problems = append(r.Problems, foreign...)
 	}
-	r.Problems = append(r.Problems, scan.Unknown(configured)...)
+	for _, p := range scan.Unknown(configured) {
+		if opts.Foreign && p.Kind == layout.ProblemUnknownFile {
+			if n, ok := opts.Names.Parse(p.Key); ok {
+				if start, ok := ledgerStart[topicPartition{n.Vars.Topic, n.Vars.Partition}]; ok && (start < 0 || n.Vars.StartOffset < start) {
+					r.EarlierFiles++
+					continue
+				}
+			}
+		}
+		r.Problems = append(r.Problems, p)
+	}
 	r.OK = r.OK && len(r.Problems) == 0
 	if r.Problems == nil {
 		r.Problems = []layout.Problem{}
@@ -167,8 +186,14 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 	return r, nil
 }
 
-// compare checks one partition's scan against its log.
-func compare(ps *layout.PartitionScan, l Log) PartitionReport {
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// compare checks one partition's scan against its log. foreign is
+// Options.Foreign.
+func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
 	pr := PartitionReport{
 		Topic: ps.ID.Topic, Partition: ps.ID.Partition, TopicID: ps.ID.TopicID,
 		LogStart: l.Start, End: l.End, Committed: l.Committed,
@@ -196,6 +221,9 @@ func compare(ps *layout.PartitionScan, l Log) PartitionReport {
 	from := l.Start
 	if ps.Start >= 0 {
 		from = max(from, ps.Start)
+	} else if foreign {
+		// No ledger: what lies below the commit is the earlier writer's.
+		from = max(from, l.Committed)
 	}
 	if l.Committed > from {
 		want := layout.Ranges{{from, l.Committed}}
