@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,9 +142,9 @@ shutdown:
 		if time.Since(lastLog) >= 10*time.Second {
 			lastLog = time.Now()
 			_, anon := sp.Peaks()
-			t.Logf("drain %s: committed %d/%d records, %d/%d partitions complete; spillway RSS %s; cgroup usage %s (anon peak %s), failcnt %d",
+			t.Logf("drain %s: committed %d/%d records, %d/%d partitions complete; spillway RSS %s; cgroup usage %s (anon peak %s), failcnt %d; %s",
 				time.Since(start).Round(time.Second), done, records, complete, len(ends),
-				mib(sp.RSS()), mib(cg.Usage()), mib(anon), cg.Failcnt())
+				mib(sp.RSS()), mib(cg.Usage()), mib(anon), cg.Failcnt(), statusLine(sp))
 		}
 		select {
 		case <-sp.Done():
@@ -416,4 +418,37 @@ func checkRecord(partition int32, offset int64, key, value []byte, n int) string
 		return fmt.Sprintf("partition %d offset %d: value's text half starts %.60q, want %.60q", partition, offset, text, want)
 	}
 	return ""
+}
+
+// statusLine sums up spillway's /status for the progress log: what the
+// budget holds and for whom, open files, why files closed, and whether
+// fetching is paused.
+func statusLine(sp *spillwayProc) string {
+	line := grepLine(sp.LogPath, "admin endpoint serving")
+	_, addr, ok := strings.Cut(line, "addr=")
+	if !ok {
+		return "no /status"
+	}
+	addr, _, _ = strings.Cut(addr, " ")
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return fmt.Sprintf("/status: %v", err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Used    int64            `json:"budget_used_bytes"`
+		Held    map[string]int64 `json:"budget_held_bytes"`
+		Paused  bool             `json:"fetch_paused"`
+		Open    int              `json:"open_files"`
+		Closed  map[string]int64 `json:"files_closed"`
+		Written int64            `json:"records_written"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return fmt.Sprintf("/status: %v", err)
+	}
+	var held []string
+	for _, h := range slices.Sorted(maps.Keys(st.Held)) {
+		held = append(held, fmt.Sprintf("%s %s", h, mib(st.Held[h])))
+	}
+	return fmt.Sprintf("budget %s (%s); fetch paused %v; %d files open; closed %v", mib(st.Used), strings.Join(held, ", "), st.Paused, st.Open, st.Closed)
 }
