@@ -35,8 +35,13 @@ const (
 	// They are counted apart, outside the limit: waiting can't free them,
 	// and only writing them can (see Plan).
 	PolledUnreserved Holder = "polled_unreserved"
-	// FileEncoders is the encoder and compressor state of open files.
+	// FileEncoders is the encoder and compressor state of open files,
+	// charged when a file opens.
 	FileEncoders Holder = "file_encoders"
+	// FileBuffers are the blocks (avro) and row groups (parquet) that
+	// open files buffer, counted as they grow and released as they are
+	// written out.
+	FileBuffers Holder = "file_buffers"
 	// WriterBuffers are the part buffers storage writers hold of their
 	// own (gocloud's, the AWS transfer manager's), for files open or being
 	// committed.

@@ -72,6 +72,10 @@ type DeepOptions struct {
 	// "offset" member (format.envelope with offset in format.fields), so
 	// each one can be checked against its entry's runs.
 	OffsetField bool
+	// CSVFields is format.fields: the columns of csv files, in order,
+	// without which they can't be read back. The column named offset is
+	// each record's offset.
+	CSVFields []string
 }
 
 // DeepStats is what a deep scan read.
@@ -352,7 +356,7 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 	firstBad, firstOutside := int64(-1), int64(-1)
 	var badErr error
 	var seen Ranges
-	err := readRecords(ctx, s.st, e.File.Key, s.names.ContentExts(e.File.Key), func(r Record) error {
+	err := readRecords(ctx, s.st, e.File.Key, s.names.ContentExts(e.File.Key), opts.CSVFields, func(r Record) error {
 		n++
 		switch {
 		case r.Err != nil:

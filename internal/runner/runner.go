@@ -176,12 +176,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
-			return format.NewEncoder(fcfg, w)
+			return format.NewBufferedEncoder(fcfg, w, encoderMemory(fcfg, plan, cfg.Backpressure.MaxOpenFiles, b))
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
 			return format.NewCompressor(format.StreamCompression(fcfg), w)
 		},
-		CompressorMemory: format.WriterMemory(fcfg),
+		CompressorMemory: format.FixedMemory(fcfg),
 		ErrRecord:        format.ErrRecord,
 		NullValues:       cfg.Errors.NullValues,
 		Tolerance:        cfg.Errors.Tolerance,
