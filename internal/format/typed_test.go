@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/registry"
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // orderSchema covers what the typed writers map: a nested record, a
@@ -274,4 +276,133 @@ func writeTemp(t testing.TB, dir, name string, b []byte) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestTypedAvroPythonReads: python3-avro reads the typed files, with the
+// registered schema as the value's type (or the file's), and the values
+// with their logical types: timestamps, dates and decimals.
+func TestTypedAvroPythonReads(t *testing.T) {
+	reg := typedRegistry(t, "value")
+	dir := t.TempDir()
+	envPath := writeTemp(t, dir, "env.avro", encodeTyped(t, NewTyped(typedFormat("avro", true, "key", "value", "timestamp"), reg), orders(t)))
+	barePath := writeTemp(t, dir, "bare.avro", encodeTyped(t, NewTyped(typedFormat("avro", false, "value"), reg), orders(t)))
+	files := testkit.ReadAvroPython(t, envPath, barePath)
+	wantOrders := []string{
+		`{"id":1,"customer":{"name":"Ada","email":"ada@example.com"},"placed":1733150000123,"day":"2024-12-02","items":[{"sku":"A-1","qty":2},{"sku":"B-2","qty":1}],"attrs":{"color":"red"},"status":"PAID","total":{"decimal":"1234.56"},"paid":true,"score":4.5}`,
+		`{"id":2,"customer":{"name":"Bob","email":null},"placed":1733150001123,"day":"2024-12-03","items":[],"attrs":{},"status":"NEW","total":{"decimal":"-0.05"},"paid":false,"score":null}`,
+		`{"id":3,"customer":{"name":"Cy","email":null},"placed":0,"day":"1970-01-01","items":[{"sku":"C-3","qty":-1}],"attrs":{"x":""},"status":"NEW","total":{"decimal":"0.00"},"paid":true,"score":-0.25}`,
+	}
+	env, bare := files[0], files[1]
+	if len(env.Records) != 3 || len(bare.Records) != 3 {
+		t.Fatalf("records: %d and %d, want 3 each", len(env.Records), len(bare.Records))
+	}
+	for i, w := range wantOrders {
+		var want map[string]any
+		if err := json.Unmarshal([]byte(w), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonNorm(t, bare.Records[i]); !reflect.DeepEqual(got, want) {
+			t.Errorf("bare record %d:\n got %v\nwant %v", i, got, want)
+		}
+		got := jsonNorm(t, env.Records[i])
+		wantEnv := map[string]any{"key": "k" + string(rune('0'+i)), "value": want, "timestamp": float64(typedTS.UnixMilli() + int64(i))}
+		if !reflect.DeepEqual(got, wantEnv) {
+			t.Errorf("envelope record %d:\n got %v\nwant %v", i, got, wantEnv)
+		}
+	}
+	if bare.Types["placed"] != "datetime" || bare.Types["day"] != "date" || bare.Types["total"] != "Decimal" || bare.Types["customer"] != "dict" {
+		t.Errorf("python types of the bare file: %v", bare.Types)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(bare.Schema, &schema); err != nil || schema["name"] != "Order" || schema["namespace"] != "shop" {
+		t.Errorf("bare file's schema is not the registered one: %s", bare.Schema)
+	}
+}
+
+// jsonNorm is v through JSON, so numbers compare as float64.
+func jsonNorm(t testing.TB, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestTypedParquetDuckDBReads: DuckDB reads the typed columns with their
+// types (nested STRUCT, LIST, MAP, TIMESTAMP, DATE, DECIMAL) and values.
+func TestTypedParquetDuckDBReads(t *testing.T) {
+	db := testkit.NewDuckDB(t)
+	reg := typedRegistry(t, "value")
+	dir := t.TempDir()
+	envPath := writeTemp(t, dir, "env.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true), reg), orders(t)))
+	barePath := writeTemp(t, dir, "bare.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", false, "value"), reg), orders(t)))
+	cols := `id, customer.name AS name, customer.email AS email, epoch_ms(placed)::DOUBLE AS placed, day::VARCHAR AS day,
+		len(items)::DOUBLE AS n, items[1].sku AS sku, items[1].qty::DOUBLE AS qty, cardinality(attrs)::DOUBLE AS nattrs,
+		map_keys(attrs)::VARCHAR AS attr_keys, status, total::VARCHAR AS total, paid, score`
+	res := db.Query(t,
+		"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet("+testkit.SQLString(barePath)+"))",
+		"SELECT "+cols+" FROM read_parquet("+testkit.SQLString(barePath)+") ORDER BY id",
+		"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet("+testkit.SQLString(envPath)+"))",
+		"SELECT key, \"offset\"::DOUBLE AS \"offset\", value.id AS id, value.customer.name AS name, value.items[2].sku AS sku2, typeof(value) AS vt FROM read_parquet("+testkit.SQLString(envPath)+") ORDER BY \"offset\"",
+	)
+	types := map[string]string{}
+	for _, r := range res[0] {
+		types[fmt.Sprint(r["column_name"])] = fmt.Sprint(r["column_type"])
+	}
+	wantTypes := map[string]string{
+		"id":       "BIGINT",
+		"customer": `STRUCT("name" VARCHAR, email VARCHAR)`,
+		"placed":   "TIMESTAMP WITH TIME ZONE",
+		"day":      "DATE",
+		"items":    `STRUCT(sku VARCHAR, qty INTEGER)[]`,
+		"attrs":    "MAP(VARCHAR, VARCHAR)",
+		"status":   "VARCHAR",
+		"total":    "DECIMAL(9,2)",
+		"paid":     "BOOLEAN",
+		"score":    "DOUBLE",
+	}
+	if !reflect.DeepEqual(types, wantTypes) {
+		t.Errorf("DESCRIBE of the bare file:\n got %v\nwant %v", types, wantTypes)
+	}
+	wantRows := []string{
+		`{"id":"1","name":"Ada","email":"ada@example.com","placed":1733150000123,"day":"2024-12-02","n":2,"sku":"A-1","qty":2,"nattrs":1,"attr_keys":"[color]","status":"PAID","total":"1234.56","paid":true,"score":4.5}`,
+		`{"id":"2","name":"Bob","email":null,"placed":1733150001123,"day":"2024-12-03","n":0,"sku":null,"qty":null,"nattrs":0,"attr_keys":"[]","status":"NEW","total":"-0.05","paid":false,"score":null}`,
+		`{"id":"3","name":"Cy","email":null,"placed":0,"day":"1970-01-01","n":1,"sku":"C-3","qty":-1,"nattrs":1,"attr_keys":"[x]","status":"NEW","total":"0.00","paid":true,"score":-0.25}`,
+	}
+	checkTypedRows(t, "bare", res[1], wantRows)
+	if got := res[2]; len(got) != 5 || fmt.Sprint(got[1]["column_type"]) == "VARCHAR" || !strings.HasPrefix(fmt.Sprint(got[1]["column_type"]), "STRUCT(id BIGINT, customer STRUCT(") {
+		t.Errorf("DESCRIBE of the envelope file: %v", got)
+	}
+	for _, r := range res[3] {
+		if vt := fmt.Sprint(r["vt"]); !strings.HasPrefix(vt, "STRUCT(id BIGINT, customer STRUCT(") {
+			t.Errorf("typeof(value) = %s", vt)
+		}
+		delete(r, "vt")
+	}
+	checkTypedRows(t, "envelope", res[3], []string{
+		`{"key":"k0","offset":10,"id":"1","name":"Ada","sku2":"B-2"}`,
+		`{"key":"k1","offset":11,"id":"2","name":"Bob","sku2":null}`,
+		`{"key":"k2","offset":12,"id":"3","name":"Cy","sku2":null}`,
+	})
+}
+
+func checkTypedRows(t *testing.T, name string, rows []testkit.Row, want []string) {
+	t.Helper()
+	if len(rows) != len(want) {
+		t.Fatalf("%s: %d rows, want %d: %v", name, len(rows), len(want), rows)
+	}
+	for i, w := range want {
+		var wv any
+		if err := json.Unmarshal([]byte(w), &wv); err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonNorm(t, rows[i]); !reflect.DeepEqual(got, wv) {
+			t.Errorf("%s row %d:\n got %v\nwant %v", name, i, got, wv)
+		}
+	}
 }
