@@ -3,6 +3,7 @@ package format
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -61,11 +62,12 @@ func (t *Typed) Of(r *kgo.Record) string {
 	if !t.columnar() {
 		return ""
 	}
+	// A part the file does not hold types nothing in it.
 	ids := schemaIDs{-1, -1}
-	if t.reg.Keys() {
+	if t.reg.Keys() && slices.Contains(t.cfg.Fields, "key") {
 		ids.key = t.usable(r.Key)
 	}
-	if t.reg.Values() {
+	if t.reg.Values() && slices.Contains(t.cfg.Fields, "value") {
 		ids.value = t.usable(r.Value)
 	}
 	if ids == (schemaIDs{-1, -1}) {

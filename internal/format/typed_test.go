@@ -146,6 +146,9 @@ func TestTypedOfNamesSchemas(t *testing.T) {
 			t.Errorf("Of(%q) = %q, want \"\" (fits any file)", r.Value, got)
 		}
 	}
+	if got := NewTyped(typedFormat("avro", true, "key", "offset"), reg).Of(recs[0]); got != "" {
+		t.Errorf("Of without the value field = %q, want \"\": the value types nothing in the file", got)
+	}
 	if got := NewTyped(typedFormat("jsonl", true), reg).Of(recs[0]); got != "" {
 		t.Errorf("jsonl Of = %q, want \"\": text files don't rotate on a schema", got)
 	}
