@@ -605,11 +605,13 @@ func (e *typedParquetEncoder) partValue(b []byte, decoded bool, typed *registry.
 	if err != nil {
 		return nil, err
 	}
-	if s.Type == sr.TypeJSON && typed == nil {
-		if !validJSON(data) {
-			return nil, partError(what, r, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON", registry.ErrUndecodable, s.ID))
+	if s.Type != sr.TypeAvro && typed == nil {
+		// JSON Schema and Protobuf parts are kept as JSON strings.
+		out, err := asJSON(nil, s, data)
+		if err != nil {
+			return nil, partError(what, r, err)
 		}
-		return data, nil
+		return out, nil
 	}
 	if typed == nil || s.ID != typed.ID {
 		return nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))

@@ -22,7 +22,8 @@ import (
 //     holds records of one schema id per part, and a record of another id
 //     goes to a new file (Of names the ids, the sink compares them);
 //   - json, jsonl, csv and bytes write each decoded key or value as JSON
-//     (Avro by its schema's JSON encoding, JSON Schema values as they are),
+//     (Avro by its schema's JSON encoding, JSON Schema values as they are,
+//     Protobuf by protojson),
 //     whatever its schema, so their files never rotate for a schema.
 //
 // A part that can't be decoded (no header, an unknown id, Protobuf, data
@@ -175,13 +176,27 @@ func (t *Typed) toJSON(dst, b []byte, what string, r *kgo.Record) ([]byte, error
 			return nil, partError(what, r, fmt.Errorf("%w: %w", registry.ErrUndecodable, err))
 		}
 		return out, nil
-	case sr.TypeJSON:
-		if !validJSON(data) {
-			return nil, partError(what, r, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON", registry.ErrUndecodable, s.ID))
+	case sr.TypeJSON, sr.TypeProtobuf:
+		out, err := asJSON(dst, s, data)
+		if err != nil {
+			return nil, partError(what, r, err)
 		}
-		return append(dst, data...), nil
+		return out, nil
 	}
 	return nil, partError(what, r, fmt.Errorf("%w: schema id %d has type %s", registry.ErrUndecodable, s.ID, s.Type))
+}
+
+// asJSON appends a JSON Schema or Protobuf part, data (after the schema
+// id), as JSON: JSON Schema data as it is, once checked to be JSON;
+// Protobuf decoded by its message (registry.Schema.ProtoJSON).
+func asJSON(dst []byte, s *registry.Schema, data []byte) ([]byte, error) {
+	if s.Type == sr.TypeProtobuf {
+		return s.ProtoJSON(dst, data)
+	}
+	if !validJSON(data) {
+		return nil, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON", registry.ErrUndecodable, s.ID)
+	}
+	return append(dst, data...), nil
 }
 
 // jsonDecoding is a text encoder (json, jsonl, csv, bytes) fed with the

@@ -16,6 +16,9 @@ import (
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/registry"
@@ -53,7 +56,10 @@ func typedRegistry(t testing.TB, decode string) *registry.Registry {
 		orderID:   {Type: sr.TypeAvro, Schema: orderSchema},
 		orderV2ID: {Type: sr.TypeAvro, Schema: `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"}]}`},
 		jsonID:    {Type: sr.TypeJSON, Schema: `{"type":"object"}`},
-		protoID:   {Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; message M { int64 a = 1; }`},
+		protoID: {Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package t;
+import "google/protobuf/timestamp.proto";
+message Other { string x = 1; }
+message M { int64 a = 1; string s = 2; message N { bool b = 1; } N n = 3; repeated string tags = 4; google.protobuf.Timestamp at = 5; }`},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +146,7 @@ func TestTypedOfNamesSchemas(t *testing.T) {
 		t.Errorf("Of(order) = %q", got)
 	}
 	for _, r := range []*kgo.Record{
-		{Value: nil}, {Value: []byte("no header")}, {Value: wireJSON(99, "{}")}, {Value: wireJSON(protoID, "")},
+		{Value: nil}, {Value: []byte("no header")}, {Value: wireJSON(99, "{}")},
 	} {
 		if got := ty.Of(r); got != "" {
 			t.Errorf("Of(%q) = %q, want \"\" (fits any file)", r.Value, got)
@@ -165,7 +171,7 @@ func TestTypedRecordErrors(t *testing.T) {
 	}{
 		{"no magic byte", &kgo.Record{Topic: "orders", Partition: 3, Offset: 50, Value: []byte(`{"plain":"json"}`)}, "value of orders/3 at offset 50: not decodable with the schema registry: no schema registry header"},
 		{"unknown id", &kgo.Record{Topic: "orders", Partition: 3, Offset: 51, Value: wireJSON(99, "x")}, "schema id 99 is not known"},
-		{"protobuf", &kgo.Record{Topic: "orders", Partition: 3, Offset: 52, Value: wireJSON(protoID, "")}, "Protobuf, which Spillway does not decode"},
+		{"bad protobuf", &kgo.Record{Topic: "orders", Partition: 3, Offset: 52, Value: wireJSON(protoID, "\x00\x0a\xff")}, "schema id 10"}, // in jsonl: does not decode as t.Other; in a typed file: not of its schema
 		{"truncated avro", &kgo.Record{Topic: "orders", Partition: 3, Offset: 53, Value: wireJSON(orderID, "\x02")}, "does not decode with Avro schema id 7"},
 	}
 	for _, b := range bad {
@@ -407,5 +413,79 @@ func checkTypedRows(t *testing.T, name string, rows []testkit.Row, want []string
 		if got := jsonNorm(t, rows[i]); !reflect.DeepEqual(got, wv) {
 			t.Errorf("%s row %d:\n got %v\nwant %v", name, i, got, wv)
 		}
+	}
+}
+
+// wireProto is message index path idx of the protoID schema, with fields
+// set by set, in the Confluent wire format.
+func wireProto(t testing.TB, reg *registry.Registry, idx []int, set func(m *dynamicpb.Message)) []byte {
+	t.Helper()
+	s, _ := reg.Lookup(protoID)
+	md := s.Proto.Messages().Get(idx[0])
+	for _, i := range idx[1:] {
+		md = md.Messages().Get(i)
+	}
+	m := dynamicpb.NewMessage(md)
+	set(m)
+	data, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := new(sr.ConfluentHeader).AppendEncode(nil, protoID, idx)
+	return append(b, data...)
+}
+
+// TestTypedProtobuf: Protobuf values, compiled from the registered .proto
+// (with a standard import), are written as JSON: in jsonl as the value, in
+// parquet and avro as a JSON string column.
+func TestTypedProtobuf(t *testing.T) {
+	reg := typedRegistry(t, "value")
+	s, _ := reg.Lookup(protoID)
+	md := s.Proto.Messages().Get(1)
+	fd := func(name string) protoreflect.FieldDescriptor { return md.Fields().ByName(protoreflect.Name(name)) }
+	m1 := wireProto(t, reg, []int{1}, func(m *dynamicpb.Message) {
+		m.Set(fd("a"), protoreflect.ValueOfInt64(42))
+		m.Set(fd("s"), protoreflect.ValueOfString("hé"))
+		n := dynamicpb.NewMessage(md.Messages().Get(0))
+		n.Set(n.Descriptor().Fields().ByName("b"), protoreflect.ValueOfBool(true))
+		m.Set(fd("n"), protoreflect.ValueOfMessage(n))
+		l := m.Mutable(fd("tags")).List()
+		l.Append(protoreflect.ValueOfString("x"))
+		l.Append(protoreflect.ValueOfString("y"))
+		ts := m.Mutable(fd("at")).Message()
+		ts.Set(ts.Descriptor().Fields().ByName("seconds"), protoreflect.ValueOfInt64(1733150000))
+	})
+	other := wireProto(t, reg, []int{0}, func(m *dynamicpb.Message) {
+		m.Set(m.Descriptor().Fields().ByName("x"), protoreflect.ValueOfString("o"))
+	})
+	nested := wireProto(t, reg, []int{1, 0}, func(m *dynamicpb.Message) {})
+	recs := []*kgo.Record{{Offset: 1, Value: m1}, {Offset: 2, Value: other}, {Offset: 3, Value: nested}}
+	got := string(encodeTyped(t, NewTyped(typedFormat("jsonl", true, "offset", "value"), reg), recs))
+	want := `{"offset":1,"value":{"a":"42","s":"hé","n":{"b":true},"tags":["x","y"],"at":"2024-12-02T14:33:20Z"}}
+{"offset":2,"value":{"x":"o"}}
+{"offset":3,"value":{"b":false}}
+`
+	var gotLines, wantLines []any
+	for _, l := range strings.Split(strings.TrimSpace(got), "\n") {
+		var v any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatalf("%v: %s", err, got)
+		}
+		gotLines = append(gotLines, v)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(want), "\n") {
+		var v any
+		_ = json.Unmarshal([]byte(l), &v)
+		wantLines = append(wantLines, v)
+	}
+	if !reflect.DeepEqual(gotLines, wantLines) {
+		t.Errorf("jsonl:\n%s\nwant:\n%s", got, want)
+	}
+
+	db := testkit.NewDuckDB(t)
+	path := writeTemp(t, t.TempDir(), "p.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true, "offset", "value"), reg), recs))
+	res := db.Query(t, "SELECT json_extract_string(value, '$.n.b') AS b, typeof(value) AS vt FROM read_parquet("+testkit.SQLString(path)+") ORDER BY \"offset\"")
+	if len(res[0]) != 3 || res[0][0]["b"] != "true" || res[0][0]["vt"] != "VARCHAR" {
+		t.Errorf("parquet rows %v", res[0])
 	}
 }

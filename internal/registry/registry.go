@@ -9,7 +9,7 @@
 // or the caller's context ends: records wait, none is dropped. A schema id
 // the registry does not know is cached as such, and every record that
 // carries it is reported to the error policy. See docs/design.md, "Schema
-// registry".
+// registry". Protobuf schemas are compiled with bufbuild/protocompile.
 package registry
 
 import (
@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/spillway/spillway/internal/config"
 )
@@ -44,6 +45,8 @@ type Schema struct {
 	Type sr.SchemaType
 	// Avro is the parsed schema of an Avro id, with its references.
 	Avro *avro.Schema
+	// Proto is the compiled file of a Protobuf id, with its imports.
+	Proto protoreflect.FileDescriptor
 	// Text is the schema as registered.
 	Text string
 	// Err, when set, is why records with this id can't be decoded (it
@@ -345,7 +348,16 @@ func (r *Registry) build(ctx context.Context, id int, s sr.Schema) (*Schema, err
 		// JSON Schema values are JSON after the header: they are kept as
 		// they are (see docs/design.md).
 	case sr.TypeProtobuf:
-		out.Err = fmt.Errorf("%w: schema id %d is Protobuf, which Spillway does not decode yet (see the README's formats table)", ErrUndecodable, id)
+		fd, err := r.parseProto(ctx, id, s)
+		if err != nil && !errors.Is(err, ErrUndecodable) {
+			if _, aerr := r.answer(id, err); aerr != nil {
+				return nil, aerr
+			}
+		}
+		if err != nil {
+			out.Err = fmt.Errorf("%w: the Protobuf schema of id %d can't be used: %w", ErrUndecodable, id, err)
+		}
+		out.Proto = fd
 	default:
 		out.Err = fmt.Errorf("%w: schema id %d has the unknown schema type %q", ErrUndecodable, id, s.Type)
 	}

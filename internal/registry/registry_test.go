@@ -32,6 +32,10 @@ var seeds = []sr.SubjectSchema{
 	{Subject: "moves-value", Version: 1, ID: 2, Schema: sr.Schema{Type: sr.TypeAvro, Schema: refSchema,
 		References: []sr.SchemaReference{{Name: "t.Address", Subject: "address", Version: 1}}}},
 	{Subject: "docs-value", Version: 1, ID: 3, Schema: sr.Schema{Type: sr.TypeJSON, Schema: `{"type":"object"}`}},
+	{Subject: "common.proto", Version: 1, ID: 11, Schema: sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package c; message Addr { string city = 1; }`}},
+	{Subject: "people-value", Version: 1, ID: 12, Schema: sr.Schema{Type: sr.TypeProtobuf,
+		Schema:     `syntax = "proto3"; package p; import "common.proto"; message Person { string name = 1; c.Addr home = 2; }`,
+		References: []sr.SchemaReference{{Name: "common.proto", Subject: "common.proto", Version: 1}}}},
 	{Subject: "pb-value", Version: 1, ID: 4, Schema: sr.Schema{Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; message M { int64 a = 1; }`}},
 }
 
@@ -57,6 +61,7 @@ func TestResolveCachesByID(t *testing.T) {
 		{Key: wire(1, ""), Value: wire(2, "")},
 		{Value: wire(3, "{}")},
 		{Value: wire(4, "")},
+		{Value: wire(12, "")},
 		{Value: wire(99, "")},
 		{Value: []byte("no header")},
 		{Value: wire(1, "")},
@@ -76,15 +81,20 @@ func TestResolveCachesByID(t *testing.T) {
 	if s, ok := r.Lookup(3); !ok || s.Err != nil || s.Type != sr.TypeJSON {
 		t.Errorf("id 3: %+v", s)
 	}
-	if s, _ := r.Lookup(4); s == nil || !errors.Is(s.Err, ErrUndecodable) || !strings.Contains(s.Err.Error(), "Protobuf") {
+	if s, _ := r.Lookup(4); s == nil || s.Err != nil || s.Proto == nil || s.Proto.Messages().Get(0).Name() != "M" {
 		t.Errorf("id 4 (protobuf): %+v", s)
 	}
 	s, ok := r.Lookup(99)
 	if !ok || !errors.Is(s.Err, ErrUndecodable) || !strings.Contains(s.Err.Error(), "schema id 99 does not exist") {
 		t.Errorf("id 99: %+v", s)
 	}
-	if st := r.Stats(); st.Fetched != 4 || st.Missing != 1 || st.Retries != 0 {
-		t.Errorf("stats %+v, want 4 fetched (ids 1-4) and 1 missing", st)
+	// A Protobuf schema that imports another subject's .proto.
+	s12, _ := r.Lookup(12)
+	if s12 == nil || s12.Err != nil || s12.Proto.Messages().Get(0).Fields().ByName("home").Message().FullName() != "c.Addr" {
+		t.Errorf("id 12 (protobuf with a reference): %+v", s12)
+	}
+	if st := r.Stats(); st.Fetched != 5 || st.Missing != 1 || st.Retries != 0 {
+		t.Errorf("stats %+v, want 5 fetched (ids 1-4, 12) and 1 missing", st)
 	}
 	// Cached: a second pass asks nothing, even with the registry gone.
 	srv.Stop()
