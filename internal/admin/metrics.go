@@ -51,7 +51,7 @@ var (
 	descRecordsDeadLettered = desc("records_dead_lettered_total",
 		"Records sent to the dead-letter topic (errors.dead_letter_topic) since start, because they could not be encoded.")
 	descFilesClosed = desc("files_closed_total",
-		"Files closed since start, by the reason that closed them (records, bytes, age, pressure, open_files, revoke, shutdown). Many pressure or open_files closes mean the budget is too small for the load.",
+		"Files closed since start, by the reason that closed them (records, bytes, age, pressure, open_files, revoke, shutdown, schema: a record of another registry schema). Many pressure or open_files closes mean the budget is too small for the load.",
 		"reason")
 	descCommittedOffset = desc("committed_offset",
 		"Offset committed to Kafka per partition: the next offset to consume. Everything below it is durable in storage. Compare with the partition's end offset for lag.",

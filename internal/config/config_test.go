@@ -69,7 +69,7 @@ func TestRejects(t *testing.T) {
 		{"key in the wrong section", "storage:\n  name_template: x\n", nil,
 			[]string{"storage.name_template: unknown key; did you mean file.name_template?"}},
 		{"unknown top-level key, nothing close", "bogus: 1\n", nil,
-			[]string{"bogus: unknown key; the top level takes kafka, storage, file, format, backpressure, errors, admin, log, shutdown"}},
+			[]string{"bogus: unknown key; the top level takes kafka, storage, file, format, schema_registry, backpressure, errors, admin, log, shutdown"}},
 		{"unknown key in a section, nothing close", "log:\n  colour: true\n", nil,
 			[]string{"log.colour: unknown key; log takes level, format"}},
 
@@ -155,6 +155,24 @@ func TestRejects(t *testing.T) {
 		}},
 		{"TLS files while TLS is off", "kafka:\n  tls: {ca_file: '" + pem + "'}\n", nil,
 			[]string{`kafka.tls.ca_file: "` + pem + `" is set but kafka.tls.enabled is false; set kafka.tls.enabled: true to use TLS`}},
+
+		// schema_registry
+		{"registry URL without scheme", "schema_registry: {url: 'registry:8081'}\n", nil,
+			[]string{`schema_registry.url: "registry:8081" must start with http:// or https://, such as http://127.0.0.1:8081`}},
+		{"registry URL with credentials", "schema_registry: {url: 'http://me:hunter2@registry:8081'}\n", nil,
+			[]string{`schema_registry.url: must not carry credentials; set schema_registry.username and schema_registry.password (or their SPILLWAY_SCHEMA_REGISTRY_* variables) instead`}},
+		{"registry user without password", "schema_registry: {url: 'http://registry:8081', username: me}\n", nil,
+			[]string{`schema_registry.password: required when schema_registry.username is set: basic auth takes both (set SPILLWAY_SCHEMA_REGISTRY_PASSWORD to keep it out of the file)`}},
+		{"registry password without URL", "schema_registry: {password: hunter2}\n", nil,
+			[]string{`schema_registry.password: is set but schema_registry.url is empty; set the registry's URL, such as http://127.0.0.1:8081`}},
+		{"registry decode typo", "schema_registry: {url: 'http://registry:8081', decode: values}\n", nil,
+			[]string{`schema_registry.decode: "values" is not valid; use value, key or both`}},
+		{"registry TLS over http", "schema_registry: {url: 'http://registry:8081', tls: {ca_file: '" + pem + "'}}\n", nil,
+			[]string{`schema_registry.tls.ca_file: "` + pem + `" is set but schema_registry.url is not https://; use an https URL to use TLS`}},
+		{"registry TLS files", "schema_registry: {url: 'https://registry:8081', tls: {ca_file: '" + missing + "', key_file: '" + pem + "'}}\n", nil, []string{
+			"schema_registry.tls.cert_file: required when schema_registry.tls.key_file is set: a private key needs its client certificate",
+			`schema_registry.tls.ca_file: "` + missing + `" does not exist; give the path of a PEM file`,
+		}},
 
 		// storage
 		{"no storage URL", "", topicsEnv,
@@ -476,11 +494,12 @@ func TestDefaults(t *testing.T) {
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
 			ValueEncoding: "none", Envelope: true, BytesSeparator: `\n`,
 		},
-		Backpressure: Backpressure{MemoryLimit: "auto"},
-		Errors:       Errors{Tolerance: "none", NullValues: "write"},
-		Admin:        Admin{Listen: "127.0.0.1:8080"},
-		Log:          Log{Level: "info", Format: "text"},
-		Shutdown:     Shutdown{Timeout: 30 * time.Second},
+		SchemaRegistry: SchemaRegistry{Decode: "value"},
+		Backpressure:   Backpressure{MemoryLimit: "auto"},
+		Errors:         Errors{Tolerance: "none", NullValues: "write"},
+		Admin:          Admin{Listen: "127.0.0.1:8080"},
+		Log:            Log{Level: "info", Format: "text"},
+		Shutdown:       Shutdown{Timeout: 30 * time.Second},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -553,6 +572,8 @@ func TestKeysAreTheContract(t *testing.T) {
 		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change", "storage.earlier_files",
 		"file.name_template", "file.timestamp_source", "file.timezone", "file.extension", "file.max_records", "file.max_bytes", "file.max_age",
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
+		"schema_registry.url", "schema_registry.username", "schema_registry.password", "schema_registry.decode",
+		"schema_registry.tls.ca_file", "schema_registry.tls.cert_file", "schema_registry.tls.key_file",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
 		"admin.listen", "log.level", "log.format", "shutdown.timeout",
@@ -565,13 +586,14 @@ func TestKeysAreTheContract(t *testing.T) {
 		t.Errorf("keys (in order):\n got %q\nwant %q", got, design)
 	}
 	for name, key := range map[string]string{
-		"SPILLWAY_KAFKA_BROKERS":         "kafka.brokers",
-		"SPILLWAY_KAFKA_START_OFFSET":    "kafka.start_offset",
-		"SPILLWAY_KAFKA_SASL_PASSWORD":   "kafka.sasl.password",
-		"SPILLWAY_KAFKA_TLS_CA_FILE":     "kafka.tls.ca_file",
-		"SPILLWAY_SHUTDOWN_TIMEOUT":      "shutdown.timeout",
-		"SPILLWAY_FILE_TIMESTAMP_SOURCE": "file.timestamp_source",
-		"SPILLWAY_FILE_TIMEZONE":         "file.timezone",
+		"SPILLWAY_KAFKA_BROKERS":            "kafka.brokers",
+		"SPILLWAY_KAFKA_START_OFFSET":       "kafka.start_offset",
+		"SPILLWAY_KAFKA_SASL_PASSWORD":      "kafka.sasl.password",
+		"SPILLWAY_SCHEMA_REGISTRY_PASSWORD": "schema_registry.password",
+		"SPILLWAY_KAFKA_TLS_CA_FILE":        "kafka.tls.ca_file",
+		"SPILLWAY_SHUTDOWN_TIMEOUT":         "shutdown.timeout",
+		"SPILLWAY_FILE_TIMESTAMP_SOURCE":    "file.timestamp_source",
+		"SPILLWAY_FILE_TIMEZONE":            "file.timezone",
 	} {
 		if s := keys.byEnv[name]; s == nil || s.key != key {
 			t.Errorf("%s maps to %v, want %s", name, s, key)

@@ -34,6 +34,7 @@ var (
 	nullPolicies   = []string{"write", "ignore", "fail"}
 	logLevels      = []string{"debug", "info", "warn", "error"}
 	logFormats     = []string{"text", "json"}
+	registryParts  = []string{"value", "key", "both"}
 	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
 	timestampSources = []string{"wallclock", "event"}
 )
@@ -123,6 +124,7 @@ func (c *Config) normalize() {
 	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
+	c.SchemaRegistry.Decode = canon(c.SchemaRegistry.Decode, registryParts)
 	c.Storage.URL = resolveFileURL(c.Storage.URL)
 	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
@@ -176,6 +178,7 @@ func (c *Config) problems() problems {
 	c.File.check(&ps)
 	c.checkParts(&ps)
 	c.Format.check(&ps)
+	c.SchemaRegistry.check(&ps)
 	c.Backpressure.check(&ps)
 
 	ps.oneOf("errors.tolerance", c.Errors.Tolerance, tolerances)

@@ -25,6 +25,7 @@ import (
 	"github.com/spillway/spillway/internal/latest"
 	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
@@ -186,6 +187,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		NullValues:       cfg.Errors.NullValues,
 		Tolerance:        cfg.Errors.Tolerance,
 	}
+	reg, err := registry.New(cfg.SchemaRegistry, log)
+	if err != nil {
+		return err
+	}
+	if reg != nil {
+		scfg.Schemas = typedSchemas{format.NewTyped(fcfg, reg)}
+	}
 	var src *source.Source
 	if cfg.Errors.DeadLetterTopic != "" {
 		dlq := cfg.Errors.DeadLetterTopic
@@ -207,7 +215,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		resume = resumer(cfg, bucket, names, ledger)
 	}
 	defer snk.Close()
-	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log)
+	var feed source.Sink = snk
+	if reg != nil {
+		feed = resolving{Sink: snk, reg: reg, stop: ctx}
+	}
+	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, log)
 	if err != nil {
 		return err
 	}

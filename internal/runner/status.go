@@ -6,7 +6,7 @@ import (
 )
 
 var allReasons = []sink.Reason{sink.ReasonRecords, sink.ReasonBytes, sink.ReasonAge, sink.ReasonPressure,
-	sink.ReasonOpenFiles, sink.ReasonRevoke, sink.ReasonShutdown}
+	sink.ReasonOpenFiles, sink.ReasonRevoke, sink.ReasonShutdown, sink.ReasonSchema}
 
 // Status adapts the pipeline's counters to what the admin endpoint serves.
 func (p *Progress) Status() admin.Status {
