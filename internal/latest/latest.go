@@ -72,6 +72,9 @@ type Config struct {
 
 	NewEncoder    func(w io.Writer) (Encoder, error)
 	NewCompressor func(w io.Writer) (io.WriteCloser, error)
+	// Schemas, when set, types each object by its record's registry
+	// schemas instead of NewEncoder.
+	Schemas sink.Schemas
 	// ErrRecord tells record errors (the policy applies) from others.
 	ErrRecord  error
 	NullValues string // write | ignore | fail
@@ -302,7 +305,12 @@ func (w *Writer) encode(r *kgo.Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc, err := w.cfg.NewEncoder(comp)
+	var enc Encoder
+	if w.cfg.Schemas != nil {
+		enc, err = w.cfg.Schemas.NewEncoder(comp, w.cfg.Schemas.Of(r))
+	} else {
+		enc, err = w.cfg.NewEncoder(comp)
+	}
 	if err != nil {
 		return nil, err
 	}

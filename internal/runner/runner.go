@@ -316,6 +316,7 @@ func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest
 			return format.NewEncoder(cfg.Format, w)
 		},
 		NewCompressor: scfg.NewCompressor,
+		Schemas:       scfg.Schemas,
 		ErrRecord:     scfg.ErrRecord,
 		NullValues:    scfg.NullValues,
 		Policy:        errpolicy.Policy{Tolerance: scfg.Tolerance, DeadLetter: scfg.DeadLetter, Log: log},
