@@ -180,6 +180,10 @@ func (w *Writer) Err() error {
 func (w *Writer) failLocked(err error) {
 	if w.err == nil {
 		w.err = err
+		// The committer waits on wake: it must see the error and stop the
+		// run, even if no record comes to meet it.
+		close(w.wake)
+		w.wake = make(chan struct{})
 	}
 }
 

@@ -34,6 +34,9 @@ type Sink interface {
 	Drop(tps map[sink.TopicPartition]bool)
 	// Assign starts a partition from where storage stands.
 	Assign(tp sink.TopicPartition, id layout.Identity, p layout.Point)
+	// Err is the sink's first fatal error (a failed upload), if any. The
+	// source stops on it even when no record arrives to meet it.
+	Err() error
 }
 
 // Resumer tells where storage stands for a partition of the log id, whose
@@ -396,6 +399,12 @@ func (s *Source) commitLoop(ctx context.Context) {
 			return
 		case <-wake:
 		case <-t.C:
+		}
+		if err := s.sink.Err(); err != nil {
+			// An idle partition's upload failed: nothing would meet the
+			// error in the poll loop, and the run would idle with it.
+			s.stopWith(err)
+			return
 		}
 		if err := s.commit(ctx, nil); err != nil && ctx.Err() == nil {
 			s.log.Warn("offset commit failed; will retry", "err", err)

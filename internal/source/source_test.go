@@ -29,6 +29,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type recordingSink struct {
 	mu      sync.Mutex
 	written int
+	err     error
+	wake    chan struct{}
 }
 
 func (s *recordingSink) WriteSome(_ context.Context, recs []*kgo.Record) (int, error) {
@@ -45,7 +47,32 @@ func (s *recordingSink) Flush(context.Context, map[sink.TopicPartition]bool, sin
 func (s *recordingSink) Committable(map[sink.TopicPartition]bool) map[sink.TopicPartition]int64 {
 	return nil
 }
-func (s *recordingSink) Durable() <-chan struct{}                                  { return make(chan struct{}) }
+func (s *recordingSink) Durable() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake == nil {
+		s.wake = make(chan struct{})
+	}
+	return s.wake
+}
+
+func (s *recordingSink) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// fail is an upload failing in the background: the error, then a wake.
+func (s *recordingSink) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
+}
+
 func (s *recordingSink) Drop(map[sink.TopicPartition]bool)                         {}
 func (s *recordingSink) Assign(sink.TopicPartition, layout.Identity, layout.Point) {}
 
@@ -84,5 +111,46 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	defer rec.mu.Unlock()
 	if rec.written != 0 {
 		t.Fatalf("%d records written after resuming from storage failed", rec.written)
+	}
+}
+
+// TestSinkFailureStopsIdleRun: an upload that fails while no record
+// arrives (the last file of an idle partition) ends Run with its error.
+// The error once waited for the next record, so an idle run stayed up,
+// ready, with nothing stored and nothing said.
+func TestSinkFailureStopsIdleRun(t *testing.T) {
+	c := testkit.NewCluster(t, 1, "events")
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	rec := &recordingSink{}
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = src.Close(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, ctx) }()
+	// Wait until the commit loop waits on the sink, then fail it.
+	for {
+		rec.mu.Lock()
+		waiting := rec.wake != nil
+		rec.mu.Unlock()
+		if waiting {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	upload := errors.New("injected: upload of t-0-0.jsonl failed")
+	rec.fail(upload)
+	select {
+	case err := <-done:
+		if !errors.Is(err, upload) {
+			t.Fatalf("Run = %v, want the upload error", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run went on idling after the sink failed")
 	}
 }
