@@ -435,7 +435,7 @@ func TestManifestsAgreeWithConfig(t *testing.T) {
 		}
 	}
 	if spec.EnableServiceLinks == nil || *spec.EnableServiceLinks {
-		t.Error("enableServiceLinks must be false: a Service named spillway-... would add SPILLWAY_..._SERVICE_HOST, and Spillway refuses SPILLWAY_ variables it does not know")
+		t.Error("enableServiceLinks must be false: the pod's environment is then only what the manifest sets (Spillway ignores service links, but refuses other SPILLWAY_ variables it does not know)")
 	}
 
 	// The image's user, without root and with a read-only root file system
