@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/storage"
 )
 
 // gate passes a file's compressed bytes to its storage writer. Storage
@@ -18,7 +17,7 @@ import (
 // the rest of the record is queued, and the file stays whole for the stop
 // to finish or abandon.
 type gate struct {
-	w *storage.Writer
+	w Writer
 	b *budget.Budget
 	// ctx is the context of the Sink call writing through the gate, set
 	// under Sink.mu; nil outside one (Drop): then nothing waits.

@@ -295,7 +295,7 @@ func newHarness(t *testing.T, opts ...opt) *harness {
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
 	h.bucket, h.cfg = bucket, cfg
-	h.s = sink.New(cfg, bucket, h.b, slog.New(slog.DiscardHandler))
+	h.s = sink.New(cfg, sink.FromStorage(bucket), h.b, slog.New(slog.DiscardHandler))
 	t.Cleanup(h.close)
 	return h
 }
