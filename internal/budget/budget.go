@@ -36,8 +36,7 @@ const (
 	// and only writing them can (see Plan).
 	PolledUnreserved Holder = "polled_unreserved"
 	// QueuedRecords are records handed to an open file's encoder and not
-	// yet encoded: polled records whose bytes moved from PolledRecords
-	// (see Plan on the queue between the stages).
+	// yet encoded (see Plan on the queue between the stages).
 	QueuedRecords Holder = "queued_records"
 	// FileEncoders is the encoder and compressor state of open files.
 	FileEncoders Holder = "file_encoders"

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
@@ -28,7 +29,12 @@ import (
 //	raw:      a franz-go group consumer that polls and discards (the broker's upper bound)
 //	naive:    the same consumer appending value+'\n' to one buffered file per partition, one fsync each at the end
 //	spillway: runner.Run (jsonl, no compression, file://) until every record is written, then a graceful stop
-//	jsonl-zstd, avro-zstd, parquet-zstd: spillway again, in each format with zstd
+//	jsonl-zstd, jsonl-gzip: spillway again, compressed
+//	avro-zstd, parquet-zstd: spillway again, in each format with zstd
+//	files-16p, files-1000p: spillway (jsonl, no compression) with files of
+//	  benchRecords/1000 records each, over the 16-partition topic and over a
+//	  topic of 1,000 partitions loaded with the same records (loaded only
+//	  when files-1000p runs), so that both write 1,000 files of the same size
 //
 // Run, without -race:
 //
@@ -40,12 +46,17 @@ import (
 // limit (the data budget, half of memory_limit), the stop's duration and the
 // bytes stored. When all three run in one BenchmarkDrain call, the ratios
 // spillway/naive and naive/raw (medians over -count) are logged by the last
-// spillway run, and each format's records/s against jsonl+zstd by the last
-// parquet-zstd run. Speed is never asserted.
+// spillway run, zstd and gzip against spillway by the last jsonl-gzip run,
+// each format's records/s against jsonl+zstd by the last parquet-zstd run,
+// and files-1000p against files-16p by the last files-1000p run. Speed is
+// never asserted. The figures (#12) were taken with
+//
+//	SPILLWAY_BENCH_RECORDS=400000 GOMAXPROCS=2 go test -run XXX -bench 'BenchmarkDrain/(raw|naive|spillway|jsonl-|files)' -benchtime 1x -count 3 ./internal/runner/
 
 const (
 	benchRecordsDefault = 200_000 // ~200 MB of values
 	benchPartitions     = 16
+	benchWidePartitions = 1000
 	benchValueSize      = 1024
 )
 
@@ -202,6 +213,7 @@ func BenchmarkDrain(b *testing.B) {
 		return v[len(v)/2]
 	}
 	var seq atomic.Int64
+	var spillwayOn func(b *testing.B, name, topic, typ, compression string, maxRecords int64)
 	report := func(b *testing.B, name string, heap uint64, first time.Duration) {
 		sec := b.Elapsed().Seconds()
 		rate := float64(d.records) * float64(b.N) / sec
@@ -274,6 +286,28 @@ func BenchmarkDrain(b *testing.B) {
 	// spillway drains the topic with runner.Run writing typ files
 	// compressed with compression, and reports as the others do, under name.
 	spillway := func(b *testing.B, name, typ, compression string) {
+		spillwayOn(b, name, "events", typ, compression, 0)
+	}
+	var wideLoaded bool
+	// loadWide loads the 1,000-partition topic with the same values, in the
+	// same order, as events.
+	loadWide := func(b *testing.B) {
+		if wideLoaded {
+			return
+		}
+		wideLoaded = true
+		if _, err := kadm.NewClient(d.admin).CreateTopic(context.Background(), benchWidePartitions, 1, nil, "wide"); err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, 11))
+		testkit.Produce(b, d.admin, "wide", n, func(i int) *kgo.Record {
+			return &kgo.Record{Partition: int32(i % benchWidePartitions), Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: benchValue(rng, i, benchValueSize)}
+		})
+		if got := testkit.EndOffsets(b, d.admin, "wide"); len(got) != benchWidePartitions {
+			b.Fatalf("wide has %d partitions", len(got))
+		}
+	}
+	spillwayOn = func(b *testing.B, name, topic, typ, compression string, maxRecords int64) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
 		var first time.Duration
@@ -284,9 +318,10 @@ func BenchmarkDrain(b *testing.B) {
 			dir := b.TempDir()
 			cfg := testConfig(d.cluster.Addrs(), dir)
 			cfg.Kafka.Group = group(name)
+			cfg.Kafka.Topics = []string{topic}
 			cfg.Backpressure.MemoryLimit = "512MiB"
 			cfg.File.MaxBytes = 128 * config.MiB
-			cfg.File.MaxRecords = 0
+			cfg.File.MaxRecords = maxRecords
 			cfg.File.MaxAge = time.Hour
 			cfg.Format.Type = typ
 			cfg.Format.Compression = compression
@@ -343,8 +378,8 @@ func BenchmarkDrain(b *testing.B) {
 			bs := prog.Load().Budget()
 			budgetPeak, budgetLimit = max(budgetPeak, bs.Peak), bs.Limit
 			outBytes = prog.Load().Sink().BytesUploaded
-			if got := testkit.CommittedOffsets(b, d.admin, cfg.Kafka.Group, "events"); !maps.Equal(got, d.end) {
-				b.Fatalf("after stop, committed %v, want end offsets %v", got, d.end)
+			if got, want := testkit.CommittedOffsets(b, d.admin, cfg.Kafka.Group, topic), testkit.EndOffsets(b, d.admin, topic); !maps.Equal(got, want) {
+				b.Fatalf("after stop, committed %v, want end offsets %v", got, want)
 			}
 		}
 		report(b, name, heap, first)
@@ -367,6 +402,13 @@ func BenchmarkDrain(b *testing.B) {
 	// The formats, all with zstd, on the same data: records/s relative to
 	// jsonl+zstd, logged by the last.
 	b.Run("jsonl-zstd", func(b *testing.B) { spillway(b, "jsonl-zstd", "jsonl", "zstd") })
+	b.Run("jsonl-gzip", func(b *testing.B) {
+		spillway(b, "jsonl-gzip", "jsonl", "gzip")
+		if base := median("spillway"); base > 0 {
+			b.Logf("medians, records/s: jsonl %.0f; jsonl+zstd %.0f (%.2f of jsonl); jsonl+gzip %.0f (%.2f)",
+				base, median("jsonl-zstd"), median("jsonl-zstd")/base, median("jsonl-gzip"), median("jsonl-gzip")/base)
+		}
+	})
 	b.Run("avro-zstd", func(b *testing.B) { spillway(b, "avro-zstd", "avro", "zstd") })
 	b.Run("parquet-zstd", func(b *testing.B) {
 		spillway(b, "parquet-zstd", "parquet", "zstd")
@@ -376,4 +418,17 @@ func BenchmarkDrain(b *testing.B) {
 		}
 	})
 
+	// Files of the same record count over 16 and over 1,000 partitions.
+	perFile := max(int64(n)/benchWidePartitions, 1)
+	b.Run("files-16p", func(b *testing.B) { spillwayOn(b, "files-16p", "events", "jsonl", "none", perFile) })
+	b.Run("files-1000p", func(b *testing.B) {
+		b.StopTimer()
+		loadWide(b)
+		b.StartTimer()
+		spillwayOn(b, "files-1000p", "wide", "jsonl", "none", perFile)
+		if base := median("files-16p"); base > 0 {
+			b.Logf("medians, records/s, files of %d records: 16 partitions %.0f; 1,000 partitions %.0f (%.2f of 16)",
+				perFile, base, median("files-1000p"), median("files-1000p")/base)
+		}
+	})
 }

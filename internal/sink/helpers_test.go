@@ -167,6 +167,10 @@ func baseConfig(t *testing.T) sink.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return baseConfigFor(tmpl)
+}
+
+func baseConfigFor(tmpl *naming.Template) sink.Config {
 	return sink.Config{
 		Template:     tmpl,
 		Extension:    layout.Extension(jsonlFormat.Type, jsonlFormat.Compression),

@@ -18,13 +18,13 @@ import (
 // goroutine encodes; when they are full, the poll side waits for the
 // encoder, which is the back pressure of a file that can't keep up.
 const (
-	batchRecords     = 512
-	batchBytes       = 256 << 10
-	fileQueueBatches = 4
+	batchRecords     = budget.QueueBatchRecs
+	batchBytes       = budget.QueueBatchBytes
+	fileQueueBatches = budget.QueueBatches
 	// syncRecordBytes: a record this large is not queued. It is encoded
 	// while the Write that brought it waits, so it stays counted once, by
 	// the caller (see budget.Plan on records larger than the budget's room).
-	syncRecordBytes = gateQueued
+	syncRecordBytes = 4 * batchBytes
 )
 
 // batch is records handed to a file's goroutine, of bytes in all. Unless
