@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,6 +102,15 @@ func benchValue(r *rand.Rand, i, size int) []byte {
 		v = append(v, w...)
 	}
 	return append(v, '"', '}')
+}
+
+// benchCPU is the user and system CPU time of this process so far.
+func benchCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchHeap samples the live heap every 2 ms and returns the peak above the
@@ -212,9 +222,23 @@ func BenchmarkDrain(b *testing.B) {
 		}
 		return v[len(v)/2]
 	}
+	cpuRates := map[string][]float64{}
+	cmedian := func(name string) float64 {
+		v := slices.Sorted(slices.Values(cpuRates[name]))
+		if len(v) == 0 {
+			return 0
+		}
+		return v[len(v)/2]
+	}
 	var seq atomic.Int64
 	var spillwayOn func(b *testing.B, name, topic, typ, compression string, maxRecords int64)
-	report := func(b *testing.B, name string, heap uint64, first time.Duration) {
+	report := func(b *testing.B, name string, heap uint64, first, cpu time.Duration) {
+		// CPU time of the whole process (the in-process broker included):
+		// on a shared machine it says what a run cost where wall time
+		// says how long it waited for a core.
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s")
+		b.ReportMetric(float64(d.records)*float64(b.N)/cpu.Seconds(), "records/cpu-s")
+		cpuRates[name] = append(cpuRates[name], float64(d.records)*float64(b.N)/cpu.Seconds())
 		sec := b.Elapsed().Seconds()
 		rate := float64(d.records) * float64(b.N) / sec
 		b.ReportMetric(rate, "records/s")
@@ -228,27 +252,30 @@ func BenchmarkDrain(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
-		var first time.Duration
+		var first, cpu time.Duration
 		for range b.N {
 			b.StopTimer()
 			h := startBenchHeap()
 			b.StartTimer()
+			c0 := benchCPU()
 			first = benchDrain(b, d, group("raw"), func(kgo.FetchTopicPartition) {})
+			cpu += benchCPU() - c0
 			b.StopTimer()
 			heap = max(heap, h.peakDelta())
 		}
-		report(b, "raw", heap, first)
+		report(b, "raw", heap, first, cpu)
 	})
 
 	b.Run("naive", func(b *testing.B) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
-		var first time.Duration
+		var first, cpu time.Duration
 		for range b.N {
 			b.StopTimer()
 			dir := b.TempDir()
 			h := startBenchHeap()
 			b.StartTimer()
+			c0 := benchCPU()
 			files := map[int32]*os.File{}
 			bufs := map[int32]*bufio.Writer{}
 			first = benchDrain(b, d, group("naive"), func(p kgo.FetchTopicPartition) {
@@ -277,10 +304,11 @@ func BenchmarkDrain(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			cpu += benchCPU() - c0
 			b.StopTimer()
 			heap = max(heap, h.peakDelta())
 		}
-		report(b, "naive", heap, first)
+		report(b, "naive", heap, first, cpu)
 	})
 
 	// spillway drains the topic with runner.Run writing typ files
@@ -310,7 +338,7 @@ func BenchmarkDrain(b *testing.B) {
 	spillwayOn = func(b *testing.B, name, topic, typ, compression string, maxRecords int64) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
-		var first time.Duration
+		var first, cpu time.Duration
 		var budgetPeak, budgetLimit, outBytes int64
 		var stopTook time.Duration
 		for range b.N {
@@ -334,6 +362,7 @@ func BenchmarkDrain(b *testing.B) {
 			done := make(chan error, 1)
 			h := startBenchHeap()
 			b.StartTimer()
+			c0 := benchCPU()
 
 			start := time.Now()
 			first = 0
@@ -369,6 +398,7 @@ func BenchmarkDrain(b *testing.B) {
 			cancel()
 			err := <-done
 			stopTook = time.Since(stopAt)
+			cpu += benchCPU() - c0
 
 			b.StopTimer()
 			heap = max(heap, h.peakDelta())
@@ -382,7 +412,7 @@ func BenchmarkDrain(b *testing.B) {
 				b.Fatalf("after stop, committed %v, want end offsets %v", got, want)
 			}
 		}
-		report(b, name, heap, first)
+		report(b, name, heap, first, cpu)
 		b.ReportMetric(float64(budgetPeak)/(1<<20), "budget-peak-MiB")
 		b.ReportMetric(float64(budgetLimit)/(1<<20), "budget-limit-MiB")
 		b.ReportMetric(float64(stopTook.Milliseconds()), "stop-ms")
@@ -396,6 +426,8 @@ func BenchmarkDrain(b *testing.B) {
 			b.Logf("%d records, %.0f MB, medians of %d/%d/%d runs: spillway/naive = %.2f, naive/raw = %.2f, spillway/raw = %.2f",
 				d.records, float64(d.valueBytes)/1e6, len(rates["raw"]), len(rates["naive"]), len(rates["spillway"]),
 				sw/naive, naive/raw, sw/raw)
+			b.Logf("records per CPU-second of the process: raw %.0f, naive %.0f, spillway %.0f: spillway/naive = %.2f",
+				cmedian("raw"), cmedian("naive"), cmedian("spillway"), cmedian("spillway")/cmedian("naive"))
 		}
 	})
 
@@ -407,6 +439,9 @@ func BenchmarkDrain(b *testing.B) {
 		if base := median("spillway"); base > 0 {
 			b.Logf("medians, records/s: jsonl %.0f; jsonl+zstd %.0f (%.2f of jsonl); jsonl+gzip %.0f (%.2f)",
 				base, median("jsonl-zstd"), median("jsonl-zstd")/base, median("jsonl-gzip"), median("jsonl-gzip")/base)
+			cb := cmedian("spillway")
+			b.Logf("records per CPU-second: jsonl %.0f; jsonl+zstd %.0f (%.2f); jsonl+gzip %.0f (%.2f)",
+				cb, cmedian("jsonl-zstd"), cmedian("jsonl-zstd")/cb, cmedian("jsonl-gzip"), cmedian("jsonl-gzip")/cb)
 		}
 	})
 	b.Run("avro-zstd", func(b *testing.B) { spillway(b, "avro-zstd", "avro", "zstd") })
@@ -429,6 +464,8 @@ func BenchmarkDrain(b *testing.B) {
 		if base := median("files-16p"); base > 0 {
 			b.Logf("medians, records/s, files of %d records: 16 partitions %.0f; 1,000 partitions %.0f (%.2f of 16)",
 				perFile, base, median("files-1000p"), median("files-1000p")/base)
+			b.Logf("records per CPU-second: 16 partitions %.0f; 1,000 partitions %.0f (%.2f)",
+				cmedian("files-16p"), cmedian("files-1000p"), cmedian("files-1000p")/cmedian("files-16p"))
 		}
 	})
 }
