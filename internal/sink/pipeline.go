@@ -206,9 +206,42 @@ func (s *Sink) run(f *openFile) {
 		f.w.Abort()
 		s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
 		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
+		close(f.finished)
 		return
 	}
-	s.upload(f, s.finish(f))
+	err := s.finish(f)
+	close(f.finished)
+	s.upload(f, err)
+}
+
+// awaitFinishingLocked waits until the files closed so far have been
+// finished by their goroutines, which then release their encoders' memory
+// (but not what storage has yet to take), or until ctx ends.
+func (s *Sink) awaitFinishingLocked(ctx context.Context) {
+	for _, f := range s.finishing {
+		select {
+		case <-f.finished:
+		case <-ctx.Done():
+			return
+		}
+	}
+	clear(s.finishing)
+	s.finishing = s.finishing[:0]
+}
+
+// addFinishingLocked notes a closed file whose goroutine has yet to finish
+// it, and forgets those that are finished.
+func (s *Sink) addFinishingLocked(f *openFile) {
+	kept := s.finishing[:0]
+	for _, g := range s.finishing {
+		select {
+		case <-g.finished:
+		default:
+			kept = append(kept, g)
+		}
+	}
+	clear(s.finishing[len(kept):])
+	s.finishing = append(kept, f)
 }
 
 // encode writes one batch into f. A record the format refuses goes to the

@@ -170,6 +170,9 @@ type Sink struct {
 	// touched are the files given records by the current Write, whose
 	// pending batches it queues before it returns.
 	touched []*openFile
+	// finishing are files closed whose goroutine may still be finishing
+	// them (see relieveLocked).
+	finishing []*openFile
 
 	// Counters file goroutines update without s.mu.
 	uploading, filesUploaded, bytesUploaded, storedRecords atomic.Int64
@@ -245,7 +248,8 @@ type openFile struct {
 	written, consumed atomic.Int64
 	encoded           int64
 	err               error
-	abandon           atomic.Bool // dropped while open: store nothing
+	abandon           atomic.Bool   // dropped while open: store nothing
+	finished          chan struct{} // closed once encoding ended and its memory is released
 
 	// Set when the file is handed to storage.
 	prev    *openFile     // the partition's previous file still uploading
@@ -569,7 +573,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 	lp := s.ledgered[tp]
 	s.pubMu.Unlock()
 	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset,
-		created: now, lastUsed: now, u: &unit{}, lp: lp, q: make(chan batch, fileQueueBatches)}
+		created: now, lastUsed: now, u: &unit{}, lp: lp, q: make(chan batch, fileQueueBatches), finished: make(chan struct{})}
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
 	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
 	s.running.Add(1)
@@ -641,6 +645,7 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	s.unpublished[f.tp] = append(q, f)
 	s.pubMu.Unlock()
 	close(f.q) // the goroutine finishes the file, then uploads it
+	s.addFinishingLocked(f)
 	return nil
 }
 
@@ -789,8 +794,12 @@ func (s *Sink) ended(f *openFile) {
 }
 
 // relieveLocked closes the largest open files until the budget would be
-// back under its low watermark.
+// back under its low watermark. Files are finished by their goroutines:
+// it first waits for those closed already, whose memory is about to be
+// released, and for each file it closes, so that it closes no more than
+// needed.
 func (s *Sink) relieveLocked(ctx context.Context) error {
+	s.awaitFinishingLocked(ctx)
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
 		files = append(files, f)
@@ -806,6 +815,7 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 		if err := s.closeLocked(ctx, f, ReasonPressure); err != nil {
 			return err
 		}
+		s.awaitFinishingLocked(ctx)
 	}
 	return nil
 }
