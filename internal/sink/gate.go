@@ -19,8 +19,10 @@ import (
 type gate struct {
 	w Writer
 	b *budget.Budget
-	// ctx is the context of the Sink call writing through the gate, set
-	// under Sink.mu; nil outside one (Drop): then nothing waits.
+	// ctx is the context of the Write whose batch the file's goroutine
+	// encodes, or the sink's while it finishes the file; nil when the
+	// file is thrown away: then nothing waits. Only the file's goroutine
+	// uses the gate.
 	ctx context.Context
 }
 
@@ -50,9 +52,3 @@ func (g *gate) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// with runs fn, which writes through the gate, with ctx.
-func (g *gate) with(ctx context.Context, fn func() error) error {
-	g.ctx = ctx
-	defer func() { g.ctx = nil }()
-	return fn()
-}
