@@ -51,4 +51,3 @@ func (g *gate) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
-
