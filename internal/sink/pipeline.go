@@ -120,8 +120,13 @@ func (s *Sink) send(ctx context.Context, f *openFile, b batch) error {
 	case f.q <- b:
 		return nil
 	case <-ctx.Done():
+		// The file misses records it was given: it is never published,
+		// and nothing waits for it.
 		f.lost = true
-		return fmt.Errorf("write %s: %w", f.key, ctx.Err())
+		err := fmt.Errorf("write %s: %w", f.key, ctx.Err())
+		s.fail(err)
+		s.tracker.fail(err)
+		return err
 	}
 }
 
