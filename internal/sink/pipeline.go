@@ -201,14 +201,18 @@ func (s *Sink) drainLocked(ctx context.Context, f *openFile) error {
 // finishes and uploads the file, or abandons it if the file was dropped.
 func (s *Sink) run(f *openFile) {
 	defer s.running.Done()
+	if err := s.open(f); err != nil {
+		// Its records were routed to it: the file must never be
+		// published, and the sink stops.
+		f.err = err
+		s.fail(err)
+		s.tracker.fail(err)
+	}
 	for b := range f.q {
 		s.encode(f, b)
 	}
 	if f.abandon.Load() {
-		f.gate.ctx = nil // nothing waits: the file is thrown away
-		_ = f.enc.Close()
-		_ = f.comp.Close()
-		f.w.Abort()
+		f.discard()
 		s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
 		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		close(f.finished)
@@ -217,6 +221,43 @@ func (s *Sink) run(f *openFile) {
 	err := s.finish(f)
 	close(f.finished)
 	s.upload(f, err)
+}
+
+// open starts f's storage writer and its encoder chain.
+func (s *Sink) open(f *openFile) error {
+	w, err := s.bucket.NewWriter(s.ctx, f.key, map[string]string{
+		"spillway-topic":        f.tp.Topic,
+		"spillway-partition":    fmt.Sprint(f.tp.Partition),
+		"spillway-start-offset": fmt.Sprint(f.start),
+	})
+	if err != nil {
+		return err
+	}
+	g := &gate{w: w, b: s.budget}
+	comp, err := s.cfg.NewCompressor(g)
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	enc, err := s.cfg.NewEncoder(comp)
+	if err != nil {
+		_ = comp.Close()
+		w.Abort()
+		return err
+	}
+	f.w, f.gate, f.comp, f.enc = w, g, comp, enc
+	return nil
+}
+
+// discard throws away what of f's chain was opened.
+func (f *openFile) discard() {
+	if f.w == nil {
+		return
+	}
+	f.gate.ctx = nil // nothing waits: the file is thrown away
+	_ = f.enc.Close()
+	_ = f.comp.Close()
+	f.w.Abort()
 }
 
 // awaitFinishingLocked waits until the files closed so far have been
@@ -254,7 +295,9 @@ func (s *Sink) addFinishingLocked(f *openFile) {
 func (s *Sink) encode(f *openFile, b batch) {
 	defer func() {
 		f.consumed.Add(b.bytes)
-		f.written.Store(f.w.Written())
+		if f.w != nil {
+			f.written.Store(f.w.Written())
+		}
 		if b.done != nil {
 			close(b.done)
 		} else {
@@ -310,8 +353,7 @@ func (s *Sink) skipLate(ctx context.Context, f *openFile, r *kgo.Record, cause e
 func (s *Sink) finish(f *openFile) error {
 	defer s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
 	if f.err != nil {
-		_ = f.enc.Close()
-		_ = f.comp.Close()
+		f.discard()
 		return fmt.Errorf("finish %s: %w", f.key, f.err)
 	}
 	// The trailer may be large (a parquet row group): let the gate wait on

@@ -549,30 +549,12 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		}
 	}
 	key := s.cfg.Prefix + s.cfg.Template.Render(v) + s.cfg.Extension
-	w, err := s.bucket.NewWriter(s.ctx, key, map[string]string{
-		"spillway-topic":        tp.Topic,
-		"spillway-partition":    fmt.Sprint(tp.Partition),
-		"spillway-start-offset": fmt.Sprint(r.Offset),
-	})
-	if err != nil {
-		return nil, err
-	}
-	g := &gate{w: w, b: s.budget}
-	comp, err := s.cfg.NewCompressor(g)
-	if err != nil {
-		w.Abort()
-		return nil, err
-	}
-	enc, err := s.cfg.NewEncoder(comp)
-	if err != nil {
-		_ = comp.Close()
-		w.Abort()
-		return nil, err
-	}
 	s.pubMu.Lock()
 	lp := s.ledgered[tp]
 	s.pubMu.Unlock()
-	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset,
+	// The file's goroutine opens its writer and encoder (see open): a
+	// local bucket creates a file, which the poll loop need not wait for.
+	f := &openFile{id: id, tp: tp, key: key, start: r.Offset,
 		created: now, lastUsed: now, u: &unit{}, lp: lp, q: make(chan batch, fileQueueBatches), finished: make(chan struct{})}
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
 	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
@@ -675,7 +657,9 @@ func (s *Sink) upload(f *openFile, err error) {
 		s.tracker.fail(err)
 	}
 	if err != nil {
-		f.w.Abort()
+		if f.w != nil {
+			f.w.Abort()
+		}
 		failUpload(err)
 		return
 	}
