@@ -36,6 +36,7 @@ import (
 //	  benchRecords/1000 records each, over the 16-partition topic and over a
 //	  topic of 1,000 partitions loaded with the same records (loaded only
 //	  when files-1000p runs), so that both write 1,000 files of the same size
+//	raw-1000p: raw over the 1,000-partition topic
 //
 // Run, without -race:
 //
@@ -52,7 +53,7 @@ import (
 // and files-1000p against files-16p by the last files-1000p run. Speed is
 // never asserted. The figures (#12) were taken with
 //
-//	SPILLWAY_BENCH_RECORDS=400000 GOMAXPROCS=2 go test -run XXX -bench 'BenchmarkDrain/(raw|naive|spillway|jsonl-|files)' -benchtime 1x -count 3 ./internal/runner/
+//	SPILLWAY_BENCH_RECORDS=400000 GOMAXPROCS=2 go test -run XXX -bench 'BenchmarkDrain/(raw|naive|spillway|jsonl-|files|raw-1000p)' -benchtime 1x -count 3 ./internal/runner/
 
 const (
 	benchRecordsDefault = 200_000 // ~200 MB of values
@@ -147,11 +148,16 @@ type benchData struct {
 // every fetch, until every partition reached its end offset. It returns how
 // long the first records took (mostly the group join).
 func benchDrain(b *testing.B, d *benchData, group string, each func(kgo.FetchTopicPartition)) (first time.Duration) {
+	return benchDrainTopic(b, d, "events", d.end, group, each)
+}
+
+// benchDrainTopic is benchDrain over topic, whose end offsets are end.
+func benchDrainTopic(b *testing.B, d *benchData, topic string, end map[int32]int64, group string, each func(kgo.FetchTopicPartition)) (first time.Duration) {
 	start := time.Now()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(d.cluster.Addrs()...),
 		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics("events"),
+		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 	)
@@ -161,17 +167,17 @@ func benchDrain(b *testing.B, d *benchData, group string, each func(kgo.FetchTop
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	left := len(d.end)
-	for _, e := range d.end {
+	left := len(end)
+	for _, e := range end {
 		if e == 0 {
 			left--
 		}
 	}
-	next := make(map[int32]int64, len(d.end))
+	next := make(map[int32]int64, len(end))
 	for left > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			b.Fatalf("drain %s: %v (reached %v of %v)", group, err, next, d.end)
+			b.Fatalf("drain %s: %v (reached %v of %v)", group, err, next, end)
 		}
 		fs.EachError(func(t string, p int32, err error) { b.Fatalf("fetch %s/%d: %v", t, p, err) })
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -184,7 +190,7 @@ func benchDrain(b *testing.B, d *benchData, group string, each func(kgo.FetchTop
 			each(p)
 			before := next[p.Partition]
 			next[p.Partition] = p.Records[len(p.Records)-1].Offset + 1
-			if e := d.end[p.Partition]; before < e && next[p.Partition] >= e {
+			if e := end[p.Partition]; before < e && next[p.Partition] >= e {
 				left--
 			}
 		})
@@ -455,6 +461,28 @@ func BenchmarkDrain(b *testing.B) {
 
 	// Files of the same record count over 16 and over 1,000 partitions.
 	perFile := max(int64(n)/benchWidePartitions, 1)
+	// raw-1000p is raw over the 1,000-partition topic: what the broker and
+	// the Kafka client allow there.
+	b.Run("raw-1000p", func(b *testing.B) {
+		b.StopTimer()
+		loadWide(b)
+		wideEnd := testkit.EndOffsets(b, d.admin, "wide")
+		b.StartTimer()
+		b.SetBytes(d.valueBytes)
+		var heap uint64
+		var first, cpu time.Duration
+		for range b.N {
+			b.StopTimer()
+			h := startBenchHeap()
+			b.StartTimer()
+			c0 := benchCPU()
+			first = benchDrainTopic(b, d, "wide", wideEnd, group("raw-1000p"), func(kgo.FetchTopicPartition) {})
+			cpu += benchCPU() - c0
+			b.StopTimer()
+			heap = max(heap, h.peakDelta())
+		}
+		report(b, "raw-1000p", heap, first, cpu)
+	})
 	b.Run("files-16p", func(b *testing.B) { spillwayOn(b, "files-16p", "events", "jsonl", "none", perFile) })
 	b.Run("files-1000p", func(b *testing.B) {
 		b.StopTimer()
@@ -466,6 +494,10 @@ func BenchmarkDrain(b *testing.B) {
 				perFile, base, median("files-1000p"), median("files-1000p")/base)
 			b.Logf("records per CPU-second: 16 partitions %.0f; 1,000 partitions %.0f (%.2f)",
 				cmedian("files-16p"), cmedian("files-1000p"), cmedian("files-1000p")/cmedian("files-16p"))
+			if raw := median("raw-1000p"); raw > 0 {
+				b.Logf("raw consumer, records/s: 16 partitions %.0f, 1,000 partitions %.0f (%.2f); files-1000p/raw-1000p = %.2f",
+					median("raw"), raw, raw/median("raw"), median("files-1000p")/raw)
+			}
 		}
 	})
 }
