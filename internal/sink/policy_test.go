@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,8 +12,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/storage"
 )
 
 // Records are encoded by their file's goroutine after Write returns
@@ -243,5 +247,42 @@ func TestAllSkippedFileStoresNothing(t *testing.T) {
 	}
 	if st := h.s.Stats(); st.Skipped != 2 || st.FilesUploaded != 0 {
 		t.Fatalf("%+v, want 2 skipped and no upload", st)
+	}
+}
+
+// A record the file's goroutine finds it can't encode, after Write routed
+// it to the file, is taken back from the file: the file's ledger entry
+// claims only the offsets it holds, and the bad record's offset is in the
+// handled state all the same (docs/design.md, "The write pipeline").
+func TestBadRecordLeavesTheFilesLedgerEntry(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	bucket, err := storage.Open(ctx, "file://"+dir, storage.Options{PartSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bucket.Close() })
+	cfg := baseConfig(t)
+	cfg.Tolerance = "all"
+	cfg.Ledger = layout.NewLedger(bucket, "")
+	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
+	t.Cleanup(s.Close)
+	id := layout.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
+	s.Assign(tp("t", 0), id, layout.Point{State: layout.State{Next: 0}})
+	if err := s.Write(ctx, []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1), rec("t", 0, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx, nil, sink.ReasonShutdown); err != nil {
+		t.Fatal(err)
+	}
+	e, err := cfg.Ledger.Last(ctx, id)
+	if err != nil || e == nil {
+		t.Fatalf("last entry: %v, %v", e, err)
+	}
+	if want := (layout.Ranges{{0, 1}, {2, 3}}); !slices.Equal(e.File.Ranges, want) || e.File.Records != 2 {
+		t.Errorf("entry claims %v (%d records), want %v (2)", e.File.Ranges, e.File.Records, want)
+	}
+	if after := e.After(); after.Next != 3 {
+		t.Errorf("after the entry, %+v is handled, want everything below 3", after)
 	}
 }
