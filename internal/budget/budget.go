@@ -35,6 +35,9 @@ const (
 	// They are counted apart, outside the limit: waiting can't free them,
 	// and only writing them can (see Plan).
 	PolledUnreserved Holder = "polled_unreserved"
+	// QueuedRecords are records handed to an open file's encoder and not
+	// yet encoded (see Plan on the queue between the stages).
+	QueuedRecords Holder = "queued_records"
 	// FileEncoders is the encoder and compressor state of open files,
 	// charged when a file opens.
 	FileEncoders Holder = "file_encoders"

@@ -20,10 +20,19 @@ import "fmt"
 //	│  │                          grow, and are cut at half of a file's share
 //	│  │                          (FileShare): OpenFiles / 16, or / max_open_files
 //	│  └─ the rest, 1/4           encoded chunks waiting for storage, closed files
-//	│                             being committed
+//	│                             being committed, and records queued for the
+//	│                             open files' encoders (QueuedRecords): at most
+//	│                             QueueBatches batches of QueueBatchBytes per
+//	│                             file, less once the watermark stops fetching
 //	└─ the other half             garbage from encoding waiting for a collection,
 //	                              goroutine stacks, the binary, TLS and connection
 //	                              buffers
+//
+// Records move from PolledRecords to QueuedRecords as the sink hands them to
+// a file's encoder; during the Write that hands them over they are counted
+// in both, so the budget errs by at most one poll, on the safe side. A
+// record of QueueBatchBytes×4 or more is never queued: it is encoded while
+// its Write waits, so a record larger than the room is counted once.
 //
 // Above 90% of the data budget (Plan.High) Spillway closes its larger files
 // and stops fetching; below 70% (Plan.Low) it fetches again. The gap keeps
@@ -40,6 +49,13 @@ import "fmt"
 // those the Kafka client fetches meanwhile, one per fetch (Plan.Fetches in
 // flight): with one broker, twice the largest record, and once when such
 // records don't follow each other.
+// The queue between the poll loop and each open file's encoder.
+const (
+	QueueBatchBytes = 256 << 10 // a batch is handed over at this size...
+	QueueBatchRecs  = 512       // ...or this many records
+	QueueBatches    = 4         // batches handed over and not yet encoded, per file
+)
+
 const (
 	goLimitPercent    = 85
 	dataShare         = 2 // Data = Process / 2

@@ -15,11 +15,16 @@ import (
 //
 // Each open compressor holds CompressorMemory(kind) bytes; the settings
 // below are chosen to keep that small, because a sink may hold hundreds of
-// files open at once:
-//   - gzip: default level.
-//   - zstd: default level, one goroutine, a 1 MiB window and the encoder's
-//     low-memory mode (the default window is up to 8 MiB, and the default
-//     concurrency runs GOMAXPROCS encoders, each with its own buffers).
+// files open at once, and fast, because a file's compressor runs on one
+// core (the sink runs files in parallel instead; docs/design.md, "The
+// write pipeline"):
+//   - gzip: the fastest level, about twice the speed of the default for
+//     some 15% more bytes on JSON Lines.
+//   - zstd: the fastest level (some 1.4 times the default's speed, for
+//     some 12% more bytes), one goroutine, a 1 MiB window and the
+//     encoder's low-memory mode (the default window is up to 8 MiB, and
+//     the default concurrency runs GOMAXPROCS encoders, each with its own
+//     buffers).
 //   - snappy: the framed snappy stream format (.snappy files readable by
 //     any snappy framing decoder). This is what snappy.NewBufferedWriter
 //     writes, but that constructor runs GOMAXPROCS block compressors and a
@@ -30,14 +35,14 @@ func NewCompressor(kind string, w io.Writer) (io.WriteCloser, error) {
 	case "", "none":
 		return nopCloser{w}, nil
 	case "gzip":
-		zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 		if err != nil {
 			return nil, fmt.Errorf("format: gzip: %w", err)
 		}
 		return zw, nil
 	case "zstd":
 		zw, err := zstd.NewWriter(w,
-			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(zstdWindow),
 			zstd.WithLowerEncoderMem(true),
@@ -92,14 +97,15 @@ func CompressorMemory(kind string) int64 {
 // linux/amd64, Go 1.26, klauspost/compress v1.20.4 (go test -run
 // TestCompressorMemory -v ./internal/format/):
 //
-//	gzip    1,090,492 B  (deflate state and window at the default level)
-//	zstd    2,923,887 B  (1 MiB window, low-memory mode; 512 KiB would save
-//	                      only ~0.5 MiB)
+//	gzip      828,209 B  (deflate state and window at the fastest level;
+//	                      1,090,492 B at the default level)
+//	zstd    1,701,281 B  (the fastest level, 1 MiB window, low-memory mode;
+//	                      2,923,887 B at the default level)
 //	snappy     65,873 B  (the 64 KiB input block); the ~76 KiB output block
 //	                      sits in the writer's sync.Pool between writes and
 //	                      only a GC frees it, so it is counted too.
 const (
 	gzipMemory   = 1152 << 10 // 1.125 MiB
-	zstdMemory   = 3 << 20
+	zstdMemory   = 2 << 20
 	snappyMemory = 160 << 10
 )

@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
@@ -28,7 +30,13 @@ import (
 //	raw:      a franz-go group consumer that polls and discards (the broker's upper bound)
 //	naive:    the same consumer appending value+'\n' to one buffered file per partition, one fsync each at the end
 //	spillway: runner.Run (jsonl, no compression, file://) until every record is written, then a graceful stop
-//	jsonl-zstd, avro-zstd, parquet-zstd: spillway again, in each format with zstd
+//	jsonl-zstd, jsonl-gzip: spillway again, compressed
+//	avro-zstd, parquet-zstd: spillway again, in each format with zstd
+//	files-16p, files-1000p: spillway (jsonl, no compression) with files of
+//	  benchRecords/1000 records each, over the 16-partition topic and over a
+//	  topic of 1,000 partitions loaded with the same records (loaded only
+//	  when files-1000p runs), so that both write 1,000 files of the same size
+//	raw-1000p: raw over the 1,000-partition topic
 //
 // Run, without -race:
 //
@@ -40,12 +48,17 @@ import (
 // limit (the data budget, half of memory_limit), the stop's duration and the
 // bytes stored. When all three run in one BenchmarkDrain call, the ratios
 // spillway/naive and naive/raw (medians over -count) are logged by the last
-// spillway run, and each format's records/s against jsonl+zstd by the last
-// parquet-zstd run. Speed is never asserted.
+// spillway run, zstd and gzip against spillway by the last jsonl-gzip run,
+// each format's records/s against jsonl+zstd by the last parquet-zstd run,
+// and files-1000p against files-16p by the last files-1000p run. Speed is
+// never asserted. The issue's figures (#12) were taken with
+//
+//	SPILLWAY_BENCH_RECORDS=400000 GOMAXPROCS=2 go test -run XXX -bench 'BenchmarkDrain/(raw|naive|spillway|jsonl-|files|raw-1000p)' -benchtime 1x -count 3 ./internal/runner/
 
 const (
 	benchRecordsDefault = 200_000 // ~200 MB of values
 	benchPartitions     = 16
+	benchWidePartitions = 1000
 	benchValueSize      = 1024
 )
 
@@ -92,6 +105,15 @@ func benchValue(r *rand.Rand, i, size int) []byte {
 	return append(v, '"', '}')
 }
 
+// benchCPU is the user and system CPU time of this process so far.
+func benchCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // benchHeap samples the live heap every 2 ms and returns the peak above the
 // baseline taken (after a GC) when it started.
 type benchHeap struct {
@@ -126,11 +148,16 @@ type benchData struct {
 // every fetch, until every partition reached its end offset. It returns how
 // long the first records took (mostly the group join).
 func benchDrain(b *testing.B, d *benchData, group string, each func(kgo.FetchTopicPartition)) (first time.Duration) {
+	return benchDrainTopic(b, d, "events", d.end, group, each)
+}
+
+// benchDrainTopic is benchDrain over topic, whose end offsets are end.
+func benchDrainTopic(b *testing.B, d *benchData, topic string, end map[int32]int64, group string, each func(kgo.FetchTopicPartition)) (first time.Duration) {
 	start := time.Now()
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(d.cluster.Addrs()...),
 		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics("events"),
+		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 	)
@@ -140,17 +167,17 @@ func benchDrain(b *testing.B, d *benchData, group string, each func(kgo.FetchTop
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	left := len(d.end)
-	for _, e := range d.end {
+	left := len(end)
+	for _, e := range end {
 		if e == 0 {
 			left--
 		}
 	}
-	next := make(map[int32]int64, len(d.end))
+	next := make(map[int32]int64, len(end))
 	for left > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			b.Fatalf("drain %s: %v (reached %v of %v)", group, err, next, d.end)
+			b.Fatalf("drain %s: %v (reached %v of %v)", group, err, next, end)
 		}
 		fs.EachError(func(t string, p int32, err error) { b.Fatalf("fetch %s/%d: %v", t, p, err) })
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -163,7 +190,7 @@ func benchDrain(b *testing.B, d *benchData, group string, each func(kgo.FetchTop
 			each(p)
 			before := next[p.Partition]
 			next[p.Partition] = p.Records[len(p.Records)-1].Offset + 1
-			if e := d.end[p.Partition]; before < e && next[p.Partition] >= e {
+			if e := end[p.Partition]; before < e && next[p.Partition] >= e {
 				left--
 			}
 		})
@@ -201,8 +228,23 @@ func BenchmarkDrain(b *testing.B) {
 		}
 		return v[len(v)/2]
 	}
+	cpuRates := map[string][]float64{}
+	cmedian := func(name string) float64 {
+		v := slices.Sorted(slices.Values(cpuRates[name]))
+		if len(v) == 0 {
+			return 0
+		}
+		return v[len(v)/2]
+	}
 	var seq atomic.Int64
-	report := func(b *testing.B, name string, heap uint64, first time.Duration) {
+	var spillwayOn func(b *testing.B, name, topic, typ, compression string, maxRecords int64)
+	report := func(b *testing.B, name string, heap uint64, first, cpu time.Duration) {
+		// CPU time of the whole process (the in-process broker included):
+		// on a shared machine it says what a run cost where wall time
+		// says how long it waited for a core.
+		b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s")
+		b.ReportMetric(float64(d.records)*float64(b.N)/cpu.Seconds(), "records/cpu-s")
+		cpuRates[name] = append(cpuRates[name], float64(d.records)*float64(b.N)/cpu.Seconds())
 		sec := b.Elapsed().Seconds()
 		rate := float64(d.records) * float64(b.N) / sec
 		b.ReportMetric(rate, "records/s")
@@ -216,27 +258,30 @@ func BenchmarkDrain(b *testing.B) {
 	b.Run("raw", func(b *testing.B) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
-		var first time.Duration
+		var first, cpu time.Duration
 		for range b.N {
 			b.StopTimer()
 			h := startBenchHeap()
 			b.StartTimer()
+			c0 := benchCPU()
 			first = benchDrain(b, d, group("raw"), func(kgo.FetchTopicPartition) {})
+			cpu += benchCPU() - c0
 			b.StopTimer()
 			heap = max(heap, h.peakDelta())
 		}
-		report(b, "raw", heap, first)
+		report(b, "raw", heap, first, cpu)
 	})
 
 	b.Run("naive", func(b *testing.B) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
-		var first time.Duration
+		var first, cpu time.Duration
 		for range b.N {
 			b.StopTimer()
 			dir := b.TempDir()
 			h := startBenchHeap()
 			b.StartTimer()
+			c0 := benchCPU()
 			files := map[int32]*os.File{}
 			bufs := map[int32]*bufio.Writer{}
 			first = benchDrain(b, d, group("naive"), func(p kgo.FetchTopicPartition) {
@@ -265,18 +310,41 @@ func BenchmarkDrain(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			cpu += benchCPU() - c0
 			b.StopTimer()
 			heap = max(heap, h.peakDelta())
 		}
-		report(b, "naive", heap, first)
+		report(b, "naive", heap, first, cpu)
 	})
 
 	// spillway drains the topic with runner.Run writing typ files
 	// compressed with compression, and reports as the others do, under name.
 	spillway := func(b *testing.B, name, typ, compression string) {
+		spillwayOn(b, name, "events", typ, compression, 0)
+	}
+	var wideLoaded bool
+	// loadWide loads the 1,000-partition topic with the same values, in the
+	// same order, as events.
+	loadWide := func(b *testing.B) {
+		if wideLoaded {
+			return
+		}
+		wideLoaded = true
+		if _, err := kadm.NewClient(d.admin).CreateTopic(context.Background(), benchWidePartitions, 1, nil, "wide"); err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(7, 11))
+		testkit.Produce(b, d.admin, "wide", n, func(i int) *kgo.Record {
+			return &kgo.Record{Partition: int32(i % benchWidePartitions), Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: benchValue(rng, i, benchValueSize)}
+		})
+		if got := testkit.EndOffsets(b, d.admin, "wide"); len(got) != benchWidePartitions {
+			b.Fatalf("wide has %d partitions", len(got))
+		}
+	}
+	spillwayOn = func(b *testing.B, name, topic, typ, compression string, maxRecords int64) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
-		var first time.Duration
+		var first, cpu time.Duration
 		var budgetPeak, budgetLimit, outBytes int64
 		var stopTook time.Duration
 		for range b.N {
@@ -284,9 +352,10 @@ func BenchmarkDrain(b *testing.B) {
 			dir := b.TempDir()
 			cfg := testConfig(d.cluster.Addrs(), dir)
 			cfg.Kafka.Group = group(name)
+			cfg.Kafka.Topics = []string{topic}
 			cfg.Backpressure.MemoryLimit = "512MiB"
 			cfg.File.MaxBytes = 128 * config.MiB
-			cfg.File.MaxRecords = 0
+			cfg.File.MaxRecords = maxRecords
 			cfg.File.MaxAge = time.Hour
 			cfg.Format.Type = typ
 			cfg.Format.Compression = compression
@@ -299,6 +368,7 @@ func BenchmarkDrain(b *testing.B) {
 			done := make(chan error, 1)
 			h := startBenchHeap()
 			b.StartTimer()
+			c0 := benchCPU()
 
 			start := time.Now()
 			first = 0
@@ -334,6 +404,7 @@ func BenchmarkDrain(b *testing.B) {
 			cancel()
 			err := <-done
 			stopTook = time.Since(stopAt)
+			cpu += benchCPU() - c0
 
 			b.StopTimer()
 			heap = max(heap, h.peakDelta())
@@ -343,11 +414,11 @@ func BenchmarkDrain(b *testing.B) {
 			bs := prog.Load().Budget()
 			budgetPeak, budgetLimit = max(budgetPeak, bs.Peak), bs.Limit
 			outBytes = prog.Load().Sink().BytesUploaded
-			if got := testkit.CommittedOffsets(b, d.admin, cfg.Kafka.Group, "events"); !maps.Equal(got, d.end) {
-				b.Fatalf("after stop, committed %v, want end offsets %v", got, d.end)
+			if got, want := testkit.CommittedOffsets(b, d.admin, cfg.Kafka.Group, topic), testkit.EndOffsets(b, d.admin, topic); !maps.Equal(got, want) {
+				b.Fatalf("after stop, committed %v, want end offsets %v", got, want)
 			}
 		}
-		report(b, name, heap, first)
+		report(b, name, heap, first, cpu)
 		b.ReportMetric(float64(budgetPeak)/(1<<20), "budget-peak-MiB")
 		b.ReportMetric(float64(budgetLimit)/(1<<20), "budget-limit-MiB")
 		b.ReportMetric(float64(stopTook.Milliseconds()), "stop-ms")
@@ -361,12 +432,24 @@ func BenchmarkDrain(b *testing.B) {
 			b.Logf("%d records, %.0f MB, medians of %d/%d/%d runs: spillway/naive = %.2f, naive/raw = %.2f, spillway/raw = %.2f",
 				d.records, float64(d.valueBytes)/1e6, len(rates["raw"]), len(rates["naive"]), len(rates["spillway"]),
 				sw/naive, naive/raw, sw/raw)
+			b.Logf("records per CPU-second of the process: raw %.0f, naive %.0f, spillway %.0f: spillway/naive = %.2f",
+				cmedian("raw"), cmedian("naive"), cmedian("spillway"), cmedian("spillway")/cmedian("naive"))
 		}
 	})
 
 	// The formats, all with zstd, on the same data: records/s relative to
 	// jsonl+zstd, logged by the last.
 	b.Run("jsonl-zstd", func(b *testing.B) { spillway(b, "jsonl-zstd", "jsonl", "zstd") })
+	b.Run("jsonl-gzip", func(b *testing.B) {
+		spillway(b, "jsonl-gzip", "jsonl", "gzip")
+		if base := median("spillway"); base > 0 {
+			b.Logf("medians, records/s: jsonl %.0f; jsonl+zstd %.0f (%.2f of jsonl); jsonl+gzip %.0f (%.2f)",
+				base, median("jsonl-zstd"), median("jsonl-zstd")/base, median("jsonl-gzip"), median("jsonl-gzip")/base)
+			cb := cmedian("spillway")
+			b.Logf("records per CPU-second: jsonl %.0f; jsonl+zstd %.0f (%.2f); jsonl+gzip %.0f (%.2f)",
+				cb, cmedian("jsonl-zstd"), cmedian("jsonl-zstd")/cb, cmedian("jsonl-gzip"), cmedian("jsonl-gzip")/cb)
+		}
+	})
 	b.Run("avro-zstd", func(b *testing.B) { spillway(b, "avro-zstd", "avro", "zstd") })
 	b.Run("parquet-zstd", func(b *testing.B) {
 		spillway(b, "parquet-zstd", "parquet", "zstd")
@@ -376,4 +459,45 @@ func BenchmarkDrain(b *testing.B) {
 		}
 	})
 
+	// Files of the same record count over 16 and over 1,000 partitions.
+	perFile := max(int64(n)/benchWidePartitions, 1)
+	// raw-1000p is raw over the 1,000-partition topic: what the broker and
+	// the Kafka client allow there.
+	b.Run("raw-1000p", func(b *testing.B) {
+		b.StopTimer()
+		loadWide(b)
+		wideEnd := testkit.EndOffsets(b, d.admin, "wide")
+		b.StartTimer()
+		b.SetBytes(d.valueBytes)
+		var heap uint64
+		var first, cpu time.Duration
+		for range b.N {
+			b.StopTimer()
+			h := startBenchHeap()
+			b.StartTimer()
+			c0 := benchCPU()
+			first = benchDrainTopic(b, d, "wide", wideEnd, group("raw-1000p"), func(kgo.FetchTopicPartition) {})
+			cpu += benchCPU() - c0
+			b.StopTimer()
+			heap = max(heap, h.peakDelta())
+		}
+		report(b, "raw-1000p", heap, first, cpu)
+	})
+	b.Run("files-16p", func(b *testing.B) { spillwayOn(b, "files-16p", "events", "jsonl", "none", perFile) })
+	b.Run("files-1000p", func(b *testing.B) {
+		b.StopTimer()
+		loadWide(b)
+		b.StartTimer()
+		spillwayOn(b, "files-1000p", "wide", "jsonl", "none", perFile)
+		if base := median("files-16p"); base > 0 {
+			b.Logf("medians, records/s, files of %d records: 16 partitions %.0f; 1,000 partitions %.0f (%.2f of 16)",
+				perFile, base, median("files-1000p"), median("files-1000p")/base)
+			b.Logf("records per CPU-second: 16 partitions %.0f; 1,000 partitions %.0f (%.2f)",
+				cmedian("files-16p"), cmedian("files-1000p"), cmedian("files-1000p")/cmedian("files-16p"))
+			if raw := median("raw-1000p"); raw > 0 {
+				b.Logf("raw consumer, records/s: 16 partitions %.0f, 1,000 partitions %.0f (%.2f); files-1000p/raw-1000p = %.2f",
+					median("raw"), raw, raw/median("raw"), median("files-1000p")/raw)
+			}
+		}
+	})
 }

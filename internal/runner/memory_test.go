@@ -184,7 +184,7 @@ func TestMemoryWarnings(t *testing.T) {
 		t.Fatalf("S3 in 64MiB: %q, want one warning", w)
 	}
 	for _, want := range []string{"backpressure.memory_limit 64MiB", "data budget of 32MiB", "8MiB for fetches",
-		"44MiB for one open file (3MiB of zstd state, 40MiB of writer buffers, a 0.2MiB chunk)", "32MiB for storage.upload_concurrency 4 × 8MiB", "at least", "storage.part_size"} {
+		"43MiB for one open file (2MiB of zstd state, 40MiB of writer buffers, a 0.2MiB chunk)", "32MiB for storage.upload_concurrency 4 × 8MiB", "at least", "storage.part_size"} {
 		if !strings.Contains(w[0], want) {
 			t.Errorf("warning lacks %q:\n%s", want, w[0])
 		}
@@ -195,7 +195,7 @@ func TestMemoryWarnings(t *testing.T) {
 	}
 	// An explicit cap on open files is counted as it is set.
 	w = warnings("file:///tmp/out", "64MiB", "zstd", 20)
-	if len(w) != 1 || !strings.Contains(w[0], "backpressure.max_open_files 20 open files of 3.2MiB each") || !strings.Contains(w[0], "or backpressure.max_open_files") {
+	if len(w) != 1 || !strings.Contains(w[0], "backpressure.max_open_files 20 open files of 2.2MiB each") || !strings.Contains(w[0], "or backpressure.max_open_files") {
 		t.Errorf("20 open zstd files in 64MiB: %q, want a warning that counts them", w)
 	}
 	// auto says what it resolved to.

@@ -211,7 +211,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
 		scfg.Ledger = ledger
 		scfg.Writer = writerName(cfg)
-		snk = sink.New(scfg, bucket, b, log)
+		snk = sink.New(scfg, sink.FromStorage(bucket), b, log)
 		resume = resumer(cfg, bucket, names, ledger)
 	}
 	defer snk.Close()

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/storage"
 )
 
 // gate passes a file's compressed bytes to its storage writer. Storage
@@ -18,10 +17,12 @@ import (
 // the rest of the record is queued, and the file stays whole for the stop
 // to finish or abandon.
 type gate struct {
-	w *storage.Writer
+	w Writer
 	b *budget.Budget
-	// ctx is the context of the Sink call writing through the gate, set
-	// under Sink.mu; nil outside one (Drop): then nothing waits.
+	// ctx is the context of the Write whose batch the file's goroutine
+	// encodes, or the sink's while it finishes the file; nil when the
+	// file is thrown away: then nothing waits. Only the file's goroutine
+	// uses the gate.
 	ctx context.Context
 }
 
@@ -49,11 +50,4 @@ func (g *gate) Write(p []byte) (int, error) {
 		p = p[k:]
 	}
 	return n, nil
-}
-
-// with runs fn, which writes through the gate, with ctx.
-func (g *gate) with(ctx context.Context, fn func() error) error {
-	g.ctx = ctx
-	defer func() { g.ctx = nil }()
-	return fn()
 }

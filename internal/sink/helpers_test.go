@@ -5,25 +5,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
-	"gocloud.dev/blob"
-	"gocloud.dev/blob/driver"
-	"gocloud.dev/gcerrors"
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
@@ -35,23 +29,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	blob.DefaultURLMux().RegisterBucket(gateScheme, gateOpener{})
 	goleak.VerifyTestMain(m)
 }
 
-// ---- a gocloud bucket whose commits can be held back, per key ----
+// ---- a bucket whose commits can be held back, per key ----
 //
-// sink.Bucket hands out *storage.Writer, a concrete type, so a test cannot
-// wrap a writer's Commit. It can, however, register a gocloud driver and
-// open it through storage.Open: then storage's own remote writer (part
-// queue and all) runs unchanged, and only the final object store is ours.
-
-const gateScheme = "spillwaygate"
-
-var (
-	gates   sync.Map // name -> *gate
-	gateSeq atomic.Int64
-)
+// A fake of sink.Bucket, not an emulator: it holds a file's commit open at
+// a moment the test chooses (and fails it on demand), which no storage
+// emulator can do, to assert on what the sink does while a file is being
+// published. Files are kept in memory; a commit is create-only, as
+// storage's.
 
 type gate struct {
 	mu      sync.Mutex
@@ -61,13 +48,8 @@ type gate struct {
 	commits chan string // every commit that reached the store, in order
 }
 
-// newGate returns a store and the URL that opens it.
-func newGate(t *testing.T) (*gate, string) {
-	g := &gate{objects: map[string][]byte{}, holds: map[string]chan struct{}{}, fails: map[string]error{}, commits: make(chan string, 10000)}
-	name := fmt.Sprintf("g%d", gateSeq.Add(1))
-	gates.Store(name, g)
-	t.Cleanup(func() { gates.Delete(name) })
-	return g, gateScheme + "://" + name
+func newGate() *gate {
+	return &gate{objects: map[string][]byte{}, holds: map[string]chan struct{}{}, fails: map[string]error{}, commits: make(chan string, 10000)}
 }
 
 // hold makes the commit of key wait until the returned release is called.
@@ -127,49 +109,26 @@ func (g *gate) files() map[string][]byte {
 	return out
 }
 
-type gateOpener struct{}
-
-func (gateOpener) OpenBucketURL(_ context.Context, u *url.URL) (*blob.Bucket, error) {
-	g, ok := gates.Load(u.Host)
-	if !ok {
-		return nil, fmt.Errorf("no gate %q", u.Host)
-	}
-	return blob.NewBucket(&gateDriver{g: g.(*gate)}), nil
+func (g *gate) NewWriter(ctx context.Context, key string, _ map[string]string) (sink.Writer, error) {
+	return &gateWriter{ctx: ctx, key: key, g: g}, nil
 }
-
-var errGateExists = errors.New("gate: object exists")
-
-// gateDriver implements what storage's writers use; the embedded nil
-// interface makes any other call panic loudly.
-type gateDriver struct {
-	driver.Bucket
-	g *gate
-}
-
-func (d *gateDriver) ErrorCode(err error) gcerrors.ErrorCode {
-	if errors.Is(err, errGateExists) {
-		return gcerrors.FailedPrecondition
-	}
-	return gcerrors.Unknown
-}
-func (d *gateDriver) As(any) bool             { return false }
-func (d *gateDriver) ErrorAs(error, any) bool { return false }
-func (d *gateDriver) Close() error            { return nil }
-func (d *gateDriver) NewTypedWriter(ctx context.Context, key, _ string, _ *driver.WriterOptions) (driver.Writer, error) {
-	return &gateWriter{ctx: ctx, key: key, g: d.g}, nil
-}
+func (g *gate) WriterMemory() int64 { return 0 }
+func (g *gate) ChunkSize() int64    { return 64 << 10 }
 
 type gateWriter struct {
-	ctx context.Context
+	ctx context.Context // the sink's: it ends on Close, which abandons
 	key string
 	g   *gate
 	buf bytes.Buffer
 }
 
-func (w *gateWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
+func (w *gateWriter) Write(p []byte) (int, error)             { return w.buf.Write(p) }
+func (w *gateWriter) Written() int64                          { return int64(w.buf.Len()) }
+func (w *gateWriter) WaitQueued(context.Context, int64) error { return nil }
+func (w *gateWriter) Abort()                                  {}
 
-// Close commits, after any hold; a cancelled ctx means abort. Create-only.
-func (w *gateWriter) Close() error {
+// Commit stores the file, after any hold. Create-only.
+func (w *gateWriter) Commit() error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
@@ -190,7 +149,7 @@ func (w *gateWriter) Close() error {
 		return err
 	}
 	if _, ok := w.g.objects[w.key]; ok {
-		return errGateExists
+		return fmt.Errorf("gate: %s: %w", w.key, storage.ErrExists)
 	}
 	w.g.objects[w.key] = bytes.Clone(w.buf.Bytes())
 	return nil
@@ -208,6 +167,10 @@ func baseConfig(t *testing.T) sink.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return baseConfigFor(tmpl)
+}
+
+func baseConfigFor(tmpl *naming.Template) sink.Config {
 	return sink.Config{
 		Template:     tmpl,
 		Extension:    layout.Extension(jsonlFormat.Type, jsonlFormat.Compression),
@@ -283,7 +246,7 @@ func newHarness(t *testing.T, opts ...opt) *harness {
 	case "mem":
 		h.dir, u = "", "mem://"
 	case "gate":
-		h.gate, u = newGate(t)
+		h.gate, u = newGate(), "mem://"
 		h.dir = ""
 	default:
 		h.dir = filepath.Join(t.TempDir(), "out")
@@ -295,7 +258,11 @@ func newHarness(t *testing.T, opts ...opt) *harness {
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
 	h.bucket, h.cfg = bucket, cfg
-	h.s = sink.New(cfg, bucket, h.b, slog.New(slog.DiscardHandler))
+	var sb sink.Bucket = sink.FromStorage(bucket)
+	if h.gate != nil {
+		sb = h.gate
+	}
+	h.s = sink.New(cfg, sb, h.b, slog.New(slog.DiscardHandler))
 	t.Cleanup(h.close)
 	return h
 }

@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,13 +12,22 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/storage"
 )
 
+// Records are encoded by their file's goroutine after Write returns
+// (docs/design.md, "The write pipeline"), so a record error is reported by
+// a later Write or by the Flush that waits for the file.
 func TestBadRecordToleranceNone(t *testing.T) {
 	h := newHarness(t)
 	err := h.s.Write(context.Background(), []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1), rec("t", 0, 2)})
+	if err == nil {
+		err = h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+	}
 	if err == nil {
 		t.Fatal("Write accepted a record the format cannot encode")
 	}
@@ -35,7 +45,7 @@ func TestBadRecordToleranceNone(t *testing.T) {
 	if err := h.s.Write(context.Background(), recs("t", 0, 2, 3)); err == nil {
 		t.Fatal("Write accepted records after a fatal record error")
 	}
-	if st := h.s.Stats(); st.Skipped != 0 || st.Records != 1 {
+	if st := h.s.Stats(); st.Skipped != 0 || st.Stored != 0 {
 		t.Fatalf("%+v", st)
 	}
 	// Whatever Flush does now, the bad record is never committable.
@@ -50,6 +60,7 @@ func TestBadRecordToleranceAll(t *testing.T) {
 	h.write(rec("t", 0, 0), bad("t", 0, 1), rec("t", 0, 2))
 	// Bad records at the start and end of a file.
 	h.write(bad("t", 1, 0), rec("t", 1, 1), bad("t", 1, 2))
+	h.flush()
 	st := h.s.Stats()
 	if st.Skipped != 3 || st.Records != 3 || st.DeadLettered != 0 {
 		t.Fatalf("%+v, want 3 skipped, 3 written", st)
@@ -57,7 +68,6 @@ func TestBadRecordToleranceAll(t *testing.T) {
 	if h.s.Err() != nil {
 		t.Fatal(h.s.Err())
 	}
-	h.flush()
 	want := map[sink.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 3}
 	if got := h.s.Committable(nil); !maps.Equal(got, want) {
 		t.Fatalf("Committable = %v, want %v (past the skipped records)", got, want)
@@ -86,13 +96,13 @@ func TestDeadLetter(t *testing.T) {
 	}))
 	b := bad("t", 0, 1)
 	h.write(rec("t", 0, 0), b, rec("t", 0, 2))
+	h.flush()
 	if len(dlq) != 1 || dlq[0].r != b || !errors.Is(dlq[0].cause, format.ErrRecord) {
 		t.Fatalf("dead letters %+v, want the bad record with an ErrRecord cause", dlq)
 	}
 	if st := h.s.Stats(); st.DeadLettered != 1 || st.Records != 2 {
 		t.Fatalf("%+v", st)
 	}
-	h.flush()
 	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 3}) {
 		t.Fatalf("Committable = %v", got)
 	}
@@ -108,6 +118,9 @@ func TestDeadLetterFailureIsFatal(t *testing.T) {
 		c.DeadLetter = func(context.Context, *kgo.Record, error) error { return dlqErr }
 	}))
 	err := h.s.Write(context.Background(), []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1)})
+	if err == nil {
+		err = h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+	}
 	if !errors.Is(err, dlqErr) || !strings.Contains(err.Error(), "dead-letter") {
 		t.Fatalf("Write = %v, want the dead-letter error", err)
 	}
@@ -234,5 +247,42 @@ func TestAllSkippedFileStoresNothing(t *testing.T) {
 	}
 	if st := h.s.Stats(); st.Skipped != 2 || st.FilesUploaded != 0 {
 		t.Fatalf("%+v, want 2 skipped and no upload", st)
+	}
+}
+
+// A record the file's goroutine finds it can't encode, after Write routed
+// it to the file, is taken back from the file: the file's ledger entry
+// claims only the offsets it holds, and the bad record's offset is in the
+// handled state all the same (docs/design.md, "The write pipeline").
+func TestBadRecordLeavesTheFilesLedgerEntry(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	bucket, err := storage.Open(ctx, "file://"+dir, storage.Options{PartSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bucket.Close() })
+	cfg := baseConfig(t)
+	cfg.Tolerance = "all"
+	cfg.Ledger = layout.NewLedger(bucket, "")
+	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
+	t.Cleanup(s.Close)
+	id := layout.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
+	s.Assign(tp("t", 0), id, layout.Point{State: layout.State{Next: 0}})
+	if err := s.Write(ctx, []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1), rec("t", 0, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx, nil, sink.ReasonShutdown); err != nil {
+		t.Fatal(err)
+	}
+	e, err := cfg.Ledger.Last(ctx, id)
+	if err != nil || e == nil {
+		t.Fatalf("last entry: %v, %v", e, err)
+	}
+	if want := (layout.Ranges{{0, 1}, {2, 3}}); !slices.Equal(e.File.Ranges, want) || e.File.Records != 2 {
+		t.Errorf("entry claims %v (%d records), want %v (2)", e.File.Ranges, e.File.Records, want)
+	}
+	if after := e.After(); after.Next != 3 {
+		t.Errorf("after the entry, %+v is handled, want everything below 3", after)
 	}
 }

@@ -398,7 +398,7 @@ func (m *propModel) start(rt *rapid.T, why string) {
 	cfg.MaxAge = time.Hour // only Tick, called by the test, closes files by age
 	cfg.NullValues = "ignore"
 	m.gen = &generation{bucket: bucket, gate: g, ledger: ledger,
-		s: sink.New(cfg, bucket, budget.New(1<<30, 0), slog.New(slog.DiscardHandler))}
+		s: sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))}
 	rt.Logf("process %d starts (%s): max_records %d, max_open_files %d", m.gens, why, cfg.MaxRecords, cfg.MaxOpenFiles)
 	for p := range m.parts {
 		m.assigned[p] = false

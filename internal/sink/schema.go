@@ -30,14 +30,21 @@ func (s *Sink) schemaChanged(f *openFile, r *kgo.Record) bool {
 	return of != "" && of != f.schemas
 }
 
-// newEncoder builds a file's encoder for its first record r, and names
-// the schemas it is typed with.
-func (s *Sink) newEncoder(w io.Writer, r *kgo.Record) (Encoder, string, error) {
+// schemasOf names the schemas a file opened by r is typed with: "" when
+// the sink types no files.
+func (s *Sink) schemasOf(r *kgo.Record) string {
 	if s.cfg.Schemas == nil {
-		enc, err := s.cfg.NewEncoder(w)
-		return enc, "", err
+		return ""
 	}
-	of := s.cfg.Schemas.Of(r)
-	enc, err := s.cfg.Schemas.NewEncoder(w, of)
-	return enc, of, err
+	return s.cfg.Schemas.Of(r)
+}
+
+// newEncoder builds the encoder of a file typed with schemas (schemasOf
+// its first record). It runs on the file's goroutine, so the schemas were
+// named on the poll side, where the records are in order.
+func (s *Sink) newEncoder(w io.Writer, schemas string) (Encoder, error) {
+	if s.cfg.Schemas == nil {
+		return s.cfg.NewEncoder(w)
+	}
+	return s.cfg.Schemas.NewEncoder(w, schemas)
 }

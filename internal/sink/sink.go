@@ -1,18 +1,24 @@
 // Package sink routes records to open files, decides when a file rotates,
 // hands finished files to storage, and tracks which offsets are durable.
 //
-// Data flows as an io.Writer chain per open file:
-// encoder ▸ compressor ▸ storage writer. A partition has one open file per
+// Records flow in two stages (docs/design.md, "The write pipeline"). The
+// caller's goroutine, the one that polls Kafka, routes each record to its
+// open file, accounts its offset, and decides rotations. Each open file has
+// a goroutine of its own that encodes and compresses the record batches
+// queued for it, through the chain encoder ▸ compressor ▸ storage writer,
+// and, once the file is closed, finishes it and publishes it. Files encode
+// in parallel, each in offset order. A partition has one open file per
 // group of its records: the file name template rendered without
 // {{start_offset}}, so a template with {{timestamp}} or {{key}} spreads one
-// partition over several open files. Storage takes parts in the background and a closed file
-// is committed in the background, so consumption continues while uploads
-// run; every byte waiting for storage is in the budget, and the budget, not a
-// blocked write, is what slows consumption when storage is slow.
+// partition over several open files. Storage takes parts in the background
+// and a closed file is committed in the background, so consumption
+// continues while uploads run; every byte queued for an encoder or waiting
+// for storage is in the budget, and the budget, not a blocked write, is what
+// slows consumption when storage is slow.
 //
 // Concurrency: Write, Tick, Flush, Drop and Close may be called from
-// different goroutines; they serialize on one mutex. Uploads run in their
-// own goroutines and never take it.
+// different goroutines; they serialize on one mutex. File goroutines never
+// take it.
 package sink
 
 import (
@@ -41,11 +47,42 @@ type Encoder interface {
 	Close() error
 }
 
-// Bucket is where files are committed.
+// Bucket is where files are committed. FromStorage adapts a
+// *storage.Bucket.
 type Bucket interface {
-	NewWriter(ctx context.Context, key string, meta map[string]string) (*storage.Writer, error)
+	NewWriter(ctx context.Context, key string, meta map[string]string) (Writer, error)
+	// WriterMemory is what one writer holds besides its queued chunks.
 	WriterMemory() int64
+	// ChunkSize is the size of one chunk of a writer's queue.
 	ChunkSize() int64
+}
+
+// Writer streams one file to storage. It is used by one goroutine at a
+// time. Nothing is visible under its key until Commit returns nil, and then
+// the file is durable; Commit fails with storage.ErrExists if the key is
+// taken. Abort discards the file.
+type Writer interface {
+	io.Writer
+	// Written is the number of bytes written so far.
+	Written() int64
+	// WaitQueued blocks until at most max written bytes wait for storage,
+	// the upload failed, or ctx ends.
+	WaitQueued(ctx context.Context, max int64) error
+	Commit() error
+	Abort()
+}
+
+// FromStorage is b as a Bucket.
+func FromStorage(b *storage.Bucket) Bucket { return storageBucket{b} }
+
+type storageBucket struct{ *storage.Bucket }
+
+func (b storageBucket) NewWriter(ctx context.Context, key string, meta map[string]string) (Writer, error) {
+	w, err := b.Bucket.NewWriter(ctx, key, meta)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // Config is what the sink needs to know, already validated.
@@ -133,10 +170,22 @@ type Sink struct {
 	// every look at it and before any file's records are taken back.
 	unaccounted int64
 
-	// Counters the upload workers update without s.mu.
+	// touched are the files given records by the current Write, whose
+	// pending batches it queues before it returns.
+	touched []*openFile
+	// finishing are files closed whose goroutine may still be finishing
+	// them (see relieveLocked).
+	finishing []*openFile
+
+	// Counters file goroutines update without s.mu.
 	uploading, filesUploaded, bytesUploaded, storedRecords atomic.Int64
-	inflight                                               sync.WaitGroup
-	fileMem                                                int64
+	// Records the error policy skipped or dead-lettered once their file's
+	// goroutine found they could not be encoded.
+	lateSkipped, lateDeadLettered atomic.Int64
+	// inflight counts closed files until their upload ended; running
+	// counts file goroutines.
+	inflight, running sync.WaitGroup
+	fileMem           int64
 
 	// unpublished holds, per partition and in offset order, the closed files
 	// whose upload has not ended. A file is published only after the one
@@ -170,20 +219,41 @@ type ledgerPart struct {
 	seq int64
 }
 
+// openFile is one file, open or being finished and published. Fields
+// above "file goroutine" are the poll side's, under Sink.mu; w, comp, enc
+// and gate belong to the file's goroutine once it runs.
 type openFile struct {
 	id       fileID
 	tp       TopicPartition
 	key      string
-	w        *storage.Writer
+	w        Writer
 	comp     io.WriteCloser
 	enc      Encoder
 	gate     *gate // between comp and w
 	u        *unit
 	start    int64
-	records  int64
+	records  int64 // routed to the file, for rotation and the budget's count
 	created  time.Time
 	lastUsed time.Time
 	schemas  string // see Schemas.Of
+
+	// The queue to the file goroutine: pending is the batch being filled,
+	// q the batches handed over. queuedIn is every byte handed over.
+	q            chan batch
+	pending      []*kgo.Record
+	pendingBytes int64
+	queuedIn     int64
+	touched      bool // in Sink.touched
+	lost         bool // a batch could not be handed over: never publish
+
+	// File goroutine. written and consumed are its progress, for the poll
+	// side's estimate of the file's size; encoded counts records in the
+	// file; err is the first error, after which it encodes no more.
+	written, consumed atomic.Int64
+	encoded           int64
+	err               error
+	abandon           atomic.Bool   // dropped while open: store nothing
+	finished          chan struct{} // closed once encoding ended and its memory is released
 
 	// Set when the file is handed to storage.
 	prev    *openFile     // the partition's previous file still uploading
@@ -196,7 +266,7 @@ type openFile struct {
 	lp *ledgerPart
 }
 
-// New starts the upload workers. Close stops them.
+// New returns a sink. Close stops its goroutines.
 func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Sink{
@@ -256,6 +326,10 @@ func (s *Sink) Stats() Stats {
 	st.FilesUploaded = s.filesUploaded.Load()
 	st.BytesUploaded = s.bytesUploaded.Load()
 	st.Stored = s.storedRecords.Load()
+	late := s.lateSkipped.Load()
+	st.Records -= late
+	st.Skipped += late
+	st.DeadLettered += s.lateDeadLettered.Load()
 	st.Closed = make(map[Reason]int64, len(s.stats.Closed))
 	for k, v := range s.stats.Closed {
 		st.Closed[k] = v
@@ -283,6 +357,15 @@ func (s *Sink) WriteSome(ctx context.Context, recs []*kgo.Record) (int, error) {
 func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	n, err := s.writeLocked(ctx, recs, some)
+	if herr := s.handOverTouchedLocked(ctx); herr != nil && err == nil {
+		s.fail(herr)
+		err = herr
+	}
+	return n, err
+}
+
+func (s *Sink) writeLocked(ctx context.Context, recs []*kgo.Record, some bool) (int, error) {
 	if err := s.Err(); err != nil {
 		return 0, err
 	}
@@ -363,22 +446,28 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomF
 	if err != nil {
 		return err
 	}
-	if err := f.gate.with(ctx, func() error { return f.enc.Encode(r) }); err != nil {
-		if s.cfg.ErrRecord != nil && errors.Is(err, s.cfg.ErrRecord) {
-			return s.recordError(ctx, tp, r, fmt.Errorf("record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err))
-		}
-		return fmt.Errorf("write %s: %w", f.key, err)
-	}
+	// Routed now, in poll order; the file goroutine encodes it later and,
+	// should the record turn out not to be writable, hands its offset back
+	// to the error policy (skipLate).
 	s.tracker.route(tp, r.Offset, f.u)
 	f.records++
-	f.lastUsed = time.Now()
+	f.lastUsed = now
 	s.stats.Records++
 	s.unaccounted++
-	switch {
-	case s.cfg.MaxRecords > 0 && f.records >= s.cfg.MaxRecords:
+	if err := s.enqueueLocked(ctx, f, r); err != nil {
+		return err
+	}
+	if s.cfg.MaxRecords > 0 && f.records >= s.cfg.MaxRecords {
 		return s.closeLocked(ctx, f, ReasonRecords)
-	case s.cfg.MaxBytes > 0 && f.w.Written() >= s.cfg.MaxBytes:
-		return s.closeLocked(ctx, f, ReasonBytes)
+	}
+	if s.cfg.MaxBytes > 0 {
+		n, err := s.sizeLocked(ctx, f, s.cfg.MaxBytes)
+		if err != nil {
+			return err
+		}
+		if n >= s.cfg.MaxBytes {
+			return s.closeLocked(ctx, f, ReasonBytes)
+		}
 	}
 	return nil
 }
@@ -398,19 +487,32 @@ func (s *Sink) reportRecordsLocked() {
 
 // recordError applies the error policy to one record.
 func (s *Sink) recordError(ctx context.Context, tp TopicPartition, r *kgo.Record, cause error) error {
+	dead, err := s.policy(ctx, r, cause)
+	if err != nil {
+		return err
+	}
+	if dead {
+		s.stats.DeadLettered++
+	}
+	return s.skip(ctx, tp, r, cause)
+}
+
+// policy sends r to the dead-letter topic (dead) or, if the policy
+// tolerates it, logs it; otherwise it returns the error that stops the sink.
+// The caller then accounts r as handled.
+func (s *Sink) policy(ctx context.Context, r *kgo.Record, cause error) (dead bool, err error) {
 	if s.cfg.DeadLetter != nil {
 		if err := s.cfg.DeadLetter(ctx, r, cause); err != nil {
-			return fmt.Errorf("send %s/%d@%d to the dead-letter topic: %w", r.Topic, r.Partition, r.Offset, err)
+			return false, fmt.Errorf("send %s/%d@%d to the dead-letter topic: %w", r.Topic, r.Partition, r.Offset, err)
 		}
-		s.stats.DeadLettered++
 		s.log.Warn("record sent to the dead-letter topic", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "cause", cause)
-		return s.skip(ctx, tp, r, cause)
+		return true, nil
 	}
 	if s.cfg.Tolerance != "all" {
-		return fmt.Errorf("%w (to skip such records set errors.tolerance: all, or send them to errors.dead_letter_topic)", cause)
+		return false, fmt.Errorf("%w (to skip such records set errors.tolerance: all, or send them to errors.dead_letter_topic)", cause)
 	}
 	s.log.Warn("record skipped", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "cause", cause)
-	return s.skip(ctx, tp, r, cause)
+	return false, nil
 }
 
 // skip accounts for a record that is handled without being stored, so its
@@ -456,32 +558,18 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		}
 	}
 	key := s.cfg.Prefix + s.cfg.Template.Render(v) + s.cfg.Extension
-	w, err := s.bucket.NewWriter(s.ctx, key, map[string]string{
-		"spillway-topic":        tp.Topic,
-		"spillway-partition":    fmt.Sprint(tp.Partition),
-		"spillway-start-offset": fmt.Sprint(r.Offset),
-	})
-	if err != nil {
-		return nil, err
-	}
-	g := &gate{w: w, b: s.budget}
-	comp, err := s.cfg.NewCompressor(g)
-	if err != nil {
-		w.Abort()
-		return nil, err
-	}
-	enc, schemas, err := s.newEncoder(comp, r)
-	if err != nil {
-		w.Abort()
-		return nil, err
-	}
 	s.pubMu.Lock()
 	lp := s.ledgered[tp]
 	s.pubMu.Unlock()
-	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset,
-		created: now, lastUsed: now, u: &unit{}, lp: lp, schemas: schemas}
+	// The file's goroutine opens its writer and encoder (see open): a
+	// local bucket creates a file, which the poll loop need not wait for.
+	f := &openFile{id: id, tp: tp, key: key, start: r.Offset,
+		created: now, lastUsed: now, u: &unit{}, lp: lp, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
+		schemas: s.schemasOf(r)}
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
 	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
+	s.running.Add(1)
+	go s.run(f)
 	s.files[id] = f
 	if s.groups[tp] == nil {
 		s.groups[tp] = map[string]*openFile{}
@@ -515,34 +603,25 @@ func (s *Sink) leastRecentLocked() *openFile {
 // part buffers (counted by storage) and its writer: its goroutine and state.
 const pendingCost = 16 << 10
 
-// closeLocked finishes a file's encoding and hands it to storage in the
-// background. It never waits for storage: what the file still holds stays
-// counted in the budget, and the budget is what slows consumption.
+// closeLocked hands a file's last batch to its goroutine, which finishes
+// the encoding and hands the file to storage in the background. It waits
+// neither for the encoder nor for storage: what the file still holds stays
+// counted in the budget, and the budget is what slows consumption. The
+// file takes its place in its partition's publication order now.
 func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	s.forgetLocked(f)
 	s.stats.Closed[why]++
 	s.reportRecordsLocked()
 	s.budget.AddRecords(-f.records)
-	err := f.gate.with(ctx, func() error {
-		err := f.enc.Close()
-		if cerr := f.comp.Close(); err == nil {
-			err = cerr
+	err := s.handOverLocked(ctx, f)
+	if err != nil || f.lost {
+		// Its records never all reached the encoder: never publish it.
+		f.abandon.Store(true)
+		close(f.q)
+		if err == nil {
+			err = fmt.Errorf("finish %s: a batch of its records was not encoded", f.key)
 		}
 		return err
-	})
-	s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
-	if err != nil {
-		f.w.Abort()
-		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
-		return fmt.Errorf("finish %s: %w", f.key, err)
-	}
-	if f.records == 0 {
-		// Every record of this file was skipped by the error policy: store
-		// nothing, but let its offsets be committed.
-		f.w.Abort()
-		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
-		s.tracker.markDurable(f.u)
-		return nil
 	}
 	// The writer keeps its buffers until the commit ends.
 	s.budget.Acquire(budget.ClosedFiles, pendingCost)
@@ -557,7 +636,8 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	}
 	s.unpublished[f.tp] = append(q, f)
 	s.pubMu.Unlock()
-	go s.upload(f)
+	close(f.q) // the goroutine finishes the file, then uploads it
+	s.addFinishingLocked(f)
 	return nil
 }
 
@@ -565,8 +645,9 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 // partition's previous file is published. Parts keep streaming while it
 // waits; only the final step (the link, or completing the multipart upload)
 // is ordered. Should the previous file fail, this one is abandoned, so a
-// crash can never leave a later file stored after a missing one.
-func (s *Sink) upload(f *openFile) {
+// crash can never leave a later file stored after a missing one. It runs
+// on the file's goroutine, after finish; err is finish's.
+func (s *Sink) upload(f *openFile, err error) {
 	defer s.inflight.Done()
 	defer s.ended(f)
 	defer func() {
@@ -575,6 +656,23 @@ func (s *Sink) upload(f *openFile) {
 		// Not s.mu: a writer holding s.mu may be waiting on the budget.
 		s.uploading.Add(-1)
 	}()
+	failUpload := func(err error) {
+		// Before this file leaves the queue (deferred), so that no later
+		// file of the partition can miss it.
+		s.pubMu.Lock()
+		s.failed[f.tp] = true
+		s.pubMu.Unlock()
+		err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
+		s.fail(err)
+		s.tracker.fail(err)
+	}
+	if err != nil {
+		if f.w != nil {
+			f.w.Abort()
+		}
+		failUpload(err)
+		return
+	}
 	if f.prev != nil {
 		select {
 		case <-f.prev.ended:
@@ -595,17 +693,15 @@ func (s *Sink) upload(f *openFile) {
 		f.w.Abort()
 		return
 	}
-	n := f.w.Written()
-	failUpload := func(err error) {
-		// Before this file leaves the queue (deferred), so that no later
-		// file of the partition can miss it.
-		s.pubMu.Lock()
-		s.failed[f.tp] = true
-		s.pubMu.Unlock()
-		err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
-		s.fail(err)
-		s.tracker.fail(err)
+	if f.encoded == 0 {
+		// Every record of this file was skipped by the error policy: store
+		// nothing, but let its offsets be committed.
+		f.w.Abort()
+		f.durable = true
+		s.tracker.markDurable(f.u)
+		return
 	}
+	n := f.w.Written()
 	if err := s.writeEntry(f, n); err != nil {
 		f.w.Abort()
 		if errors.Is(err, errLostOwnership) {
@@ -626,7 +722,7 @@ func (s *Sink) upload(f *openFile) {
 	f.durable = true
 	s.filesUploaded.Add(1)
 	s.bytesUploaded.Add(n)
-	s.storedRecords.Add(f.records)
+	s.storedRecords.Add(f.encoded)
 	s.tracker.markDurable(f.u)
 }
 
@@ -657,7 +753,7 @@ func (s *Sink) writeEntry(f *openFile, n int64) error {
 		Cluster: lp.id.Cluster, Topic: lp.id.Topic, TopicID: lp.id.TopicID, Partition: lp.id.Partition,
 		Seq: lp.seq, Writer: s.cfg.Writer, Time: time.Now().UTC(),
 		Before: s.tracker.state(f.tp),
-		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.records, Bytes: n},
+		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.encoded, Bytes: n},
 	}
 	if err := s.cfg.Ledger.Append(s.ctx, e); err != nil {
 		if errors.Is(err, storage.ErrExists) {
@@ -692,13 +788,17 @@ func (s *Sink) ended(f *openFile) {
 }
 
 // relieveLocked closes the largest open files until the budget would be
-// back under its low watermark.
+// back under its low watermark. Files are finished by their goroutines:
+// it first waits for those closed already, whose memory is about to be
+// released, and for each file it closes, so that it closes no more than
+// needed.
 func (s *Sink) relieveLocked(ctx context.Context) error {
+	s.awaitFinishingLocked(ctx)
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
 		files = append(files, f)
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].w.Written() > files[j].w.Written() })
+	sort.Slice(files, func(i, j int) bool { return files[i].size() > files[j].size() })
 	// Closing frees a file's compressor, not bytes storage has yet to take:
 	// when storage is what is behind, closing everything would only make
 	// small files. Close the larger half at most; pausing does the rest.
@@ -709,6 +809,7 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 		if err := s.closeLocked(ctx, f, ReasonPressure); err != nil {
 			return err
 		}
+		s.awaitFinishingLocked(ctx)
 	}
 	return nil
 }
@@ -821,11 +922,11 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 			s.forgetLocked(f)
 			s.reportRecordsLocked()
 			s.budget.AddRecords(-f.records)
-			_ = f.enc.Close()
-			_ = f.comp.Close()
-			f.w.Abort()
-			s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
-			s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
+			// The goroutine discards what it was given and aborts the
+			// file; the pending batch was never counted.
+			f.pending = nil
+			f.abandon.Store(true)
+			close(f.q)
 		}
 	}
 	// Files of a lost partition that are not yet published stay
@@ -845,8 +946,8 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 	s.tracker.drop(tps)
 }
 
-// Close abandons open files and stops the upload workers. Call Flush first
-// for a graceful stop.
+// Close abandons open files and stops the file goroutines. Call Flush
+// first for a graceful stop.
 func (s *Sink) Close() {
 	s.mu.Lock()
 	all := map[TopicPartition]bool{}
@@ -856,5 +957,5 @@ func (s *Sink) Close() {
 	s.mu.Unlock()
 	s.Drop(all)
 	s.stop()
-	s.inflight.Wait()
+	s.running.Wait()
 }

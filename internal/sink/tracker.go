@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/spillway/spillway/internal/layout"
@@ -102,6 +103,36 @@ func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
 		t.signalLocked()
 	}
 	return true
+}
+
+// unroute makes the offset off, routed to u, handled without a file: its
+// record could not be encoded, and the error policy dealt with it. u is
+// not durable yet (its file is still encoding), so its pieces are all
+// still here.
+func (t *tracker) unroute(tp TopicPartition, off int64, u *unit) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u.ranges = u.ranges.Subtract(layout.Ranges{{off, off + 1}})
+	p := t.parts[tp]
+	if p == nil {
+		return // dropped meanwhile
+	}
+	for i, pc := range p.pieces {
+		if pc.u != u || off < pc.start || off >= pc.end {
+			continue
+		}
+		split := make([]piece, 0, 3)
+		if pc.start < off {
+			split = append(split, piece{pc.start, off, u})
+		}
+		split = append(split, piece{off, off + 1, nil})
+		if off+1 < pc.end {
+			split = append(split, piece{off + 1, pc.end, u})
+		}
+		p.pieces = slices.Replace(p.pieces, i, i+1, split...)
+		break
+	}
+	t.signalLocked()
 }
 
 // has reports whether the record at off is handled already: stored before

@@ -574,7 +574,7 @@ func TestTrackerWake(t *testing.T) {
 }
 
 // committable and markDurable from different goroutines, as the committer
-// and the upload workers call them, with records of two files
+// and the file goroutines call them, with records of two files
 // interleaved.
 func TestTrackerConcurrent(t *testing.T) {
 	tr := newTracker()

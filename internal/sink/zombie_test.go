@@ -43,7 +43,7 @@ func TestZombiePublishedAfterResume(t *testing.T) {
 	cfg.MaxRecords = 2
 	cfg.MaxAge = time.Hour
 	cfg.Ledger = layout.NewLedger(bucket, "")
-	s := sink.New(cfg, bucket, budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
+	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
 	t.Cleanup(s.Close)
 	id := layout.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
 	tps := map[sink.TopicPartition]bool{tp("t", 0): true}
