@@ -506,24 +506,7 @@ func (w *Writer) Tick(_ context.Context, now time.Time) error {
 }
 
 // RunTicker calls Tick until ctx ends.
-func (w *Writer) RunTicker(ctx context.Context) {
-	every := w.cfg.MaxAge / 4
-	if every <= 0 || every > time.Second {
-		every = time.Second
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if err := w.Tick(ctx, now); err != nil {
-				return
-			}
-		}
-	}
-}
+func (w *Writer) RunTicker(ctx context.Context) { sink.RunTicks(ctx, w.cfg.MaxAge, w.Tick) }
 
 // Committable pops, per partition (only those in only, unless it is nil),
 // the offset to commit when it advanced.

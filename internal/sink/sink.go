@@ -35,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/storage"
@@ -501,18 +502,8 @@ func (s *Sink) recordError(ctx context.Context, tp TopicPartition, r *kgo.Record
 // tolerates it, logs it; otherwise it returns the error that stops the sink.
 // The caller then accounts r as handled.
 func (s *Sink) policy(ctx context.Context, r *kgo.Record, cause error) (dead bool, err error) {
-	if s.cfg.DeadLetter != nil {
-		if err := s.cfg.DeadLetter(ctx, r, cause); err != nil {
-			return false, fmt.Errorf("send %s/%d@%d to the dead-letter topic: %w", r.Topic, r.Partition, r.Offset, err)
-		}
-		s.log.Warn("record sent to the dead-letter topic", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "cause", cause)
-		return true, nil
-	}
-	if s.cfg.Tolerance != "all" {
-		return false, fmt.Errorf("%w (to skip such records set errors.tolerance: all, or send them to errors.dead_letter_topic)", cause)
-	}
-	s.log.Warn("record skipped", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "cause", cause)
-	return false, nil
+	out, err := errpolicy.Policy{Tolerance: s.cfg.Tolerance, DeadLetter: s.cfg.DeadLetter, Log: s.log}.Apply(ctx, r, cause)
+	return out == errpolicy.DeadLettered, err
 }
 
 // skip accounts for a record that is handled without being stored, so its
@@ -852,10 +843,15 @@ func (s *Sink) filesLocked() []*openFile {
 }
 
 // RunTicker calls Tick until ctx ends.
-func (s *Sink) RunTicker(ctx context.Context) {
+func (s *Sink) RunTicker(ctx context.Context) { RunTicks(ctx, s.cfg.MaxAge, s.Tick) }
+
+// RunTicks calls tick until ctx ends or tick fails: every second, or four
+// times per maxAge when that is shorter, so a file is closed at most a
+// quarter of maxAge late.
+func RunTicks(ctx context.Context, maxAge time.Duration, tick func(context.Context, time.Time) error) {
 	every := time.Second
-	if s.cfg.MaxAge > 0 && s.cfg.MaxAge/4 < every {
-		every = s.cfg.MaxAge / 4
+	if maxAge > 0 && maxAge/4 < every {
+		every = maxAge / 4
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -864,7 +860,7 @@ func (s *Sink) RunTicker(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if err := s.Tick(ctx, now); err != nil {
+			if err := tick(ctx, now); err != nil {
 				return
 			}
 		}
