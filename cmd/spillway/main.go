@@ -160,7 +160,7 @@ func runCmd(stderr io.Writer, environ []string) *cobra.Command {
 				// so a restart resumes from the ledger exactly once.
 				stop()
 			}()
-			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true})
+			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true, Version: version})
 		},
 	}
 	c.Flags().StringVarP(&path, "config", "c", "", "config file (YAML)")

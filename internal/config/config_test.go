@@ -532,7 +532,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
-		"admin.listen", "log.level", "log.format", "shutdown.timeout",
+		"admin.listen", "admin.stall_timeout", "log.level", "log.format", "shutdown.timeout",
 	}
 	var got []string
 	for _, l := range keys.leaves {

@@ -10,12 +10,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
@@ -38,14 +40,19 @@ type Options struct {
 	SetGoMemLimit bool
 	// StorageFaults slow or stall storage (tests, bench).
 	StorageFaults *storage.Faults
+	// Version is the build's version, for spillway_build_info and the
+	// status page.
+	Version string
 }
 
 // Progress reads counters of a running pipeline. Safe for concurrent use.
 type Progress struct {
-	Plan   budget.Plan
-	sink   *sink.Sink
-	source *source.Source
-	budget *budget.Budget
+	Plan    budget.Plan
+	sink    *sink.Sink
+	source  *source.Source
+	budget  *budget.Budget
+	mon     *monitor
+	version string
 }
 
 // Sink returns the sink's counters.
@@ -101,7 +108,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
 	b.Acquire(budget.FetchBuffers, plan.Reserved)
+	storageMetrics := admin.NewStorageMetrics(storageScheme(cfg.Storage.URL))
+	kafkaMetrics := newKafkaMetrics()
+	mon := newMonitor(StallTimeout(cfg))
 	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{
+		Observer:          storageMetrics,
 		PartSize:          int64(cfg.Storage.PartSize),
 		UploadConcurrency: cfg.Storage.UploadConcurrency,
 		Faults:            opts.StorageFaults,
@@ -183,10 +194,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
 	scfg.Ledger = ledger
 	scfg.Writer = writerName(cfg)
+	scfg.OnClose = mon.onClose
 	snk := sink.New(scfg, bucket, b, log)
 	defer snk.Close()
 	resume := resumer(cfg, bucket, names, ledger)
-	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log)
+	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log, kgo.WithHooks(kafkaMetrics))
 	if err != nil {
 		return err
 	}
@@ -203,7 +215,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			log.Warn("exiting without a clean close of the Kafka client", "err", err)
 		}
 	}()
-	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b}
+	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b, mon: mon, version: opts.Version}
 	if opts.OnStart != nil {
 		opts.OnStart(progress)
 	}
@@ -214,7 +226,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		if err != nil {
 			return fmt.Errorf("admin.listen %q: %w; choose a free host:port, or \"\" to disable the endpoint", cfg.Admin.Listen, err)
 		}
-		srv := admin.NewWithListener(ln, admin.SourceFunc(progress.Status), log)
+		srv := admin.NewWithListener(ln, admin.SourceFunc(progress.Status), log, storageMetrics, kafkaMetrics)
 		actx, stopAdmin := context.WithCancel(context.Background())
 		adminDone := make(chan error, 1)
 		go func() { adminDone <- srv.Run(actx) }()
@@ -248,6 +260,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	tickDone := make(chan struct{})
 	go func() { defer close(tickDone); snk.RunTicker(tickCtx) }()
 	defer func() { stopTick(); <-tickDone }()
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); mon.run(tickCtx, progress) }()
+	defer func() { stopTick(); <-monDone }()
 
 	runErr := src.Run(ctx, hard)
 	if runErr == nil {
@@ -358,4 +373,30 @@ func deadLetter(ctx context.Context, cl *kgo.Client, topic string, r *kgo.Record
 		),
 	}
 	return cl.ProduceSync(ctx, dl).FirstErr()
+}
+
+// StallTimeout is admin.stall_timeout, or when 0 what it derives to:
+// file.max_age (a file may wait that long to close) plus the longest the
+// storage retries may wait, plus a minute.
+func StallTimeout(cfg *config.Config) time.Duration {
+	if cfg.Admin.StallTimeout > 0 {
+		return cfg.Admin.StallTimeout
+	}
+	return cfg.File.MaxAge + storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1}.Budget() + time.Minute
+}
+
+// storageScheme names the backend of a storage URL for metrics.
+func storageScheme(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		return u.Scheme
+	}
+	return "unknown"
+}
+
+// newKafkaMetrics are the Kafka client's metrics (franz-go's kprom):
+// connections, request errors and durations per broker, records and bytes
+// fetched per topic. They are served from admin's own registry.
+func newKafkaMetrics() *kprom.Metrics {
+	return kprom.NewMetrics("spillway_kafka", kprom.Registry(nil),
+		kprom.Histograms(kprom.RequestDurationE2E))
 }
