@@ -183,7 +183,7 @@ DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' })
 
 # install_browser: Debian's chromium and the playwright-core npm package
 # (the driver only, no bundled browser) into .cache/playwright, for the
-# status page's browser test (internal/admin/browser_test.go). Pinned;
+# status page's browser test (internal/runner/browser_test.go). Pinned;
 # reinstalled when the pin changes. The browser runs headless with its
 # network features off: this machine's network is closed.
 PLAYWRIGHT_CORE_VERSION="1.65.2"

@@ -13,8 +13,8 @@ import (
 const (
 	// sampleEvery and samples size the throughput history the status page
 	// draws: ten minutes.
-	sampleEvery = 5 * time.Second
-	samples     = 120
+	sampleEvery = 3 * time.Second
+	samples     = 200
 	// closesKept is how many recent file closes the status page lists.
 	closesKept = 20
 )
