@@ -14,6 +14,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -203,13 +204,20 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return err
 	}
 	// The client is closed within the shutdown deadline on every path; the
-	// graceful path closes it itself, and says so if it can't.
+	// graceful path closes it itself, and says so if it can't. Once a stop
+	// has begun, its deadline is the stop's, not a new one: a graceful stop
+	// that ran out of time must not get shutdown.timeout again here.
 	clientClosed := false
+	var stopBy atomic.Int64 // UnixNano of the stop's deadline, once a stop began
 	defer func() {
 		if clientClosed {
 			return
 		}
-		cctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
+		deadline := time.Now().Add(cfg.Shutdown.Timeout)
+		if n := stopBy.Load(); n != 0 {
+			deadline = time.Unix(0, n)
+		}
+		cctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		if err := src.Close(cctx); err != nil {
 			log.Warn("exiting without a clean close of the Kafka client", "err", err)
@@ -248,6 +256,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// returns: a write may still be waiting for storage then (a record
 	// larger than the budget's room goes to storage piece by piece).
 	defer context.AfterFunc(ctx, func() {
+		stopBy.Store(time.Now().Add(cfg.Shutdown.Timeout).UnixNano())
 		t := time.NewTimer(cfg.Shutdown.Timeout)
 		defer t.Stop()
 		select {
