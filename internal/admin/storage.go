@@ -26,7 +26,7 @@ func NewStorageMetrics(backend string) *StorageMetrics {
 		}, []string{"backend", "op"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spillway_storage_errors_total",
-			Help: "Storage requests that failed (after the SDK's retries), by backend, op and class: missing_bucket, credentials, access_denied, wrong_region, bad_bucket_name (fix the setup), exists (another writer has the key), canceled, timeout, other.",
+			Help: "Storage requests that failed (after the SDK's retries), by backend, op (commit, write, list, stat, read) and class: missing_bucket, credentials, access_denied, wrong_region, bad_bucket_name (fix the setup), exists (another writer has the key), canceled, timeout, other.",
 		}, []string{"backend", "op", "class"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spillway_storage_retries_total",
@@ -42,11 +42,13 @@ func NewStorageMetrics(backend string) *StorageMetrics {
 }
 
 // Request implements storage.Observer.
-func (m *StorageMetrics) Request(backend, op string, d time.Duration, class string) {
+func (m *StorageMetrics) Request(backend, op string, d time.Duration) {
 	m.duration.WithLabelValues(backend, op).Observe(d.Seconds())
-	if class != "" {
-		m.errors.WithLabelValues(backend, op, class).Inc()
-	}
+}
+
+// Failed implements storage.Observer.
+func (m *StorageMetrics) Failed(backend, op, class string) {
+	m.errors.WithLabelValues(backend, op, class).Inc()
 }
 
 // Retry implements storage.Observer.

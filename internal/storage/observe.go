@@ -15,10 +15,14 @@ import (
 // from upload goroutines and SDK retry loops: they must be cheap and must
 // not block.
 type Observer interface {
-	// Request reports one call of the bucket: op is commit (the end of an
-	// upload: waiting for its last parts and completing it), list, stat or
-	// read; class is ErrorClass of its error, "" when it succeeded.
-	Request(backend, op string, d time.Duration, class string)
+	// Request reports how long one call of the bucket took, failed or
+	// not: op is commit (the end of an upload: waiting for its last parts
+	// and completing it), list, stat or read.
+	Request(backend, op string, d time.Duration)
+	// Failed reports a call that failed, after the SDK's retries: op is
+	// one of Request's, or write (streaming an upload's bytes); class is
+	// ErrorClass of the error.
+	Failed(backend, op, class string)
 	// Retry reports a failed try that the SDK judged worth retrying;
 	// class is throttled, server_error or network.
 	Retry(backend, class string)
@@ -94,7 +98,15 @@ func statusOf(err error) int {
 }
 
 func (b *Bucket) observe(op string, start time.Time, err error) {
-	if b.obs != nil {
-		b.obs.Request(b.scheme, op, time.Since(start), ErrorClass(err))
+	if b.obs == nil {
+		return
+	}
+	b.obs.Request(b.scheme, op, time.Since(start))
+	b.failed(op, err)
+}
+
+func (b *Bucket) failed(op string, err error) {
+	if b.obs != nil && err != nil {
+		b.obs.Failed(b.scheme, op, ErrorClass(err))
 	}
 }

@@ -362,6 +362,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	n, err := w.w.Write(p)
 	w.n += int64(n)
 	if err != nil {
+		w.b.failed("write", err)
 		return n, fmt.Errorf("storage: write %s: %w", w.key, err)
 	}
 	return n, nil
