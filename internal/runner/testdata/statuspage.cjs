@@ -64,7 +64,6 @@ function fail(msg) { throw new Error(msg); }
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForTimeout(2500); // one refresh at the new size
     await page.screenshot({ path: path.join(outDir, 'status-phone.png') });
-    await page.screenshot({ path: path.join(outDir, 'status-phone-full.png'), fullPage: true });
     const phoneOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 
     if (foreign.length) fail('the page fetched from elsewhere: ' + foreign.join(', '));
