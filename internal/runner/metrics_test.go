@@ -103,6 +103,8 @@ func TestMetricsDuringRun(t *testing.T) {
 	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults, Version: "v9.9.9-test"})
 	defer func() { faults.Resume(); _ = stop() }()
 	waitCommitted(t, cl, cfg.Kafka.Group, testkit.EndOffsets(t, cl, "events"))
+	// The broker answers a commit before the source records it.
+	waitFor(t, "the commits recorded", func() bool { return progress().Status().LagRecords == 0 })
 	waitFor(t, "the admin endpoint", func() bool {
 		resp, err := http.Get("http://" + cfg.Admin.Listen + "/readyz")
 		if err != nil {
@@ -157,7 +159,10 @@ func TestMetricsDuringRun(t *testing.T) {
 	faults.Resume()
 	end := testkit.EndOffsets(t, cl, "events")
 	waitCommitted(t, cl, cfg.Kafka.Group, end)
-	waitFor(t, "fetching to resume", func() bool { return !progress().Source().Paused })
+	waitFor(t, "fetching to resume and the commits recorded", func() bool {
+		st := progress().Status()
+		return !st.FetchPaused && st.LagRecords == 0
+	})
 	after := scrapeMetrics(t, cfg.Admin.Listen)
 	if lag := after.sum("spillway_partition_lag_records"); lag != 0 {
 		t.Errorf("lag %v after everything was committed", lag)
