@@ -3,7 +3,8 @@
 #
 # On a fresh Debian machine (root, Go in /usr/local/go) it installs what the
 # tests need, then runs every check and fails on the first problem:
-#   gofmt -l, go vet, staticcheck, go build, go test -race.
+#   gofmt -l, go vet, staticcheck, go build, the deployment files
+#   (deploy/deploytest), go test -race.
 # Installs are idempotent and skipped when already there, so a warm run only
 # pays for the checks. Go tools are cached in .cache/bin (git-ignored).
 set -euo pipefail
@@ -326,6 +327,15 @@ check_gofmt() {
 	fi
 }
 
+# check_deploy: deploy/deploytest is a Go module of its own, so that the
+# Kubernetes API types and kustomize stay out of go.mod. Its tests build the
+# release binary as the Dockerfile does (scripts/build-static.sh, a build of
+# its own: -trimpath, no cgo) and check the Dockerfile and deploy/kubernetes
+# against it. The timeout leaves room for that build, cold, on a busy machine.
+check_deploy() {
+	(cd deploy/deploytest && go vet ./... && staticcheck ./... && go test -count=1 -timeout 30m ./...)
+}
+
 run_tests() {
 	go test -race -count=1 -timeout 40m ./...
 }
@@ -337,6 +347,7 @@ main() {
 	step "go vet" go vet ./...
 	step "staticcheck" staticcheck ./...
 	step "go build" go build ./...
+	step "deploy checks" check_deploy
 	step "start emulators" start_emulators
 	step "go test -race" run_tests
 	log "all checks passed ($((SECONDS - start))s)"

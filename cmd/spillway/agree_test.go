@@ -60,6 +60,8 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "format bytes", set: map[string]string{"FORMAT": "bytes"}},
 		{name: "format avro", set: map[string]string{"FORMAT": "avro"}},
 		{name: "format parquet", set: map[string]string{"FORMAT": "Parquet"}},
+		// The registry is asked only for the schemas of records.
+		{name: "schema registry", set: map[string]string{"FORMAT": "avro", "EXTRA": "schema_registry:\n  url: http://127.0.0.1:1\n  decode: BOTH\n"}},
 
 		// Refused by both, naming the key.
 		{name: "format unknown", set: map[string]string{"FORMAT": "xml"}, want: `format.type: "xml" is not valid`},
@@ -75,6 +77,8 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "memory limit too small", set: map[string]string{"MEMORY": "32MiB"}, want: `backpressure.memory_limit: "32MiB" is too small`},
 		{name: "bad admin listen", set: map[string]string{"ADMIN": "localhost"}, want: `admin.listen: "localhost" is not host:port`},
 		{name: "admin listen with a signed port", set: map[string]string{"ADMIN": "127.0.0.1:+0"}, want: `admin.listen: "127.0.0.1:+0" has an invalid port "+0"`},
+		{name: "schema registry URL without scheme", set: map[string]string{"EXTRA": "schema_registry:\n  url: registry:8081\n"}, want: `schema_registry.url: "registry:8081" must start with http:// or https://`},
+		{name: "schema registry decode typo", set: map[string]string{"EXTRA": "schema_registry:\n  url: http://127.0.0.1:1\n  decode: values\n"}, want: `schema_registry.decode: "values" is not valid; use value, key or both`},
 		{name: "topic regex that does not compile", set: map[string]string{"KAFKA_EXTRA": "  topic_regex: '('\n"}, want: `kafka.topic_regex: "(" is not a valid regular expression`},
 	}
 	for i, tc := range cases {

@@ -200,6 +200,17 @@ func TestConfigCheckSecretsNeverShown(t *testing.T) {
 		}
 		wantContains(t, "stdout", out, "password: REDACTED")
 	})
+	t.Run("schema registry password from the environment", func(t *testing.T) {
+		t.Parallel()
+		path := writeFile(t, "c.yaml", minimalConfig+"schema_registry:\n  url: https://registry.example:8081\n  username: key\n")
+		env := []string{"SPILLWAY_SCHEMA_REGISTRY_PASSWORD=" + secret}
+		code, out, errOut := cli(t, env, "config", "check", path)
+		wantCode(t, code, exitOK, out, errOut)
+		if strings.Contains(out+errOut, secret) {
+			t.Fatalf("secret leaked:\n%s%s", out, errOut)
+		}
+		wantContains(t, "stdout", out, "password: REDACTED")
+	})
 	t.Run("numeric password", func(t *testing.T) {
 		t.Parallel()
 		path := writeFile(t, "c.yaml", "kafka:\n  brokers: [\"h:1\"]\n  topics: [e]\n  sasl: {mechanism: PLAIN, username: u, password: 918273645546}\nstorage:\n  url: file:///x\n")

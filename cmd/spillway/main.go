@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/connect"
 	"github.com/spillway/spillway/internal/demo"
 	"github.com/spillway/spillway/internal/runner"
 )
@@ -92,7 +93,7 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	})
 	root.Args = usageArgs(func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q; commands are run, demo, verify, config check, version", args[0])
+			return fmt.Errorf("unknown command %q; commands are run, demo, verify, config check, config import, version", args[0])
 		}
 		return nil
 	})
@@ -233,6 +234,42 @@ func configCmd(stdout, stderr io.Writer, environ []string) *cobra.Command {
 			return err
 		},
 	})
+	c.AddCommand(importCmd(stdout, stderr))
+	return c
+}
+
+// importCmd is `config import`: a Kafka Connect sink config in, Spillway
+// YAML out. Every failure is the input's, so it exits 2.
+func importCmd(stdout, stderr io.Writer) *cobra.Command {
+	var from string
+	c := &cobra.Command{
+		Use:   "import FILE [--from aiven|confluent]",
+		Short: "Turn a Kafka Connect sink config (Aiven S3/GCS/Azure, Confluent S3; JSON or .properties) into Spillway YAML",
+		Args: usageArgs(func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return errors.New("config import takes exactly one FILE")
+			}
+			return nil
+		}),
+		RunE: func(_ *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			res, err := connect.Import(args[0], data, from)
+			if err != nil {
+				return usageError{err}
+			}
+			if _, err := stdout.Write(res.YAML); err != nil {
+				return err
+			}
+			for _, w := range res.Warnings {
+				fmt.Fprintln(stderr, "spillway: warning:", w)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&from, "from", "", "aiven or confluent; checked against connector.class")
 	return c
 }
 

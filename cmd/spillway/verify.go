@@ -35,7 +35,8 @@ begins up to the group's commit is in exactly one published file (or was
 skipped by the error policy), that the commit passes neither the log end
 nor what the ledger says is stored, that every file the ledger names is
 there with its recorded size, and that nothing else lies under the prefix.
-With --deep it also reads every published file back (jsonl and json).
+With --deep it also reads every published file back (jsonl, json, csv, avro and
+parquet).
 It writes and deletes nothing, and exits 1 on any problem.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -77,7 +78,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 	if err != nil {
 		return verify.Report{}, usageError{fmt.Errorf("file.timezone: %w", err)}
 	}
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
+	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
 	if err != nil {
 		return verify.Report{}, usageError{err} // it names the template
 	}
@@ -114,9 +115,9 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 			}
 		}
 	}
-	vo := verify.Options{Names: names}
+	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign"}
 	if deep {
-		vo.Deep = &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")}
+		vo.Deep = &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}
 	return verify.Run(ctx, b, adm, cfg.Kafka.Group, topics, vo)
 }

@@ -26,7 +26,7 @@ var (
 	descBudgetPeak = desc("budget_peak_bytes",
 		"Highest spillway_budget_used_bytes since start: shows whether the budget was ever approached.")
 	descBudgetHeld = desc("budget_held_bytes",
-		"Bytes held by each holder (fetch_buffers, polled_records, file_encoders, writer_buffers, queued_chunks, closed_files): shows where memory goes when the budget is tight. polled_unreserved, records larger than the budget's room, is held apart, over the limit.",
+		"Bytes held by each holder (fetch_buffers, polled_records, file_encoders, file_buffers, writer_buffers, queued_chunks, closed_files): shows where memory goes when the budget is tight. polled_unreserved, records larger than the budget's room, is held apart, over the limit.",
 		"holder")
 	descBudgetUnreservedPeak = desc("budget_unreserved_peak_bytes",
 		"Most bytes of records larger than the budget's room held at once since start, over the limit: give the process memory_limit plus this.")
@@ -51,7 +51,7 @@ var (
 	descRecordsDeadLettered = desc("records_dead_lettered_total",
 		"Records sent to the dead-letter topic (errors.dead_letter_topic) since start, because they could not be encoded.")
 	descFilesClosed = desc("files_closed_total",
-		"Files closed since start, by the reason that closed them (records, bytes, age, pressure, open_files, revoke, shutdown). Many pressure or open_files closes mean the budget is too small for the load.",
+		"Files closed since start, by the reason that closed them (records, bytes, age, pressure, open_files, revoke, shutdown, schema: a record of another registry schema). Many pressure or open_files closes mean the budget is too small for the load.",
 		"reason")
 	descCommittedOffset = desc("committed_offset",
 		"Offset committed to Kafka per partition: the next offset to consume. Everything below it is durable in storage. Compare with the partition's end offset for lag.",

@@ -35,8 +35,13 @@ const (
 	// They are counted apart, outside the limit: waiting can't free them,
 	// and only writing them can (see Plan).
 	PolledUnreserved Holder = "polled_unreserved"
-	// FileEncoders is the encoder and compressor state of open files.
+	// FileEncoders is the encoder and compressor state of open files,
+	// charged when a file opens.
 	FileEncoders Holder = "file_encoders"
+	// FileBuffers are the blocks (avro) and row groups (parquet) that
+	// open files buffer, counted as they grow and released as they are
+	// written out.
+	FileBuffers Holder = "file_buffers"
 	// WriterBuffers are the part buffers storage writers hold of their
 	// own (gocloud's, the AWS transfer manager's), for files open or being
 	// committed.
@@ -47,6 +52,10 @@ const (
 	// ClosedFiles is the bookkeeping of closed files being committed,
 	// besides their writer buffers.
 	ClosedFiles Holder = "closed_files"
+	// HeldObjects are the encoded objects of the one-object-per-key layout
+	// (package latest), each its key's latest record, until a flush stores
+	// them.
+	HeldObjects Holder = "held_objects"
 )
 
 // Budget counts bytes against a limit with two watermarks.

@@ -15,7 +15,10 @@ import "fmt"
 //	│  ├─ open files, 1/2         Plan.OpenFiles: per open file, its encoder and
 //	│  │                          compressor, its storage writer's part buffers and
 //	│  │                          the chunk it fills; the number of open files is
-//	│  │                          derived from it (MaxOpenFiles)
+//	│  │                          derived from it (MaxOpenFiles). Avro blocks and
+//	│  │                          Parquet row groups grow in it, counted as they
+//	│  │                          grow, and are cut at half of a file's share
+//	│  │                          (FileShare): OpenFiles / 16, or / max_open_files
 //	│  └─ the rest, 1/4           encoded chunks waiting for storage, closed files
 //	│                             being committed
 //	└─ the other half             garbage from encoding waiting for a collection,
@@ -43,8 +46,9 @@ const (
 	fetchShare        = 4 // Reserved = Data / 4
 	openFilesShare    = 2 // OpenFiles = Data / 2
 	concurrentFetches = 2
-	decompression     = 4 // a fetch may decompress to this many times its size
-	partitionShare    = 4 // one partition's share of a fetch
+	decompression     = 4  // a fetch may decompress to this many times its size
+	partitionShare    = 4  // one partition's share of a fetch
+	bufferingFiles    = 16 // open files whose blocks or row groups fill at once, by default
 	maxFetch          = 64 << 20
 	minPartitionFetch = 1 << 20
 	highPercent       = 90
@@ -90,6 +94,20 @@ func (p Plan) RecordRoom() int64 { return p.Reserved }
 // MaxOpenFiles is how many open files of fileCost bytes each (see
 // Plan.OpenFiles) the plan allows, at least one.
 func (p Plan) MaxOpenFiles(fileCost int64) int { return maxOpenFiles(p.OpenFiles, fileCost) }
+
+// FileShare is one open file's share of Plan.OpenFiles, from which a
+// format that buffers blocks or row groups sizes them: the share divided
+// among maxOpenFiles files when that is set, else among 16, so that 16
+// files filling their row groups at once stay within the share. More open
+// files than that may fill at once: their buffers are counted as they
+// grow, and the watermarks close the largest files, as for any memory.
+func (p Plan) FileShare(maxOpenFiles int) int64 {
+	n := int64(bufferingFiles)
+	if maxOpenFiles > 0 {
+		n = int64(maxOpenFiles)
+	}
+	return p.OpenFiles / n
+}
 
 // Need is the data budget a storage configuration takes at the least: the
 // fetch share, files open files of fileCost bytes each, and uploads parts of

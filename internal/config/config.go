@@ -13,15 +13,18 @@ type Size int64
 
 // Config is the whole effective configuration.
 type Config struct {
-	Kafka        Kafka        `koanf:"kafka"`
-	Storage      Storage      `koanf:"storage"`
-	File         File         `koanf:"file"`
-	Format       Format       `koanf:"format"`
-	Backpressure Backpressure `koanf:"backpressure"`
-	Errors       Errors       `koanf:"errors"`
-	Admin        Admin        `koanf:"admin"`
-	Log          Log          `koanf:"log"`
-	Shutdown     Shutdown     `koanf:"shutdown"`
+	Kafka   Kafka   `koanf:"kafka"`
+	Storage Storage `koanf:"storage"`
+	File    File    `koanf:"file"`
+	Format  Format  `koanf:"format"`
+	// SchemaRegistry types keys and values in the Confluent wire format
+	// by their registered schemas (see docs/design.md, "Schema registry").
+	SchemaRegistry SchemaRegistry `koanf:"schema_registry"`
+	Backpressure   Backpressure   `koanf:"backpressure"`
+	Errors         Errors         `koanf:"errors"`
+	Admin          Admin          `koanf:"admin"`
+	Log            Log            `koanf:"log"`
+	Shutdown       Shutdown       `koanf:"shutdown"`
 }
 
 // Kafka is the source: the consumer group and how to reach the brokers.
@@ -76,6 +79,13 @@ type Storage struct {
 	// another id of a topic (it was deleted and recreated): fail, or
 	// start_fresh with a new ledger beside the old one.
 	TopicIDChange string `koanf:"topic_id_change"`
+	// EarlierFiles says who wrote data files that no ledger entry names:
+	// "spillway", an earlier version, whose files resume reads back (or
+	// stops); or "foreign", another writer such as Kafka Connect before
+	// a cut-over, whose files are left alone: a partition without a ledger
+	// starts at the group's committed offset, and verify counts those
+	// files apart instead of reporting them.
+	EarlierFiles string `koanf:"earlier_files"`
 }
 
 // File decides how records are grouped into files.
@@ -85,7 +95,12 @@ type File struct {
 	// time a file is opened, or "event", the timestamp of its first record.
 	TimestampSource string `koanf:"timestamp_source"`
 	// Timezone is the IANA time zone {{timestamp}} renders in.
-	Timezone   string        `koanf:"timezone"`
+	Timezone string `koanf:"timezone"`
+	// Extension ends every data file's name: "auto" is the format's and
+	// the compression's (".jsonl.gz"); anything else is written as it is,
+	// "" for none, so that names can follow another product's rules
+	// (Aiven's ".gz", Confluent's ".snappy.parquet").
+	Extension  string        `koanf:"extension"`
 	MaxRecords int64         `koanf:"max_records"`
 	MaxBytes   Size          `koanf:"max_bytes"`
 	MaxAge     time.Duration `koanf:"max_age"`
@@ -101,6 +116,39 @@ type Format struct {
 	// BytesSeparator follows each value in the bytes format, with
 	// backslash escapes; see Separator.
 	BytesSeparator string `koanf:"bytes_separator"`
+}
+
+// SchemaRegistry is a Confluent-compatible schema registry. URL "" means
+// no registry: keys and values are written as the bytes Kafka holds.
+type SchemaRegistry struct {
+	URL string `koanf:"url"` // http://host:8081 or https://...
+	// Username and Password are HTTP basic auth (Confluent Cloud's API key
+	// and secret); both or neither.
+	Username string `koanf:"username"`
+	Password string `koanf:"password"` // secret
+	// Decode says which record parts are in the wire format: value, key
+	// or both. A part not listed is written as its bytes.
+	Decode string      `koanf:"decode"`
+	TLS    RegistryTLS `koanf:"tls"`
+}
+
+// RegistryTLS is the registry's TLS, used with an https URL: a CA to trust
+// besides the system's, and a client certificate for mutual TLS.
+type RegistryTLS struct {
+	CAFile   string `koanf:"ca_file"`
+	CertFile string `koanf:"cert_file"`
+	KeyFile  string `koanf:"key_file"`
+}
+
+// DecodeKeys and DecodeValues say which parts schema_registry.decode
+// names; both are false without a registry.
+func (s SchemaRegistry) DecodeKeys() bool {
+	return s.URL != "" && (s.Decode == "key" || s.Decode == "both")
+}
+
+// DecodeValues: see DecodeKeys.
+func (s SchemaRegistry) DecodeValues() bool {
+	return s.URL != "" && (s.Decode == "value" || s.Decode == "both")
 }
 
 // Backpressure bounds memory.

@@ -69,7 +69,7 @@ func TestRejects(t *testing.T) {
 		{"key in the wrong section", "storage:\n  name_template: x\n", nil,
 			[]string{"storage.name_template: unknown key; did you mean file.name_template?"}},
 		{"unknown top-level key, nothing close", "bogus: 1\n", nil,
-			[]string{"bogus: unknown key; the top level takes kafka, storage, file, format, backpressure, errors, admin, log, shutdown"}},
+			[]string{"bogus: unknown key; the top level takes kafka, storage, file, format, schema_registry, backpressure, errors, admin, log, shutdown"}},
 		{"unknown key in a section, nothing close", "log:\n  colour: true\n", nil,
 			[]string{"log.colour: unknown key; log takes level, format"}},
 
@@ -155,6 +155,24 @@ func TestRejects(t *testing.T) {
 		}},
 		{"TLS files while TLS is off", "kafka:\n  tls: {ca_file: '" + pem + "'}\n", nil,
 			[]string{`kafka.tls.ca_file: "` + pem + `" is set but kafka.tls.enabled is false; set kafka.tls.enabled: true to use TLS`}},
+
+		// schema_registry
+		{"registry URL without scheme", "schema_registry: {url: 'registry:8081'}\n", nil,
+			[]string{`schema_registry.url: "registry:8081" must start with http:// or https://, such as http://127.0.0.1:8081`}},
+		{"registry URL with credentials", "schema_registry: {url: 'http://me:hunter2@registry:8081'}\n", nil,
+			[]string{`schema_registry.url: must not carry credentials; set schema_registry.username and schema_registry.password (or their SPILLWAY_SCHEMA_REGISTRY_* variables) instead`}},
+		{"registry user without password", "schema_registry: {url: 'http://registry:8081', username: me}\n", nil,
+			[]string{`schema_registry.password: required when schema_registry.username is set: basic auth takes both (set SPILLWAY_SCHEMA_REGISTRY_PASSWORD to keep it out of the file)`}},
+		{"registry password without URL", "schema_registry: {password: hunter2}\n", nil,
+			[]string{`schema_registry.password: is set but schema_registry.url is empty; set the registry's URL, such as http://127.0.0.1:8081`}},
+		{"registry decode typo", "schema_registry: {url: 'http://registry:8081', decode: values}\n", nil,
+			[]string{`schema_registry.decode: "values" is not valid; use value, key or both`}},
+		{"registry TLS over http", "schema_registry: {url: 'http://registry:8081', tls: {ca_file: '" + pem + "'}}\n", nil,
+			[]string{`schema_registry.tls.ca_file: "` + pem + `" is set but schema_registry.url is not https://; use an https URL to use TLS`}},
+		{"registry TLS files", "schema_registry: {url: 'https://registry:8081', tls: {ca_file: '" + missing + "', key_file: '" + pem + "'}}\n", nil, []string{
+			"schema_registry.tls.cert_file: required when schema_registry.tls.key_file is set: a private key needs its client certificate",
+			`schema_registry.tls.ca_file: "` + missing + `" does not exist; give the path of a PEM file`,
+		}},
 
 		// storage
 		{"no storage URL", "", topicsEnv,
@@ -324,9 +342,6 @@ func TestNameTemplate(t *testing.T) {
 		{"{{topic}}-{{partition}}-{{start_offset", ""},
 		{"{{topic}}/{{partition}}/{{timestamp:unit=HH}}", "{{start_offset}}"},
 		{"{{topic}}-{{partition}}-{{key}}{{start_offset}}", "{{key}}"},
-		// One object per key, latest value wins: planned, not built yet.
-		{"{{key}}", "not built"},
-		{"{{topic}}/{{partition}}/{{key}}", "{{start_offset}}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.template, func(t *testing.T) {
@@ -347,6 +362,32 @@ func TestNameTemplate(t *testing.T) {
 	} {
 		if _, err := LoadBytes([]byte("file:\n  name_template: '"+ok+"'\n"), baseEnv); err != nil {
 			t.Errorf("template %q: %v", ok, err)
+		}
+	}
+}
+
+// TestFileExtension: auto by default, any safe suffix or none when set,
+// and a message naming the forms it takes otherwise.
+func TestFileExtension(t *testing.T) {
+	for yaml, want := range map[string]string{
+		"":                                      "auto",
+		"file:\n  extension: ''\n":              "",
+		"file:\n  extension: .gz\n":             ".gz",
+		"file:\n  extension: .snappy.parquet\n": ".snappy.parquet",
+	} {
+		c, err := LoadBytes([]byte(yaml), baseEnv)
+		if err != nil {
+			t.Errorf("%q: %v", yaml, err)
+			continue
+		}
+		if c.File.Extension != want {
+			t.Errorf("%q: extension %q, want %q", yaml, c.File.Extension, want)
+		}
+	}
+	for _, bad := range []string{"gz", ".a/b", "..", ".gz.", ". x"} {
+		e := loadErr(t, "file:\n  extension: '"+bad+"'\n", baseEnv)
+		if !strings.Contains(e.Error(), "file.extension: \""+bad+"\" is not a file name extension; use auto") {
+			t.Errorf("%q: %v", bad, e)
 		}
 	}
 }
@@ -443,21 +484,22 @@ func TestDefaults(t *testing.T) {
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
 			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second, StartupTimeout: time.Minute,
 		},
-		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail"},
+		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail", EarlierFiles: "spillway"},
 		File: File{
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
-			TimestampSource: "wallclock", Timezone: "UTC",
+			TimestampSource: "wallclock", Timezone: "UTC", Extension: "auto",
 			MaxBytes: 128 << 20, MaxAge: 5 * time.Minute,
 		},
 		Format: Format{
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
 			ValueEncoding: "none", Envelope: true, BytesSeparator: `\n`,
 		},
-		Backpressure: Backpressure{MemoryLimit: "auto"},
-		Errors:       Errors{Tolerance: "none", NullValues: "write"},
-		Admin:        Admin{Listen: "127.0.0.1:8080"},
-		Log:          Log{Level: "info", Format: "text"},
-		Shutdown:     Shutdown{Timeout: 30 * time.Second},
+		SchemaRegistry: SchemaRegistry{Decode: "value"},
+		Backpressure:   Backpressure{MemoryLimit: "auto"},
+		Errors:         Errors{Tolerance: "none", NullValues: "write"},
+		Admin:          Admin{Listen: "127.0.0.1:8080"},
+		Log:            Log{Level: "info", Format: "text"},
+		Shutdown:       Shutdown{Timeout: 30 * time.Second},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -527,9 +569,11 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout", "kafka.startup_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
-		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change",
-		"file.name_template", "file.timestamp_source", "file.timezone", "file.max_records", "file.max_bytes", "file.max_age",
+		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change", "storage.earlier_files",
+		"file.name_template", "file.timestamp_source", "file.timezone", "file.extension", "file.max_records", "file.max_bytes", "file.max_age",
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
+		"schema_registry.url", "schema_registry.username", "schema_registry.password", "schema_registry.decode",
+		"schema_registry.tls.ca_file", "schema_registry.tls.cert_file", "schema_registry.tls.key_file",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
 		"admin.listen", "admin.stall_timeout", "log.level", "log.format", "shutdown.timeout",
@@ -542,13 +586,14 @@ func TestKeysAreTheContract(t *testing.T) {
 		t.Errorf("keys (in order):\n got %q\nwant %q", got, design)
 	}
 	for name, key := range map[string]string{
-		"SPILLWAY_KAFKA_BROKERS":         "kafka.brokers",
-		"SPILLWAY_KAFKA_START_OFFSET":    "kafka.start_offset",
-		"SPILLWAY_KAFKA_SASL_PASSWORD":   "kafka.sasl.password",
-		"SPILLWAY_KAFKA_TLS_CA_FILE":     "kafka.tls.ca_file",
-		"SPILLWAY_SHUTDOWN_TIMEOUT":      "shutdown.timeout",
-		"SPILLWAY_FILE_TIMESTAMP_SOURCE": "file.timestamp_source",
-		"SPILLWAY_FILE_TIMEZONE":         "file.timezone",
+		"SPILLWAY_KAFKA_BROKERS":            "kafka.brokers",
+		"SPILLWAY_KAFKA_START_OFFSET":       "kafka.start_offset",
+		"SPILLWAY_KAFKA_SASL_PASSWORD":      "kafka.sasl.password",
+		"SPILLWAY_SCHEMA_REGISTRY_PASSWORD": "schema_registry.password",
+		"SPILLWAY_KAFKA_TLS_CA_FILE":        "kafka.tls.ca_file",
+		"SPILLWAY_SHUTDOWN_TIMEOUT":         "shutdown.timeout",
+		"SPILLWAY_FILE_TIMESTAMP_SOURCE":    "file.timestamp_source",
+		"SPILLWAY_FILE_TIMEZONE":            "file.timezone",
 	} {
 		if s := keys.byEnv[name]; s == nil || s.key != key {
 			t.Errorf("%s maps to %v, want %s", name, s, key)
@@ -760,5 +805,42 @@ func TestTextFormats(t *testing.T) {
 				t.Errorf("Separator() = %q, %v; want %q", sep, err, tt.sep)
 			}
 		})
+	}
+}
+
+// TestLatestPerKeyTemplates: templates with {{key}} and no {{start_offset}}
+// name one object per key (package latest) and are accepted by check and
+// run alike.
+func TestLatestPerKeyTemplates(t *testing.T) {
+	for _, tpl := range []string{"{{key}}", "{{topic}}/{{partition}}/{{key}}", "{{topic}}/key={{key}}"} {
+		t.Run(tpl, func(t *testing.T) {
+			c, err := Load("", append([]string{"SPILLWAY_FILE_NAME_TEMPLATE=" + tpl}, baseEnv...))
+			if err != nil {
+				t.Fatalf("%s refused: %v", tpl, err)
+			}
+			if c.File.NameTemplate != tpl {
+				t.Fatalf("template %q, want %q", c.File.NameTemplate, tpl)
+			}
+		})
+	}
+}
+
+// TestKubernetesServiceLinks: the variables Kubernetes injects for Services
+// whose names start with spillway (spillway, spillway-metrics) are not
+// config, and must not stop a pod with exit 2; a misspelt key still does.
+func TestKubernetesServiceLinks(t *testing.T) {
+	links := []string{
+		"SPILLWAY_SERVICE_HOST=10.0.0.1", "SPILLWAY_SERVICE_PORT=8080", "SPILLWAY_SERVICE_PORT_ADMIN=8080",
+		"SPILLWAY_PORT=tcp://10.0.0.1:8080", "SPILLWAY_PORT_8080_TCP=tcp://10.0.0.1:8080",
+		"SPILLWAY_PORT_8080_TCP_PROTO=tcp", "SPILLWAY_PORT_8080_TCP_PORT=8080", "SPILLWAY_PORT_8080_TCP_ADDR=10.0.0.1",
+		"SPILLWAY_METRICS_SERVICE_HOST=10.0.0.2", "SPILLWAY_METRICS_SERVICE_PORT=9090", "SPILLWAY_METRICS_SERVICE_PORT_HTTP=9090",
+		"SPILLWAY_METRICS_PORT=tcp://10.0.0.2:9090", "SPILLWAY_METRICS_PORT_9090_TCP_ADDR=10.0.0.2",
+	}
+	if _, err := Load("", append(links, baseEnv...)); err != nil {
+		t.Fatalf("service link variables refused: %v", err)
+	}
+	e := loadErr(t, "", append([]string{"SPILLWAY_METRICS_SERVICE_HOSTS=x"}, baseEnv...))
+	if len(e.Problems) != 1 || !strings.Contains(e.Error(), "SPILLWAY_METRICS_SERVICE_HOSTS: unknown environment variable") {
+		t.Fatalf("a name that is no service link: %v", e)
 	}
 }

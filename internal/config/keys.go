@@ -27,11 +27,13 @@ func Default() *Config {
 			UploadConcurrency: 4,
 			MaxRetries:        9,
 			TopicIDChange:     "fail",
+			EarlierFiles:      "spillway",
 		},
 		File: File{
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
 			TimestampSource: "wallclock",
 			Timezone:        "UTC",
+			Extension:       "auto",
 			MaxRecords:      0,
 			MaxBytes:        128 * MiB,
 			MaxAge:          5 * time.Minute,
@@ -44,11 +46,12 @@ func Default() *Config {
 			Envelope:       true,
 			BytesSeparator: DefaultBytesSeparator,
 		},
-		Backpressure: Backpressure{MemoryLimit: "auto"},
-		Errors:       Errors{Tolerance: "none", NullValues: "write"},
-		Admin:        Admin{Listen: "127.0.0.1:8080"},
-		Log:          Log{Level: "info", Format: "text"},
-		Shutdown:     Shutdown{Timeout: 30 * time.Second},
+		SchemaRegistry: SchemaRegistry{Decode: "value"},
+		Backpressure:   Backpressure{MemoryLimit: "auto"},
+		Errors:         Errors{Tolerance: "none", NullValues: "write"},
+		Admin:          Admin{Listen: "127.0.0.1:8080"},
+		Log:            Log{Level: "info", Format: "text"},
+		Shutdown:       Shutdown{Timeout: 30 * time.Second},
 	}
 }
 
@@ -78,7 +81,7 @@ const envPrefix = "SPILLWAY_"
 
 // secretKeys are redacted everywhere. storage.url is handled apart because
 // only parts of it are secret.
-var secretKeys = []string{"kafka.sasl.password"}
+var secretKeys = []string{"kafka.sasl.password", "schema_registry.password"}
 
 // keyTable is every key, derived once from Config's koanf tags so that a
 // field added to Config is loadable, validated for type, settable from the

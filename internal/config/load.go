@@ -259,18 +259,23 @@ func unknownKeyHint(key string) string {
 
 // notForUs tells variables that share the prefix but were never meant as
 // config: Kubernetes injects SPILLWAY_SERVICE_HOST, SPILLWAY_PORT and
-// SPILLWAY_PORT_8080_TCP... for a Service named spillway, and the test
-// script sets SPILLWAY_TEST_*. Refusing to start over those would break
-// deployments that did nothing wrong.
+// SPILLWAY_PORT_8080_TCP... for a Service named spillway, the same with a
+// middle part (SPILLWAY_METRICS_SERVICE_HOST) for one named
+// spillway-metrics, and the test script sets SPILLWAY_TEST_*. Refusing to
+// start over those would break deployments that did nothing wrong. Only
+// names that are no config key come here.
 func notForUs(name string) bool {
 	rest := strings.TrimPrefix(name, envPrefix)
-	for _, p := range []string{"SERVICE_", "TEST_"} {
-		if strings.HasPrefix(rest, p) {
-			return true
-		}
+	if strings.HasPrefix(rest, "TEST_") {
+		return true
 	}
-	return rest == "PORT" || strings.HasPrefix(rest, "PORT_")
+	return serviceLink.MatchString(rest)
 }
+
+// serviceLink matches the variables Kubernetes injects for a Service, less
+// the prefix: NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME], NAME_PORT,
+// NAME_PORT_8080_TCP[_PROTO|_PORT|_ADDR], where NAME may be empty.
+var serviceLink = regexp.MustCompile(`^(?:[A-Z0-9_]*_)?(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|PORT|PORT_[0-9]+_(?:TCP|UDP|SCTP)(?:_(?:PROTO|PORT|ADDR))?)$`)
 
 // fromEnv maps one SPILLWAY_* variable to its key and converted value, or
 // to "" (ignored) after recording a problem. The value of an unknown or

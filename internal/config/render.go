@@ -32,6 +32,7 @@ func (c *Config) Redacted() *Config {
 		}
 	}
 	cp.Storage.URL = redact.URL(cp.Storage.URL)
+	cp.SchemaRegistry.URL = redact.URL(cp.SchemaRegistry.URL)
 	return &cp
 }
 

@@ -36,10 +36,12 @@ storage:
   upload_concurrency: 4
   max_retries: 9
   topic_id_change: fail
+  earlier_files: spillway
 file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
   timestamp_source: wallclock
   timezone: UTC
+  extension: auto
   max_records: 0
   max_bytes: 128MiB
   max_age: 5m0s
@@ -50,6 +52,15 @@ format:
   value_encoding: none
   envelope: true
   bytes_separator: \n
+schema_registry:
+  url: ""
+  username: ""
+  password: ""
+  decode: value
+  tls:
+    ca_file: ""
+    cert_file: ""
+    key_file: ""
 backpressure:
   memory_limit: auto
   max_buffered_records: 0
@@ -106,10 +117,12 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			TLS:  TLS{Enabled: true, CAFile: files[0], CertFile: files[1], KeyFile: files[2]},
 			SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2"},
 		},
-		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh"},
+		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh", EarlierFiles: "foreign"},
 		File: File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", TimestampSource: "event", Timezone: "Europe/Berlin",
 			MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
 		Format: Format{Type: "bytes", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false, BytesSeparator: `\r\n`},
+		SchemaRegistry: SchemaRegistry{URL: "https://registry:8081", Username: "key", Password: "s3cret", Decode: "both",
+			TLS: RegistryTLS{CAFile: files[0], CertFile: files[1], KeyFile: files[2]}},
 		Backpressure: Backpressure{
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
 		},
@@ -140,6 +153,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 	}
 	want := *c
 	want.Kafka.SASL.Password = "REDACTED" // YAML() never prints the secret
+	want.SchemaRegistry.Password = "REDACTED"
 	if !reflect.DeepEqual(back, &want) {
 		t.Errorf("round trip:\n got %+v\nwant %+v\nYAML:\n%s", back, &want, out)
 	}
@@ -150,11 +164,15 @@ func TestRedacted(t *testing.T) {
 	c := Default()
 	c.Kafka.Topics = []string{"events"}
 	c.Kafka.SASL = SASL{Mechanism: "PLAIN", Username: "me", Password: secret}
+	c.SchemaRegistry = SchemaRegistry{URL: "https://registry:8081", Username: "key", Password: secret, Decode: "value"}
 	c.Storage.URL = "s3://bucket?region=us-east-1&access_key=AKIA" + secret + "&secret=" + secret + "&endpoint=http://minio:9000"
 
 	r := c.Redacted()
 	if r.Kafka.SASL.Password != "REDACTED" || r.Kafka.SASL.Username != "me" {
 		t.Errorf("sasl: %+v", r.Kafka.SASL)
+	}
+	if r.SchemaRegistry.Password != "REDACTED" || r.SchemaRegistry.Username != "key" {
+		t.Errorf("schema_registry: %+v", r.SchemaRegistry)
 	}
 	if want := "s3://bucket?region=us-east-1&access_key=REDACTED&secret=REDACTED&endpoint=http://minio:9000"; r.Storage.URL != want {
 		t.Errorf("url: %s\nwant %s", r.Storage.URL, want)
@@ -185,6 +203,8 @@ func TestErrorsHideSecrets(t *testing.T) {
 		name, yaml string
 		env        []string
 	}{
+		{"registry password env with a bad URL", "", append([]string{"SPILLWAY_SCHEMA_REGISTRY_URL=ftp://x", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD=" + secret}, baseEnv...)},
+		{"registry credentials in the URL", "schema_registry: {url: 'http://u:" + secret + "@h:1'}\n", baseEnv},
 		{"password with a bad mechanism", "kafka:\n  sasl: {mechanism: nope, username: u, password: " + secret + "}\n", baseEnv},
 		{"password of the wrong type", "kafka:\n  sasl: {password: [" + secret + "]}\n", baseEnv},
 		{"password under a misspelt key", "kafka:\n  sasl: {pasword: " + secret + "}\n", baseEnv},

@@ -34,6 +34,7 @@ var (
 	nullPolicies   = []string{"write", "ignore", "fail"}
 	logLevels      = []string{"debug", "info", "warn", "error"}
 	logFormats     = []string{"text", "json"}
+	registryParts  = []string{"value", "key", "both"}
 	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
 	timestampSources = []string{"wallclock", "event"}
 )
@@ -99,6 +100,10 @@ const (
 
 const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"
 
+// fileExtension is what file.extension accepts besides auto: nothing, or a
+// suffix that keeps names safe on every store and can't add a directory.
+var fileExtension = regexp.MustCompile(`^(\.[a-zA-Z0-9_-]+)*$`)
+
 // topicName is what Kafka accepts as a topic name.
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
@@ -119,6 +124,7 @@ func (c *Config) normalize() {
 	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
+	c.SchemaRegistry.Decode = canon(c.SchemaRegistry.Decode, registryParts)
 	c.Storage.URL = resolveFileURL(c.Storage.URL)
 	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
@@ -172,6 +178,7 @@ func (c *Config) problems() problems {
 	c.File.check(&ps)
 	c.checkParts(&ps)
 	c.Format.check(&ps)
+	c.SchemaRegistry.check(&ps)
 	c.Backpressure.check(&ps)
 
 	ps.oneOf("errors.tolerance", c.Errors.Tolerance, tolerances)
@@ -341,6 +348,7 @@ func (s *Storage) check(ps *problems) {
 		ps.add("storage.max_retries", strconv.Itoa(s.MaxRetries), "is out of range; use 0 (fail on the first error) to %d", maxRetries)
 	}
 	ps.oneOf("storage.topic_id_change", s.TopicIDChange, []string{"fail", "start_fresh"})
+	ps.oneOf("storage.earlier_files", s.EarlierFiles, []string{"spillway", "foreign"})
 }
 
 // checkURL validates storage.url and returns its scheme. Values are shown
@@ -476,12 +484,13 @@ func (f *File) check(ps *problems) {
 		}
 		ps.add("file.timezone", f.Timezone, "%s; use an IANA name such as UTC or Europe/Berlin, or a UTC offset such as +02:00", why)
 	}
-	if t, err := naming.Parse(f.NameTemplate, naming.Location(loc)); err != nil {
+	if _, err := naming.Parse(f.NameTemplate, naming.Location(loc)); err != nil {
 		ps.add("file.name_template", "", "%s", err.Error())
-	} else if t.LatestPerKey() {
-		ps.add("file.name_template", f.NameTemplate, "has {{key}} and no {{start_offset}}: one object per key, overwritten with the latest value, is planned but not built in this version; add {{start_offset}}, e.g. {{topic}}/{{partition}}/{{key}}/{{start_offset}}")
 	}
 	ps.oneOf("file.timestamp_source", f.TimestampSource, timestampSources)
+	if f.Extension != "auto" && !fileExtension.MatchString(f.Extension) {
+		ps.add("file.extension", f.Extension, "is not a file name extension; use auto (the format's and compression's, such as .jsonl.gz), \"\" for none, or a suffix of letters, digits, '.', '_' and '-' starting with '.', such as .gz or .snappy.parquet")
+	}
 	if f.MaxRecords < 0 {
 		ps.add("file.max_records", strconv.FormatInt(f.MaxRecords, 10), "can't be negative; use 0 for no limit")
 	}

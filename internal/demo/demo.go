@@ -212,7 +212,7 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 		return sum, err
 	}
 	defer b.Close()
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression))
+	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression)
 	if err != nil {
 		return sum, err
 	}

@@ -33,6 +33,9 @@ type layoutCase struct {
 	// interleaved: records of one partition go to several open files at
 	// once, so ledger entries must hold files of several offset runs.
 	interleaved bool
+	// latest: one object per key, replaced; at-least-once, so storage
+	// must end with each key's last record rather than every record once.
+	latest bool
 }
 
 var layoutCases = []layoutCase{
@@ -58,6 +61,14 @@ var layoutCases = []layoutCase{
 		template:    "{{topic}}/{{partition}}/{{key}}/{{start_offset}}",
 		fields:      "",
 		interleaved: true,
+	},
+	{
+		// One object per partition and key, replaced by each flush: after
+		// kills and lost commits, each holds its key's last record.
+		name:     "latest_per_key",
+		template: "{{topic}}/{{partition}}/{{key}}",
+		fields:   "  fields: [value]\n  envelope: false\n",
+		latest:   true,
 	},
 }
 
@@ -188,6 +199,10 @@ shutdown:
 	}
 
 	seen, files := readLayoutValues(t, out)
+	if lc.latest {
+		checkLatestObjects(t, out, seen, files)
+		return
+	}
 	var dups, missing int
 	for i := 0; i < layoutRecords; i++ {
 		switch seen[i] {
@@ -206,6 +221,28 @@ shutdown:
 	t.Logf("ledger: %d entries, %d of them for files of several offset runs", entries, multi)
 	if lc.interleaved && multi == 0 {
 		t.Errorf("no ledger entry holds a file of several offset runs: the test did not keep several files of a partition open at once")
+	}
+}
+
+// checkLatestObjects: with one object per partition and key, storage ends
+// with one object for each of the 4×5 pairs, holding the pair's last
+// record, and nothing else.
+func checkLatestObjects(t *testing.T, out string, seen map[int]int, files int) {
+	t.Helper()
+	want := map[int]bool{}
+	for i := layoutRecords - 1; i >= 0 && len(want) < layoutPartitions*5; i-- {
+		want[i] = true // the last i of each (i%4, i%5) pair
+	}
+	if files != len(want) || len(seen) != len(want) {
+		t.Fatalf("%d objects holding %d distinct records, want %d objects, one per partition and key", files, len(seen), len(want))
+	}
+	for i, n := range seen {
+		if !want[i] || n != 1 {
+			t.Fatalf("record %d stored %d times; want only each pair's last record, once", i, n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "_spillway")); !os.IsNotExist(err) {
+		t.Fatalf("a ledger was written for the one-object-per-key layout: %v", err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,9 +51,24 @@ func TestBoundedMemoryUnderCgroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("produces and drains a 1.5 GiB backlog; skipped with -short")
 	}
+	drainUnderCgroup(t, oomCase{format: "jsonl", compression: "zstd", backlog: oomBacklog, read: countStored})
+}
+
+// oomCase is one format drained by drainUnderCgroup.
+type oomCase struct {
+	format, compression string
+	backlog             int64 // value bytes to produce
+	// read reads back what spillway stored under root.
+	read func(t *testing.T, root string) stored
+}
+
+// drainUnderCgroup is TestBoundedMemoryUnderCgroup's test for one format:
+// a backlog in 1000 partitions drained inside a 256 MiB memory cgroup,
+// without an OOM kill, every record stored exactly once.
+func drainUnderCgroup(t *testing.T, oc oomCase) {
 	cg := newMemCgroup(t, oomLimit)
 	out := filepath.Join(t.TempDir(), "out")
-	checkDisk(t, filepath.Dir(out), 6<<30)
+	checkDisk(t, filepath.Dir(out), uint64(oc.backlog)*4)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +78,7 @@ func TestBoundedMemoryUnderCgroup(t *testing.T) {
 	// ---- the backlog, from a producer built without -race
 	admin := b.Client(t)
 	start := time.Now()
-	records, backlog := b.produceBacklog(t, oomTopic, oomPartitions, oomBacklog)
+	records, backlog := b.produceBacklog(t, oomTopic, oomPartitions, oc.backlog)
 	produceTime := time.Since(start)
 	ends := testkit.EndOffsets(t, admin, oomTopic)
 	for p := range int32(oomPartitions) {
@@ -89,18 +106,18 @@ file:
   max_bytes: 64MiB
   max_age: 10s
 format:
-  type: jsonl
-  compression: zstd
+  type: %s
+  compression: %s
   value_encoding: base64
 backpressure:
   memory_limit: auto
 admin:
-  listen: ""
+  listen: "127.0.0.1:0"
 log:
   level: info
 shutdown:
   timeout: 60s
-`, b.Addr, oomGroup, oomTopic, out), cg)
+`, b.Addr, oomGroup, oomTopic, out, oc.format, oc.compression), cg)
 
 	deadline := 15 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -125,9 +142,9 @@ shutdown:
 		if time.Since(lastLog) >= 10*time.Second {
 			lastLog = time.Now()
 			_, anon := sp.Peaks()
-			t.Logf("drain %s: committed %d/%d records, %d/%d partitions complete; spillway RSS %s; cgroup usage %s (anon peak %s), failcnt %d",
+			t.Logf("drain %s: committed %d/%d records, %d/%d partitions complete; spillway RSS %s; cgroup usage %s (anon peak %s), failcnt %d; %s",
 				time.Since(start).Round(time.Second), done, records, complete, len(ends),
-				mib(sp.RSS()), mib(cg.Usage()), mib(anon), cg.Failcnt())
+				mib(sp.RSS()), mib(cg.Usage()), mib(anon), cg.Failcnt(), statusLine(sp))
 		}
 		select {
 		case <-sp.Done():
@@ -144,6 +161,8 @@ shutdown:
 		}
 	}
 	drainTime := time.Since(start)
+	status := adminStatus(t, sp)
+	t.Logf("budget: peak %s of a %s data budget", mib(status.Peak), mib(status.Limit))
 
 	sp.Signal(t, syscall.SIGTERM)
 	st := sp.Wait(t, 90*time.Second)
@@ -161,7 +180,7 @@ shutdown:
 
 	// ---- every record exactly once
 	start = time.Now()
-	got := countStored(t, out)
+	got := oc.read(t, out)
 	t.Logf("storage: %d files, %d records, %d value bytes, %s compressed on disk; read back in %s",
 		got.files, len(got.recs), got.valueBytes, mib(got.fileBytes), time.Since(start).Round(time.Second))
 	testkit.AssertExactlyOnce(t, got.recs, oomTopic, ends)
@@ -399,4 +418,37 @@ func checkRecord(partition int32, offset int64, key, value []byte, n int) string
 		return fmt.Sprintf("partition %d offset %d: value's text half starts %.60q, want %.60q", partition, offset, text, want)
 	}
 	return ""
+}
+
+// statusLine sums up spillway's /status for the progress log: what the
+// budget holds and for whom, open files, why files closed, and whether
+// fetching is paused.
+func statusLine(sp *spillwayProc) string {
+	line := grepLine(sp.LogPath, "admin endpoint serving")
+	_, addr, ok := strings.Cut(line, "addr=")
+	if !ok {
+		return "no /status"
+	}
+	addr, _, _ = strings.Cut(addr, " ")
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return fmt.Sprintf("/status: %v", err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Used    int64            `json:"budget_used_bytes"`
+		Held    map[string]int64 `json:"budget_held_bytes"`
+		Paused  bool             `json:"fetch_paused"`
+		Open    int              `json:"open_files"`
+		Closed  map[string]int64 `json:"files_closed"`
+		Written int64            `json:"records_written"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return fmt.Sprintf("/status: %v", err)
+	}
+	var held []string
+	for _, h := range slices.Sorted(maps.Keys(st.Held)) {
+		held = append(held, fmt.Sprintf("%s %s", h, mib(st.Held[h])))
+	}
+	return fmt.Sprintf("budget %s (%s); fetch paused %v; %d files open; closed %v", mib(st.Used), strings.Join(held, ", "), st.Paused, st.Open, st.Closed)
 }

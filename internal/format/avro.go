@@ -20,12 +20,13 @@ import (
 	"github.com/spillway/spillway/internal/config"
 )
 
-// avroBlockBytes is the encoded size at which an Avro block is compressed
-// and written out. Blocks are cut by bytes, never by a record count alone,
-// so an open Avro file holds at most one block (plus the record that
-// crossed the line) however small or large its records are. 256 KiB keeps
-// that small next to a storage part, and big enough for the codecs to find
-// repeats (Java's default is 64,000 bytes).
+// avroBlockBytes is the default encoded size at which an Avro block is
+// compressed and written out (Memory.FlushBytes sets it per file). Blocks
+// are cut by bytes, never by a record count alone, so an open Avro file
+// holds at most one block (plus the record that crossed the line) however
+// small or large its records are. 256 KiB keeps that small next to a
+// storage part, and big enough for the codecs to find repeats (Java's
+// default is 64,000 bytes).
 const avroBlockBytes = 256 << 10
 
 // avroEncoder writes an Avro Object Container File: the header, then one
@@ -50,6 +51,7 @@ type avroEncoder struct {
 	count int64  // records in block
 	cbuf  []byte // compressed block, reused
 	datum avroDatum
+	mem   bufferCount
 
 	err    error // first write error, returned forever after
 	closed bool
@@ -72,7 +74,7 @@ type avroHeader struct {
 	Value []byte `avro:"value"`
 }
 
-func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte) (*avroEncoder, error) {
+func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte, m Memory) (*avroEncoder, error) {
 	env, err := newEnvelope(cfg)
 	if err != nil {
 		return nil, err
@@ -85,7 +87,7 @@ func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte) (*avroEncoder
 	if err != nil {
 		return nil, err
 	}
-	e := &avroEncoder{w: w, schema: schema, env: env, codec: codec, sync: sync}
+	e := &avroEncoder{w: w, schema: schema, env: env, codec: codec, sync: sync, mem: newBufferCount(m, "avro", 0)}
 	// ocf.NewWriter writes the header and is then dropped: the header is
 	// all it is used for (see avroEncoder).
 	if _, err := ocf.NewWriter(w, schema, ocf.WithCodec(codecName(codec.name())), ocf.WithSyncMarker(sync)); err != nil {
@@ -97,12 +99,12 @@ func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte) (*avroEncoder
 
 // newAvroFile is NewEncoder's avro case: a random sync marker, as the spec
 // asks, so that a reader can't mistake data for a block boundary.
-func newAvroFile(cfg config.Format, w io.Writer) (Encoder, error) {
+func newAvroFile(cfg config.Format, w io.Writer, m Memory) (Encoder, error) {
 	var sync [16]byte
 	if _, err := rand.Read(sync[:]); err != nil {
 		return nil, fmt.Errorf("format: avro sync marker: %w", err)
 	}
-	return newAvroEncoder(cfg, w, sync)
+	return newAvroEncoder(cfg, w, sync, m)
 }
 
 // avroSchemaJSON is the JSON form of an Avro schema node, enough for the
@@ -173,8 +175,11 @@ func (e *avroEncoder) Encode(r *kgo.Record) error {
 		return err
 	}
 	// A record as large as a block gets a block of its own, so that blocks
-	// stay within avroBlockBytes but for single records.
-	if e.count > 0 && recordBytes(r) >= avroBlockBytes {
+	// stay within the threshold but for single records, and the record
+	// costs its own encoding and compression, not those of a full block
+	// besides.
+	size := recordBytes(r)
+	if e.count > 0 && int64(size) >= e.mem.flush {
 		if err := e.flush(); err != nil {
 			return err
 		}
@@ -185,11 +190,7 @@ func (e *avroEncoder) Encode(r *kgo.Record) error {
 	for _, h := range r.Headers {
 		d.Headers = append(d.Headers, avroHeader(h))
 	}
-	if e.block == nil {
-		// A little over a block, so the record that crosses the line
-		// rarely makes append double the buffer.
-		e.block = make([]byte, 0, avroBlockBytes+avroBlockBytes/4)
-	}
+	e.reserve(size + 16*len(r.Headers) + 32)
 	b, err := e.schema.AppendEncode(e.block, d)
 	// The datum points into r: drop the references, so a file does not
 	// keep its last record alive.
@@ -201,11 +202,34 @@ func (e *avroEncoder) Encode(r *kgo.Record) error {
 	}
 	e.block = b
 	e.count++
-	if len(e.block) >= avroBlockBytes {
+	e.account()
+	if int64(len(e.block)) >= e.mem.flush {
 		return e.flush()
 	}
 	return nil
 }
+
+// reserve makes room in the block for n more bytes. The buffer grows as
+// the block does (a file that sees a few small records holds a few KiB,
+// not a block), and up to a block and a quarter at once, so that the
+// record that crosses the threshold rarely makes it grow again.
+func (e *avroEncoder) reserve(n int) {
+	need := len(e.block) + n
+	if need <= cap(e.block) {
+		return
+	}
+	c := min(max(2*cap(e.block), avroFirstBuffer), int(e.mem.flush+e.mem.flush/4))
+	b := make([]byte, len(e.block), max(c, need))
+	copy(b, e.block)
+	e.block = b
+	e.account()
+}
+
+// avroFirstBuffer is the block buffer a file starts with.
+const avroFirstBuffer = 16 << 10
+
+// account tells Memory.Grow what the block buffers hold now.
+func (e *avroEncoder) account() { e.mem.set(int64(cap(e.block) + cap(e.cbuf))) }
 
 // recordBytes is about what r takes encoded, without its framing.
 func recordBytes(r *kgo.Record) int {
@@ -243,27 +267,31 @@ func (e *avroEncoder) flush() error {
 	}
 	if _, null := e.codec.(nullCodec); !null { // null returns the block itself
 		e.cbuf = c
+		e.account() // the compressed block, while it is written
 	}
-	e.block, e.cbuf = trimBuffer(e.block), trimBuffer(e.cbuf)
+	keep := e.mem.flush * 3 / 2
+	e.block, e.cbuf = trimBuffer(e.block, keep), trimBuffer(e.cbuf, keep)
 	e.count = 0
+	e.account()
 	return nil
 }
 
-// avroKeptBuffer is the largest block or compressed-block buffer kept from
-// one block to the next: the block buffer is allocated at a block and a
-// quarter, and grows past this only when a record carried it well past the
+// trimBuffer empties b for reuse, or drops it if a large record grew it
+// past keep, what a block needs: the block buffer grows to a block and a
+// quarter, and past keep only when a record carried it well past the
 // threshold; the compressed block of a full block stays under it (snappy's
 // worst case is 7/6 of its input).
-const avroKeptBuffer = avroBlockBytes * 3 / 2
-
-// trimBuffer empties b for reuse, or drops it if a large record grew it
-// past what a block needs.
-func trimBuffer(b []byte) []byte {
-	if cap(b) > avroKeptBuffer {
+func trimBuffer(b []byte, keep int64) []byte {
+	if int64(cap(b)) > keep {
 		return nil
 	}
 	return b[:0]
 }
+
+// avroMaxBuffered is the most an avro encoder's buffers hold with records
+// smaller than the threshold: a block buffer of a block and a quarter and
+// its compressed block, kept up to a block and a half each.
+func avroMaxBuffered(flush int64) int64 { return 3 * flush }
 
 // Close writes the last block. It does not close the underlying writer.
 func (e *avroEncoder) Close() error {
@@ -273,8 +301,10 @@ func (e *avroEncoder) Close() error {
 	e.closed = true
 	defer e.codec.close()
 	if e.err == nil && e.count > 0 {
-		return e.flush()
+		e.err = e.flush()
 	}
+	e.block, e.cbuf = nil, nil
+	e.account()
 	return e.err
 }
 
@@ -323,7 +353,12 @@ type deflateCodec struct{ fw *flate.Writer }
 func (*deflateCodec) name() string { return "deflate" }
 
 func (c *deflateCodec) compress(dst, src []byte) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
+	// As zstdCodec: one buffer of the worst case (stored blocks, 5 bytes
+	// per 64 KiB) for a large block, rather than a growing one.
+	if n := len(src) + len(src)/8192 + 64; cap(dst) < n && len(src) > 1<<20 {
+		dst = make([]byte, 0, n)
+	}
+	buf := bytes.NewBuffer(dst[:0])
 	if c.fw == nil {
 		fw, err := flate.NewWriter(buf, flate.DefaultCompression)
 		if err != nil {
@@ -370,7 +405,13 @@ type zstdCodec struct{ enc *zstd.Encoder }
 func (zstdCodec) name() string { return "zstandard" }
 
 func (c zstdCodec) compress(dst, src []byte) ([]byte, error) {
-	return c.enc.EncodeAll(src, dst), nil
+	// EncodeAll sizes its output up front only below 1 MiB; above, it
+	// appends block by block, and a 32 MiB record's block cost six times
+	// its size in grown copies. One buffer of the worst case costs one.
+	if n := c.enc.MaxEncodedSize(len(src)); cap(dst) < n && len(src) > 1<<20 {
+		dst = make([]byte, 0, n)
+	}
+	return c.enc.EncodeAll(src, dst[:0]), nil
 }
 
 func (c zstdCodec) close() { c.enc.Close() }

@@ -146,7 +146,7 @@ var fixedSync = [16]byte{'s', 'p', 'i', 'l', 'l', 'w', 'a', 'y', '-', 's', 'y', 
 func TestAvroGolden(t *testing.T) {
 	for _, comp := range []string{"none", "snappy"} {
 		var buf bytes.Buffer
-		enc, err := newAvroEncoder(columnarConfig("avro", comp, "none"), &buf, fixedSync)
+		enc, err := newAvroEncoder(columnarConfig("avro", comp, "none"), &buf, fixedSync, Memory{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func avroBlocks(t *testing.T, file []byte, hdrLen int, sync [16]byte) []avroBloc
 func TestAvroBlocksCutByBytes(t *testing.T) {
 	var buf bytes.Buffer
 	cfg := columnarConfig("avro", "none", "none")
-	enc, err := newAvroEncoder(cfg, &buf, fixedSync)
+	enc, err := newAvroEncoder(cfg, &buf, fixedSync, Memory{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,9 +71,9 @@ func NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
 	case "bytes":
 		return newBytesEncoder(cfg, output{w: w, name: "bytes"})
 	case "avro":
-		return newAvroFile(cfg, w)
+		return newAvroFile(cfg, w, Memory{})
 	case "parquet":
-		return newParquetEncoder(cfg, w)
+		return newParquetEncoder(cfg, w, Memory{})
 	}
 	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, bytes, avro, parquet", cfg.Type)
 }

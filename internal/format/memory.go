@@ -14,52 +14,45 @@ func StreamCompression(cfg config.Format) string {
 	return cfg.Compression
 }
 
-// WriterMemory estimates the bytes one open file's encoder and compressor
-// hold for cfg, for the memory budget: the stream compressor for the text
-// formats (CompressorMemory), the open block and its codec for avro, the
-// open row group for parquet. It is what the sink charges per open file,
-// besides the storage writer's part buffers.
-//
-// The avro and parquet figures are measured by TestWriterMemory (100
-// writers, each filled to just below its flush threshold, heap retained
-// after GC; linux/amd64), rounded up; update them when that test says so.
+// WriterMemory is the most one open file's encoder and compressor hold
+// for cfg with the default thresholds: FixedMemory, plus for avro and
+// parquet a full block or row group (MaxBuffered). Spillway charges the
+// two parts apart (see Memory); this is their sum, for sizing.
 func WriterMemory(cfg config.Format) int64 {
-	switch cfg.Type {
-	case "avro":
-		return avroMemory(cfg.Compression)
-	case "parquet":
-		return parquetMemory
-	}
-	return CompressorMemory(cfg.Compression)
+	return FixedMemory(cfg) + MaxBuffered(cfg, DefaultFlushBytes(cfg.Type))
 }
 
-// avroMemory is an open avro file: its block buffer (a block and a
-// quarter), the compressed block (at most avroKeptBuffer is kept), the
-// codec's state, and the schema and record state (some 25 KiB). Measured (linux/amd64, Go 1.26, twmb/avro
-// v1.9.1, klauspost/compress v1.20.4; go test -run TestWriterMemory -v
-// ./internal/format/):
+// avroFixed is what an open avro file holds besides its block buffers
+// (counted by Memory.Grow): the codec's state, and the schema and record
+// state (some 25 KiB). Measured by TestWriterMemory (100 writers, each
+// filled to just below its flush threshold, heap retained after GC, less
+// what Grow reported; linux/amd64, Go 1.26, twmb/avro v1.9.1,
+// klauspost/compress v1.20.4; go test -run TestWriterMemory -v
+// ./internal/format/), rounded up:
 //
-//	none      350,742 B
-//	gzip    1,506,240 B  (flate's tables and window)
-//	zstd    2,735,694 B  (default level, 512 KiB window, low-memory mode)
-//	snappy    620,857 B  (the compressed block is up to 7/6 of the block)
-func avroMemory(compression string) int64 {
+//	          retained    less Grow
+//	none       350,568       22,888
+//	gzip     1,506,288    1,113,072  (flate's tables and window)
+//	zstd     2,735,360    2,358,528  (default level, 512 KiB window, low-memory mode)
+//	snappy     620,905       30,674
+func avroFixed(compression string) int64 {
 	const state = 64 << 10
-	const block = avroBlockBytes + avroBlockBytes/4
 	switch compression {
 	case "gzip":
-		return state + block + avroKeptBuffer + 1<<20
+		return state + 9<<17 // 1.125 MiB
 	case "zstd":
-		return state + block + avroKeptBuffer + 9<<18 // 2.25 MiB
-	case "snappy":
-		return state + block + avroKeptBuffer
+		return state + 5<<19 // 2.5 MiB
 	}
-	return state + block
+	return state
 }
 
-// parquetMemory is an open parquet file: a row group up to its threshold,
-// plus page buffers, the page index and the schema. Measured as avro's
-// (parquet-go v0.32.1): none 4,723,556 B, gzip 4,429,441 B, zstd
-// 4,424,496 B, snappy 5,222,188 B. The codecs' compressors sit in
-// parquet-go's pools, shared by every open file.
-const parquetMemory = parquetRowGroupBytes + 2<<20
+// parquetFixed is what an open parquet file holds besides its row group
+// (counted by Memory.Grow, as parquet-go estimates it): the schema, the
+// column writers and their page indexes, the write buffer, the slack of
+// the value buffers (pooled slices of a power of two, up to twice what
+// they hold) and the growth not yet reported (parquetReportStep). The
+// codecs' compressors sit in parquet-go's pools, shared by every open
+// file. Measured as avroFixed (parquet-go v0.32.1), retained less what
+// Grow reported: none 295,379 B, gzip 672,042 B, zstd 680,268 B, snappy
+// 523,802 B (before blobs skipped their page statistics, 0.6 MiB more).
+const parquetFixed = 5 << 18 // 1.25 MiB

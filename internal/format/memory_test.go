@@ -32,9 +32,10 @@ func varied(n, size int) []*kgo.Record {
 
 // TestWriterMemory measures what an open avro or parquet file holds at its
 // fullest (just before a block or row group goes out, after one already
-// has) and checks WriterMemory is an honest upper estimate of it, and not
-// a stale, wildly high one. It also checks an open writer runs no
-// goroutine.
+// has) and checks it against what Spillway counts for it: FixedMemory,
+// charged when the file opens, plus what the encoder told Memory.Grow.
+// The count must be an honest upper estimate, and not a stale, wildly
+// high one. It also checks an open writer runs no goroutine.
 func TestWriterMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("measures memory: skipped with -short and -race (run: go test -run TestWriterMemory -v)")
@@ -47,17 +48,20 @@ func TestWriterMemory(t *testing.T) {
 		}
 		for _, comp := range compressions {
 			cfg := columnarConfig(typ, comp, "none")
-			measured, goroutines := measureWriters(t, cfg, n, recs)
-			est := WriterMemory(cfg)
-			t.Logf("%-7s %-6s measured %9d B per open file, WriterMemory %9d B", typ, comp, measured, est)
+			measured, reported, goroutines := measureWriters(t, cfg, n, recs)
+			fixed := FixedMemory(cfg)
+			t.Logf("%-7s %-6s measured %9d B per open file: FixedMemory %9d B + Grow %9d B = %9d B; measured-Grow %9d B",
+				typ, comp, measured, fixed, reported, fixed+reported, measured-reported)
 			if goroutines != 0 {
 				t.Errorf("%s/%s: %d goroutines per %d open files, want 0", typ, comp, goroutines, n)
 			}
-			if measured > est {
-				t.Errorf("%s/%s: measured %d B > WriterMemory %d B: raise the estimate", typ, comp, measured, est)
+			if est := fixed + reported; measured > est {
+				t.Errorf("%s/%s: measured %d B > counted %d B: raise FixedMemory", typ, comp, measured, est)
+			} else if measured < est/2 {
+				t.Errorf("%s/%s: measured %d B < half of counted %d B: lower FixedMemory", typ, comp, measured, est)
 			}
-			if measured < est/2 {
-				t.Errorf("%s/%s: measured %d B < half of WriterMemory %d B: lower the estimate", typ, comp, measured, est)
+			if max := FixedMemory(cfg) + MaxBuffered(cfg, DefaultFlushBytes(typ)); measured > max {
+				t.Errorf("%s/%s: measured %d B > WriterMemory %d B", typ, comp, measured, max)
 			}
 		}
 	}
@@ -65,8 +69,9 @@ func TestWriterMemory(t *testing.T) {
 
 // measureWriters opens n encoders of cfg on discarding writers, fills each
 // to just below its next flush, and reports the heap they retain per
-// encoder and the goroutines they added.
-func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) (perWriter int64, goroutines int) {
+// encoder, what they told Memory.Grow per encoder, and the goroutines they
+// added.
+func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) (perWriter, reported int64, goroutines int) {
 	t.Helper()
 	heap := func() int64 {
 		var ms runtime.MemStats
@@ -78,8 +83,9 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 	g0 := runtime.NumGoroutine()
 	before := heap()
 	encs := make([]Encoder, n)
+	var grown int64
 	for i := range encs {
-		enc, err := NewEncoder(cfg, discard{})
+		enc, err := NewBufferedEncoder(cfg, discard{}, Memory{Grow: func(d int64) { grown += d }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,10 +98,10 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 			var held, limit int64
 			switch e := enc.(type) {
 			case *avroEncoder:
-				held, limit = int64(len(e.block)), avroBlockBytes
+				held, limit = int64(len(e.block)), e.mem.flush
 				flushed = flushed || e.count == 0
 			case *parquetEncoder:
-				held, limit = e.w.Size()-e.base, parquetRowGroupBytes
+				held, limit = e.w.Size()-e.base, e.mem.flush
 				flushed = flushed || e.base > 0
 			}
 			if flushed && held > limit-3*int64(len(r.Value)) {
@@ -108,11 +114,15 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 	}
 	after := heap()
 	goroutines = runtime.NumGoroutine() - g0
+	reported = grown / int64(n)
 	for _, enc := range encs {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if grown != 0 {
+		t.Errorf("%s/%s: Grow adds up to %d B after Close, want 0", cfg.Type, cfg.Compression, grown)
+	}
 	runtime.KeepAlive(encs)
-	return (after - before) / int64(n), goroutines
+	return (after - before) / int64(n), reported, goroutines
 }

@@ -17,13 +17,14 @@ import (
 
 // Byte thresholds of a parquet writer. A row group is written out when its
 // buffered size (pages already encoded and compressed, plus values not yet
-// in a page) reaches parquetRowGroupBytes, so that is what an open parquet
-// file holds at most, and what WriterMemory counts for it. 4 MiB of
-// compressed pages is some 10 to 20 MiB of Kafka values per row group:
-// small by the usual analytics standard (128 MiB), but one open file per
-// partition must fit the budget next to hundreds of others, and readers
-// read small row groups correctly, only with more metadata per byte.
-// Pages are cut at parquetPageBytes of values per column.
+// in a page) reaches Memory.FlushBytes, parquetRowGroupBytes by default, so
+// that is what an open parquet file buffers at most, counted as it grows
+// (Memory.Grow). 4 MiB of compressed pages is some 10 to 20 MiB of Kafka
+// values per row group: small by the usual analytics standard (128 MiB),
+// but one open file per partition must fit the budget next to hundreds of
+// others, and readers read small row groups correctly, only with more
+// metadata per byte. The runner derives the threshold from the budget
+// (FlushBytes). Pages are cut at parquetPageBytes of values per column.
 const (
 	parquetRowGroupBytes = 4 << 20
 	parquetPageBytes     = 128 << 10
@@ -53,6 +54,7 @@ type parquetEncoder struct {
 	// base is w.Size() after the last row group went out, so
 	// w.Size()-base is what the open row group holds.
 	base int64
+	mem  bufferCount
 
 	err    error
 	closed bool
@@ -63,7 +65,7 @@ type parquetColumns struct {
 	key, value, offset, timestamp, headerKey, headerValue int
 }
 
-func newParquetEncoder(cfg config.Format, w io.Writer) (*parquetEncoder, error) {
+func newParquetEncoder(cfg config.Format, w io.Writer, m Memory) (*parquetEncoder, error) {
 	env, err := newEnvelope(cfg)
 	if err != nil {
 		return nil, err
@@ -83,11 +85,22 @@ func newParquetEncoder(cfg config.Format, w io.Writer) (*parquetEncoder, error) 
 		// parquet-mr writes the same by default.
 		parquet.DataPageVersion(1),
 		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+		// Keys and values are blobs: their min and max mean nothing to a
+		// query, and parquet-go copies them whole into every page header
+		// and the footer's statistics and column index, so one 32 MiB
+		// value would cost some 20 copies of itself in Encode and 4 in the
+		// file. Offsets and timestamps keep theirs, for row-group pruning.
+		parquet.SkipPageBounds("key"),
+		parquet.SkipPageStatistics("key"),
+		parquet.SkipPageBounds("value"),
+		parquet.SkipPageStatistics("value"),
+		parquet.SkipPageBounds("headers", "list", "element", "value"),
+		parquet.SkipPageStatistics("headers", "list", "element", "value"),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("format: parquet writer: %w", err)
 	}
-	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env}
+	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env, mem: newBufferCount(m, "parquet", parquetReportStep)}
 	col := func(path ...string) int {
 		leaf, ok := schema.Lookup(path...)
 		if !ok {
@@ -152,7 +165,21 @@ func (e *parquetEncoder) Encode(r *kgo.Record) error {
 	if err := e.env.check(r); err != nil {
 		return err
 	}
+	// A record as large as a row group gets one of its own: the row group
+	// it would join goes out first, so that the record costs its own
+	// copies (see parquetBigRecord) and not a full row group's besides.
+	size := int64(recordBytes(r))
+	big := size >= e.mem.flush
+	if big && e.w.Size() > e.base {
+		if err := e.flushRowGroup(); err != nil {
+			return err
+		}
+	}
 	e.row = e.appendRow(e.row[:0], r)
+	if big {
+		// Counted while parquet-go copies it (see parquetBigRecord).
+		e.mem.set(parquetBigRecord * size)
+	}
 	_, err := e.w.WriteRows([]parquet.Row{e.row})
 	// The row points into r: drop the references, so a file does not keep
 	// its last record alive.
@@ -164,13 +191,36 @@ func (e *parquetEncoder) Encode(r *kgo.Record) error {
 		e.err = fmt.Errorf("format: writing parquet row: %w", err)
 		return e.err
 	}
-	if size := e.w.Size(); size-e.base >= parquetRowGroupBytes {
-		if err := e.w.Flush(); err != nil {
-			e.err = fmt.Errorf("format: writing parquet row group: %w", err)
-			return e.err
-		}
-		e.base = e.w.Size()
+	held := e.w.Size() - e.base
+	e.mem.set(held)
+	if held >= e.mem.flush {
+		return e.flushRowGroup()
 	}
+	return nil
+}
+
+// parquetBigRecord is how many times its size a record as large as a row
+// group costs parquet-go while it is written, measured by
+// TestBigRecordCost: it is copied into the column's value buffer (which
+// grows by half at a time), encoded, prefixed with its levels, compressed,
+// and put in a page buffer: 4.7 to 5.7 times its size allocated in all,
+// by codec (less when parquet-go's pools hold buffers from earlier pages).
+// The copies are garbage once its row group is written out, which Encode
+// does at once; they are counted while the record is written.
+const parquetBigRecord = 6
+
+// parquetReportStep: a parquet encoder tells Memory.Grow of changes of at
+// least this much (see bufferCount.step).
+const parquetReportStep = 64 << 10
+
+// flushRowGroup writes the open row group out.
+func (e *parquetEncoder) flushRowGroup() error {
+	if err := e.w.Flush(); err != nil {
+		e.err = fmt.Errorf("format: writing parquet row group: %w", err)
+		return e.err
+	}
+	e.base = e.w.Size()
+	e.mem.set(0)
 	return nil
 }
 
@@ -226,6 +276,7 @@ func (e *parquetEncoder) Close() error {
 		return e.err
 	}
 	e.closed = true
+	defer e.mem.set(0)
 	if e.err != nil {
 		return e.err
 	}

@@ -53,7 +53,7 @@ func LegacyNextOffset(ctx context.Context, st LegacyStore, names Names, topic st
 		return 0, false, err
 	}
 	next = -1
-	err = ReadRecords(ctx, st, lastKey, func(r Record) error {
+	err = readRecords(ctx, st, lastKey, names.ContentExts(lastKey), nil, func(r Record) error {
 		switch {
 		case r.Err != nil:
 			return fmt.Errorf("%s: record %d: %w", lastKey, r.Index, r.Err)

@@ -66,13 +66,44 @@ func TrimExt(name string) string {
 	return n
 }
 
+// FileExtension is the extension file.extension asks for: "auto" is
+// Extension's, anything else is used as it is ("" for none).
+func FileExtension(setting, format, compression string) string {
+	if setting == "auto" {
+		return Extension(format, compression)
+	}
+	return setting
+}
+
 // Names builds the keys of data files and takes them apart again: the
 // storage prefix, the rendered name template, the extension. The zero
 // Prefix and Ext are valid; Template is required.
 type Names struct {
 	Prefix   string
 	Template *naming.Template
-	Ext      string // from Extension
+	Ext      string // from FileExtension
+	// Content is what the files hold, as Extension's parts ([jsonl gz]),
+	// when Ext was set by hand and doesn't say it (Confluent's ".json"
+	// on JSON lines, Aiven's ".gz" on csv). Nil means each key's own
+	// extensions say it.
+	Content []string
+}
+
+// NewConfiguredNames is NewNames for a config's file.extension setting
+// and format: with an explicit extension, Content records the format and
+// compression, which reading files back needs.
+func NewConfiguredNames(prefix, template, extension, format, compression string, opts ...naming.Option) (Names, error) {
+	n, err := NewNames(prefix, template, FileExtension(extension, format, compression), opts...)
+	if err != nil {
+		return Names{}, err
+	}
+	if extension != "auto" {
+		_, n.Content = SplitExt(Extension(format, compression))
+		if n.Content == nil {
+			n.Content = []string{}
+		}
+	}
+	return n, nil
 }
 
 // NewNames parses template and returns the names of files under prefix
@@ -106,12 +137,40 @@ func (n Names) Parse(key string) (Name, bool) {
 	if !ok {
 		return Name{}, false
 	}
-	base, exts := SplitExt(rest)
-	v, ok := n.Template.Match(base)
-	if !ok {
-		return Name{}, false
+	for _, c := range n.bases(rest) {
+		if v, ok := n.Template.Match(c.base); ok {
+			return Name{Vars: v, Exts: c.exts}, true
+		}
 	}
-	return Name{Vars: v, Exts: exts}, true
+	return Name{}, false
+}
+
+type base struct {
+	base string
+	exts []string
+}
+
+// bases are the ways to read a name without its extension: with the
+// configured extension cut (when it was set by hand, Content), then with
+// the known extensions cut, which also reads files written before
+// format.compression changed.
+func (n Names) bases(rest string) []base {
+	var out []base
+	if n.Content != nil && strings.HasSuffix(rest, n.Ext) {
+		out = append(out, base{rest[:len(rest)-len(n.Ext)], n.Content})
+	}
+	b, exts := SplitExt(rest)
+	return append(out, base{b, exts})
+}
+
+// ContentExts are the format and compression of the file under key, as
+// Extension's parts, for Decompress and ReadRecords.
+func (n Names) ContentExts(key string) []string {
+	if n.Content != nil && strings.HasSuffix(key, n.Ext) {
+		return n.Content
+	}
+	_, exts := SplitExt(key)
+	return exts
 }
 
 // ParsePartition is Parse for a key that must belong to the given topic
@@ -122,7 +181,12 @@ func (n Names) ParsePartition(key, topic string, partition int32) (startOffset i
 	if !ok {
 		return 0, false
 	}
-	return n.Template.MatchPartition(TrimExt(rest), topic, partition)
+	for _, c := range n.bases(rest) {
+		if off, ok := n.Template.MatchPartition(c.base, topic, partition); ok {
+			return off, true
+		}
+	}
+	return 0, false
 }
 
 // PartitionPrefix is the key prefix every file of a topic partition starts

@@ -156,3 +156,60 @@ func TestDecompress(t *testing.T) {
 		t.Error("Decompress accepts a format extension after a compression's")
 	}
 }
+
+// An extension set by hand (file.extension) is what keys end with, and
+// the format and compression come from the config, not from the name:
+// Confluent's ".json" holds JSON lines, Aiven's ".gz" a gzipped csv.
+func TestConfiguredExtension(t *testing.T) {
+	for _, tc := range []struct {
+		prefix, template, ext, format, compression string
+		v                                          naming.Vars
+		key                                        string
+		content                                    []string
+	}{
+		{"topics/", "{{topic}}/partition={{partition}}/{{topic}}+{{partition}}+{{start_offset:padding=10}}", ".json", "jsonl", "none",
+			naming.Vars{Topic: "orders", Partition: 2, StartOffset: 42}, "topics/orders/partition=2/orders+2+0000000042.json", []string{"jsonl"}},
+		{"topics/", "{{topic}}/partition={{partition}}/{{topic}}+{{partition}}+{{start_offset:padding=10}}", ".snappy.parquet", "parquet", "snappy",
+			naming.Vars{Topic: "orders", Partition: 2, StartOffset: 42}, "topics/orders/partition=2/orders+2+0000000042.snappy.parquet", []string{"parquet"}},
+		{"", "{{topic}}-{{partition}}-{{start_offset}}", ".gz", "csv", "gzip",
+			naming.Vars{Topic: "t", Partition: 0, StartOffset: 5}, "t-0-5.gz", []string{"csv", "gz"}},
+		{"raw/", "{{topic}}-{{partition}}-{{start_offset:padding=true}}", "", "csv", "none",
+			naming.Vars{Topic: "t.v1", Partition: 1, StartOffset: 7}, "raw/t.v1-1-00000000000000000007", []string{"csv"}},
+	} {
+		n, err := NewConfiguredNames(tc.prefix, tc.template, tc.ext, tc.format, tc.compression)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := n.Key(tc.v)
+		if key != tc.key {
+			t.Errorf("Key = %q, want %q", key, tc.key)
+		}
+		got, ok := n.Parse(key)
+		if !ok || got.Vars.Topic != tc.v.Topic || got.Vars.Partition != tc.v.Partition || got.Vars.StartOffset != tc.v.StartOffset || !reflect.DeepEqual(got.Exts, tc.content) {
+			t.Errorf("Parse(%q) = %+v, %v; want exts %q", key, got, ok, tc.content)
+		}
+		if off, ok := n.ParsePartition(key, tc.v.Topic, tc.v.Partition); !ok || off != tc.v.StartOffset {
+			t.Errorf("ParsePartition(%q) = %d, %v", key, off, ok)
+		}
+		if got := n.ContentExts(key); !reflect.DeepEqual(got, tc.content) {
+			t.Errorf("ContentExts(%q) = %q, want %q", key, got, tc.content)
+		}
+	}
+	// "auto" is Extension's, and the name says the content.
+	n, err := NewConfiguredNames("", "{{topic}}-{{partition}}-{{start_offset}}", "auto", "jsonl", "zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Ext != ".jsonl.zst" || n.Content != nil {
+		t.Errorf("auto: Ext %q Content %q", n.Ext, n.Content)
+	}
+	// With the extension set to none, a file an earlier config wrote with
+	// its own extension still reads back.
+	n, err = NewConfiguredNames("", "{{topic}}-{{partition}}-{{start_offset}}", "", "jsonl", "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := n.Parse("t-0-9.jsonl.gz"); !ok || got.Vars.StartOffset != 9 || !reflect.DeepEqual(got.Exts, []string{"jsonl", "gz"}) {
+		t.Errorf("Parse of an older file = %+v, %v", got, ok)
+	}
+}

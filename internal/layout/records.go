@@ -51,14 +51,24 @@ type objectReader interface {
 // ReadRecords reads the records of the data file under key back, in file
 // order, and calls fn for each. It reads jsonl and json files as Spillway
 // writes them, one record per line, their compression taken from the
-// key's extensions; other formats give an *UnsupportedError. A stream that
-// breaks gives a *ReadError. A record that isn't one JSON value is passed
+// key's extensions, and avro and parquet files (records_typed.go); csv
+// files need their layout (readRecords) and bytes files can't be read
+// back (a value may hold the separator): they give an *UnsupportedError.
+// A stream that breaks gives a *ReadError. A record that isn't one JSON value is passed
 // to fn with Err set, and reading goes on.
 //
 // Records are checked without a nesting limit, so any value Spillway wrote
 // reads back, however deep.
 func ReadRecords(ctx context.Context, st objectReader, key string, fn func(Record) error) error {
 	_, exts := SplitExt(key)
+	return readRecords(ctx, st, key, exts, nil, fn)
+}
+
+// readRecords is ReadRecords for a file whose format and compression are
+// exts (Names.ContentExts), whatever its name ends with. csvFields,
+// format.fields, say how csv files' rows are laid out (records_csv.go),
+// which nothing in a csv file tells.
+func readRecords(ctx context.Context, st objectReader, key string, exts, csvFields []string, fn func(Record) error) error {
 	rc, err := st.Read(ctx, key)
 	if err != nil {
 		return err
@@ -71,6 +81,15 @@ func ReadRecords(ctx context.Context, st objectReader, key string, fn func(Recor
 	defer r.Close()
 	switch format {
 	case "jsonl", "json":
+	case "avro":
+		return readAvro(ctx, r, key, fn)
+	case "parquet":
+		return readParquet(ctx, r, key, fn)
+	case "csv":
+		if len(csvFields) == 0 {
+			return &UnsupportedError{Key: key, Why: "reading .csv files back needs format.fields, which says what their columns are"}
+		}
+		return readCSV(ctx, r, key, csvFields, fn)
 	case "":
 		return &UnsupportedError{Key: key, Why: "its name has no format extension, so its format is unknown"}
 	default:

@@ -104,15 +104,19 @@ func FuzzScanRecord(f *testing.F) {
 }
 
 // writeFile writes records of the given offsets as Spillway does, with
-// format's own encoder and compressor, under key.
+// format's own encoder and compressor, under key; avro blocks and parquet
+// row groups are cut at 8 KiB.
 func writeFile(t *testing.T, dir string, key, typ, comp string, offsets ...int64) {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := format.NewCompressor(comp, &buf)
+	cfg := config.Format{Type: typ, Compression: comp, Fields: []string{"key", "value", "offset"}, ValueEncoding: "none", Envelope: true}
+	w, err := format.NewCompressor(format.StreamCompression(cfg), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := format.NewEncoder(config.Format{Type: typ, Compression: comp, Fields: []string{"key", "value", "offset"}, ValueEncoding: "none", Envelope: true}, w)
+	// Small blocks and row groups, so that a file has several and damage
+	// can fall in the middle of one.
+	enc, err := format.NewBufferedEncoder(cfg, w, format.Memory{FlushBytes: 8 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +159,9 @@ func openDir(t *testing.T, dir string) *storage.Bucket {
 // those that can't be read.
 func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad []int64, err error) {
 	t.Helper()
-	err = ReadRecords(context.Background(), b, key, func(r Record) error {
+	// Spillway's csv files, as writeFile writes them.
+	_, exts := SplitExt(key)
+	err = readRecords(context.Background(), b, key, exts, []string{"key", "value", "offset"}, func(r Record) error {
 		switch {
 		case r.Err != nil:
 			bad = append(bad, r.Index)
@@ -171,7 +177,7 @@ func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad 
 func TestReadRecords(t *testing.T) {
 	dir := t.TempDir()
 	b := openDir(t, dir)
-	for _, typ := range []string{"jsonl", "json"} {
+	for _, typ := range []string{"jsonl", "json", "csv", "avro", "parquet"} {
 		for _, comp := range []string{"none", "gzip", "zstd", "snappy"} {
 			key := "t-0-5" + Extension(typ, comp)
 			writeFile(t, dir, key, typ, comp, 5, 6, 9)
@@ -228,12 +234,110 @@ func TestReadRecords(t *testing.T) {
 	}
 
 	var ue *UnsupportedError
-	putFile(t, dir, "p-0-0.parquet", []byte("PAR1"))
-	if _, _, err := readAll(t, b, "p-0-0.parquet"); !errors.As(err, &ue) || !strings.Contains(err.Error(), ".parquet") {
-		t.Errorf("a parquet file: %v, want an *UnsupportedError", err)
+	putFile(t, dir, "p-0-0.bin", []byte("a\nb\n"))
+	if _, _, err := readAll(t, b, "p-0-0.bin"); !errors.As(err, &ue) || !strings.Contains(err.Error(), ".bin") {
+		t.Errorf("a bytes file: %v, want an *UnsupportedError", err)
 	}
 	putFile(t, dir, "n-0-0", []byte("{}\n"))
 	if _, _, err := readAll(t, b, "n-0-0"); !errors.As(err, &ue) {
 		t.Errorf("a file without extension: %v, want an *UnsupportedError", err)
+	}
+}
+
+// TestReadTypedCorrupt damages avro and parquet files as storage or a hand
+// might: a byte flipped inside the data, the file cut short. Each is a
+// *ReadError naming the file and the first record that can't be read,
+// never a silent short count.
+func TestReadTypedCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	offsets := make([]int64, 3000)
+	for i := range offsets {
+		offsets[i] = int64(i)
+	}
+	for _, tc := range []struct {
+		typ, comp string
+		damage    func([]byte) []byte
+		what      string
+		midway    bool // records before the damage are read
+	}{
+		{"avro", "zstd", func(d []byte) []byte { return flip(d, len(d)/2) }, "a byte flipped in a block", true},
+		{"avro", "none", func(d []byte) []byte { return flip(d, len(d)-8) }, "a byte flipped in the last sync marker", true},
+		{"avro", "snappy", func(d []byte) []byte { return d[:len(d)*2/3] }, "cut short", true},
+		{"parquet", "zstd", func(d []byte) []byte { return flip(d, len(d)/3) }, "a byte flipped in a page", true},
+		{"parquet", "none", func(d []byte) []byte { return d[:len(d)-10] }, "its footer cut", false},
+		{"parquet", "snappy", func(d []byte) []byte { return append(d[:len(d)/2:len(d)/2], d[len(d)/2+100:]...) }, "100 bytes cut from its middle", false},
+	} {
+		key := fmt.Sprintf("%s-%s-0-0%s", tc.typ, tc.comp, Extension(tc.typ, tc.comp))
+		writeFile(t, dir, key, tc.typ, tc.comp, offsets...)
+		if got, bad, err := readAll(t, b, key); err != nil || len(bad) > 0 || len(got) != len(offsets) {
+			t.Fatalf("%s before damage: %d offsets, bad %v, %v", key, len(got), bad, err)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		putFile(t, dir, key, tc.damage(bytes.Clone(data)))
+		got, _, err := readAll(t, b, key)
+		var re *ReadError
+		if !errors.As(err, &re) || re.Key != key || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s, %s: %d records read, then %v; want a *ReadError naming the file", key, tc.what, len(got), err)
+			continue
+		}
+		if re.Record != int64(len(got)) || re.Record >= int64(len(offsets)) {
+			t.Errorf("%s, %s: error at record %d after %d records read", key, tc.what, re.Record, len(got))
+		}
+		if tc.midway && re.Record == 0 {
+			t.Errorf("%s, %s: error at record 0; want the records of the blocks or row groups before the damage read", key, tc.what)
+		}
+		t.Logf("%s, %s: %v", key, tc.what, err)
+	}
+}
+
+// flip inverts the bits of d[i].
+func flip(d []byte, i int) []byte {
+	d[i] ^= 0xff
+	return d
+}
+
+// TestReadCSV reads csv rows as Spillway writes them: values with commas,
+// quotes and line breaks inside quotes, a one-field file whose null values
+// are empty lines, a bad row (reading goes on), and a file cut short.
+func TestReadCSV(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	read := func(key string, fields ...string) (offsets, bad []int64, n int, err error) {
+		_, exts := SplitExt(key)
+		err = readRecords(context.Background(), b, key, exts, fields, func(r Record) error {
+			n++
+			switch {
+			case r.Err != nil:
+				bad = append(bad, r.Index)
+			case r.HasOffset:
+				offsets = append(offsets, r.Offset)
+			}
+			return nil
+		})
+		return offsets, bad, n, err
+	}
+	putFile(t, dir, "c-0-0.csv", []byte("a2V5,\"x, \"\"y\"\"\nz\",7\n,,8\nk,\"\",9\n"))
+	if got, bad, n, err := read("c-0-0.csv", "key", "value", "offset"); err != nil || len(bad) > 0 || n != 3 || fmt.Sprint(got) != "[7 8 9]" {
+		t.Errorf("quoted values: offsets %v, bad %v, %d records, %v", got, bad, n, err)
+	}
+	putFile(t, dir, "one-0-0.csv", []byte("a\n\n\"\"\nb\n"))
+	if _, bad, n, err := read("one-0-0.csv", "value"); err != nil || len(bad) > 0 || n != 4 {
+		t.Errorf("one field with a null value: %d records, bad %v, %v; want 4", n, bad, err)
+	}
+	putFile(t, dir, "bad-0-0.csv", []byte("k,v,1\nk,v\nk,v,x\nk,v,4\n"))
+	if got, bad, _, err := read("bad-0-0.csv", "key", "value", "offset"); err != nil || fmt.Sprint(got, bad) != "[1 4] [1 2]" {
+		t.Errorf("bad rows: offsets %v, bad %v, %v; want [1 4] [1 2]", got, bad, err)
+	}
+	putFile(t, dir, "cut-0-0.csv", []byte("k,v,1\nk,\"v\n,2"))
+	if got, bad, _, err := read("cut-0-0.csv", "key", "value", "offset"); err != nil || fmt.Sprint(got, bad) != "[1] [1]" {
+		t.Errorf("a file cut inside a quoted value: offsets %v, bad %v, %v; want [1] [1]", got, bad, err)
+	}
+	var ue *UnsupportedError
+	if _, _, _, err := read("c-0-0.csv"); !errors.As(err, &ue) {
+		t.Errorf("csv without format.fields: %v, want an *UnsupportedError", err)
 	}
 }

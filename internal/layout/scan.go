@@ -72,6 +72,10 @@ type DeepOptions struct {
 	// "offset" member (format.envelope with offset in format.fields), so
 	// each one can be checked against its entry's runs.
 	OffsetField bool
+	// CSVFields is format.fields: the columns of csv files, in order,
+	// without which they can't be read back. The column named offset is
+	// each record's offset.
+	CSVFields []string
 }
 
 // DeepStats is what a deep scan read.
@@ -352,7 +356,7 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 	firstBad, firstOutside := int64(-1), int64(-1)
 	var badErr error
 	var seen Ranges
-	err := ReadRecords(ctx, s.st, e.File.Key, func(r Record) error {
+	err := readRecords(ctx, s.st, e.File.Key, s.names.ContentExts(e.File.Key), opts.CSVFields, func(r Record) error {
 		n++
 		switch {
 		case r.Err != nil:
@@ -490,6 +494,30 @@ func (s *Scan) Unknown(topics map[string]bool) []Problem {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// KeyedObjects is what verify can check of the one-object-per-key layout,
+// which keeps no ledger: each object's name must parse with the template.
+// It returns the objects and bytes per topic and partition (under the
+// empty topic when the template names neither), and the names that don't
+// parse, as problems.
+func (s *Scan) KeyedObjects() (counts map[string]map[int32][2]int64, unknown []Problem) {
+	counts = map[string]map[int32][2]int64{}
+	for key, size := range s.objects {
+		n, ok := s.names.Parse(key)
+		if !ok {
+			unknown = append(unknown, Problem{Kind: ProblemUnknownFile, Key: key, Message: fmt.Sprintf(
+				"%s is under the prefix, but its name doesn't match file.name_template %q: Spillway didn't write it (or wrote it with another template)", key, s.names.Template)})
+			continue
+		}
+		if counts[n.Vars.Topic] == nil {
+			counts[n.Vars.Topic] = map[int32][2]int64{}
+		}
+		c := counts[n.Vars.Topic][n.Vars.Partition]
+		counts[n.Vars.Topic][n.Vars.Partition] = [2]int64{c[0] + 1, c[1] + size}
+	}
+	sort.Slice(unknown, func(i, j int) bool { return unknown[i].Key < unknown[j].Key })
+	return counts, unknown
 }
 
 // Ranges is every offset the state says is handled.

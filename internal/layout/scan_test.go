@@ -2,6 +2,7 @@ package layout
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,6 +25,8 @@ type scanFixture struct {
 	// nextKey, when set, names the next entry's file instead of the
 	// template.
 	nextKey string
+	// typ is the format entries' files are written in; "" is jsonl.
+	typ string
 }
 
 func newScanFixture(t *testing.T) *scanFixture {
@@ -55,7 +58,11 @@ func (f *scanFixture) entry(before State, runs Ranges, publish bool) *Entry {
 	}
 	e := &Entry{Cluster: f.id.Cluster, Topic: f.id.Topic, TopicID: f.id.TopicID, Partition: f.id.Partition, Seq: f.seq,
 		Before: before, File: FileInfo{Key: key, Ranges: runs, Records: int64(len(offs))}}
-	writeFile(f.t, f.dir, key, "jsonl", "none", offs...)
+	typ, comp := f.typ, "zstd"
+	if typ == "" {
+		typ, comp = "jsonl", "none"
+	}
+	writeFile(f.t, f.dir, key, typ, comp, offs...)
 	e.File.Bytes = f.size(key)
 	if !publish {
 		f.remove(key)
@@ -287,19 +294,19 @@ func TestScanDeep(t *testing.T) {
 	if len(ps.Deep.NotChecked) != 1 || ps.Deep.NotChecked[0].Files != 4 {
 		t.Errorf("not checked %+v", ps.Deep.NotChecked)
 	}
-	putFile(t, f.dir, "data/t-0-100.parquet", []byte("PAR1"))
+	putFile(t, f.dir, "data/t-0-100.bin", []byte("a\nb\nc\nd\n"))
 	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: State{Next: 16},
-		File: FileInfo{Key: "data/t-0-100.parquet", Ranges: Ranges{{16, 20}}, Records: 4, Bytes: 4}}
+		File: FileInfo{Key: "data/t-0-100.bin", Ranges: Ranges{{16, 20}}, Records: 4, Bytes: 8}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
 	_, ps = f.scan(&DeepOptions{OffsetField: true})
-	var parquet bool
+	var bin bool
 	for _, n := range ps.Deep.NotChecked {
-		parquet = parquet || n.Example == "data/t-0-100.parquet" && strings.Contains(n.Why, "parquet") && n.Files == 1
+		bin = bin || n.Example == "data/t-0-100.bin" && strings.Contains(n.Why, "bin") && n.Files == 1
 	}
-	if !parquet {
-		t.Errorf("not checked %+v, want the parquet file", ps.Deep.NotChecked)
+	if !bin {
+		t.Errorf("not checked %+v, want the bytes file", ps.Deep.NotChecked)
 	}
 }
 
@@ -382,5 +389,41 @@ func TestRangesSubtract(t *testing.T) {
 	}
 	if got := (State{Next: 3, Above: Ranges{{3, 5}, {7, 8}}}).Ranges(); !reflect.DeepEqual(got, Ranges{{0, 5}, {7, 8}}) {
 		t.Errorf("State.Ranges = %v", got)
+	}
+}
+
+// TestScanDeepTyped damages published avro and parquet files in place (same
+// size): the deep scan names each, with the first record it could not
+// read, and reads and checks the offsets of the others.
+func TestScanDeepTyped(t *testing.T) {
+	for _, typ := range []string{"avro", "parquet"} {
+		t.Run(typ, func(t *testing.T) {
+			f := newScanFixture(t)
+			f.typ = typ
+			key := func(start int) string { return fmt.Sprintf("data/t-0-%d.%s", start, typ) }
+			f.nextKey = key(0)
+			a := f.entry(State{Next: 0}, Ranges{{0, 1000}}, true)
+			f.nextKey = key(1000)
+			b := f.entry(State{Next: 1000}, Ranges{{1000, 2000}}, true)
+			p := filepath.Join(f.dir, filepath.FromSlash(b.File.Key))
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putFile(t, f.dir, b.File.Key, flip(data, len(data)/2))
+			_, ps := f.scan(&DeepOptions{OffsetField: true})
+			wantKinds(t, ps.Problems, "unreadable_record "+b.File.Key)
+			for _, p := range ps.Problems {
+				if p.Record == nil || *p.Record >= 1000 || !strings.Contains(p.Message, b.File.Key) {
+					t.Errorf("problem %+v: want the file named and the first record that can't be read", p)
+				}
+				t.Logf("%s: %s", p.Kind, p.Message)
+			}
+			// Both files are read: a's 1000 records, and b's up to the
+			// damage.
+			if ps.Deep.Files != 2 || ps.Deep.Records < 1000 || ps.Deep.Records >= 2000 || len(ps.Deep.NotChecked) != 0 {
+				t.Errorf("deep %+v, want %s read and checked, and %s up to the damage", ps.Deep, a.File.Key, b.File.Key)
+			}
+		})
 	}
 }

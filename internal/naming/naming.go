@@ -8,6 +8,9 @@
 //	{{partition:padding=true}}     zero-padded to 10 digits, e.g. 0000000007
 //	{{start_offset}}               the offset of the file's first record
 //	{{start_offset:padding=true}}  zero-padded to 20 digits
+//	{{start_offset:padding=10}}    zero-padded to at least 10 digits (Confluent's
+//	                               filename.offset.zero.pad.width); padding=N
+//	                               takes 1 to 20, and {{partition}} takes it too
 //	{{timestamp:unit=yyyy}}        the year of Vars.Time (also MM, dd, HH)
 //	{{key}}                        the record key, escaped (see Keys)
 //
@@ -138,6 +141,7 @@ type piece struct {
 	kind   kind
 	text   string // the literal text, or the variable's source for messages
 	padded bool   // zero padding, for partitionVar and offsetVar
+	width  int    // the padded width, when padded
 	off    int    // byte offset in the source, for error messages
 }
 
@@ -314,13 +318,25 @@ func parseVar(src string, off int, whole, inner string) (piece, error) {
 			return piece{kind: k}, nil
 		}
 		if key != "padding" {
-			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; {{%s}} takes only padding=true or padding=false", param, whole, off, name)
+			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; {{%s}} takes only padding=true, padding=false or padding=N (a width of 1 to %d digits)", param, whole, off, name, offsetWidth)
 		}
-		padded, err := strconv.ParseBool(val)
-		if err != nil || (val != "true" && val != "false") {
-			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; padding must be true or false", param, whole, off)
+		width := partitionWidth
+		if k == offsetVar {
+			width = offsetWidth
 		}
-		return piece{kind: k, padded: padded}, nil
+		switch val {
+		case "true":
+			return piece{kind: k, padded: true, width: width}, nil
+		case "false":
+			return piece{kind: k}, nil
+		}
+		// A width, as Confluent's filename.offset.zero.pad.width: numbers
+		// shorter than it are zero-padded, longer ones written in full.
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 1 || n > offsetWidth || val[0] == '0' {
+			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; padding must be true, false or a width of 1 to %d digits", param, whole, off, offsetWidth)
+		}
+		return piece{kind: k, padded: true, width: n}, nil
 	case "timestamp":
 		if !hasParam || key != "unit" {
 			return piece{}, errAt(src, off, "bad variable %q at offset %d; {{timestamp}} needs unit=yyyy, unit=MM, unit=dd or unit=HH", whole, off)
@@ -536,10 +552,10 @@ func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 		case topicVar:
 			b = append(b, v.Topic...)
 		case partitionVar:
-			b = appendNum(b, int64(v.Partition), p.padded, partitionWidth)
+			b = appendNum(b, int64(v.Partition), p.padded, p.width)
 		case offsetVar:
 			if !group {
-				b = appendNum(b, v.StartOffset, p.padded, offsetWidth)
+				b = appendNum(b, v.StartOffset, p.padded, p.width)
 			}
 		case keyVar:
 			b = appendKey(b, v.Key)
@@ -634,8 +650,9 @@ func (t *Template) PartitionPrefix(topic string, partition int32) (prefix string
 // read back whole: Match then returns the bytes of its readable prefix in
 // Key and sets KeyCut.
 //
-// Numbers must be in the form Render writes: exactly 10 or 20 digits when
-// padded, no leading zeros otherwise, and so must keys: Match accepts only
+// Numbers must be in the form Render writes: when padded, exactly the
+// padding width (10 or 20 for padding=true), or more digits with no leading
+// zero; no leading zeros otherwise, and so must keys: Match accepts only
 // text that Render writes for some key. A topic matches a run of Kafka
 // topic characters [a-zA-Z0-9._-]. When a name can be read more than one way
 // (e.g. "{{topic}}{{partition}}..." with topic "a1" or "a"), Match returns
@@ -702,18 +719,18 @@ func (m *matcher) match(ps []piece, s string) bool {
 		return false
 	case partitionVar:
 		if m.havePartition {
-			r := string(appendNum(nil, int64(m.v.Partition), p.padded, partitionWidth))
+			r := string(appendNum(nil, int64(m.v.Partition), p.padded, p.width))
 			return strings.HasPrefix(s, r) && m.match(ps[1:], s[len(r):])
 		}
-		return m.number(ps, s, p.padded, partitionWidth, 1<<31-1, func(n int64) {
+		return m.number(ps, s, p.padded, p.width, 1<<31-1, func(n int64) {
 			m.v.Partition, m.havePartition = int32(n), true
 		}, func() { m.havePartition = false })
 	case offsetVar:
 		if m.haveOffs {
-			r := string(appendNum(nil, m.v.StartOffset, p.padded, offsetWidth))
+			r := string(appendNum(nil, m.v.StartOffset, p.padded, p.width))
 			return strings.HasPrefix(s, r) && m.match(ps[1:], s[len(r):])
 		}
-		return m.number(ps, s, p.padded, offsetWidth, 1<<63-1, func(n int64) {
+		return m.number(ps, s, p.padded, p.width, 1<<63-1, func(n int64) {
 			m.v.StartOffset, m.haveOffs = n, true
 		}, func() { m.haveOffs = false })
 	case keyVar:
@@ -792,12 +809,19 @@ func (m *matcher) number(ps []piece, s string, padded bool, width int, maxVal in
 		unbind()
 		return false
 	}
-	if padded {
-		return len(s) >= width && try(s[:width])
-	}
 	n := 0
-	for n < len(s) && n < 19 && s[n] >= '0' && s[n] <= '9' {
+	for n < len(s) && n < 20 && s[n] >= '0' && s[n] <= '9' {
 		n++
+	}
+	if padded {
+		// Exactly width digits, or more with no leading zero: a number
+		// longer than the width is written in full.
+		for ; n > width; n-- {
+			if s[0] != '0' && try(s[:n]) {
+				return true
+			}
+		}
+		return n == width && try(s[:width])
 	}
 	for ; n > 0; n-- {
 		if n > 1 && s[0] == '0' {

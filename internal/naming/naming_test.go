@@ -61,9 +61,9 @@ func TestParseErrors(t *testing.T) {
 		{"{{topic}}-{{partition}}-{{start_offset", `unclosed "{{" at offset 24`, 24},
 		{"{{topic}}-{{}}-{{partition}}-{{start_offset}}", `empty variable "{{}}" at offset 10`, 10},
 		{"{{topic}}-{{ }}", `empty variable "{{ }}" at offset 10`, 10},
-		{"{{topic}}-{{partition:padding=yes}}-{{start_offset}}", `bad parameter "padding=yes" in "{{partition:padding=yes}}" at offset 10; padding must be true or false`, 10},
+		{"{{topic}}-{{partition:padding=yes}}-{{start_offset}}", `bad parameter "padding=yes" in "{{partition:padding=yes}}" at offset 10; padding must be true, false or a width`, 10},
 		{"{{topic}}-{{partition:padding}}-{{start_offset}}", `bad parameter "padding"`, 10},
-		{"{{topic}}-{{partition:pad=true}}-{{start_offset}}", `takes only padding=true or padding=false`, 10},
+		{"{{topic}}-{{partition:pad=true}}-{{start_offset}}", `takes only padding=true, padding=false or padding=N`, 10},
 		{"{{topic:padding=true}}-{{partition}}-{{start_offset}}", `{{topic}} takes no parameters`, 0},
 		{"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp}}", `needs unit=yyyy`, 41},
 		{"{{topic}}-{{partition}}-{{start_offset}}-{{timestamp:unit=mm}}", `unit must be yyyy, MM, dd or HH`, 41},
@@ -426,5 +426,49 @@ func BenchmarkRender(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = tpl.Render(v)
+	}
+}
+
+// Confluent pads offsets to filename.offset.zero.pad.width (10 by default)
+// and writes longer offsets in full; padding=N renders and reads back the
+// same way.
+func TestPaddingWidth(t *testing.T) {
+	tpl := mustParse(t, "{{topic}}/partition={{partition}}/{{topic}}+{{partition}}+{{start_offset:padding=10}}")
+	for _, tc := range []struct {
+		off  int64
+		want string
+	}{
+		{0, "t/partition=3/t+3+0000000000"},
+		{1234, "t/partition=3/t+3+0000001234"},
+		{9_999_999_999, "t/partition=3/t+3+9999999999"},
+		{12_345_678_901, "t/partition=3/t+3+12345678901"},
+		{1<<63 - 1, "t/partition=3/t+3+9223372036854775807"},
+	} {
+		v := Vars{Topic: "t", Partition: 3, StartOffset: tc.off}
+		got := tpl.Render(v)
+		if got != tc.want {
+			t.Errorf("Render(%d) = %q, want %q", tc.off, got, tc.want)
+		}
+		m, ok := tpl.Match(got)
+		if !ok || m.Topic != "t" || m.Partition != 3 || m.StartOffset != tc.off {
+			t.Errorf("Match(%q) = %+v, %v", got, m, ok)
+		}
+		if off, ok := tpl.MatchPartition(got, "t", 3); !ok || off != tc.off {
+			t.Errorf("MatchPartition(%q) = %d, %v", got, off, ok)
+		}
+	}
+	// Not how Render writes a number: too short, or longer with a leading zero.
+	for _, name := range []string{"t/partition=3/t+3+123", "t/partition=3/t+3+01234567890"} {
+		if m, ok := tpl.Match(name); ok {
+			t.Errorf("Match(%q) = %+v, want no match", name, m)
+		}
+	}
+	if got := mustParse(t, "{{topic}}-{{partition:padding=3}}-{{start_offset}}").Render(Vars{Topic: "t", Partition: 7, StartOffset: 5}); got != "t-007-5" {
+		t.Errorf("partition padding=3: %q", got)
+	}
+	for _, bad := range []string{"0", "21", "-1", "010", "yes"} {
+		if _, err := Parse("{{topic}}-{{partition}}-{{start_offset:padding=" + bad + "}}"); err == nil || !strings.Contains(err.Error(), "padding must be true, false or a width") {
+			t.Errorf("padding=%s: err = %v", bad, err)
+		}
 	}
 }

@@ -33,7 +33,7 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 		scheme = u.Scheme
 	}
 	fp := storage.FootprintOf(scheme, int64(cfg.Storage.PartSize))
-	encoder := format.WriterMemory(cfg.Format)
+	encoder := format.FixedMemory(cfg.Format) + format.MaxBuffered(cfg.Format, format.FlushBytes(cfg.Format, plan.FileShare(cfg.Backpressure.MaxOpenFiles)))
 	fileCost := encoder + fp.Writer + fp.Chunk
 	files := max(cfg.Backpressure.MaxOpenFiles, 1)
 	uploads := cfg.Storage.UploadConcurrency
@@ -81,4 +81,20 @@ func mib(n int64) string {
 		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%dMiB", (n+1<<20-1)>>20)
+}
+
+// encoderMemory is how an open file's avro or parquet encoder is bounded
+// and counted: its blocks or row groups are cut at half of a file's share
+// of the budget (budget.Plan.FileShare), and counted in b as they grow.
+func encoderMemory(f config.Format, plan budget.Plan, maxOpenFiles int, b *budget.Budget) format.Memory {
+	return format.Memory{
+		FlushBytes: format.FlushBytes(f, plan.FileShare(maxOpenFiles)),
+		Grow: func(delta int64) {
+			if delta >= 0 {
+				b.Acquire(budget.FileBuffers, delta)
+			} else {
+				b.Release(budget.FileBuffers, -delta)
+			}
+		},
+	}
 }

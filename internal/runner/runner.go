@@ -23,9 +23,12 @@ import (
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/latest"
 	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
@@ -49,11 +52,22 @@ type Options struct {
 // Progress reads counters of a running pipeline. Safe for concurrent use.
 type Progress struct {
 	Plan    budget.Plan
-	sink    *sink.Sink
+	sink    writer
 	source  *source.Source
 	budget  *budget.Budget
 	mon     *monitor
 	version string
+}
+
+// writer is what the runner drives: the sink, or for the one-object-per-key
+// layout, package latest.
+type writer interface {
+	source.Sink
+	Stats() sink.Stats
+	Err() error
+	MaxOpenFiles() int
+	RunTicker(ctx context.Context)
+	Close()
 }
 
 // Sink returns the sink's counters.
@@ -100,7 +114,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return fmt.Errorf("file.timezone: %w", err)
 	}
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression), naming.Location(loc))
+	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
 	if err != nil {
 		return fmt.Errorf("file.name_template: %w", err)
 	}
@@ -175,15 +189,22 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
-			return format.NewEncoder(fcfg, w)
+			return format.NewBufferedEncoder(fcfg, w, encoderMemory(fcfg, plan, cfg.Backpressure.MaxOpenFiles, b))
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
 			return format.NewCompressor(format.StreamCompression(fcfg), w)
 		},
-		CompressorMemory: format.WriterMemory(fcfg),
+		CompressorMemory: format.FixedMemory(fcfg),
 		ErrRecord:        format.ErrRecord,
 		NullValues:       cfg.Errors.NullValues,
 		Tolerance:        cfg.Errors.Tolerance,
+	}
+	reg, err := registry.New(cfg.SchemaRegistry, log)
+	if err != nil {
+		return err
+	}
+	if reg != nil {
+		scfg.Schemas = typedSchemas{format.NewTyped(fcfg, reg)}
 	}
 	var src *source.Source
 	if cfg.Errors.DeadLetterTopic != "" {
@@ -192,14 +213,26 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return deadLetter(ctx, src.Client(), dlq, r, cause)
 		}
 	}
-	ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
-	scfg.Ledger = ledger
-	scfg.Writer = writerName(cfg)
 	scfg.OnClose = mon.onClose
-	snk := sink.New(scfg, bucket, b, log)
+	var snk writer
+	var resume source.Resumer
+	if names.Template.LatestPerKey() {
+		// Objects are replaced from the committed offset on: no ledger,
+		// nothing to resume from storage.
+		snk = latest.New(latestConfig(cfg, scfg, log), bucket, b, log)
+	} else {
+		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
+		scfg.Ledger = ledger
+		scfg.Writer = writerName(cfg)
+		snk = sink.New(scfg, bucket, b, log)
+		resume = resumer(cfg, bucket, names, ledger)
+	}
 	defer snk.Close()
-	resume := resumer(cfg, bucket, names, ledger)
-	src, err = source.New(cfg.Kafka, plan, snk, b, cfg.Shutdown.Timeout, resume, log, kgo.WithHooks(kafkaMetrics))
+	var feed source.Sink = snk
+	if reg != nil {
+		feed = resolving{Sink: snk, reg: reg, stop: ctx}
+	}
+	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, log, kgo.WithHooks(kafkaMetrics))
 	if err != nil {
 		return err
 	}
@@ -297,6 +330,23 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	return nil
 }
 
+// latestConfig is the one-object-per-key writer's share of the sink's.
+func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest.Config {
+	return latest.Config{
+		Template: scfg.Template, Prefix: scfg.Prefix, Extension: scfg.Extension,
+		MaxAge: scfg.MaxAge, MaxRecords: scfg.MaxRecords, EventTime: scfg.EventTime,
+		Concurrency: cfg.Storage.UploadConcurrency,
+		NewEncoder: func(w io.Writer) (latest.Encoder, error) {
+			return format.NewEncoder(cfg.Format, w)
+		},
+		NewCompressor: scfg.NewCompressor,
+		Schemas:       scfg.Schemas,
+		ErrRecord:     scfg.ErrRecord,
+		NullValues:    scfg.NullValues,
+		Policy:        errpolicy.Policy{Tolerance: scfg.Tolerance, DeadLetter: scfg.DeadLetter, Log: log},
+	}
+}
+
 // writerName names this process in ledger entries, for people reading
 // them: the instance id, or the host and pid.
 func writerName(cfg *config.Config) string {
@@ -337,6 +387,11 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 		return 0, false, err
 	}
 	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Legacy: legacy}
+	if cfg.Storage.EarlierFiles == "foreign" {
+		// Another writer's files (Kafka Connect's, before the cut-over):
+		// the group's commit says where they end.
+		opts.Legacy = nil
+	}
 	return func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error) {
 		if listable {
 			// A previous owner that died mid-write left temp files (on a

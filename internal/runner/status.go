@@ -10,7 +10,7 @@ import (
 )
 
 var allReasons = []sink.Reason{sink.ReasonRecords, sink.ReasonBytes, sink.ReasonAge, sink.ReasonPressure,
-	sink.ReasonOpenFiles, sink.ReasonRevoke, sink.ReasonShutdown}
+	sink.ReasonOpenFiles, sink.ReasonRevoke, sink.ReasonShutdown, sink.ReasonSchema}
 
 // Status adapts the pipeline's counters to what the admin endpoint serves.
 func (p *Progress) Status() admin.Status {
@@ -58,7 +58,11 @@ func (p *Progress) Status() admin.Status {
 	s.Pauses = src.Pauses
 	s.PausedSeconds = src.PausedFor.Seconds()
 	s.Version = p.version
-	s.Partitions = partitions(h.Assigned, src, p.sink.OpenFiles())
+	var open []sink.OpenFile
+	if of, ok := p.sink.(interface{ OpenFiles() []sink.OpenFile }); ok {
+		open = of.OpenFiles()
+	}
+	s.Partitions = partitions(h.Assigned, src, open)
 	for _, pt := range s.Partitions {
 		s.LagRecords += pt.Lag
 	}

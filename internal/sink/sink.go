@@ -71,6 +71,9 @@ type Config struct {
 	NewEncoder       func(w io.Writer) (Encoder, error)
 	NewCompressor    func(w io.Writer) (io.WriteCloser, error)
 	CompressorMemory int64
+	// Schemas, when set, builds encoders instead of NewEncoder, and
+	// rotates a file when a record's registry schemas change.
+	Schemas Schemas
 
 	// ErrRecord tells record errors (policy applies) from I/O errors (fatal).
 	ErrRecord  error
@@ -210,6 +213,7 @@ type openFile struct {
 	records  int64
 	created  time.Time
 	lastUsed time.Time
+	schemas  string // see Schemas.Of
 
 	// Set when the file is handed to storage.
 	prev    *openFile     // the partition's previous file still uploading
@@ -465,7 +469,12 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		s.groupBuf = s.cfg.Template.AppendGroup(s.groupBuf, v)
 	}
 	if f := s.groups[tp][string(s.groupBuf)]; f != nil {
-		return f, nil
+		if !s.schemaChanged(f, r) {
+			return f, nil
+		}
+		if err := s.closeLocked(ctx, f, ReasonSchema); err != nil {
+			return nil, err
+		}
 	}
 	id := fileID{tp, string(s.groupBuf)}
 	if roomFor != nil && !roomFor() {
@@ -491,7 +500,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		w.Abort()
 		return nil, err
 	}
-	enc, err := s.cfg.NewEncoder(comp)
+	enc, schemas, err := s.newEncoder(comp, r)
 	if err != nil {
 		w.Abort()
 		return nil, err
@@ -500,7 +509,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 	lp := s.ledgered[tp]
 	s.pubMu.Unlock()
 	f := &openFile{id: id, tp: tp, key: key, w: w, comp: comp, enc: enc, gate: g, start: r.Offset,
-		created: now, lastUsed: now, u: &unit{}, lp: lp}
+		created: now, lastUsed: now, u: &unit{}, lp: lp, schemas: schemas}
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
 	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
 	s.files[id] = f

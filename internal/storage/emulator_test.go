@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -454,7 +455,7 @@ func TestEmulatorWriterMemory(t *testing.T) {
 				return int64(sample[0].Value.Uint64())
 			}
 			base := live()
-			w, err := r.newWriter(ctx, key, nil)
+			w, err := r.newWriter(ctx, key, nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -554,4 +555,53 @@ func TestEmulatorS3StorageClass(t *testing.T) {
 	if !maps.Equal(sent, want) {
 		t.Errorf("storage class sent per request: %v, want %v", sent, want)
 	}
+}
+
+// TestReplace: Replace overwrites an object in place on every backend (the
+// layout of one object per key needs it), while NewWriter stays create-only
+// for the same key. On a local directory no temp file is left behind.
+func TestReplace(t *testing.T) {
+	check := func(t *testing.T, ctx context.Context, b *Bucket) {
+		const key = "latest/k!2Fa.json"
+		for _, v := range []string{"first", "second, longer than the first", "3"} {
+			if err := b.Replace(ctx, key, []byte(v), nil); err != nil {
+				t.Fatalf("Replace(%q): %v", v, err)
+			}
+			if got := readAll(t, ctx, b, key); string(got) != v {
+				t.Fatalf("after Replace(%q), read %q", v, got)
+			}
+		}
+		w, err := writeObject(ctx, b, key, []byte("create-only"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Commit(); !errors.Is(err, ErrExists) {
+			t.Fatalf("create-only commit over a replaced object: err = %v, want ErrExists", err)
+		}
+		if got := listKeys(t, ctx, b, "latest/"); len(got) != 1 || got[key] != 1 {
+			t.Fatalf("List(latest/) = %v, want only %s of 1 byte", got, key)
+		}
+	}
+	t.Run("file", func(t *testing.T) {
+		dir := t.TempDir()
+		ctx := testCtx(t)
+		b, err := Open(ctx, "file://"+dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		check(t, ctx, b)
+		ents, err := os.ReadDir(filepath.Join(dir, "latest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 1 {
+			t.Fatalf("directory holds %d entries, want the object alone: %v", len(ents), ents)
+		}
+	})
+	forEachEmulator(t, func(t *testing.T, e emulator) {
+		ctx := testCtx(t)
+		b, _ := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
+		check(t, ctx, b)
+	})
 }

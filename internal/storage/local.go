@@ -45,7 +45,7 @@ func (l *local) path(key string) (string, error) {
 	return p, nil
 }
 
-func (l *local) newWriter(_ context.Context, key string, _ map[string]string) (objectWriter, error) {
+func (l *local) newWriter(_ context.Context, key string, _ map[string]string, replace bool) (objectWriter, error) {
 	final, err := l.path(key)
 	if err != nil {
 		return nil, err
@@ -63,13 +63,14 @@ func (l *local) newWriter(_ context.Context, key string, _ map[string]string) (o
 	l.mu.Lock()
 	l.writing[f.Name()] = true
 	l.mu.Unlock()
-	return &localWriter{f: f, final: final, l: l}, nil
+	return &localWriter{f: f, final: final, l: l, replace: replace}, nil
 }
 
 type localWriter struct {
-	f     *os.File
-	final string
-	l     *local
+	f       *os.File
+	final   string
+	l       *local
+	replace bool
 }
 
 func (w *localWriter) done() {
@@ -82,14 +83,21 @@ func (w *localWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
 
 // commit makes the file durable before it becomes visible: fsync the
 // data, rename into place, fsync the directory so the rename survives a
-// crash. Create-only: an existing object is never replaced.
+// crash. Create-only: an existing object is never replaced, unless the
+// writer was made to replace.
 func (w *localWriter) commit() error {
 	defer w.done()
 	err := w.f.Sync()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && w.replace {
+		// Rename replaces final atomically; the temp name is then gone.
+		if err = os.Rename(w.f.Name(), w.final); err == nil {
+			return syncDir(filepath.Dir(w.final))
+		}
+	}
+	if err == nil && !w.replace {
 		// Link fails if final exists, which gives create-only semantics.
 		err = os.Link(w.f.Name(), w.final)
 		if errors.Is(err, fs.ErrExist) {

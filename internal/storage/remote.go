@@ -58,7 +58,7 @@ func (r *remote) wrap(err error) error {
 	return fmt.Errorf("bucket %q: %w", r.name, err)
 }
 
-func (r *remote) newWriter(ctx context.Context, key string, meta map[string]string) (objectWriter, error) {
+func (r *remote) newWriter(ctx context.Context, key string, meta map[string]string, replace bool) (objectWriter, error) {
 	// Cancelling wctx is how gocloud aborts an upload.
 	wctx, cancel := context.WithCancel(ctx)
 	w, err := r.b.NewWriter(wctx, key, &blob.WriterOptions{
@@ -76,7 +76,8 @@ func (r *remote) newWriter(ctx context.Context, key string, meta map[string]stri
 		// one-request and multipart uploads alike (TestEmulatorCreateOnly).
 		// An S3-compatible store that ignores the header silently
 		// overwrites; one that rejects it fails every commit.
-		IfNotExist: true,
+		// replace is for objects meant to be overwritten (one per key).
+		IfNotExist: !replace,
 	})
 	if err != nil {
 		cancel()

@@ -98,7 +98,11 @@ type backend interface {
 	// newWriter starts an object under key. ctx bounds the whole upload:
 	// cancelling it ends a remote upload (the local backend, whose calls
 	// don't wait on a network, ignores it).
-	newWriter(ctx context.Context, key string, meta map[string]string) (objectWriter, error)
+	//
+	// A commit is create-only (ErrExists when key is taken) unless replace
+	// is set: then it replaces what is under key, as one atomic step, and
+	// readers see either the old object or the new one, never a mix.
+	newWriter(ctx context.Context, key string, meta map[string]string, replace bool) (objectWriter, error)
 	list(ctx context.Context, prefix string, fn func(Object) error) error
 	// listDir calls fn, in lexical order, for each name directly under
 	// prefix up to the next "/": a file (Object.Key the full key) or a
@@ -262,7 +266,11 @@ func (b *Bucket) String() string { return b.url }
 // NewWriter starts an object. Nothing is visible under key until Commit
 // returns nil. ctx bounds the whole upload.
 func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]string) (*Writer, error) {
-	w, err := b.be.newWriter(ctx, key, meta)
+	return b.newWriter(ctx, key, meta, false)
+}
+
+func (b *Bucket) newWriter(ctx context.Context, key string, meta map[string]string, replace bool) (*Writer, error) {
+	w, err := b.be.newWriter(ctx, key, meta, replace)
 	if err != nil {
 		return nil, fmt.Errorf("storage: start %s: %w", key, err)
 	}
@@ -311,7 +319,11 @@ func (b *Bucket) Stat(ctx context.Context, key string) (Object, bool, error) {
 // Put stores a small object create-only, durably: ErrExists when the key is
 // taken.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[string]string) error {
-	w, err := b.NewWriter(ctx, key, meta)
+	return b.put(ctx, key, data, meta, false)
+}
+
+func (b *Bucket) put(ctx context.Context, key string, data []byte, meta map[string]string, replace bool) error {
+	w, err := b.newWriter(ctx, key, meta, replace)
 	if err != nil {
 		return err
 	}
@@ -320,6 +332,14 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[stri
 		return err
 	}
 	return w.Commit()
+}
+
+// Replace stores a small object durably under key, replacing any object
+// there in one atomic step. It is the one write that is not create-only:
+// for layouts whose objects are meant to be overwritten (one object per
+// record key), where writing the same object again is harmless.
+func (b *Bucket) Replace(ctx context.Context, key string, data []byte, meta map[string]string) error {
+	return b.put(ctx, key, data, meta, true)
 }
 
 // RemoveAbandoned deletes what a writer that died mid-write left under

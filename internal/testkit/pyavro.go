@@ -39,10 +39,11 @@ type AvroFile struct {
 }
 
 // pyAvroScript prints one JSON object per file. Bytes become {"b64": ...}
-// and datetimes (timestamp-millis) their milliseconds since the epoch, so
-// that the output is JSON and exact.
+// datetimes (timestamp-millis) their milliseconds since the epoch, dates
+// their ISO form and decimals {"decimal": "12.34"}, so that the output is
+// JSON and exact.
 const pyAvroScript = `
-import base64, datetime, json, sys
+import base64, datetime, decimal, json, sys
 from avro.datafile import DataFileReader
 from avro.io import DatumReader
 
@@ -53,6 +54,10 @@ def plain(v):
         return {"b64": base64.b64encode(v).decode()}
     if isinstance(v, datetime.datetime):
         return (v - EPOCH) // datetime.timedelta(milliseconds=1)
+    if isinstance(v, datetime.date):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return {"decimal": str(v)}
     if isinstance(v, dict):
         return {k: plain(x) for k, x in v.items()}
     if isinstance(v, list):

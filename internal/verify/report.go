@@ -50,6 +50,9 @@ type Report struct {
 	Deep    bool   `json:"deep"`
 	// Partitions are sorted by topic and partition.
 	Partitions []PartitionReport `json:"partitions"`
+	// EarlierFiles counts files another writer left before the cut-over
+	// (Options.Foreign).
+	EarlierFiles int64 `json:"earlier_files,omitempty"`
 	// Problems are the prefix's own: unknown files, ledgers of other
 	// topic ids.
 	Problems []layout.Problem `json:"problems"`
@@ -100,6 +103,9 @@ func (r Report) WriteText(w io.Writer) error {
 			}
 		}
 		writeProblems(ew, p.Problems)
+	}
+	if r.EarlierFiles > 0 {
+		ew.printf("prefix %q: %s written before the cut-over (storage.earlier_files: foreign), not checked\n", r.Prefix, plural(int(r.EarlierFiles), "file"))
 	}
 	if len(r.Problems) > 0 {
 		ew.printf("prefix %q:\n", r.Prefix)

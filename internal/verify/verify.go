@@ -97,6 +97,13 @@ type Options struct {
 	Names layout.Names
 	// Deep, when set, reads every published file back.
 	Deep *layout.DeepOptions
+	// Foreign says files no ledger entry names were written by another
+	// writer before Spillway took over (storage.earlier_files: foreign,
+	// after a cut-over from Kafka Connect): those below where their
+	// partition's ledger begins, or of a partition without one, are
+	// counted in Report.EarlierFiles, and offsets below the group's
+	// commit of a partition without a ledger are theirs, not checked.
+	Foreign bool
 }
 
 // Run reads Kafka, then storage, and reports.
@@ -130,12 +137,16 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 		return Report{}, err
 	}
 	r := Report{OK: true, Cluster: k.Cluster, Prefix: opts.Names.Prefix, Deep: opts.Deep != nil}
+	if opts.Names.Template.LatestPerKey() {
+		return checkKeyed(scan, k, r), nil
+	}
 	topics := make([]string, 0, len(k.Logs))
 	for t := range k.Logs {
 		topics = append(topics, t)
 	}
 	sort.Strings(topics)
 	configured := map[string]bool{}
+	ledgerStart := map[topicPartition]int64{}
 	for _, t := range topics {
 		configured[t] = true
 		parts := make([]int32, 0, len(k.Logs[t]))
@@ -149,7 +160,8 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 			if err != nil {
 				return Report{}, fmt.Errorf("%s/%d: %w", t, p, err)
 			}
-			pr := compare(ps, k.Logs[t][p])
+			ledgerStart[topicPartition{t, p}] = ps.Start
+			pr := compare(ps, k.Logs[t][p], opts.Foreign)
 			r.OK = r.OK && pr.OK
 			r.Partitions = append(r.Partitions, pr)
 		}
@@ -159,7 +171,17 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 		}
 		r.Problems = append(r.Problems, foreign...)
 	}
-	r.Problems = append(r.Problems, scan.Unknown(configured)...)
+	for _, p := range scan.Unknown(configured) {
+		if opts.Foreign && p.Kind == layout.ProblemUnknownFile {
+			if n, ok := opts.Names.Parse(p.Key); ok {
+				if start, ok := ledgerStart[topicPartition{n.Vars.Topic, n.Vars.Partition}]; ok && (start < 0 || n.Vars.StartOffset < start) {
+					r.EarlierFiles++
+					continue
+				}
+			}
+		}
+		r.Problems = append(r.Problems, p)
+	}
 	r.OK = r.OK && len(r.Problems) == 0
 	if r.Problems == nil {
 		r.Problems = []layout.Problem{}
@@ -167,8 +189,57 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 	return r, nil
 }
 
-// compare checks one partition's scan against its log.
-func compare(ps *layout.PartitionScan, l Log) PartitionReport {
+// checkKeyed checks the one-object-per-key layout. It keeps no ledger and
+// its objects are replaced, so there are no offsets to account for: what
+// can be checked is that the commit doesn't pass the log end and that every
+// object under the prefix is named by the template.
+func checkKeyed(scan *layout.Scan, k Kafka, r Report) Report {
+	counts, unknown := scan.KeyedObjects()
+	for _, t := range sortedKeys(k.Logs) {
+		parts := make([]int32, 0, len(k.Logs[t]))
+		for p := range k.Logs[t] {
+			parts = append(parts, p)
+		}
+		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+		for _, p := range parts {
+			l := k.Logs[t][p]
+			c := counts[t][p]
+			pr := PartitionReport{
+				Topic: t, Partition: p, TopicID: k.TopicIDs[t],
+				LogStart: l.Start, End: l.End, Committed: l.Committed,
+				LedgerEntries: 0, LedgerStart: -1, Handled: -1,
+				Files: c[0], Bytes: c[1], Problems: []layout.Problem{},
+			}
+			if l.Committed > l.End {
+				pr.Problems = append(pr.Problems, pastEnd(fmt.Sprintf("%s/%d", t, p), l))
+			}
+			pr.OK = len(pr.Problems) == 0
+			r.OK = r.OK && pr.OK
+			r.Partitions = append(r.Partitions, pr)
+		}
+	}
+	r.Problems = append([]layout.Problem{}, unknown...)
+	r.OK = r.OK && len(r.Problems) == 0
+	return r
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// compare checks one partition's scan against its log. foreign is
+// Options.Foreign.
+func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
 	pr := PartitionReport{
 		Topic: ps.ID.Topic, Partition: ps.ID.Partition, TopicID: ps.ID.TopicID,
 		LogStart: l.Start, End: l.End, Committed: l.Committed,
@@ -186,9 +257,7 @@ func compare(ps *layout.PartitionScan, l Log) PartitionReport {
 	add := func(p layout.Problem) { pr.Problems = append(pr.Problems, p) }
 	name := fmt.Sprintf("%s/%d", ps.ID.Topic, ps.ID.Partition)
 	if l.Committed > l.End {
-		add(layout.Problem{Kind: ProblemPastEnd, Offsets: layout.Ranges{{l.End, l.Committed}}, Message: fmt.Sprintf(
-			"the group committed %d in %s, past the log end %d: the records there don't exist, so a future record below %d would never be consumed; reset the group's offset",
-			l.Committed, name, l.End, l.Committed)})
+		add(pastEnd(name, l))
 	}
 	// Offsets below the ledger's beginning were handled before it (by an
 	// earlier version) or never consumed (a group that started at the
@@ -196,6 +265,9 @@ func compare(ps *layout.PartitionScan, l Log) PartitionReport {
 	from := l.Start
 	if ps.Start >= 0 {
 		from = max(from, ps.Start)
+	} else if foreign {
+		// No ledger: what lies below the commit is the earlier writer's.
+		from = max(from, l.Committed)
 	}
 	if l.Committed > from {
 		want := layout.Ranges{{from, l.Committed}}
@@ -227,6 +299,12 @@ func compare(ps *layout.PartitionScan, l Log) PartitionReport {
 		pr.Problems = []layout.Problem{}
 	}
 	return pr
+}
+
+func pastEnd(name string, l Log) layout.Problem {
+	return layout.Problem{Kind: ProblemPastEnd, Offsets: layout.Ranges{{l.End, l.Committed}}, Message: fmt.Sprintf(
+		"the group committed %d in %s, past the log end %d: the records there don't exist, so a future record below %d would never be consumed; reset the group's offset",
+		l.Committed, name, l.End, l.Committed)}
 }
 
 func handledText(ps *layout.PartitionScan) string {

@@ -1,0 +1,7 @@
+// Package deploytest checks the deployment files offline: the Dockerfile
+// and the Kubernetes manifests under deploy/kubernetes. It is a module of
+// its own so that the Kubernetes API types and kustomize stay out of
+// Spillway's go.mod; scripts/test.sh runs it.
+//
+// It holds tests only. See docs/design.md, "Deployment".
+package deploytest

@@ -1,0 +1,359 @@
+package connect
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/naming"
+)
+
+// Aiven's rules, from its cloud-storage-connectors-for-apache-kafka
+// (FileNameFragment, OutputFormatFragment, S3ConfigFragment, S3SinkTask):
+//
+//   - A file is named by file.name.template, whole: nothing is added to a
+//     template that is set. Without one it is
+//     {{topic}}-{{partition}}-{{start_offset}}, plus ".avro" for avro, plus
+//     the compression's extension (.gz, .snappy, .zst).
+//   - The S3 sink's deprecated aws.s3.prefix turns the template off: the
+//     key is the prefix (itself a template), then
+//     <topic>-<partition>-<start offset padded to 20 digits>, plus the same
+//     extensions.
+//   - The defaults: format csv, fields [value], value encoding base64,
+//     envelope on; compression gzip on S3 and none on GCS and Azure.
+const aivenTemplate = "{{topic}}-{{partition}}-{{start_offset}}"
+
+var aivenCompressionExt = map[string]string{"none": "", "gzip": ".gz", "snappy": ".snappy", "zstd": ".zst"}
+
+func importAiven(c *connector, d *doc, store string) error {
+	var err error
+	switch store {
+	case "s3":
+		err = aivenS3(c, d)
+	case "gcs":
+		err = aivenGCS(c, d)
+	default:
+		err = aivenAzure(c, d)
+	}
+	if err != nil {
+		return err
+	}
+	typ, compression, err := aivenFormat(c, d, store)
+	if err != nil {
+		return err
+	}
+	return aivenNames(c, d, store, typ, compression)
+}
+
+func aivenS3(c *connector, d *doc) error {
+	bucketKey, bucket, ok := c.get("aws.s3.bucket.name", "aws_s3_bucket")
+	if !ok || bucket == "" {
+		return errorf("%s: aws.s3.bucket.name (or aws_s3_bucket) is not set; the S3 sink needs it", c.file)
+	}
+	q := &query{}
+	from := []string{bucketKey}
+	if key, v, ok := c.get("aws.s3.region", "aws_s3_region"); ok && v != "" {
+		q.add("region", v)
+		from = append(from, key)
+	}
+	if key, v, ok := c.get("aws.s3.endpoint", "aws_s3_endpoint"); ok && v != "" {
+		// Aiven's S3 client uses path-style requests with an endpoint.
+		q.add("endpoint", v)
+		q.add("use_path_style", "true")
+		from = append(from, key+" (path style, as Aiven)")
+	}
+	if key, v, ok := c.get("aws.s3.sse.algorithm"); ok && v != "" {
+		q.add("ssetype", v)
+		from = append(from, key)
+	}
+	for _, m := range []struct{ key, param string }{
+		{"aws.sts.role.arn", "role"},
+		{"aws.sts.role.session.name", "role_session_name"},
+		{"aws.sts.role.external.id", "role_external_id"},
+	} {
+		if _, v, ok := c.get(m.key); ok && v != "" {
+			q.add(m.param, v)
+			from = append(from, m.key)
+		}
+	}
+	if key, v, ok := c.get("aws.sts.role.session.duration"); ok && v != "" {
+		q.add("role_duration", v+"s")
+		from = append(from, key)
+	}
+	d.set("storage", "url", "s3://"+bucket+q.String(), "from "+strings.Join(from, ", "))
+	if key, _, ok := c.get("aws.access.key.id", "aws_access_key_id"); ok {
+		d.credential("AWS_ACCESS_KEY_ID", key)
+	}
+	if key, _, ok := c.get("aws.secret.access.key", "aws_secret_access_key"); ok {
+		d.credential("AWS_SECRET_ACCESS_KEY", key)
+	}
+	if key, v, ok := c.get("aws.s3.part.size.bytes"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return errorf("%s: %s=%q is not a positive number of bytes", c.file, key, v)
+		}
+		size := config.Size(n)
+		if size < 5*config.MiB {
+			d.set("storage", "part_size", 5*config.MiB, fmt.Sprintf("%s=%d is below S3's smallest part; 5MiB is the least Spillway takes", key, n))
+		} else {
+			d.set("storage", "part_size", size, "from "+key)
+		}
+	}
+	if key, v, ok := c.get("aws.s3.backoff.max.retries"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			d.set("storage", "max_retries", n, "from "+key+"; Spillway's backoff is its own (capped exponential)")
+		}
+	}
+	return nil
+}
+
+func aivenGCS(c *connector, d *doc) error {
+	_, bucket, ok := c.get("gcs.bucket.name")
+	if !ok || bucket == "" {
+		return errorf("%s: gcs.bucket.name is not set; the GCS sink needs it", c.file)
+	}
+	d.set("storage", "url", "gs://"+bucket, "from gcs.bucket.name")
+	if key, v, ok := c.get("gcs.credentials.path"); ok && v != "" {
+		d.credential("GOOGLE_APPLICATION_CREDENTIALS="+v, key)
+	}
+	if key, v, ok := c.get("gcs.credentials.json"); ok && v != "" {
+		d.credential("GOOGLE_APPLICATION_CREDENTIALS=<a file holding it>", key)
+	}
+	return nil
+}
+
+func aivenAzure(c *connector, d *doc) error {
+	_, container, ok := c.get("azure.storage.container.name")
+	if !ok || container == "" {
+		return errorf("%s: azure.storage.container.name is not set; the Azure Blob sink needs it", c.file)
+	}
+	d.set("storage", "url", "azblob://"+container, "from azure.storage.container.name")
+	if key, _, ok := c.get("azure.storage.connection.string"); ok {
+		d.credential("AZURE_STORAGE_CONNECTION_STRING", key)
+	}
+	return nil
+}
+
+// aivenFormat maps the output format and returns its type and compression.
+func aivenFormat(c *connector, d *doc, store string) (typ, compression string, err error) {
+	typ, typFrom := "csv", "Aiven's default format.output.type"
+	if key, v, ok := c.get("format.output.type"); ok {
+		typ, typFrom = strings.ToLower(v), "from "+key
+	}
+	switch typ {
+	case "csv", "json", "jsonl", "parquet", "avro":
+	default:
+		return "", "", errorf("%s: format.output.type %q is not one of Aiven's (csv, json, jsonl, parquet, avro)", c.file, typ)
+	}
+	d.set("format", "type", typ, typFrom)
+
+	compression, compFrom := "none", "Aiven's default on GCS and Azure"
+	if store == "s3" {
+		compression, compFrom = "gzip", "Aiven's default on S3"
+	}
+	if key, v, ok := c.get("file.compression.type", "output_compression"); ok && v != "" {
+		compression, compFrom = strings.ToLower(v), "from "+key
+	}
+	if _, ok := aivenCompressionExt[compression]; !ok {
+		return "", "", errorf("%s: file.compression.type %q is not one of Aiven's (none, gzip, snappy, zstd)", c.file, compression)
+	}
+	if compression != "none" && (typ == "avro" || typ == "parquet") {
+		compFrom += fmt.Sprintf("; Spillway compresses %s inside the file (its codec), where Aiven compresses the file's bytes: same name, other content", typ)
+		d.warn("format %s with compression %s: Spillway compresses inside the %s container; Aiven's files are compressed whole", typ, compression, typ)
+	}
+	d.set("format", "compression", compression, compFrom)
+
+	fields, fieldsFrom := []string{"value"}, "Aiven's default format.output.fields"
+	if key, v, ok := c.get("format.output.fields", "output_fields"); ok {
+		fields, fieldsFrom = list(strings.ToLower(v)), "from "+key
+	}
+	for _, f := range fields {
+		if !has([]string{"key", "value", "offset", "timestamp", "headers"}, f) {
+			return "", "", errorf("%s: format.output.fields lists %q, which is not one of Aiven's (key, value, offset, timestamp, headers)", c.file, f)
+		}
+	}
+	if (typ == "json" || typ == "jsonl") && has(fields, "timestamp") {
+		fieldsFrom += "; NOT THE SAME timestamp: Spillway writes epoch milliseconds, Aiven an ISO-8601 string"
+		d.warn("format %s: the timestamp field is epoch milliseconds in Spillway, an ISO-8601 string in Aiven's files", typ)
+	}
+	d.set("format", "fields", fields, fieldsFrom)
+
+	encKey, enc, encSet := c.get("format.output.fields.value.encoding")
+	switch {
+	case typ == "csv":
+		encFrom := "Aiven's default for csv"
+		if encSet {
+			encFrom = "from " + encKey
+		} else {
+			enc = "base64"
+		}
+		d.set("format", "value_encoding", strings.ToLower(enc), encFrom)
+	case typ == "json" || typ == "jsonl":
+		// Aiven's JSON writers take the value as the converter made it:
+		// bytes (ByteArrayConverter) become base64 strings, strings
+		// strings, structs objects.
+		conv := strings.TrimSpace(c.props["value.converter"])
+		if strings.HasSuffix(conv, "ByteArrayConverter") {
+			d.set("format", "value_encoding", "base64", "value.converter is ByteArrayConverter: Aiven writes values as base64 strings")
+		} else {
+			d.set("format", "value_encoding", "none", "values written as they are: JSON embedded, text as strings, as Aiven does with JsonConverter or StringConverter")
+		}
+	case encSet:
+		d.unmapped = append(d.unmapped, c.shown(encKey)+": Aiven applies it to csv only, and so does this import")
+	}
+	if key, v, ok := c.get("format.output.envelope"); ok {
+		env, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", "", errorf("%s: %s=%q is not true or false", c.file, key, v)
+		}
+		d.set("format", "envelope", env, "from "+key)
+	}
+	if key, v, ok := c.get("file.max.records"); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			d.set("file", "max_records", n, "from "+key)
+		}
+	}
+	if key, v, ok := c.get("file.max.bytes"); ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			d.set("file", "max_bytes", config.Size(n), "from "+key)
+		}
+	}
+	return typ, compression, nil
+}
+
+// aivenNames maps the object names: prefix, template, extension.
+func aivenNames(c *connector, d *doc, store, typ, compression string) error {
+	ext := aivenCompressionExt[compression]
+	if typ == "avro" {
+		ext = ".avro" + ext
+	}
+	tzKey, tz, tzSet := c.get("file.name.timestamp.timezone", "timestamp.timezone")
+	srcKey, src, srcSet := c.get("file.name.timestamp.source", "timestamp.source")
+	if tzSet {
+		d.set("file", "timezone", tz, "from "+tzKey)
+	} else {
+		tz = "UTC"
+	}
+	if srcSet {
+		s := strings.ToLower(src)
+		if s != "wallclock" && s != "event" {
+			return errorf("%s: %s=%q is not wallclock or event", c.file, srcKey, src)
+		}
+		d.set("file", "timestamp_source", s, "from "+srcKey)
+	}
+	prefix, template, extension := "", aivenTemplate, ext
+	templateFrom := "Aiven's default file.name.template"
+	extFrom := "Aiven's default names: the compression's extension only"
+	if typ == "avro" {
+		extFrom = "Aiven's default names: .avro and the compression's extension"
+	}
+	if _, _, set := c.get("file.compression.type", "output_compression"); !set && store == "s3" && compression == "gzip" {
+		extFrom += " (.gz, as documented; some releases leave it out when file.compression.type is unset: if your objects have none, set extension: '')"
+	}
+	if key, v, ok := c.get("aws.s3.prefix", "aws_s3_prefix"); ok && v != "" && store == "s3" {
+		if _, _, set := c.get("file.name.template"); set {
+			d.unmapped = append(d.unmapped, c.shown("file.name.template")+": Aiven ignores it when "+key+" is set, and so does this import")
+		}
+		if strings.Contains(v, "utc_date") || strings.Contains(v, "local_date") {
+			return errorf("%s: %s=%q uses {{utc_date}} or {{local_date}}, which Spillway's templates can't express; use {{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}} (names change)", c.file, key, v)
+		}
+		template = "{{topic}}-{{partition}}-{{start_offset:padding=true}}"
+		templateFrom = "Aiven's names when " + key + " is set: offsets padded to 20 digits"
+		if strings.Contains(v, "{{") {
+			template = v + template
+			templateFrom = "from " + key + " (a template), then " + templateFrom
+		} else {
+			prefix = v
+		}
+		if prefix != "" {
+			d.set("storage", "prefix", prefix, "from "+key)
+		}
+	} else {
+		if key, v, ok := c.get("file.name.prefix"); ok && v != "" {
+			if store == "s3" {
+				d.unmapped = append(d.unmapped, c.shown(key)+": Aiven's S3 sink doesn't read it (its prefix is aws.s3.prefix), so it is left out to keep the names")
+			} else {
+				prefix = v
+				d.set("storage", "prefix", prefix, "from "+key)
+			}
+		}
+		if key, v, ok := c.get("file.name.template"); ok && v != "" {
+			template, extension = v, ""
+			templateFrom = "from " + key
+			extFrom = "Aiven adds nothing to a template that is set"
+		}
+	}
+	c.use("file.name.template", "file.name.prefix")
+	if err := naming.CheckPrefix(prefix); err != nil {
+		return errorf("%s: the prefix %q can't be Spillway's storage.prefix: it %v", c.file, prefix, err)
+	}
+	loc, err := naming.LoadLocation(tz)
+	if err != nil {
+		return errorf("%s: time zone %q: %v", c.file, tz, err)
+	}
+	t, err := naming.Parse(template, naming.Location(loc))
+	if err != nil {
+		return errorf("%s: the file name template can't be expressed in Spillway: %v", c.file, err)
+	}
+	if t.LatestPerKey() {
+		templateFrom += "; one object per key, replaced by each flush with the key's latest record, as Aiven's key grouping: at-least-once, see the README's Guarantees"
+	}
+	if strings.Contains(template, "{{timestamp") {
+		templateFrom += "; NOT THE SAME {{timestamp}}: Spillway names a file after its first record's time and offset, Aiven renders each record's time with the partition's first offset"
+		d.warn("{{timestamp}} in the name: Spillway starts a file per time bucket, named after its first record's time and offset; Aiven's files of a later hour keep the start offset of the partition's first record, so those names differ")
+	}
+	d.set("file", "name_template", template, templateFrom)
+	d.set("file", "extension", extension, extFrom)
+	return nil
+}
+
+// query builds a URL query in the order given, leaving ':' and '/' as
+// they are so that endpoints and ARNs stay readable.
+type query struct{ parts []string }
+
+func (q *query) add(k, v string) { q.parts = append(q.parts, k+"="+escapeQuery(v)) }
+
+func (q *query) String() string {
+	if len(q.parts) == 0 {
+		return ""
+	}
+	return "?" + strings.Join(q.parts, "&")
+}
+
+func escapeQuery(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9', strings.IndexByte("-._~:/", ch) >= 0:
+			b.WriteByte(ch)
+		default:
+			fmt.Fprintf(&b, "%%%02X", ch)
+		}
+	}
+	return b.String()
+}
+
+// aivenExplain says why an Aiven key is not mapped.
+func aivenExplain(key string, why func(string) string) string {
+	switch {
+	case key == "aws.credentials.provider":
+		return why("Spillway uses the AWS SDK's default chain: environment variables, a profile (&profile=NAME in storage.url), or the instance's role")
+	case strings.HasPrefix(key, "aws.s3.backoff."), key == "aws.sts.config.endpoint":
+		return why("no Spillway setting: its retry backoff is capped exponential (storage.max_retries counts the retries), and STS is reached at its default endpoint")
+	case key == "gcs.credentials.default":
+		return why("Spillway uses Google's application default credentials unless GOOGLE_APPLICATION_CREDENTIALS names a file: nothing to do")
+	case key == "gcs.endpoint":
+		return why("NOT SUPPORTED as a setting: for an emulator set STORAGE_EMULATOR_HOST=host:port; other endpoints can't be set")
+	case strings.HasPrefix(key, "gcs.retry."), strings.HasPrefix(key, "azure.retry."), strings.HasSuffix(key, ".user.agent"), key == "gcs.object.content.encoding":
+		return why("no Spillway setting: storage.max_retries bounds retries; nothing else to do")
+	case key == "kafka.retry.backoff.ms":
+		return why("Connect's retry of a failed put; Spillway retries storage itself (storage.max_retries)")
+	case key == "avro.codec":
+		return why("Spillway's avro codec follows format.compression (gzip is deflate); for other formats it means nothing")
+	case key == "format.output.fields.value.encoding":
+		return why("Aiven applies it to csv only; for this format the value is written as the line format.value_encoding says")
+	}
+	return why("not a key Aiven's sink documents, or none Spillway needs; check it and set the matching Spillway key by hand if it mattered")
+}

@@ -1,0 +1,524 @@
+package connect
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/naming"
+)
+
+// Confluent's rules, from kafka-connect-storage-cloud (TopicPartitionWriter,
+// the format providers, S3SinkConnectorConfig) and
+// kafka-connect-storage-common (the partitioners, StorageCommonConfig):
+//
+//	<topics.dir><directory.delim><encoded partition path><directory.delim>
+//	    <topic><file.delim><partition><file.delim><start offset, zero-padded to
+//	    filename.offset.zero.pad.width><extension>
+//
+// The encoded partition path is <topic><directory.delim>partition=<p> for
+// DefaultPartitioner, and <topic><directory.delim><path.format of the
+// record's time bucket> for TimeBasedPartitioner (Hourly and Daily are
+// fixed path formats). topics.dir defaults to "topics", directory.delim to
+// "/", file.delim to "+", the padding to 10. The extension is the
+// format's: .json or .bin plus .gz with s3.compression.type gzip, .avro,
+// and .<codec>.parquet (".snappy.parquet").
+const (
+	partitionerPkg  = "io.confluent.connect.storage.partitioner."
+	confluentFormat = "io.confluent.connect.s3.format."
+)
+
+// parquetCodecExt is parquet-mr's CompressionCodecName extension, which
+// Confluent puts before ".parquet"; ok is false for codecs Spillway can't
+// write.
+var parquetCodecExt = map[string]struct {
+	ext, compression string
+}{
+	"none": {"", "none"}, "uncompressed": {"", "none"}, "snappy": {".snappy", "snappy"},
+	"gzip": {".gz", "gzip"}, "zstd": {".zstd", "zstd"},
+}
+
+// avroCodecs maps avro.codec to format.compression (Spillway's avro writes
+// gzip as the deflate codec).
+var avroCodecs = map[string]string{"null": "none", "deflate": "gzip", "snappy": "snappy", "zstandard": "zstd"}
+
+func importConfluent(c *connector, d *doc) error {
+	if err := confluentS3(c, d); err != nil {
+		return err
+	}
+	ext, extFrom, err := confluentFormatClass(c, d)
+	if err != nil {
+		return err
+	}
+	if err := confluentRotation(c, d); err != nil {
+		return err
+	}
+	if err := confluentNames(c, d, ext, extFrom); err != nil {
+		return err
+	}
+	confluentBehaviour(c, d)
+	return nil
+}
+
+func confluentS3(c *connector, d *doc) error {
+	_, bucket, ok := c.get("s3.bucket.name")
+	if !ok || bucket == "" {
+		return errorf("%s: s3.bucket.name is not set; Confluent's S3 sink needs it", c.file)
+	}
+	q := &query{}
+	from := []string{"s3.bucket.name"}
+	if key, v, ok := c.get("s3.region"); ok && v != "" {
+		q.add("region", v)
+		from = append(from, key)
+	} else {
+		q.add("region", "us-west-2")
+		from = append(from, "Confluent's default s3.region us-west-2")
+	}
+	_, pathStyle, psSet := c.get("s3.path.style.access.enabled")
+	if key, v, ok := c.get("store.url"); ok && v != "" {
+		q.add("endpoint", v)
+		from = append(from, key)
+		// Confluent's default is path style, which matters with an
+		// endpoint only.
+		if !psSet || strings.EqualFold(pathStyle, "true") {
+			q.add("use_path_style", "true")
+			from = append(from, "s3.path.style.access.enabled (default true)")
+		}
+	}
+	if key, v, ok := c.get("s3.ssea.name"); ok && v != "" {
+		q.add("ssetype", v)
+		from = append(from, key)
+	}
+	if key, v, ok := c.get("s3.sse.kms.key.id"); ok && v != "" {
+		q.add("kmskeyid", v)
+		from = append(from, key)
+	}
+	d.set("storage", "url", "s3://"+bucket+q.String(), "from "+strings.Join(from, ", "))
+	if key, _, ok := c.get("aws.access.key.id"); ok {
+		d.credential("AWS_ACCESS_KEY_ID", key)
+	}
+	if key, _, ok := c.get("aws.secret.access.key"); ok {
+		d.credential("AWS_SECRET_ACCESS_KEY", key)
+	}
+	if key, v, ok := c.get("s3.part.size"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < int64(5*config.MiB) {
+			return errorf("%s: %s=%q is not a part size of at least 5MiB (5242880)", c.file, key, v)
+		}
+		d.set("storage", "part_size", config.Size(n), "from "+key+"; Spillway holds (upload_concurrency+1) parts per open file, within its memory limit")
+	}
+	if key, v, ok := c.get("s3.part.retries"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+			d.set("storage", "max_retries", n, "from "+key)
+		}
+	}
+	if key, _, ok := c.get("s3.sse.customer.key"); ok {
+		d.unmapped = append(d.unmapped, key+" (secret, not shown): NOT SUPPORTED: Spillway can't write with customer-provided keys (SSE-C); use s3.ssea.name aws:kms with a KMS key (ssetype and kmskeyid in storage.url)")
+		d.warn("s3.sse.customer.key: SSE-C is not supported; objects would be written without it")
+	}
+	return nil
+}
+
+// confluentFormatClass maps format.class and returns the files' extension.
+func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error) {
+	extFrom = "the format's extension, as Confluent names files"
+	key, class, ok := c.get("format.class")
+	if !ok || class == "" {
+		return "", "", errorf("%s: format.class is not set; Confluent's S3 sink needs it (JsonFormat, ByteArrayFormat, AvroFormat or ParquetFormat)", c.file)
+	}
+	compKey, comp, compSet := c.get("s3.compression.type")
+	comp = strings.ToLower(comp)
+	if !compSet {
+		comp = "none"
+	}
+	if comp != "none" && comp != "gzip" {
+		return "", "", errorf("%s: %s=%q is not one of Confluent's (none, gzip)", c.file, compKey, comp)
+	}
+	streamExt := map[string]string{"none": "", "gzip": ".gz"}[comp]
+	compFrom := "Confluent's default s3.compression.type"
+	if compSet {
+		compFrom = "from " + compKey
+	}
+	from := "from " + key + "=" + class
+	short := strings.TrimPrefix(class, confluentFormat)
+	switch short {
+	case "json.JsonFormat":
+		d.set("format", "type", "jsonl", from+": one value per line")
+		d.set("format", "fields", []string{"value"}, "Confluent writes the value alone")
+		d.set("format", "envelope", false, "the bare value, no object around it")
+		d.set("format", "value_encoding", jsonValueEncoding(c), "values written as they are: JSON embedded, text as strings (JsonConverter's output for schemaless JSON)")
+		d.set("format", "compression", comp, compFrom)
+		return ".json" + streamExt, extFrom, nil
+	case "bytearray.ByteArrayFormat":
+		d.set("format", "type", "bytes", from)
+		d.set("format", "fields", []string{"value"}, "the value's bytes alone")
+		sep := `\n`
+		sepFrom := "Confluent's default format.bytearray.separator (the line separator)"
+		if k, v, ok := c.get("format.bytearray.separator"); ok {
+			sep = strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(v)
+			sepFrom = "from " + k
+		}
+		d.set("format", "bytes_separator", sep, sepFrom)
+		d.set("format", "compression", comp, compFrom)
+		ext := ".bin"
+		if k, v, ok := c.get("format.bytearray.extension"); ok {
+			ext, extFrom = v, "from "+k+", then the compression's, as Confluent names files"
+		}
+		return ext + streamExt, extFrom, nil
+	case "avro.AvroFormat":
+		d.set("format", "type", "avro", from+"; NOT THE SAME content: Spillway writes the value's bytes in its own record, not the value's Connect schema (decoding by schema registry is not built)")
+		d.set("format", "fields", []string{"value"}, "the value alone")
+		d.set("format", "envelope", false, "the bare value")
+		d.warn("format.class AvroFormat: Spillway's avro files hold the value's bytes in a record of their own, not the value's Connect schema; readers must change")
+		if compSet {
+			d.unmapped = append(d.unmapped, c.shown(compKey)+": Confluent ignores it for avro (avro.codec compresses)")
+		}
+		codec := "null"
+		codecFrom := "Confluent's default avro.codec null"
+		if k, v, ok := c.get("avro.codec"); ok {
+			codec, codecFrom = strings.ToLower(v), "from "+k
+		}
+		cmp, ok := avroCodecs[codec]
+		if !ok {
+			return "", "", errorf("%s: avro.codec %q is not one Spillway writes (null, deflate, snappy, zstandard)", c.file, codec)
+		}
+		d.set("format", "compression", cmp, codecFrom)
+		return ".avro", extFrom, nil
+	case "parquet.ParquetFormat":
+		d.set("format", "type", "parquet", from+"; NOT THE SAME content: Spillway writes the value's bytes as a column, not the value's Connect schema (decoding by schema registry is not built)")
+		d.set("format", "fields", []string{"value"}, "the value alone")
+		d.set("format", "envelope", false, "the bare value")
+		d.warn("format.class ParquetFormat: Spillway's parquet files hold the value's bytes as one column, not the value's Connect schema; readers must change")
+		if compSet {
+			d.unmapped = append(d.unmapped, c.shown(compKey)+": Confluent ignores it for parquet (parquet.codec compresses)")
+		}
+		codec := "snappy"
+		codecFrom := "Confluent's default parquet.codec snappy"
+		if k, v, ok := c.get("parquet.codec"); ok {
+			codec, codecFrom = strings.ToLower(v), "from "+k
+		}
+		pc, ok := parquetCodecExt[codec]
+		if !ok {
+			return "", "", errorf("%s: parquet.codec %q is not one Spillway writes (none, snappy, gzip, zstd)", c.file, codec)
+		}
+		d.set("format", "compression", pc.compression, codecFrom)
+		return pc.ext + ".parquet", extFrom, nil
+	}
+	return "", "", errorf("%s: format.class %q is not one Spillway imports (%sjson.JsonFormat, bytearray.ByteArrayFormat, avro.AvroFormat, parquet.ParquetFormat)", c.file, class, confluentFormat)
+}
+
+func jsonValueEncoding(c *connector) string {
+	conv := strings.TrimSpace(c.props["value.converter"])
+	if strings.HasSuffix(conv, "ByteArrayConverter") {
+		return "base64" // JsonConverter writes bytes as base64
+	}
+	return "none"
+}
+
+// confluentRotation maps flush.size and the rotation intervals.
+func confluentRotation(c *connector, d *doc) error {
+	if key, v, ok := c.get("flush.size"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return errorf("%s: %s=%q is not a positive number of records", c.file, key, v)
+		}
+		d.set("file", "max_records", n, "from "+key)
+	}
+	var age time.Duration
+	var ageFrom []string
+	for _, m := range []struct{ key, what string }{
+		{"rotate.interval.ms", "Confluent measures it in record time; Spillway's max_age is wall-clock time since the file opened (it also closes files of idle partitions)"},
+		{"rotate.schedule.interval.ms", "wall clock, as Confluent's"},
+	} {
+		_, v, ok := c.get(m.key)
+		if !ok || v == "" || v == "-1" {
+			continue
+		}
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 {
+			return errorf("%s: %s=%q is not a number of milliseconds", c.file, m.key, v)
+		}
+		a := max(time.Duration(ms)*time.Millisecond, time.Second)
+		if age == 0 || a < age {
+			age = a
+		}
+		ageFrom = append(ageFrom, "from "+m.key+": "+m.what)
+	}
+	if age > 0 {
+		d.set("file", "max_age", age, strings.Join(ageFrom, "; "))
+	} else {
+		d.set("file", "max_age", 5*time.Minute, "Spillway's default: Confluent rotates on flush.size only and would keep a file of an idle partition open")
+	}
+	return nil
+}
+
+// confluentNames maps the partitioner and the file name rules.
+func confluentNames(c *connector, d *doc, ext, extFrom string) error {
+	topicsDir, dirDelim, fileDelim := "topics", "/", "+"
+	var nameKeys []string // the keys that shape the file name, for its comment
+	if _, v, ok := c.get("topics.dir"); ok {
+		topicsDir = v
+	}
+	if _, v, ok := c.get("directory.delim"); ok && v != "" {
+		dirDelim = v
+		nameKeys = append(nameKeys, "directory.delim")
+	}
+	if _, v, ok := c.get("file.delim"); ok && v != "" {
+		fileDelim = v
+		nameKeys = append(nameKeys, "file.delim")
+	}
+	width := 10
+	if key, v, ok := c.get("filename.offset.zero.pad.width"); ok {
+		nameKeys = append(nameKeys, key)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 20 {
+			return errorf("%s: %s=%q can't be expressed: Spillway pads offsets to 1 to 20 digits", c.file, key, v)
+		}
+		width = n
+	}
+	for _, s := range []string{topicsDir, dirDelim, fileDelim} {
+		if strings.Contains(s, "{{") || strings.Contains(s, "}}") {
+			return errorf("%s: %q can't be part of a Spillway name: \"{{\" and \"}}\" mark its variables", c.file, s)
+		}
+	}
+	prefix := ""
+	if strings.TrimSpace(topicsDir) != "" {
+		prefix = topicsDir + dirDelim
+	}
+	if err := naming.CheckPrefix(prefix); err != nil {
+		return errorf("%s: topics.dir %q can't be Spillway's storage.prefix: it %v", c.file, topicsDir, err)
+	}
+	file := fmt.Sprintf("{{topic}}%s{{partition}}%s{{start_offset:padding=%d}}", fileDelim, fileDelim, width)
+
+	pkey, class, _ := c.get("partitioner.class")
+	if class == "" {
+		pkey, class = "partitioner.class (default)", partitionerPkg+"DefaultPartitioner"
+	}
+	tz := "UTC"
+	var dir, dirFrom string
+	timeBased := false
+	switch strings.TrimPrefix(class, partitionerPkg) {
+	case "DefaultPartitioner":
+		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", pkey+" DefaultPartitioner: partition=<p> directories"
+	case "HourlyPartitioner":
+		timeBased = true
+		dir = "{{topic}}" + dirDelim + "year={{timestamp:unit=yyyy}}" + dirDelim + "month={{timestamp:unit=MM}}" + dirDelim + "day={{timestamp:unit=dd}}" + dirDelim + "hour={{timestamp:unit=HH}}"
+		dirFrom = pkey + " HourlyPartitioner's path"
+	case "DailyPartitioner":
+		timeBased = true
+		dir = "{{topic}}" + dirDelim + "year={{timestamp:unit=yyyy}}" + dirDelim + "month={{timestamp:unit=MM}}" + dirDelim + "day={{timestamp:unit=dd}}"
+		dirFrom = pkey + " DailyPartitioner's path"
+	case "TimeBasedPartitioner":
+		timeBased = true
+		_, format, _ := c.get("path.format")
+		_, durText, _ := c.get("partition.duration.ms")
+		path, unit, err := jodaTemplate(format)
+		if err != nil {
+			return errorf("%s: path.format %q can't be expressed in a Spillway template: %v", c.file, format, err)
+		}
+		dur, err := strconv.ParseInt(durText, 10, 64)
+		if err != nil || dur != unit.ms {
+			return errorf("%s: partition.duration.ms %q with path.format %q can't be expressed: Spillway's time buckets are the finest unit of the path (%s, partition.duration.ms=%d)", c.file, durText, format, unit.name, unit.ms)
+		}
+		dir, dirFrom = "{{topic}}"+dirDelim+path, pkey+" TimeBasedPartitioner with path.format and partition.duration.ms"
+	case "FieldPartitioner":
+		c.use("partition.field.name")
+		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" FieldPartitioner (partition.field.name): Spillway has no field partitioning (it doesn't decode values), so this writes DefaultPartitioner's partition=<p> directories instead"
+		d.warn("partitioner.class FieldPartitioner: Spillway has no field partitioning; files go to <topic>/partition=<p>/ instead of <field>=<value>/ directories")
+	default:
+		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" "+class+" is a custom partitioner; this writes DefaultPartitioner's partition=<p> directories instead"
+		d.warn("partitioner.class %s: custom partitioners are not supported; files go to <topic>/partition=<p>/", class)
+	}
+	if timeBased {
+		d.note("file", "max_records", "; Spillway counts a file's records, Confluent a partition's across its open files: while records of two time buckets arrive together, files differ")
+		tzKey, tzVal, tzSet := c.get("timezone")
+		tzFrom := "from " + tzKey
+		if _, _, ok := c.get("locale"); ok {
+			tzFrom += " (locale changes nothing: the path has numbers only)"
+		}
+		if tzSet && tzVal != "" {
+			tz = tzVal
+			d.set("file", "timezone", tz, tzFrom)
+		} else {
+			d.set("file", "timezone", tz, "timezone is not set (Confluent requires it for time partitioning); UTC assumed")
+		}
+		_, ex, _ := c.get("timestamp.extractor")
+		switch ex {
+		case "", "Wallclock":
+			d.set("file", "timestamp_source", "wallclock", "timestamp.extractor Wallclock: the time the record is written")
+		case "Record":
+			d.set("file", "timestamp_source", "event", "timestamp.extractor Record: the record's own timestamp")
+		case "RecordField":
+			c.use("timestamp.field")
+			d.set("file", "timestamp_source", "event", "NOT SUPPORTED: timestamp.extractor RecordField reads a field of the value, which Spillway doesn't decode; this uses the record's timestamp instead")
+			d.warn("timestamp.extractor RecordField: Spillway buckets by the record's timestamp, not by a field of the value; files of a record whose field and timestamp differ go elsewhere")
+		default:
+			return errorf("%s: timestamp.extractor %q can't be expressed: Spillway's time buckets come from the wall clock (Wallclock) or the record's timestamp (Record)", c.file, ex)
+		}
+	}
+	template := dir + dirDelim + file
+	loc, err := naming.LoadLocation(tz)
+	if err != nil {
+		return errorf("%s: timezone %q: %v", c.file, tz, err)
+	}
+	if _, err := naming.Parse(template, naming.Location(loc)); err != nil {
+		return errorf("%s: the object names can't be expressed in Spillway: %v", c.file, err)
+	}
+	if prefix != "" {
+		d.set("storage", "prefix", prefix, "topics.dir and directory.delim")
+	} else {
+		d.set("storage", "prefix", "", "topics.dir is empty")
+	}
+	nameFrom := dirFrom + ", then <topic>" + fileDelim + "<partition>" + fileDelim + "<offset padded to " + strconv.Itoa(width) + ">"
+	if len(nameKeys) > 0 {
+		nameFrom += " (" + strings.Join(nameKeys, ", ") + ")"
+	}
+	d.set("file", "name_template", template, nameFrom)
+	d.set("file", "extension", ext, extFrom)
+	return nil
+}
+
+// timeUnit is the finest unit of a path format and the partition duration
+// that matches it.
+type timeUnit struct {
+	name string
+	ms   int64
+}
+
+// jodaTemplate translates a Joda-Time pattern (path.format) into template
+// text: quoted text is literal, YYYY/yyyy, MM, dd and HH are the
+// timestamp units, and other punctuation is literal. Anything else (a
+// two-digit year, minutes, month names) has no template variable.
+func jodaTemplate(format string) (string, timeUnit, error) {
+	if format == "" {
+		return "", timeUnit{}, fmt.Errorf("it is empty; TimeBasedPartitioner needs it")
+	}
+	units := map[string]struct {
+		v    string
+		unit timeUnit
+		rank int
+	}{
+		"YYYY": {"{{timestamp:unit=yyyy}}", timeUnit{"year", -1}, 1},
+		"yyyy": {"{{timestamp:unit=yyyy}}", timeUnit{"year", -1}, 1},
+		"MM":   {"{{timestamp:unit=MM}}", timeUnit{"month", -1}, 2},
+		"dd":   {"{{timestamp:unit=dd}}", timeUnit{"day", 86_400_000}, 3},
+		"HH":   {"{{timestamp:unit=HH}}", timeUnit{"hour", 3_600_000}, 4},
+	}
+	var b strings.Builder
+	finest, rank := timeUnit{}, 0
+	for i := 0; i < len(format); {
+		ch := format[i]
+		switch {
+		case ch == '\'':
+			j := i + 1
+			for {
+				if j >= len(format) {
+					return "", timeUnit{}, fmt.Errorf("a quote at offset %d is not closed", i)
+				}
+				if format[j] == '\'' {
+					if j+1 < len(format) && format[j+1] == '\'' {
+						b.WriteByte('\'')
+						j += 2
+						continue
+					}
+					break
+				}
+				b.WriteByte(format[j])
+				j++
+			}
+			if j == i+1 {
+				b.WriteByte('\'') // '' is a quote
+			}
+			i = j + 1
+		case ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z':
+			j := i
+			for j < len(format) && format[j] == ch {
+				j++
+			}
+			u, ok := units[format[i:j]]
+			if !ok {
+				return "", timeUnit{}, fmt.Errorf("%q at offset %d has no template variable; Spillway's are YYYY, MM, dd and HH", format[i:j], i)
+			}
+			b.WriteString(u.v)
+			if u.rank > rank {
+				finest, rank = u.unit, u.rank
+			}
+			i = j
+		default:
+			b.WriteByte(ch)
+			i++
+		}
+	}
+	if strings.Count(b.String(), "{{") != strings.Count(b.String(), "{{timestamp") {
+		return "", timeUnit{}, fmt.Errorf("its literal text holds \"{{\", which marks a template variable")
+	}
+	if finest.ms < 0 {
+		return "", timeUnit{}, fmt.Errorf("its finest unit is the %s, whose length varies; Spillway's time buckets are days or hours (dd or HH)", finest.name)
+	}
+	return b.String(), finest, nil
+}
+
+// confluentBehaviour maps null values, keys and headers, open files and
+// schema handling.
+func confluentBehaviour(c *connector, d *doc) {
+	nulls, from := "fail", "Confluent's default behavior.on.null.values: a tombstone stops the connector"
+	if key, v, ok := c.get("behavior.on.null.values"); ok {
+		nulls, from = strings.ToLower(v), "from "+key
+	}
+	switch nulls {
+	case "fail", "ignore", "write":
+		d.set("errors", "null_values", nulls, from)
+	default:
+		d.set("errors", "null_values", "fail", "behavior.on.null.values="+nulls+" is not fail, ignore or write")
+	}
+	for _, key := range []string{"store.kafka.keys", "store.kafka.headers"} {
+		if strings.EqualFold(strings.TrimSpace(c.props[key]), "true") {
+			c.use(key)
+			d.unmapped = append(d.unmapped, key+"=true: NOT SUPPORTED: Spillway writes no side files (.keys.*, .headers.*); to keep keys or headers, use format.type jsonl with envelope: true and fields [key, value, headers] (other content), or keep the connector")
+			d.warn("%s=true: Spillway writes no .keys/.headers side files", key)
+		}
+	}
+	if key, v, ok := c.get("partitioner.max.open.files"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			d.set("backpressure", "max_open_files", n, "from "+key+": when more are open, the least recently written closes")
+		}
+	}
+	if v, ok := c.props["schema.compatibility"]; ok && !strings.EqualFold(strings.TrimSpace(v), "NONE") {
+		key := "schema.compatibility"
+		c.use(key)
+		d.unmapped = append(d.unmapped, c.shown(key)+": NOT SUPPORTED: Spillway doesn't decode or project schemas (it writes records' bytes); a schema change doesn't rotate files")
+		d.warn("schema.compatibility %s: no schema projection in Spillway", v)
+	}
+}
+
+// confluentExplain says why a Confluent key is not mapped.
+func confluentExplain(key string, why func(string) string) string {
+	switch key {
+	case "schema.compatibility":
+		return why("Spillway doesn't project schemas; NONE is what it does")
+	case "s3.credentials.provider.class":
+		return why("Spillway uses the AWS SDK's default chain: environment variables, a profile (&profile=NAME in storage.url), or the instance's role")
+	case "enable.conditional.writes":
+		return why("Spillway always writes create-only (a name collision stops the writer that lost), whatever this says")
+	case "storage.class":
+		return why("S3Storage is the only one; storage.url says where Spillway writes")
+	case "timezone", "locale", "timestamp.extractor", "timestamp.field", "path.format", "partition.duration.ms", "partition.field.name":
+		return why("only read by time or field partitioners, which this config doesn't use")
+	case "s3.path.style.access.enabled":
+		return why("applies to store.url (an endpoint), which isn't set; AWS itself uses virtual-hosted requests")
+	case "s3.compression.level":
+		return why("Spillway compresses at its own fixed level")
+	case "store.kafka.keys", "store.kafka.headers", "keys.format.class", "headers.format.class":
+		return why("the connector writes no side files with this config, and Spillway none at all")
+	case "s3.acl.canned", "s3.object.tagging", "s3.wan.mode", "s3.retry.backoff.ms", "retry.backoff.ms", "s3.http.send.expect.continue", "s3.send.digest":
+		return why("no Spillway setting; set bucket policies, tags or acceleration on the bucket itself if you relied on it")
+	case "avro.codec", "parquet.codec", "format.bytearray.extension", "format.bytearray.separator", "s3.compression.type":
+		return why("not read by this format.class")
+	}
+	if strings.HasPrefix(key, "s3.proxy.") {
+		return why("set HTTPS_PROXY in Spillway's environment instead (the user and password go in the proxy URL)")
+	}
+	return why("not a key Confluent's S3 sink documents, or none Spillway needs; check it and set the matching Spillway key by hand if it mattered")
+}

@@ -1,0 +1,189 @@
+package connect
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spillway/spillway/internal/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// inputs are the example configs in testdata, written from each product's
+// documentation.
+func inputs(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, pat := range []string{"*.json", "*.properties"} {
+		m, err := filepath.Glob(filepath.Join("testdata", pat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m...)
+	}
+	if len(out) < 6 {
+		t.Fatalf("only %d example configs in testdata", len(out))
+	}
+	return out
+}
+
+// TestGolden imports each example and compares the YAML with the golden
+// file beside it; the YAML must load and validate as `config check` does.
+func TestGolden(t *testing.T) {
+	for _, in := range inputs(t) {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Import(in, data, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := strings.TrimSuffix(in, filepath.Ext(in)) + ".yaml"
+			if *update {
+				if err := os.WriteFile(golden, res.YAML, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestGolden -update to write it)", err)
+			}
+			if string(res.YAML) != string(want) {
+				t.Errorf("YAML differs from %s (run with -update and review the diff):\n%s", golden, res.YAML)
+			}
+			// Credentials come from the environment, as the YAML's
+			// header says.
+			var env []string
+			if strings.Contains(string(res.YAML), "SPILLWAY_KAFKA_SASL_PASSWORD") {
+				env = append(env, "SPILLWAY_KAFKA_SASL_PASSWORD=x")
+			}
+			if _, err := config.LoadBytes(res.YAML, env); err != nil {
+				t.Errorf("the imported YAML is not a valid config: %v", err)
+			}
+		})
+	}
+}
+
+// TestEveryKeyAccountedFor: each key of each example is named in the YAML,
+// on the line it maps to or in a comment saying why it isn't mapped, and
+// no secret's value is.
+func TestEveryKeyAccountedFor(t *testing.T) {
+	for _, in := range inputs(t) {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props, _, err := parse(in, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Import(in, data, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.YAML)
+		for k, v := range props {
+			if k != "name" && k != "connector.class" && !strings.Contains(out, k) {
+				t.Errorf("%s: key %s is neither mapped nor explained", in, k)
+			}
+			if secretKey(k) && len(v) > 3 && strings.Contains(out, v) {
+				t.Errorf("%s: the value of secret %s is in the YAML", in, k)
+			}
+		}
+		for _, secret := range []string{"s3cr3t-pw", "EXAMPLEKEY", "PRIVATE KEY", "bXlrZXk=", "YOUR_AWS_SECRET"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s: %q is in the YAML", in, secret)
+			}
+		}
+	}
+}
+
+// TestBadInput: what can't be imported is an *Error that says why.
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, data, from, want string
+	}{
+		{"not JSON", "c.json", `{"name": "x", "config": {`, "", "is not valid JSON"},
+		{"not a config", "notes.txt", "hello world\n", "", "neither JSON nor a .properties"},
+		{"binary", "c.properties", "\xff\xfe\x00", "", "is not text"},
+		{"empty", "c.json", "  \n", "", "is empty"},
+		{"a list", "c.json", `{"config": {"topics": ["a", "b"]}}`, "", `"topics" is a JSON array`},
+		{"no class", "c.properties", "name=x\ntopics=a\n", "", "has no connector.class"},
+		{"unknown class", "c.json", `{"name":"x","connector.class":"io.confluent.connect.hdfs.HdfsSinkConnector"}`, "", `connector.class "io.confluent.connect.hdfs.HdfsSinkConnector" is not a connector Spillway imports`},
+		{"wrong --from", "c.properties", "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\n", Aiven, "is Confluent's S3 sink, not --from aiven"},
+		{"no name", "c.properties", "connector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\n", "", "the connector has no name"},
+		{"template without partition", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\nfile.name.template={{topic}}-{{start_offset}}\n", "",
+			"the file name template can't be expressed in Spillway: file name template \"{{topic}}-{{start_offset}}\": template has no {{partition}}"},
+		{"minutes", "c.properties", confluentTime("'year'=YYYY/'minute'=mm", "60000"), "",
+			`path.format "'year'=YYYY/'minute'=mm" can't be expressed in a Spillway template: "mm" at offset 21 has no template variable`},
+		{"duration", "c.properties", confluentTime("'dt'=YYYY-MM-dd/'hour'=HH", "900000"), "",
+			"partition.duration.ms \"900000\" with path.format \"'dt'=YYYY-MM-dd/'hour'=HH\" can't be expressed: Spillway's time buckets are the finest unit of the path (hour, partition.duration.ms=3600000)"},
+		{"utc_date", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector\naws.s3.bucket.name=b\ntopics=t\naws.s3.prefix=logs/{{utc_date}}/\n", "", "uses {{utc_date}} or {{local_date}}"},
+		{"envelope", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\nformat.output.type=jsonl\nformat.output.fields=key,value\nformat.output.envelope=false\n", "",
+			"these settings make a Spillway config that isn't valid, so nothing is printed:\nformat.fields: must list exactly one field when format.envelope is false"},
+		{"no topics", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\n", "", "neither topics nor topics.regex is set"},
+		{"no bucket", "c.properties", "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\ntopics=t\nformat.class=io.confluent.connect.s3.format.json.JsonFormat\n", "", "s3.bucket.name is not set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Import(tc.file, []byte(tc.data), tc.from)
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v (%T), want an *Error", err, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %q\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func confluentTime(format, duration string) string {
+	return "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\ns3.bucket.name=b\ntopics=t\nflush.size=10\n" +
+		"format.class=io.confluent.connect.s3.format.json.JsonFormat\n" +
+		"partitioner.class=io.confluent.connect.storage.partitioner.TimeBasedPartitioner\n" +
+		"path.format=" + format + "\npartition.duration.ms=" + duration + "\nlocale=en-US\ntimezone=UTC\n"
+}
+
+// TestProperties covers the .properties syntax Connect's files use.
+func TestProperties(t *testing.T) {
+	got, err := parseProperties("c.properties", "# comment\n! also\n  a = 1\nb:2\nc=multi \\\n   line\nd=\\u00e9\\t\\\\\ne\\:f=g\n\nh=\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": "1", "b": "2", "c": "multi line", "d": "é\t\\", "e:f": "g", "h": ""}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestWrapperAndFlat: the REST API's {"name", "config"} and the config
+// object alone give the same YAML.
+func TestWrapperAndFlat(t *testing.T) {
+	flat := `{"name":"s","connector.class":"io.confluent.connect.s3.S3SinkConnector","s3.bucket.name":"b","topics":"t","flush.size":100,"format.class":"io.confluent.connect.s3.format.json.JsonFormat"}`
+	wrapped := `{"name":"s","config":{"connector.class":"io.confluent.connect.s3.S3SinkConnector","s3.bucket.name":"b","topics":"t","flush.size":"100","format.class":"io.confluent.connect.s3.format.json.JsonFormat"}}`
+	a, err := Import("a.json", []byte(flat), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Import("a.json", []byte(wrapped), Confluent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a.YAML) != string(b.YAML) {
+		t.Errorf("flat:\n%s\nwrapped:\n%s", a.YAML, b.YAML)
+	}
+	if !strings.Contains(string(a.YAML), "group: connect-s ") {
+		t.Errorf("no connect-s group:\n%s", a.YAML)
+	}
+}

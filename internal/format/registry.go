@@ -1,0 +1,235 @@
+package format
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/registry"
+)
+
+// Typed builds the encoders of a sink whose keys or values are in the
+// Confluent wire format, typed by the schemas a registry.Registry resolved
+// (see docs/design.md, "Schema registry"):
+//
+//   - avro and parquet files take their columns from the schema: a file
+//     holds records of one schema id per part, and a record of another id
+//     goes to a new file (Of names the ids, the sink compares them);
+//   - json, jsonl, csv and bytes write each decoded key or value as JSON
+//     (Avro by its schema's JSON encoding, JSON Schema values as they are,
+//     Protobuf by protojson),
+//     whatever its schema, so their files never rotate for a schema.
+//
+// A part that can't be decoded (no header, an unknown id, Protobuf, data
+// that does not match its schema) is a record error, for the error policy.
+// Encoders only read the registry's cache: the sink's caller resolves every
+// id of a batch before the batch is written.
+type Typed struct {
+	cfg config.Format
+	reg *registry.Registry
+}
+
+// NewTyped returns the encoders' builder for cfg with reg.
+func NewTyped(cfg config.Format, reg *registry.Registry) *Typed { return &Typed{cfg: cfg, reg: reg} }
+
+// columnar says whether the format takes its schema from the registry.
+func (t *Typed) columnar() bool { return t.cfg.Type == "avro" || t.cfg.Type == "parquet" }
+
+// schemaIDs are the ids a typed file is written with; -1 is none (the part
+// is not decoded, or the file's first record had it null or undecodable).
+type schemaIDs struct{ key, value int }
+
+func (s schemaIDs) String() string { return "k" + strconv.Itoa(s.key) + "v" + strconv.Itoa(s.value) }
+
+func parseSchemaIDs(s string) schemaIDs {
+	ids := schemaIDs{-1, -1}
+	if k, v, ok := strings.Cut(strings.TrimPrefix(s, "k"), "v"); ok {
+		ids.key, _ = strconv.Atoi(k)
+		ids.value, _ = strconv.Atoi(v)
+	}
+	return ids
+}
+
+// Of names the schemas r's file must be written with, or "" when r types
+// no file: a text format, or no part r carries has a usable schema (a
+// record error or a null then goes to whatever file is open).
+func (t *Typed) Of(r *kgo.Record) string {
+	if !t.columnar() {
+		return ""
+	}
+	// A part the file does not hold types nothing in it.
+	ids := schemaIDs{-1, -1}
+	if t.reg.Keys() && slices.Contains(t.cfg.Fields, "key") {
+		ids.key = t.usable(r.Key)
+	}
+	if t.reg.Values() && slices.Contains(t.cfg.Fields, "value") {
+		ids.value = t.usable(r.Value)
+	}
+	if ids == (schemaIDs{-1, -1}) {
+		return ""
+	}
+	return ids.String()
+}
+
+// usable is b's schema id if it is cached and decodable, else -1.
+func (t *Typed) usable(b []byte) int {
+	if b == nil {
+		return -1
+	}
+	id, _, err := registry.ID(b)
+	if err != nil {
+		return -1
+	}
+	if s, ok := t.reg.Lookup(id); !ok || s.Err != nil {
+		return -1
+	}
+	return id
+}
+
+// NewEncoder builds a file's encoder for the schemas Of named ("" for a
+// file of records without any).
+func (t *Typed) NewEncoder(w io.Writer, schemas string) (Encoder, error) {
+	ids := parseSchemaIDs(schemas)
+	switch t.cfg.Type {
+	case "avro":
+		return newTypedAvroFile(t, ids, w)
+	case "parquet":
+		return newTypedParquetEncoder(t, ids, w)
+	}
+	inner, err := NewEncoder(t.cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonDecoding{t: t, inner: inner}, nil
+}
+
+// schemaOf returns the cached schema of id, or nil for -1.
+func (t *Typed) schemaOf(id int) *registry.Schema {
+	if id < 0 {
+		return nil
+	}
+	s, _ := t.reg.Lookup(id)
+	return s
+}
+
+// payload checks that b (a key or value, not null) is in the wire format
+// with the schema id want (any id when want is -1), and returns its schema
+// and the data after the header.
+func (t *Typed) payload(b []byte, want int, what string, r *kgo.Record) (*registry.Schema, []byte, error) {
+	id, rest, err := registry.ID(b)
+	if err != nil {
+		return nil, nil, partError(what, r, err)
+	}
+	s, ok := t.reg.Lookup(id)
+	switch {
+	case !ok:
+		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d was not fetched before the record was written", registry.ErrUndecodable, id))
+	case s.Err != nil:
+		return nil, nil, partError(what, r, s.Err)
+	case want >= 0 && id != want:
+		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file of schema id %d", registry.ErrUndecodable, id, want))
+	}
+	return s, rest, nil
+}
+
+// partError is a record error about a key or value, naming the record.
+func partError(what string, r *kgo.Record, err error) error {
+	return fmt.Errorf("%w: %s of %s/%d at offset %d: %w", ErrRecord, what, r.Topic, r.Partition, r.Offset, err)
+}
+
+// decodeAvro decodes data written with s, all of it.
+func decodeAvro(s *registry.Schema, data []byte) (any, error) {
+	var v any
+	rest, err := s.Avro.Decode(data, &v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: does not decode with Avro schema id %d: %w", registry.ErrUndecodable, s.ID, err)
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes left over after the Avro datum of schema id %d", registry.ErrUndecodable, len(rest), s.ID)
+	}
+	return v, nil
+}
+
+// toJSON decodes a key or value to JSON: Avro by the schema's JSON
+// encoding (unions untagged, logical types as their Avro values: a
+// timestamp-millis as its milliseconds), JSON Schema data as it is, once it
+// is checked to be JSON.
+func (t *Typed) toJSON(dst, b []byte, what string, r *kgo.Record) ([]byte, error) {
+	s, data, err := t.payload(b, -1, what, r)
+	if err != nil {
+		return nil, err
+	}
+	switch s.Type {
+	case sr.TypeAvro:
+		v, err := decodeAvro(s, data)
+		if err != nil {
+			return nil, partError(what, r, err)
+		}
+		out, err := s.Avro.AppendEncodeJSON(dst, v)
+		if err != nil {
+			return nil, partError(what, r, fmt.Errorf("%w: %w", registry.ErrUndecodable, err))
+		}
+		return out, nil
+	case sr.TypeJSON, sr.TypeProtobuf:
+		out, err := asJSON(dst, s, data)
+		if err != nil {
+			return nil, partError(what, r, err)
+		}
+		return out, nil
+	}
+	return nil, partError(what, r, fmt.Errorf("%w: schema id %d has type %s", registry.ErrUndecodable, s.ID, s.Type))
+}
+
+// asJSON appends a JSON Schema or Protobuf part, data (after the schema
+// id), as JSON: JSON Schema data as it is, once checked to be JSON;
+// Protobuf decoded by its message (registry.Schema.ProtoJSON).
+func asJSON(dst []byte, s *registry.Schema, data []byte) ([]byte, error) {
+	if s.Type == sr.TypeProtobuf {
+		return s.ProtoJSON(dst, data)
+	}
+	if !validJSON(data) {
+		return nil, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON", registry.ErrUndecodable, s.ID)
+	}
+	return append(dst, data...), nil
+}
+
+// jsonDecoding is a text encoder (json, jsonl, csv, bytes) fed with the
+// decoded keys and values as JSON.
+type jsonDecoding struct {
+	t        *Typed
+	inner    Encoder
+	key, val []byte // reused
+}
+
+func (e *jsonDecoding) Encode(r *kgo.Record) error {
+	cp := *r
+	var err error
+	if e.t.reg.Keys() && r.Key != nil {
+		if e.key, err = e.t.toJSON(e.key[:0], r.Key, "key", r); err != nil {
+			return err
+		}
+		cp.Key = e.key
+	}
+	if e.t.reg.Values() && r.Value != nil {
+		if e.val, err = e.t.toJSON(e.val[:0], r.Value, "value", r); err != nil {
+			return err
+		}
+		cp.Value = e.val
+	}
+	err = e.inner.Encode(&cp)
+	if cap(e.key) > maxRetainedBuffer {
+		e.key = nil
+	}
+	if cap(e.val) > maxRetainedBuffer {
+		e.val = nil
+	}
+	return err
+}
+
+func (e *jsonDecoding) Close() error { return e.inner.Close() }

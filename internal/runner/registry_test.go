@@ -1,0 +1,292 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/avro"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+const (
+	eventV1 = `{"type":"record","name":"Event","namespace":"t","fields":[
+ {"name":"id","type":"long"},
+ {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},
+ {"name":"user","type":{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"tags","type":{"type":"array","items":"string"}}]}},
+ {"name":"note","type":["null","string"],"default":null}]}`
+	eventV2 = `{"type":"record","name":"Event","namespace":"t","fields":[
+ {"name":"id","type":"long"},
+ {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}},
+ {"name":"user","type":{"type":"record","name":"User","fields":[{"name":"name","type":"string"},{"name":"tags","type":{"type":"array","items":"string"}}]}},
+ {"name":"note","type":["null","string"],"default":null},
+ {"name":"score","type":"double","default":0}]}`
+	v1ID = 1
+	v2ID = 2
+)
+
+var registrySeeds = []sr.SubjectSchema{
+	{Subject: "events-value", Version: 1, ID: v1ID, Schema: sr.Schema{Type: sr.TypeAvro, Schema: eventV1}},
+	{Subject: "events-value", Version: 2, ID: v2ID, Schema: sr.Schema{Type: sr.TypeAvro, Schema: eventV2}},
+}
+
+var eventT0 = time.UnixMilli(1733150000000).UTC()
+
+// event is record i in the wire format with schema v1 or v2.
+func event(t testing.TB, id, i int) []byte {
+	t.Helper()
+	v := map[string]any{"id": int64(i), "at": eventT0.Add(time.Duration(i) * time.Millisecond),
+		"user": map[string]any{"name": fmt.Sprintf("u%d", i), "tags": []any{"a", fmt.Sprint(i)}}, "note": nil}
+	schema := eventV1
+	if id == v2ID {
+		schema = eventV2
+		v["score"] = float64(i) / 2
+	}
+	if i%5 == 0 {
+		v["note"] = fmt.Sprintf("n%d", i)
+	}
+	b, _ := new(sr.ConfluentHeader).AppendEncode(nil, id, nil)
+	b, err := avro.MustParse(schema).AppendEncode(b, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func registryConfig(cluster *testkit.Cluster, dir, url, typ, group string) *config.Config {
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.Kafka.Group = group
+	cfg.Format.Type = typ
+	cfg.Format.Compression = "zstd"
+	cfg.File.MaxRecords = 100_000
+	cfg.File.MaxAge = time.Minute // files close on a schema change or at the stop
+	cfg.SchemaRegistry = config.SchemaRegistry{URL: url, Decode: "value"}
+	return cfg
+}
+
+// dataPaths lists the data files under dir.
+func dataPaths(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	if err := testkit.WalkOutput(dir, func(p string) error { out = append(out, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sqlList(paths []string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = testkit.SQLString(p)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// TestRegistryEndToEnd produces Avro values in the wire format, v1 then v2
+// then v1 again on partition 0, and v1 with one record without a header and
+// one of an id the registry does not know on partition 1, and drains them
+// into parquet and into avro: every typed record is stored once with its
+// schema's types, each change of schema closed a file (2 rotations of
+// reason schema), and the two bad records went to the error policy
+// (errors.tolerance: all).
+func TestRegistryEndToEnd(t *testing.T) {
+	reg := testkit.StartRegistry(t, registrySeeds, "", "")
+	cluster := testkit.NewCluster(t, 2, "events")
+	cl := cluster.Client(t)
+	var want int
+	testkit.Produce(t, cl, "events", 800, func(i int) *kgo.Record {
+		switch {
+		case i < 300:
+			want++
+			return &kgo.Record{Partition: 0, Value: event(t, v1ID, i)}
+		case i < 500:
+			want++
+			return &kgo.Record{Partition: 0, Value: event(t, v2ID, i)}
+		case i < 600:
+			want++
+			return &kgo.Record{Partition: 0, Value: event(t, v1ID, i)}
+		case i == 650:
+			return &kgo.Record{Partition: 1, Value: []byte(`{"not":"in the wire format"}`)}
+		case i == 700:
+			b, _ := new(sr.ConfluentHeader).AppendEncode(nil, 99, nil)
+			return &kgo.Record{Partition: 1, Value: append(b, 0)}
+		}
+		want++
+		return &kgo.Record{Partition: 1, Value: event(t, v1ID, i)}
+	})
+	end := testkit.EndOffsets(t, cl, "events")
+
+	for _, typ := range []string{"parquet", "avro"} {
+		t.Run(typ, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := registryConfig(cluster, dir, reg.URL(), typ, "registry-"+typ)
+			cfg.Errors.Tolerance = "all"
+			progress, stop := started(t, cfg)
+			// Files close on a schema change and at the stop (the stop
+			// commits): stop once every record is handled.
+			waitFor(t, "every record written or skipped", func() bool {
+				p := progress()
+				return p != nil && p.Sink().Records+p.Sink().Skipped == 800
+			})
+			st := progress().Sink()
+			if err := stop(); err != nil {
+				t.Fatalf("graceful stop: %v", err)
+			}
+			if got := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"); !maps.Equal(got, end) {
+				t.Errorf("after stop, committed %v, want end offsets %v", got, end)
+			}
+			if st.Closed["schema"] != 2 || st.Skipped != 2 {
+				t.Errorf("closed %v, skipped %d; want 2 rotations of reason schema and 2 records skipped", st.Closed, st.Skipped)
+			}
+			paths := dataPaths(t, dir)
+			// Partition 0: v1, v2, v1; partition 1: one file.
+			if len(paths) != 4 {
+				t.Errorf("%d data files, want 4: %v", len(paths), paths)
+			}
+			if typ == "parquet" {
+				checkParquetEvents(t, paths, want)
+			} else {
+				checkAvroEvents(t, paths, want)
+			}
+		})
+	}
+}
+
+func checkParquetEvents(t *testing.T, paths []string, want int) {
+	db := testkit.NewDuckDB(t)
+	src := "read_parquet(" + sqlList(paths) + ", union_by_name = true)"
+	res := db.Query(t,
+		"SELECT count(*)::DOUBLE AS n, count(DISTINCT value.id)::DOUBLE AS ids, count(score)::DOUBLE AS scored FROM (SELECT value, value.score AS score FROM "+src+")",
+		"SELECT typeof(value.at) AS at, typeof(value.user) AS u, typeof(value.note) AS note FROM "+src+" LIMIT 1",
+		"SELECT value.id::DOUBLE AS id, epoch_ms(value.at)::DOUBLE AS at, value.user.name AS name, value.user.tags[2] AS tag, value.note AS note, \"offset\"::DOUBLE AS off FROM "+src+" WHERE value.id IN (5, 450) ORDER BY 1",
+	)
+	if got := res[0][0]; fmt.Sprint(got["n"]) != fmt.Sprint(want) || fmt.Sprint(got["ids"]) != fmt.Sprint(want) || fmt.Sprint(got["scored"]) != "200" {
+		t.Errorf("counts %v, want %d rows, %d distinct ids, 200 with v2's score", got, want, want)
+	}
+	if got := res[1][0]; got["at"] != "TIMESTAMP WITH TIME ZONE" || got["u"] != `STRUCT("name" VARCHAR, tags VARCHAR[])` || got["note"] != "VARCHAR" {
+		t.Errorf("types %v", got)
+	}
+	rows := res[2]
+	if len(rows) != 2 || fmt.Sprint(rows[0]["at"]) != fmt.Sprint(eventT0.UnixMilli()+5) || rows[0]["name"] != "u5" || rows[0]["tag"] != "5" || rows[0]["note"] != "n5" ||
+		fmt.Sprint(rows[1]["off"]) != "450" || rows[1]["note"] != "n450" {
+		t.Errorf("rows %v", rows)
+	}
+}
+
+func checkAvroEvents(t *testing.T, paths []string, want int) {
+	files := testkit.ReadAvroPython(t, paths...)
+	n := 0
+	ids := map[float64]bool{}
+	for _, f := range files {
+		for _, r := range f.Records {
+			n++
+			v, ok := r["value"].(map[string]any)
+			if !ok {
+				t.Fatalf("%s: value %T, want a record", f.Path, r["value"])
+			}
+			id := v["id"].(float64)
+			ids[id] = true
+			if v["at"] != float64(eventT0.UnixMilli())+id {
+				t.Fatalf("%s: at %v for id %v", f.Path, v["at"], id)
+			}
+			_, scored := v["score"]
+			if scored != (id >= 300 && id < 500) {
+				t.Fatalf("%s: id %v has score %v: a file mixes schemas", f.Path, id, scored)
+			}
+		}
+		if !strings.Contains(string(f.Schema), `"timestamp-millis"`) || !strings.Contains(string(f.Schema), `"User"`) {
+			t.Errorf("%s: schema %s does not embed the registered one", f.Path, f.Schema)
+		}
+	}
+	if n != want || len(ids) != want {
+		t.Errorf("%d records, %d distinct ids; want %d", n, len(ids), want)
+	}
+}
+
+// TestRegistryUnknownIDFails: with errors.tolerance none, an id the
+// registry does not know stops the run, naming the record.
+func TestRegistryUnknownIDFails(t *testing.T) {
+	reg := testkit.StartRegistry(t, registrySeeds, "", "")
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	testkit.Produce(t, cl, "events", 3, func(i int) *kgo.Record {
+		if i == 1 {
+			b, _ := new(sr.ConfluentHeader).AppendEncode(nil, 42, nil)
+			return &kgo.Record{Value: append(b, 0)}
+		}
+		return &kgo.Record{Value: event(t, v1ID, i)}
+	})
+	cfg := registryConfig(cluster, t.TempDir(), reg.URL(), "parquet", "registry-unknown")
+	err := runToFailure(t, cfg)
+	for _, part := range []string{"events/0@1", "schema id 42 does not exist in the registry", "errors.tolerance: all"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error %q does not say %q", err, part)
+		}
+	}
+}
+
+// TestRegistryDownThenUp: with the registry stopped, nothing is written
+// or committed and the run waits, saying why; once the registry is back
+// on the same port, every record is stored exactly once.
+func TestRegistryDownThenUp(t *testing.T) {
+	reg := testkit.StartRegistry(t, registrySeeds, "", "")
+	reg.Stop()
+	cluster := testkit.NewCluster(t, 2, "events")
+	cl := cluster.Client(t)
+	const n = 1000
+	testkit.Produce(t, cl, "events", n, func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % 2), Value: event(t, v1ID, i)}
+	})
+	end := testkit.EndOffsets(t, cl, "events")
+	dir := t.TempDir()
+	cfg := registryConfig(cluster, dir, reg.URL(), "parquet", "registry-down")
+	logs := &logBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	var progress atomic.Pointer[Progress]
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, log, Options{OnStart: progress.Store}) }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			cancel()
+			<-done
+		}
+	}()
+	waitFor(t, "the run to say the registry is unreachable", func() bool {
+		return len(logs.lines("schema registry unreachable")) >= 2
+	})
+	if got := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"); len(got) != 0 {
+		t.Errorf("committed %v while the registry was down", got)
+	}
+	if st := progress.Load().Sink(); st.Records != 0 || st.FilesOpen != 0 {
+		t.Errorf("records written while the registry was down: %+v", st)
+	}
+	reg.Start()
+	waitFor(t, "every record written", func() bool { return progress.Load().Sink().Records == n })
+	cancel()
+	stopped = true
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if got := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"); !maps.Equal(got, end) {
+		t.Errorf("after stop, committed %v, want end offsets %v", got, end)
+	}
+	db := testkit.NewDuckDB(t)
+	res := db.Query(t, "SELECT count(*)::DOUBLE AS n, count(DISTINCT value.id)::DOUBLE AS ids FROM read_parquet("+sqlList(dataPaths(t, dir))+")")
+	if got := res[0][0]; fmt.Sprint(got["n"]) != fmt.Sprint(n) || fmt.Sprint(got["ids"]) != fmt.Sprint(n) {
+		t.Errorf("stored %v, want %d records, each once", got, n)
+	}
+	if len(logs.lines("schema registry answers again")) == 0 {
+		t.Error("no log line says the registry is back")
+	}
+}
