@@ -182,6 +182,32 @@ DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' })
   .catch((e) => { console.error(e); process.exit(1); });"
 }
 
+# install_browser: Debian's chromium and the playwright-core npm package
+# (the driver only, no bundled browser) into .cache/playwright, for the
+# status page's browser test (internal/runner/browser_test.go). Pinned;
+# reinstalled when the pin changes. The browser runs headless with its
+# network features off: this machine's network is closed.
+PLAYWRIGHT_CORE_VERSION="1.65.2"
+install_browser() {
+	if ! [ -x /usr/bin/chromium ]; then
+		echo "installing: chromium"
+		as_root apt-get update -qq
+		as_root apt-get install -y -qq --no-install-recommends chromium
+	fi
+	/usr/bin/chromium --version
+	local dir="$REPO/.cache/playwright"
+	if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+		export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+	fi
+	if [ "$(node -p "require('$dir/node_modules/playwright-core/package.json').version" 2>/dev/null)" = "$PLAYWRIGHT_CORE_VERSION" ]; then
+		echo "playwright-core $PLAYWRIGHT_CORE_VERSION already installed"
+		return 0
+	fi
+	mkdir -p "$dir"
+	npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "playwright-core@$PLAYWRIGHT_CORE_VERSION"
+	node -e "require('$dir/node_modules/playwright-core')"
+}
+
 EMULATOR_DIR=""
 EMULATOR_PIDS=()
 
@@ -283,6 +309,7 @@ install_tools() {
 	install_fake_gcs_server
 	install_azurite
 	install_duckdb
+	install_browser
 }
 
 # ------------------------------------------------------------------ checks --

@@ -153,15 +153,17 @@ func runCmd(stderr io.Writer, environ []string) *cobra.Command {
 					return
 				case <-ctx.Done():
 				}
+				// The default action again: a second signal ends the
+				// process at once. Nothing uncommitted is claimed durable,
+				// so a restart resumes from the ledger exactly once. Before
+				// the log line, so that a second signal sent on seeing it
+				// is never swallowed.
+				stop()
 				if cmd.Context().Err() == nil {
 					log.Info("signal received: stopping gracefully within shutdown.timeout; a second SIGINT or SIGTERM exits at once", "deadline", cfg.Shutdown.Timeout)
 				}
-				// The default action again: a second signal ends the
-				// process at once. Nothing uncommitted is claimed durable,
-				// so a restart resumes from the ledger exactly once.
-				stop()
 			}()
-			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true})
+			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true, Version: version})
 		},
 	}
 	c.Flags().StringVarP(&path, "config", "c", "", "config file (YAML)")

@@ -1,7 +1,8 @@
 // Package admin serves Spillway's operator endpoint over HTTP:
 //
 //	/metrics  Prometheus metrics (private registry, Go and process collectors)
-//	/healthz  200 "ok" while the process serves
+//	/         the status page (status.html), which polls /status
+//	/healthz  200 "ok" unless the pipeline is stalled (Status.Stalled)
 //	/readyz   200 when ready, 503 with the reason otherwise
 //	/status   the current Status as indented JSON
 //
@@ -101,6 +102,69 @@ type Status struct {
 	// CommittedOffsets are the offsets committed to Kafka, by topic and
 	// partition: the next offset to consume, as Kafka defines a commit.
 	CommittedOffsets map[string]map[int32]int64 `json:"committed_offsets"`
+
+	// Stalled means the pipeline made no progress for StallTimeout while
+	// it lagged, and not because the budget held it back: /healthz fails
+	// with StalledReason. The zero value is healthy.
+	Stalled             bool    `json:"stalled"`
+	StalledReason       string  `json:"stalled_reason,omitempty"`
+	StallTimeoutSeconds float64 `json:"stall_timeout_seconds"`
+	// LastProgressSeconds is how long ago the pipeline last progressed
+	// (or had nothing to do).
+	LastProgressSeconds float64 `json:"last_progress_seconds"`
+
+	// BudgetHighBytes is the budget's high watermark: above it fetching
+	// pauses.
+	BudgetHighBytes int64 `json:"budget_high_bytes"`
+	// Pauses counts back-pressure pauses; PausedSeconds their total time.
+	Pauses        int64   `json:"pauses"`
+	PausedSeconds float64 `json:"paused_seconds"`
+	// LagRecords is the sum of the assigned partitions' lag.
+	LagRecords int64 `json:"lag_records"`
+	// Partitions lists the assigned partitions.
+	Partitions []Partition `json:"partitions"`
+	// Throughput holds recent samples, oldest first.
+	Throughput []Sample `json:"throughput"`
+	// RecentCloses are the last files closed, newest first.
+	RecentCloses []FileClose `json:"recent_closes"`
+	// Version is the build's version, for spillway_build_info.
+	Version string `json:"version"`
+}
+
+// Partition is one assigned partition's state.
+type Partition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Paused    bool   `json:"paused"`
+	// Committed is the committed offset (-1: none yet by this process);
+	// HighWatermark the end offset the last fetch saw (-1: none yet).
+	Committed     int64 `json:"committed"`
+	HighWatermark int64 `json:"high_watermark"`
+	// Lag is HighWatermark minus Committed (or minus the first offset
+	// fetched before any commit); 0 when unknown.
+	Lag       int64    `json:"lag"`
+	OpenFiles []string `json:"open_files,omitempty"`
+	// OpenRecords counts the records in the open files.
+	OpenRecords int64 `json:"open_records"`
+}
+
+// Sample is the throughput over one sampling interval.
+type Sample struct {
+	Time             time.Time `json:"time"`
+	RecordsPerSecond float64   `json:"records_per_second"`
+	BytesPerSecond   float64   `json:"bytes_per_second"`
+	// LagRecords is the total lag at the sample.
+	LagRecords int64 `json:"lag_records"`
+}
+
+// FileClose is a file the sink closed.
+type FileClose struct {
+	Time    time.Time `json:"time"`
+	Key     string    `json:"key"`
+	Topic   string    `json:"topic"`
+	Part    int32     `json:"partition"`
+	Reason  string    `json:"reason"`
+	Records int64     `json:"records"`
 }
 
 // Server is the admin HTTP endpoint. Create it with New or NewWithListener,
@@ -117,19 +181,20 @@ type Server struct {
 
 // New returns a server that will listen on listen (host:port, as
 // hostport.Listen takes it) when Run is called. An empty listen disables the endpoint.
-// A nil log discards logs.
-func New(listen string, src Source, log *slog.Logger) *Server {
+// A nil log discards logs. extra collectors (the Kafka client's, storage's)
+// are served on /metrics besides Spillway's own.
+func New(listen string, src Source, log *slog.Logger, extra ...prometheus.Collector) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{listen: listen, src: src, log: log, reg: newRegistry(src)}
+	return &Server{listen: listen, src: src, log: log, reg: newRegistry(src, extra)}
 }
 
 // NewWithListener returns a server that serves on ln. Run closes ln; if Run is
 // never called, the caller closes it. Use it to bind before Run (port 0 in
 // tests, or to fail early on a busy port).
-func NewWithListener(ln net.Listener, src Source, log *slog.Logger) *Server {
-	s := New(ln.Addr().String(), src, log)
+func NewWithListener(ln net.Listener, src Source, log *slog.Logger, extra ...prometheus.Collector) *Server {
+	s := New(ln.Addr().String(), src, log, extra...)
 	s.ln = ln
 	return s
 }
@@ -221,12 +286,23 @@ func (s *Server) Handler() http.Handler {
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
 	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeText(w, http.StatusOK, "ok\n")
-	})
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /status", s.status)
 	return mux
+}
+
+// healthz is the liveness probe: it fails only when restarting may help,
+// a pipeline stalled while it lags (see Status.Stalled). Back pressure and
+// a lost broker are not failures of the process.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	st := s.src.Snapshot()
+	if st.Stalled {
+		writeText(w, http.StatusServiceUnavailable, "stalled: "+st.StalledReason+"\n")
+		return
+	}
+	writeText(w, http.StatusOK, "ok\n")
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
@@ -266,12 +342,14 @@ func writeText(w http.ResponseWriter, code int, body string) {
 
 // newRegistry builds the private registry: Go runtime, process, and
 // Spillway's own metrics. Nothing is registered globally.
-func newRegistry(src Source) *prometheus.Registry {
+func newRegistry(src Source, extra []prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(),
 		newCollector(src),
 	)
+	reg.MustRegister(extra...)
 	return reg
 }

@@ -63,6 +63,17 @@ func sampleStatus() Status {
 			"events": {0: 1000, 1: 2000},
 			"orders": {5: 77},
 		},
+		BudgetHighBytes:     800 << 20,
+		Pauses:              6,
+		PausedSeconds:       12.5,
+		LagRecords:          150,
+		LastProgressSeconds: 3,
+		Version:             "v1.2.3",
+		Partitions: []Partition{
+			{Topic: "events", Partition: 0, Committed: 1000, HighWatermark: 1100, Lag: 100},
+			{Topic: "events", Partition: 1, Committed: 2000, HighWatermark: 2050, Lag: 50},
+			{Topic: "orders", Partition: 5, Committed: -1, HighWatermark: -1},
+		},
 	}
 }
 
@@ -157,31 +168,45 @@ func TestMetrics(t *testing.T) {
 	series, help, typ := parseMetrics(t, body)
 
 	want := map[string]float64{
-		"spillway_budget_limit_bytes":                             1 << 30,
-		"spillway_budget_used_bytes":                              300 << 20,
-		"spillway_budget_peak_bytes":                              900 << 20,
-		`spillway_budget_held_bytes{holder="polled_records"}`:     100 << 20,
-		`spillway_budget_held_bytes{holder="file_encoders"}`:      8 << 20,
-		`spillway_budget_held_bytes{holder="queued_chunks"}`:      150 << 20,
-		`spillway_budget_held_bytes{holder="closed_files"}`:       42 << 20,
-		"spillway_budget_unreserved_peak_bytes":                   40 << 20,
-		"spillway_buffered_records":                               12345,
-		"spillway_fetch_paused":                                   1,
-		"spillway_fetch_paused_partitions":                        3,
-		"spillway_open_files":                                     7,
-		"spillway_uploads_in_flight":                              2,
-		"spillway_files_uploaded_total":                           40,
-		"spillway_bytes_uploaded_total":                           5 << 30,
-		"spillway_records_written_total":                          1_000_000,
-		"spillway_records_skipped_total":                          4,
-		"spillway_records_dead_lettered_total":                    2,
-		`spillway_files_closed_total{reason="bytes"}`:             30,
-		`spillway_files_closed_total{reason="age"}`:               8,
-		`spillway_files_closed_total{reason="pressure"}`:          2,
-		`spillway_files_closed_total{reason="shutdown"}`:          0,
-		`spillway_committed_offset{partition="0",topic="events"}`: 1000,
-		`spillway_committed_offset{partition="1",topic="events"}`: 2000,
-		`spillway_committed_offset{partition="5",topic="orders"}`: 77,
+		"spillway_budget_limit_bytes":                                     1 << 30,
+		"spillway_budget_used_bytes":                                      300 << 20,
+		"spillway_budget_peak_bytes":                                      900 << 20,
+		`spillway_budget_held_bytes{holder="polled_records"}`:             100 << 20,
+		`spillway_budget_held_bytes{holder="file_encoders"}`:              8 << 20,
+		`spillway_budget_held_bytes{holder="queued_chunks"}`:              150 << 20,
+		`spillway_budget_held_bytes{holder="closed_files"}`:               42 << 20,
+		"spillway_budget_unreserved_peak_bytes":                           40 << 20,
+		"spillway_buffered_records":                                       12345,
+		"spillway_fetch_paused":                                           1,
+		"spillway_fetch_paused_partitions":                                3,
+		"spillway_open_files":                                             7,
+		"spillway_uploads_in_flight":                                      2,
+		"spillway_files_uploaded_total":                                   40,
+		"spillway_bytes_uploaded_total":                                   5 << 30,
+		"spillway_records_written_total":                                  1_000_000,
+		"spillway_records_skipped_total":                                  4,
+		"spillway_records_dead_lettered_total":                            2,
+		`spillway_files_closed_total{reason="bytes"}`:                     30,
+		`spillway_files_closed_total{reason="age"}`:                       8,
+		`spillway_files_closed_total{reason="pressure"}`:                  2,
+		`spillway_files_closed_total{reason="shutdown"}`:                  0,
+		`spillway_committed_offset{partition="0",topic="events"}`:         1000,
+		`spillway_committed_offset{partition="1",topic="events"}`:         2000,
+		`spillway_committed_offset{partition="5",topic="orders"}`:         77,
+		`spillway_partition_lag_records{partition="0",topic="events"}`:    100,
+		`spillway_partition_lag_records{partition="1",topic="events"}`:    50,
+		`spillway_partition_lag_records{partition="5",topic="orders"}`:    0,
+		`spillway_partition_high_watermark{partition="0",topic="events"}`: 1100,
+		`spillway_partition_high_watermark{partition="1",topic="events"}`: 2050,
+		"spillway_lag_records":                                            150,
+		"spillway_assigned_partitions":                                    3,
+		"spillway_fetch_pauses_total":                                     6,
+		"spillway_fetch_paused_seconds_total":                             12.5,
+		"spillway_budget_high_watermark_bytes":                            800 << 20,
+		"spillway_stalled":                                                0,
+		"spillway_last_progress_age_seconds":                              3,
+		"spillway_ready":                                                  0,
+		`spillway_build_info{version="v1.2.3"}`:                           1,
 	}
 	for s, v := range want {
 		got, ok := series[s]
@@ -262,11 +287,46 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code, _, _ := get(t, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz after a fatal error: %d", code)
 	}
+	src.set(func(st *Status) {
+		st.Stalled, st.StalledReason = true, "no progress for 5m0s while 100 records lag"
+	})
+	code, _, body = get(t, base+"/healthz")
+	if code != http.StatusServiceUnavailable || body != "stalled: no progress for 5m0s while 100 records lag\n" {
+		t.Errorf("/healthz when stalled: %d %q, want 503 with the reason", code, body)
+	}
 	if code, _, _ := get(t, base+"/nope"); code != http.StatusNotFound {
 		t.Errorf("/nope: %d, want 404", code)
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// The page is served whole from the binary, and refers to nothing outside
+// the process: no URL with a scheme or a protocol-relative one, and a
+// policy that forbids other origins.
+func TestStatusPage(t *testing.T) {
+	base, stop := start(t, &fakeSource{st: sampleStatus()})
+	defer func() { _ = stop() }()
+	code, hdr, body := get(t, base+"/")
+	if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") {
+		t.Fatalf("/: %d %s", code, hdr.Get("Content-Type"))
+	}
+	if !strings.Contains(body, `fetch("status"`) || !strings.Contains(body, `name="viewport"`) {
+		t.Error("the page does not poll status, or has no viewport for phones")
+	}
+	// The SVG namespace is a name, not a resource.
+	local := strings.ReplaceAll(body, `"http://www.w3.org/2000/svg"`, "")
+	for _, bad := range []string{"http://", "https://", `src="//`, `href="//`, "url(//", "@import"} {
+		if strings.Contains(local, bad) {
+			t.Errorf("the page refers outside the process: %q", bad)
+		}
+	}
+	if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	if code, _, _ := get(t, base+"/index.html"); code != http.StatusNotFound {
+		t.Errorf("/index.html: %d, want 404 (only / is the page)", code)
 	}
 }
 

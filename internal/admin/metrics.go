@@ -57,7 +57,35 @@ var (
 		"Offset committed to Kafka per partition: the next offset to consume. Everything below it is durable in storage. Compare with the partition's end offset for lag.",
 		"topic", "partition")
 
+	descLag = desc("partition_lag_records",
+		"Records of an assigned partition not yet committed: its end offset (as the last fetch saw it) minus the committed offset. Growing lag means Spillway falls behind.",
+		"topic", "partition")
+	descHighWatermark = desc("partition_high_watermark",
+		"End offset of an assigned partition as the last fetch saw it.",
+		"topic", "partition")
+	descLagTotal = desc("lag_records",
+		"Sum of spillway_partition_lag_records over the assigned partitions.")
+	descAssigned = desc("assigned_partitions",
+		"Partitions assigned to this instance by the consumer group.")
+	descPauses = desc("fetch_pauses_total",
+		"Times fetching was paused by back pressure since start.")
+	descPausedSeconds = desc("fetch_paused_seconds_total",
+		"Seconds fetching spent paused by back pressure since start; its rate is the fraction of time paused.")
+	descBudgetHigh = desc("budget_high_watermark_bytes",
+		"The budget's high watermark: above it fetching pauses. Used bytes pinned here mean storage can't keep up.")
+	descStalled = desc("stalled",
+		"1 while the pipeline is stalled (no record written, file stored or offset committed for admin.stall_timeout while it lags, the budget not full): /healthz fails. Else 0.")
+	descLastProgress = desc("last_progress_age_seconds",
+		"Seconds since the pipeline last progressed or had nothing to do.")
+	descReady = desc("ready",
+		"1 when /readyz answers 200: in the group with its assignment and the brokers reachable. Else 0.")
+	descBuildInfo = desc("build_info",
+		"Always 1; the version label is Spillway's version.",
+		"version")
+
 	allDescs = []*prometheus.Desc{
+		descLag, descHighWatermark, descLagTotal, descAssigned, descPauses, descPausedSeconds,
+		descBudgetHigh, descStalled, descLastProgress, descReady, descBuildInfo,
 		descBudgetLimit, descBudgetUsed, descBudgetPeak, descBudgetHeld, descBudgetUnreservedPeak,
 		descBufferedRecords, descFetchPaused, descPausedPartitions,
 		descOpenFiles, descUploadsInFlight,
@@ -111,9 +139,36 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range st.FilesClosed {
 		counter(descFilesClosed, float64(n), reason)
 	}
+	for _, p := range st.Partitions {
+		part := strconv.FormatInt(int64(p.Partition), 10)
+		gauge(descLag, float64(p.Lag), p.Topic, part)
+		if p.HighWatermark >= 0 {
+			gauge(descHighWatermark, float64(p.HighWatermark), p.Topic, part)
+		}
+	}
+	gauge(descLagTotal, float64(st.LagRecords))
+	gauge(descAssigned, float64(len(st.Partitions)))
+	counter(descPauses, float64(st.Pauses))
+	counter(descPausedSeconds, st.PausedSeconds)
+	gauge(descBudgetHigh, float64(st.BudgetHighBytes))
+	gauge(descStalled, b2f(st.Stalled))
+	gauge(descLastProgress, st.LastProgressSeconds)
+	gauge(descReady, b2f(st.Ready && st.FatalError == ""))
+	version := st.Version
+	if version == "" {
+		version = "unknown"
+	}
+	gauge(descBuildInfo, 1, version)
 	for topic, parts := range st.CommittedOffsets {
 		for p, off := range parts {
 			gauge(descCommittedOffset, float64(off), topic, strconv.FormatInt(int64(p), 10))
 		}
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -227,8 +227,10 @@ func (b *Budget) waitLowLocked(ctx context.Context) error {
 // Snapshot is a consistent view of the budget.
 type Snapshot struct {
 	Limit int64
-	Used  int64 // against Limit: every holder but PolledUnreserved
-	Peak  int64 // the highest Used
+	// High is the high watermark: above it fetching pauses.
+	High int64
+	Used int64 // against Limit: every holder but PolledUnreserved
+	Peak int64 // the highest Used
 	// Unreserved and PeakUnreserved are the bytes of PolledUnreserved,
 	// held over the limit, now and at most.
 	Unreserved, PeakUnreserved int64
@@ -247,7 +249,7 @@ type HolderBytes struct {
 func (b *Budget) Snapshot() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Snapshot{Limit: b.limit, Used: b.used, Peak: b.peak, Unreserved: b.apart, PeakUnreserved: b.apartPk,
+	s := Snapshot{Limit: b.limit, High: b.high, Used: b.used, Peak: b.peak, Unreserved: b.apart, PeakUnreserved: b.apartPk,
 		Records: b.records, Paused: b.paused}
 	for h, n := range b.by {
 		s.By = append(s.By, HolderBytes{h, n})

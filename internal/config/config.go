@@ -168,6 +168,13 @@ type Errors struct {
 // Admin is the HTTP endpoint for metrics and health.
 type Admin struct {
 	Listen string `koanf:"listen"`
+	// StallTimeout is how long the pipeline may make no progress (no
+	// record written, file stored or offset committed) while it lags,
+	// and not because the byte budget holds it back, before /healthz
+	// fails. 0 derives it: file.max_age plus the storage retries' longest
+	// wait plus a minute, so a file waiting out its age or a request
+	// being retried is not taken for a stall.
+	StallTimeout time.Duration `koanf:"stall_timeout"`
 }
 
 // Log configures logging.

@@ -576,7 +576,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"schema_registry.tls.ca_file", "schema_registry.tls.cert_file", "schema_registry.tls.key_file",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
-		"admin.listen", "log.level", "log.format", "shutdown.timeout",
+		"admin.listen", "admin.stall_timeout", "log.level", "log.format", "shutdown.timeout",
 	}
 	var got []string
 	for _, l := range keys.leaves {

@@ -71,6 +71,7 @@ errors:
   null_values: write
 admin:
   listen: 127.0.0.1:8080
+  stall_timeout: 0s
 log:
   level: info
   format: text
@@ -126,7 +127,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
 		},
 		Errors:   Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
-		Admin:    Admin{Listen: ":0"},
+		Admin:    Admin{Listen: ":0", StallTimeout: 10 * time.Minute},
 		Log:      Log{Level: "debug", Format: "json"},
 		Shutdown: Shutdown{Timeout: 1500 * time.Millisecond},
 	}

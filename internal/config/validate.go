@@ -191,6 +191,9 @@ func (c *Config) problems() problems {
 			ps.add("admin.listen", c.Admin.Listen, "%v; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", err)
 		}
 	}
+	if t := c.Admin.StallTimeout; t != 0 && (t < time.Second || t > 24*time.Hour) {
+		ps.add("admin.stall_timeout", t.String(), "is out of range; use a duration from 1s to 24h, or 0 to derive it from file.max_age and storage.max_retries")
+	}
 	ps.oneOf("log.level", c.Log.Level, logLevels)
 	ps.oneOf("log.format", c.Log.Format, logFormats)
 	if c.Shutdown.Timeout <= 0 {

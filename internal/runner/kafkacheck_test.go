@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/spillway/spillway/internal/config"
@@ -28,9 +29,15 @@ func runStartup(t *testing.T, cfg *config.Config) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
+	start := time.Now()
 	go func() { done <- Run(ctx, cfg, testLogger(t), Options{}) }()
 	select {
 	case err := <-done:
+		// Within kafka.startup_timeout, plus room for the storage check
+		// before it and a loaded machine.
+		if took := time.Since(start); took > cfg.Kafka.StartupTimeout+15*time.Second {
+			t.Errorf("Run took %s to stop, kafka.startup_timeout is %s", took, cfg.Kafka.StartupTimeout)
+		}
 		return err
 	case <-time.After(3 * time.Minute):
 		cancel()
@@ -152,4 +159,40 @@ func TestStartupSASLAccepted(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatalf("Run = %v, want a clean stop", err)
 	}
+}
+
+// aclCluster is a broker with SASL and ACLs, and a user spill/pw holding
+// only the given rights.
+func aclCluster(t *testing.T, acls ...kfake.ACL) []string {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"),
+		kfake.EnableSASL(), kfake.EnableACLs(), kfake.User("PLAIN", "spill", "pw", acls...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	return fake.ListenAddrs()
+}
+
+func allow(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
+	return kfake.ACL{Resource: rt, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
+}
+
+func TestStartupTopicNotAuthorized(t *testing.T) {
+	cfg := testConfig(aclCluster(t,
+		allow(kmsg.ACLResourceTypeGroup, "sink-test", kmsg.ACLOperationRead),
+		allow(kmsg.ACLResourceTypeGroup, "sink-test", kmsg.ACLOperationDescribe),
+	), t.TempDir())
+	cfg.Kafka.SASL = config.SASL{Mechanism: "PLAIN", Username: "spill", Password: "pw"}
+	err := runStartup(t, cfg)
+	wantStartupErr(t, err, `kafka.topics: not authorized for topic "events"`, "grant the user of kafka.sasl.username Describe and Read")
+}
+
+func TestStartupGroupNotAuthorized(t *testing.T) {
+	cfg := testConfig(aclCluster(t,
+		allow(kmsg.ACLResourceTypeTopic, "events", kmsg.ACLOperationDescribe),
+		allow(kmsg.ACLResourceTypeTopic, "events", kmsg.ACLOperationRead),
+	), t.TempDir())
+	cfg.Kafka.SASL = config.SASL{Mechanism: "PLAIN", Username: "spill", Password: "pw"}
+	err := runStartup(t, cfg)
+	wantStartupErr(t, err, `kafka.group: not authorized for group "sink-test"`, "grant the user of kafka.sasl.username Read on the group")
 }

@@ -10,12 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
@@ -41,14 +44,19 @@ type Options struct {
 	SetGoMemLimit bool
 	// StorageFaults slow or stall storage (tests, bench).
 	StorageFaults *storage.Faults
+	// Version is the build's version, for spillway_build_info and the
+	// status page.
+	Version string
 }
 
 // Progress reads counters of a running pipeline. Safe for concurrent use.
 type Progress struct {
-	Plan   budget.Plan
-	sink   writer
-	source *source.Source
-	budget *budget.Budget
+	Plan    budget.Plan
+	sink    writer
+	source  *source.Source
+	budget  *budget.Budget
+	mon     *monitor
+	version string
 }
 
 // writer is what the runner drives: the sink, or for the one-object-per-key
@@ -115,7 +123,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
 	b.Acquire(budget.FetchBuffers, plan.Reserved)
+	storageMetrics := admin.NewStorageMetrics(storageScheme(cfg.Storage.URL))
+	kafkaMetrics := newKafkaMetrics()
+	mon := newMonitor(StallTimeout(cfg))
 	bucket, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{
+		Observer:          storageMetrics,
 		PartSize:          int64(cfg.Storage.PartSize),
 		UploadConcurrency: cfg.Storage.UploadConcurrency,
 		Faults:            opts.StorageFaults,
@@ -201,6 +213,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			return deadLetter(ctx, src.Client(), dlq, r, cause)
 		}
 	}
+	scfg.OnClose = mon.onClose
 	var snk writer
 	var resume source.Resumer
 	if names.Template.LatestPerKey() {
@@ -219,24 +232,31 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if reg != nil {
 		feed = resolving{Sink: snk, reg: reg, stop: ctx}
 	}
-	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, log)
+	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, log, kgo.WithHooks(kafkaMetrics))
 	if err != nil {
 		return err
 	}
 	// The client is closed within the shutdown deadline on every path; the
-	// graceful path closes it itself, and says so if it can't.
+	// graceful path closes it itself, and says so if it can't. Once a stop
+	// has begun, its deadline is the stop's, not a new one: a graceful stop
+	// that ran out of time must not get shutdown.timeout again here.
 	clientClosed := false
+	var stopBy atomic.Int64 // UnixNano of the stop's deadline, once a stop began
 	defer func() {
 		if clientClosed {
 			return
 		}
-		cctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.Timeout)
+		deadline := time.Now().Add(cfg.Shutdown.Timeout)
+		if n := stopBy.Load(); n != 0 {
+			deadline = time.Unix(0, n)
+		}
+		cctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		if err := src.Close(cctx); err != nil {
 			log.Warn("exiting without a clean close of the Kafka client", "err", err)
 		}
 	}()
-	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b}
+	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b, mon: mon, version: opts.Version}
 	if opts.OnStart != nil {
 		opts.OnStart(progress)
 	}
@@ -247,7 +267,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		if err != nil {
 			return fmt.Errorf("admin.listen %q: %w; choose a free host:port, or \"\" to disable the endpoint", cfg.Admin.Listen, err)
 		}
-		srv := admin.NewWithListener(ln, admin.SourceFunc(progress.Status), log)
+		srv := admin.NewWithListener(ln, admin.SourceFunc(progress.Status), log, storageMetrics, kafkaMetrics)
 		actx, stopAdmin := context.WithCancel(context.Background())
 		adminDone := make(chan error, 1)
 		go func() { adminDone <- srv.Run(actx) }()
@@ -269,6 +289,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// returns: a write may still be waiting for storage then (a record
 	// larger than the budget's room goes to storage piece by piece).
 	defer context.AfterFunc(ctx, func() {
+		stopBy.Store(time.Now().Add(cfg.Shutdown.Timeout).UnixNano())
 		t := time.NewTimer(cfg.Shutdown.Timeout)
 		defer t.Stop()
 		select {
@@ -281,6 +302,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	tickDone := make(chan struct{})
 	go func() { defer close(tickDone); snk.RunTicker(tickCtx) }()
 	defer func() { stopTick(); <-tickDone }()
+	monDone := make(chan struct{})
+	go func() { defer close(monDone); mon.run(tickCtx, progress) }()
+	defer func() { stopTick(); <-monDone }()
 
 	runErr := src.Run(ctx, hard)
 	if runErr == nil {
@@ -413,4 +437,30 @@ func deadLetter(ctx context.Context, cl *kgo.Client, topic string, r *kgo.Record
 		),
 	}
 	return cl.ProduceSync(ctx, dl).FirstErr()
+}
+
+// StallTimeout is admin.stall_timeout, or when 0 what it derives to:
+// file.max_age (a file may wait that long to close) plus the longest the
+// storage retries may wait, plus a minute.
+func StallTimeout(cfg *config.Config) time.Duration {
+	if cfg.Admin.StallTimeout > 0 {
+		return cfg.Admin.StallTimeout
+	}
+	return cfg.File.MaxAge + storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1}.Budget() + time.Minute
+}
+
+// storageScheme names the backend of a storage URL for metrics.
+func storageScheme(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		return u.Scheme
+	}
+	return "unknown"
+}
+
+// newKafkaMetrics are the Kafka client's metrics (franz-go's kprom):
+// connections, request errors and durations per broker, records and bytes
+// fetched per topic. They are served from admin's own registry.
+func newKafkaMetrics() *kprom.Metrics {
+	return kprom.NewMetrics("spillway_kafka", kprom.Registry(nil),
+		kprom.Histograms(kprom.RequestDurationE2E))
 }

@@ -1,8 +1,12 @@
 package runner
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/source"
 )
 
 var allReasons = []sink.Reason{sink.ReasonRecords, sink.ReasonBytes, sink.ReasonAge, sink.ReasonPressure,
@@ -50,7 +54,86 @@ func (p *Progress) Status() admin.Status {
 		}
 		s.CommittedOffsets[tp.Topic][tp.Partition] = off
 	}
+	s.BudgetHighBytes = b.High
+	s.Pauses = src.Pauses
+	s.PausedSeconds = src.PausedFor.Seconds()
+	s.Version = p.version
+	var open []sink.OpenFile
+	if of, ok := p.sink.(interface{ OpenFiles() []sink.OpenFile }); ok {
+		open = of.OpenFiles()
+	}
+	s.Partitions = partitions(h.Assigned, src, open)
+	for _, pt := range s.Partitions {
+		s.LagRecords += pt.Lag
+	}
+	if p.mon != nil {
+		held := b.Paused || src.Paused || b.Used > b.High
+		stalled, since := p.mon.observe(markOf(st, src), s.LagRecords, held)
+		s.StallTimeoutSeconds = p.mon.stallTimeout.Seconds()
+		s.LastProgressSeconds = since.Seconds()
+		if stalled {
+			s.Stalled, s.StalledReason = true, stallReason(since, s.LagRecords, s)
+		}
+		s.Throughput, s.RecentCloses = p.mon.history()
+	}
 	return s
+}
+
+// mark reads the progress counters and the total lag, for the sampler.
+func (p *Progress) mark() (progressMark, int64) {
+	st, src, h := p.Sink(), p.Source(), p.source.Health()
+	var lag int64
+	for _, pt := range partitions(h.Assigned, src, nil) {
+		lag += pt.Lag
+	}
+	return markOf(st, src), lag
+}
+
+func markOf(st sink.Stats, src source.Stats) progressMark {
+	m := progressMark{written: st.Records, stored: st.FilesUploaded, bytes: st.BytesUploaded}
+	for _, off := range src.Committed {
+		m.committed += off
+	}
+	return m
+}
+
+// partitions describes the assigned partitions, sorted. Lag is the end
+// offset the last fetch saw minus the committed offset, or minus the first
+// offset fetched before this process committed any.
+func partitions(assigned []sink.TopicPartition, src source.Stats, open []sink.OpenFile) []admin.Partition {
+	out := make([]admin.Partition, 0, len(assigned))
+	idx := map[sink.TopicPartition]int{}
+	for _, tp := range assigned {
+		pt := admin.Partition{Topic: tp.Topic, Partition: tp.Partition, Paused: src.Paused, Committed: -1, HighWatermark: -1}
+		if off, ok := src.Committed[tp]; ok {
+			pt.Committed = off
+		}
+		if hw, ok := src.HighWatermarks[tp]; ok {
+			pt.HighWatermark = hw
+			from, ok := src.Committed[tp]
+			if !ok {
+				from, ok = src.FirstFetched[tp]
+			}
+			if ok {
+				pt.Lag = max(hw-from, 0)
+			}
+		}
+		idx[tp] = len(out)
+		out = append(out, pt)
+	}
+	for _, f := range open {
+		if i, ok := idx[f.Partition]; ok {
+			out[i].OpenFiles = append(out[i].OpenFiles, f.Key)
+			out[i].OpenRecords += f.Records
+		}
+	}
+	slices.SortFunc(out, func(a, b admin.Partition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	for i := range out {
+		slices.Sort(out[i].OpenFiles)
+	}
+	return out
 }
 
 // pausedPartitions: back pressure pauses every assigned partition at once.

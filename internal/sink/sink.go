@@ -120,6 +120,36 @@ type Config struct {
 	// DeadLetter, when set, receives records that cannot be written. It must
 	// return only once the record is durable in the dead-letter topic.
 	DeadLetter func(ctx context.Context, r *kgo.Record, cause error) error
+	// OnClose, when set, is told of every file closed, with the sink's
+	// lock held: it must only record, never block or call the sink.
+	OnClose func(Closed)
+}
+
+// Closed describes a file the sink closed, for OnClose.
+type Closed struct {
+	Key       string
+	Partition TopicPartition
+	Reason    Reason
+	Records   int64
+}
+
+// OpenFile describes a file being written, for OpenFiles.
+type OpenFile struct {
+	Key       string
+	Partition TopicPartition
+	Records   int64
+	Opened    time.Time
+}
+
+// OpenFiles lists the files being written, for status pages.
+func (s *Sink) OpenFiles() []OpenFile {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]OpenFile, 0, len(s.files))
+	for _, f := range s.files {
+		out = append(out, OpenFile{Key: f.key, Partition: f.tp, Records: f.records, Opened: f.created})
+	}
+	return out
 }
 
 // Reason says why a file was closed.
@@ -602,6 +632,9 @@ const pendingCost = 16 << 10
 func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	s.forgetLocked(f)
 	s.stats.Closed[why]++
+	if s.cfg.OnClose != nil {
+		s.cfg.OnClose(Closed{Key: f.key, Partition: f.tp, Reason: why, Records: f.records})
+	}
 	s.reportRecordsLocked()
 	s.budget.AddRecords(-f.records)
 	err := s.handOverLocked(ctx, f)

@@ -19,8 +19,10 @@ type Health struct {
 	// Joined: the consumer is a member of its group and has received and
 	// set up its assignment (which may be empty).
 	Joined bool
-	// Partitions is the number of partitions assigned.
+	// Partitions is the number of partitions assigned; Assigned lists
+	// them.
 	Partitions int
+	Assigned   []sink.TopicPartition
 	// Unreachable lists the brokers whose last connection attempt failed,
 	// each with the error.
 	Unreachable []string
@@ -130,6 +132,9 @@ func (h *health) snapshot() Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := Health{Joined: h.joined, Partitions: len(h.partitions)}
+	for tp := range h.partitions {
+		out.Assigned = append(out.Assigned, tp)
+	}
 	for _, e := range h.unreachable {
 		out.Unreachable = append(out.Unreachable, e)
 	}

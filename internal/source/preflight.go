@@ -47,6 +47,11 @@ func Preflight(ctx context.Context, k config.Kafka, deadLetterTopic string) erro
 		topics = append(topics, deadLetterTopic)
 	}
 	meta, err := brokerMetadata(ctx, k, adm, topics, &conn)
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		// The answer as a whole was refused: ask topic by topic, to
+		// name the ones not authorized.
+		meta, err = topicByTopic(ctx, adm, topics)
+	}
 	if err != nil {
 		return err
 	}
@@ -115,6 +120,9 @@ func brokerMetadata(ctx context.Context, k config.Kafka, adm *kadm.Client, topic
 		if isAuthErr(err) {
 			return meta, authErr(k, err)
 		}
+		if errors.Is(err, kerr.TopicAuthorizationFailed) {
+			return meta, err
+		}
 		if _, ok := errors.AsType[*kgo.ErrFirstReadEOF](err); ok {
 			return meta, fmt.Errorf("kafka: the brokers %v closed the connection at the first request: %w; if they require authentication, set kafka.sasl.mechanism, username and password; if they use TLS, set kafka.tls.enabled", k.Brokers, err)
 		}
@@ -179,4 +187,24 @@ func (c *connErrs) last() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
+}
+
+// topicByTopic asks for each topic's metadata alone, and marks those the
+// broker refuses as not authorized.
+func topicByTopic(ctx context.Context, adm *kadm.Client, topics []string) (kadm.Metadata, error) {
+	out := kadm.Metadata{Topics: kadm.TopicDetails{}}
+	for _, t := range topics {
+		meta, err := adm.Metadata(ctx, t)
+		switch {
+		case errors.Is(err, kerr.TopicAuthorizationFailed):
+			out.Topics[t] = kadm.TopicDetail{Topic: t, Err: kerr.TopicAuthorizationFailed}
+		case err != nil:
+			return out, fmt.Errorf("kafka: metadata of topic %q: %w", t, err)
+		default:
+			if td, ok := meta.Topics[t]; ok {
+				out.Topics[t] = td
+			}
+		}
+	}
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -67,6 +68,7 @@ type Source struct {
 	forgottenAt map[sink.TopicPartition]uint64
 	stats       Stats
 	statsMu     sync.Mutex
+	pausedAt    time.Time // when the pause in progress began
 	topics      map[string]bool
 	// plan sizes the client's fetches, and says what the budget reserves
 	// for them and which records don't fit in that (RecordRoom).
@@ -91,6 +93,14 @@ type Stats struct {
 	Committed map[sink.TopicPartition]int64
 	Pauses    int64
 	Paused    bool
+	// PausedFor is the time fetching spent paused by back pressure,
+	// the pause in progress included.
+	PausedFor time.Duration
+	// HighWatermarks are the partitions' end offsets as the last fetch
+	// of each told them; FirstFetched the offset of the first record
+	// this process fetched of each, for lag before its first commit.
+	HighWatermarks map[sink.TopicPartition]int64
+	FirstFetched   map[sink.TopicPartition]int64
 }
 
 // New builds the consumer. It does not connect until Run.
@@ -99,11 +109,15 @@ type Stats struct {
 // records stored before a crash, but not committed, are not written again.
 //
 // plan sizes the client's fetches; a zero plan leaves the client's defaults.
-func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger) (*Source, error) {
+//
+// extra are added to the client's options last (metrics hooks).
+func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
+	src.stats.HighWatermarks = map[sink.TopicPartition]int64{}
+	src.stats.FirstFetched = map[sink.TopicPartition]int64{}
 	src.health.init(k.Group)
 	opts, err := ClientOptions(k)
 	if err != nil {
@@ -144,7 +158,7 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 	} else {
 		opts = append(opts, kgo.ConsumeTopics(k.Topics...))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
@@ -160,9 +174,11 @@ func (s *Source) Stats() Stats {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
 	st := s.stats
-	st.Committed = make(map[sink.TopicPartition]int64, len(s.stats.Committed))
-	for k, v := range s.stats.Committed {
-		st.Committed[k] = v
+	st.Committed = maps.Clone(s.stats.Committed)
+	st.HighWatermarks = maps.Clone(s.stats.HighWatermarks)
+	st.FirstFetched = maps.Clone(s.stats.FirstFetched)
+	if st.Paused {
+		st.PausedFor += time.Since(s.pausedAt)
 	}
 	return st
 }
@@ -241,6 +257,15 @@ func (s *Source) Run(stop, hard context.Context) error {
 		s.budget.Acquire(budget.FetchBuffers, moved)
 		s.statsMu.Lock()
 		s.stats.Fetched += int64(len(recs))
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			tp := sink.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+			if p.HighWatermark > 0 {
+				s.stats.HighWatermarks[tp] = p.HighWatermark
+			}
+			if _, ok := s.stats.FirstFetched[tp]; !ok && len(p.Records) > 0 {
+				s.stats.FirstFetched[tp] = p.Records[0].Offset
+			}
+		})
 		s.statsMu.Unlock()
 		s.cl.AllowRebalance()
 		if err != nil {
@@ -345,6 +370,9 @@ func (s *Source) pause() {
 	s.log.Info("budget full: fetching paused", "used", snap.Used, "limit", snap.Limit, "records", snap.Records)
 	s.statsMu.Lock()
 	s.stats.Pauses++
+	if !s.stats.Paused {
+		s.pausedAt = time.Now()
+	}
 	s.stats.Paused = true
 	s.statsMu.Unlock()
 }
@@ -357,6 +385,9 @@ func (s *Source) resume() {
 	s.cl.ResumeFetchTopics(topics...)
 	s.log.Info("budget below low watermark: fetching resumed", "used", s.budget.Snapshot().Used)
 	s.statsMu.Lock()
+	if s.stats.Paused {
+		s.stats.PausedFor += time.Since(s.pausedAt)
+	}
 	s.stats.Paused = false
 	s.statsMu.Unlock()
 }

@@ -311,7 +311,8 @@ func TestEmulatorRetryBound(t *testing.T) {
 		ctx := testCtx(t)
 		px, name := throughProxy(t, ctx, e)
 		const attempts = 3
-		b, err := Open(ctx, px.url(name), Options{PartSize: emuPartSize,
+		var rec recorder
+		b, err := Open(ctx, px.url(name), Options{PartSize: emuPartSize, Observer: &rec,
 			Retry: Retry{MaxAttempts: attempts, InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
@@ -330,5 +331,22 @@ func TestEmulatorRetryBound(t *testing.T) {
 		if got := listKeys(t, ctx, b, "bound/"); len(got) != 0 {
 			t.Errorf("after the failed upload, List = %v, want nothing", got)
 		}
+		// Every retry is counted as throttled (Azure's hook also hears
+		// the last try, which is not retried), and the failure once.
+		_, failed, retries := rec.snapshot()
+		scheme := map[string]string{"s3": "s3", "azure": "azblob"}[e.name]
+		throttled := 0
+		for _, r := range retries {
+			if r == scheme+"/throttled" {
+				throttled++
+			}
+		}
+		if throttled < attempts-1 || throttled > attempts || throttled != len(retries) {
+			t.Errorf("retries observed %v, want %d or %d of %s/throttled", retries, attempts-1, attempts, scheme)
+		}
+		if len(failed) == 0 {
+			t.Errorf("the failed upload was not observed as a failure")
+		}
+		t.Logf("observed: retries %v, failures %v", retries, failed)
 	})
 }

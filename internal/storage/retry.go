@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	azruntime "github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -54,6 +56,20 @@ type Retry struct {
 	InitialBackoff time.Duration
 	// MaxBackoff caps the wait before any retry. Default 15s.
 	MaxBackoff time.Duration
+
+	// onRetry, when set, is told of each failed try the SDK retries, by
+	// retryClass (Options.Observer sets it).
+	onRetry func(class string)
+}
+
+func (r Retry) retried(err error, status int) {
+	if r.onRetry == nil {
+		return
+	}
+	if status == 0 {
+		status = statusOf(err)
+	}
+	r.onRetry(retryClass(status))
 }
 
 // The defaults of Retry's fields.
@@ -164,7 +180,7 @@ func openS3(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
 // the opposite of what a sink that can wait needs. Our own upload
 // concurrency already bounds how many requests retry at once.
 func awsRetryer(r Retry) aws.Retryer {
-	return retry.NewStandard(func(o *retry.StandardOptions) {
+	std := retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = r.MaxAttempts
 		o.MaxBackoff = r.MaxBackoff
 		o.Backoff = retry.BackoffDelayerFunc(func(attempt int, _ error) (time.Duration, error) {
@@ -173,6 +189,22 @@ func awsRetryer(r Retry) aws.Retryer {
 		o.RateLimiter = ratelimit.None
 		o.Retryables = append(o.Retryables, retry.RetryableHTTPStatusCode{Codes: map[int]struct{}{429: {}}})
 	})
+	if r.onRetry == nil {
+		return std
+	}
+	return countingRetryer{std, r}
+}
+
+// countingRetryer tells Retry.onRetry of each retry: the SDK asks for the
+// delay only once it has decided to retry.
+type countingRetryer struct {
+	aws.Retryer
+	r Retry
+}
+
+func (c countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	c.r.retried(err, 0)
+	return c.Retryer.RetryDelay(attempt, err)
 }
 
 // openGCS sets the retry policy on the bucket's own storage client: gcsblob
@@ -192,6 +224,13 @@ func openGCS(ctx context.Context, rawURL string, r Retry) (*blob.Bucket, error) 
 			storage.WithBackoff(gax.Backoff{Initial: r.InitialBackoff, Max: r.MaxBackoff, Multiplier: 2}),
 			storage.WithMaxAttempts(r.MaxAttempts),
 			storage.WithPolicy(storage.RetryIdempotent),
+			storage.WithErrorFunc(func(err error) bool {
+				ok := storage.ShouldRetry(err)
+				if ok {
+					r.retried(err, 0)
+				}
+				return ok
+			}),
 		)
 	}
 	return b, nil
@@ -319,6 +358,22 @@ func azureClientOptions(r Retry) *container.ClientOptions {
 		MaxRetryDelay: r.MaxBackoff,
 		// StatusCodes nil: 408, 429, 500, 502, 503, 504. Transport
 		// errors (resets, timeouts) are always retried.
+	}
+	if r.onRetry != nil {
+		// ShouldRetry replaces the status check: make the same one, and
+		// count. (The last try is counted too: azcore asks before it
+		// checks MaxRetries.)
+		opts.Retry.ShouldRetry = func(resp *http.Response, err error) bool {
+			if err == nil && !azruntime.HasStatusCode(resp, 408, 429, 500, 502, 503, 504) {
+				return false
+			}
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			r.retried(err, status)
+			return true
+		}
 	}
 	return opts
 }

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	_ "gocloud.dev/blob/azureblob" // registers azblob://
 	_ "gocloud.dev/blob/gcsblob"   // registers gs://
@@ -40,6 +41,8 @@ type Options struct {
 	// Retry bounds the retries of remote storage requests; zero fields
 	// take Retry's defaults.
 	Retry Retry
+	// Observer, when set, is told of requests and retries (metrics).
+	Observer Observer
 }
 
 // Object describes one stored object.
@@ -142,6 +145,9 @@ type Bucket struct {
 	account   func(int64)
 	faults    *Faults
 	pool      sync.Pool
+	// scheme names the backend in what obs is told.
+	scheme string
+	obs    Observer
 }
 
 // Open opens the bucket named by rawURL. file:// URLs are handled here with
@@ -169,7 +175,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// gathers them into parts of PartSize (counted in WriterMemory), and
 	// small chunks keep each open file's step in memory small, so the budget
 	// is never overshot by a file's first write.
-	b := &Bucket{chunkSize: int(FootprintOf(u.Scheme, opts.PartSize).Chunk), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults}
+	b := &Bucket{chunkSize: int(FootprintOf(u.Scheme, opts.PartSize).Chunk), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults,
+		scheme: u.Scheme, obs: opts.Observer}
+	if obs := opts.Observer; obs != nil {
+		opts.Retry.onRetry = func(class string) { obs.Retry(u.Scheme, class) }
+	}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -267,12 +277,15 @@ func (b *Bucket) newWriter(ctx context.Context, key string, meta map[string]stri
 	if b.faults != nil {
 		w = faultyWriter{w, b.faults, key, ctx}
 	}
-	return &Writer{w: newPartQueue(w, b.chunkSize, b.uploads, b.account, &b.pool), key: key}, nil
+	return &Writer{w: newPartQueue(w, b.chunkSize, b.uploads, b.account, &b.pool), key: key, b: b}, nil
 }
 
 // List calls fn for every object whose key starts with prefix.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(Object) error) error {
-	if err := b.be.list(ctx, prefix, fn); err != nil {
+	start := time.Now()
+	err := b.be.list(ctx, prefix, fn)
+	b.observe("list", start, err)
+	if err != nil {
 		return fmt.Errorf("storage: list %q: %w", prefix, err)
 	}
 	return nil
@@ -283,7 +296,10 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(Object) error)
 // cost depends on how many names sit at that level, not on how many objects
 // lie below them.
 func (b *Bucket) ListDir(ctx context.Context, prefix string, fn func(Object) error) error {
-	if err := b.be.listDir(ctx, prefix, fn); err != nil {
+	start := time.Now()
+	err := b.be.listDir(ctx, prefix, fn)
+	b.observe("list", start, err)
+	if err != nil {
 		return fmt.Errorf("storage: list %q: %w", prefix, err)
 	}
 	return nil
@@ -291,7 +307,9 @@ func (b *Bucket) ListDir(ctx context.Context, prefix string, fn func(Object) err
 
 // Stat returns the object stored under key; ok is false when there is none.
 func (b *Bucket) Stat(ctx context.Context, key string) (Object, bool, error) {
+	start := time.Now()
 	o, ok, err := b.be.stat(ctx, key)
+	b.observe("stat", start, err)
 	if err != nil {
 		return Object{}, false, fmt.Errorf("storage: stat %s: %w", key, err)
 	}
@@ -338,7 +356,9 @@ func (b *Bucket) RemoveAbandoned(ctx context.Context, prefix string, belongs fun
 
 // Read opens an object for reading.
 func (b *Bucket) Read(ctx context.Context, key string) (io.ReadCloser, error) {
+	start := time.Now()
 	r, err := b.be.read(ctx, key)
+	b.observe("read", start, err)
 	if err != nil {
 		return nil, fmt.Errorf("storage: read %s: %w", key, err)
 	}
@@ -354,6 +374,7 @@ type Writer struct {
 	key  string
 	n    int64
 	done bool
+	b    *Bucket
 }
 
 // Write appends p to the object.
@@ -361,6 +382,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	n, err := w.w.Write(p)
 	w.n += int64(n)
 	if err != nil {
+		w.b.failed("write", err)
 		return n, fmt.Errorf("storage: write %s: %w", w.key, err)
 	}
 	return n, nil
@@ -389,7 +411,10 @@ func (w *Writer) Commit() error {
 		return errors.New("storage: writer already finished")
 	}
 	w.done = true
-	if err := w.w.commit(); err != nil {
+	start := time.Now()
+	err := w.w.commit()
+	w.b.observe("commit", start, err)
+	if err != nil {
 		return fmt.Errorf("storage: commit %s: %w", w.key, err)
 	}
 	return nil
