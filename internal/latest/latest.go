@@ -79,6 +79,9 @@ type Config struct {
 	ErrRecord  error
 	NullValues string // write | ignore | fail
 	Policy     errpolicy.Policy
+	// OnClose, when set, is told of every object a flush stored, with
+	// the writer's lock held: it must only record.
+	OnClose func(sink.Closed)
 }
 
 // heldCost is what one held object costs besides its bytes: the map entry,
@@ -452,6 +455,11 @@ func (w *Writer) finish(b *flushBatch) {
 		}
 	}
 	w.stats.Closed[b.why] += int64(len(b.objs))
+	if w.cfg.OnClose != nil {
+		for name, h := range b.objs {
+			w.cfg.OnClose(sink.Closed{Key: name, Partition: h.tp, Reason: b.why, Records: 1})
+		}
+	}
 	close(w.wake)
 	w.wake = make(chan struct{})
 }

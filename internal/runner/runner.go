@@ -341,6 +341,7 @@ func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest
 		},
 		NewCompressor: scfg.NewCompressor,
 		Schemas:       scfg.Schemas,
+		OnClose:       scfg.OnClose,
 		ErrRecord:     scfg.ErrRecord,
 		NullValues:    scfg.NullValues,
 		Policy:        errpolicy.Policy{Tolerance: scfg.Tolerance, DeadLetter: scfg.DeadLetter, Log: log},
