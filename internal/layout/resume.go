@@ -82,14 +82,12 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 	}
 	p := Point{State: e.Before, Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d, whose file was not published", e.Seq), Found: true}
 	if ok && o.Size != e.File.Bytes && e.Seq > 0 {
-		// Two writers raced for one name: the one that lost the partition
-		// (a paused zombie) wrote entry seq-1 and published its file after
-		// the new owner had found it missing and entered the same name
-		// again. The file is the earlier entry's, and the last is void.
-		prev, err := l.Read(ctx, id, l.EntryKey(id, e.Seq-1))
-		if err == nil && prev.File.Key == e.File.Key && prev.File.Bytes == o.Size {
-			p.State, p.From = prev.After(), fmt.Sprintf("ledger entry %d (entry %d is void: another writer published its name first)", prev.Seq, e.Seq)
-			return p, checkLog(l, id, p, log)
+		zp, found, err := l.zombieFirst(ctx, id, e, o.Size)
+		if err != nil {
+			return Point{}, err
+		}
+		if found {
+			return zp, checkLog(l, id, zp, log)
 		}
 	}
 	if ok {
@@ -100,6 +98,44 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		p.State, p.From = e.After(), fmt.Sprintf("ledger entry %d", e.Seq)
 	}
 	return p, checkLog(l, id, p, log)
+}
+
+// zombieWalk bounds how far back zombieFirst looks: the files a new owner
+// can publish between resuming and colliding with a paused writer's name.
+const zombieWalk = 64
+
+// zombieFirst explains a last entry e whose file holds size bytes, not
+// e's: two writers raced for one name. The one that lost the partition (a
+// paused zombie) wrote an earlier entry j for that name and published its
+// file late, after the new owner had found it missing, resumed from j's
+// Before, published files of other names (entries j+1 .. e.Seq-1) and
+// entered the same name again as e, whose commit then failed. The file is
+// j's, e is void, and what is handled is e's Before plus j's offsets.
+// When j's offsets are also in the new owner's files, storage holds them
+// twice: that is an error naming j's file, which can then be deleted.
+func (l *Ledger) zombieFirst(ctx context.Context, id Identity, e *Entry, size int64) (Point, bool, error) {
+	after := e // the entry after j: j must have been void to its writer
+	for seq := e.Seq - 1; seq >= max(0, e.Seq-zombieWalk); seq-- {
+		j, err := l.Read(ctx, id, l.EntryKey(id, seq))
+		if err != nil {
+			return Point{}, false, nil
+		}
+		if j.File.Key == e.File.Key && j.File.Bytes == size {
+			if len(after.Before.Ranges().Overlap(j.File.Ranges)) > 0 {
+				// The next writer counted j's file as stored: not a race.
+				return Point{}, false, nil
+			}
+			if dup := e.Before.Ranges().Overlap(j.File.Ranges); len(dup) > 0 {
+				return Point{}, false, fmt.Errorf("%s holds offsets %s that later files hold too: a writer that had lost the partition published it late (ledger entry %d), after the new owner had stored them again; delete %s (its other offsets are written again) and restart",
+					j.File.Key, FormatRanges(dup), j.Seq, j.File.Key)
+			}
+			st := e.Before.With(j.File.Ranges)
+			return Point{State: st, Seq: e.Seq + 1, Found: true, From: fmt.Sprintf(
+				"ledger entry %d and the file of entry %d (entry %d is void: another writer published its name first)", e.Seq, j.Seq, e.Seq)}, true, nil
+		}
+		after = j
+	}
+	return Point{}, false, nil
 }
 
 func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts ResumeOptions) (Point, error) {

@@ -524,3 +524,72 @@ func TestResumeZombiePublishedFirst(t *testing.T) {
 	}
 	wantPoint(t, p, true, 20, nil, 3)
 }
+
+// TestResumeZombiePublishedFirstAfterOtherFiles: as above, but the new
+// owner published a file of another name (entry 2) before it entered the
+// zombie's name again (entry 3): with several open files per partition,
+// files close in any order. Entry 1's file is stored, entry 3 is void, and
+// what is handled is entry 3's Before plus entry 1's offsets. Found by the
+// property test (TestPropLateZombiePublish) beside a CPU hog.
+func TestResumeZombiePublishedFirstAfterOtherFiles(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openStore(t)
+	l := layout.NewLedger(st, testPrefix)
+	e0 := entryFor(idA, 0) // [0,10)
+	if err := l.Append(ctx, e0); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, e0.File.Key, e0.File.Bytes)
+	e1 := entryFor(idA, 1) // the paused writer's: [10,20)
+	if err := l.Append(ctx, e1); err != nil {
+		t.Fatal(err)
+	}
+	e2 := entryFor(idA, 2) // the new owner's other file: [20,30), from e1's Before
+	e2.Before = e1.Before
+	if err := l.Append(ctx, e2); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, e2.File.Key, e2.File.Bytes)
+	e3 := entryFor(idA, 1) // the new owner again, under e1's name, after e2
+	e3.Seq = 3
+	e3.Before = e2.After()
+	e3.File.Bytes = 555
+	if err := l.Append(ctx, e3); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, e1.File.Key, e1.File.Bytes) // the zombie wins the name
+	p, err := l.Resume(ctx, idA, layout.Log{End: 40}, noLegacy(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPoint(t, p, true, 30, nil, 4)
+
+	// If the new owner had stored some of the zombie's offsets under
+	// another name, storage holds them twice: an error naming the file.
+	st2, _ := openStore(t)
+	l2 := layout.NewLedger(st2, testPrefix)
+	for _, e := range []*layout.Entry{e0, e1} {
+		if err := l2.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	putFile(t, st2, e0.File.Key, e0.File.Bytes)
+	dup := entryFor(idA, 2)
+	dup.Before = e1.Before
+	dup.File.Ranges = layout.Ranges{{15, 30}}
+	if err := l2.Append(ctx, dup); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st2, dup.File.Key, dup.File.Bytes)
+	e3b := *e3
+	e3b.Before = dup.After()
+	e3b.File.Ranges = layout.Ranges{{10, 15}} // the rest went to dup's file
+	if err := l2.Append(ctx, &e3b); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st2, e1.File.Key, e1.File.Bytes)
+	_, err = l2.Resume(ctx, idA, layout.Log{End: 40}, noLegacy(t))
+	if err == nil || !strings.Contains(err.Error(), "[15,20)") || !strings.Contains(err.Error(), "delete "+e1.File.Key) {
+		t.Fatalf("Resume = %v, want the duplicated offsets and the file to delete", err)
+	}
+}
