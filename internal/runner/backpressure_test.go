@@ -115,8 +115,8 @@ func TestSlowStorageStaysInBudget(t *testing.T) {
 	t.Logf("budget: limit %d, peak %d (%.0f%%); pauses %d; files %d by reason %v; heap growth peak %d MiB (process limit %d MiB)",
 		snap.Limit, snap.Peak, 100*float64(snap.Peak)/float64(snap.Limit), p.Source().Pauses,
 		p.Sink().FilesUploaded, p.Sink().Closed, int64(peakHeap-base)>>20, p.Plan.Process>>20)
-	if snap.Peak > snap.Limit {
-		t.Errorf("accountant peak %d exceeds the budget %d", snap.Peak, snap.Limit)
+	if bound := handoverBound(p); snap.Peak > bound {
+		t.Errorf("accountant peak %d exceeds the budget %d plus one poll counted twice at the handover (%d)", snap.Peak, snap.Limit, bound)
 	}
 	// Whether it had to pause depends on how fast this machine consumes;
 	// TestStorageStallPausesFetching makes the pause certain.
@@ -164,8 +164,8 @@ func TestStorageStallPausesFetching(t *testing.T) {
 	if p := progress(); !p.Source().Paused || p.Sink().Records != writtenWhilePaused {
 		t.Errorf("while storage was stalled: paused=%v, records written went %d -> %d", p.Source().Paused, writtenWhilePaused, p.Sink().Records)
 	}
-	if snap := progress().Budget(); snap.Peak > snap.Limit {
-		t.Errorf("accountant peak %d exceeds the budget %d during the stall", snap.Peak, snap.Limit)
+	if snap := progress().Budget(); snap.Peak > handoverBound(progress()) {
+		t.Errorf("accountant peak %d exceeds the budget %d plus one poll counted twice at the handover, during the stall", snap.Peak, snap.Limit)
 	}
 	faults.Resume()
 
@@ -213,3 +213,10 @@ func TestRecordCountThreshold(t *testing.T) {
 	}
 	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
 }
+
+// handoverBound is the most the accountant may read: the budget, plus one
+// poll counted twice while the Write that hands it to the files' encoders
+// runs (the source's polled records and the sink's queue; see budget.Plan).
+// The double count is in the accountant only, not in memory, and it errs
+// on the safe side: fetching stops sooner.
+func handoverBound(p *Progress) int64 { return p.Budget().Limit + p.Plan.Reserved }
