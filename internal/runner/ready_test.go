@@ -53,7 +53,7 @@ func TestReadiness(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	// OnStart runs before the consumer's first poll: it can't have joined.
+	// OnStart runs before the consumer's first poll.
 	opts := Options{OnStart: func(p *Progress) { atStart = p.Status(); progress.Store(p) }}
 	go func() { done <- Run(ctx, cfg, testLogger(t), opts) }()
 	stopped := false
@@ -68,7 +68,10 @@ func TestReadiness(t *testing.T) {
 	defer func() { _ = stop() }()
 
 	waitFor(t, "the pipeline to start", func() bool { return progress.Load() != nil })
-	if atStart.Ready || !strings.Contains(atStart.NotReadyReason, `joining consumer group "sink-test"`) {
+	// The client joins in the background from its creation, so on a busy
+	// machine the join can finish before OnStart runs (seen beside a CPU
+	// hog): then there is no "before" to check.
+	if !atStart.Ready && !strings.Contains(atStart.NotReadyReason, `joining consumer group "sink-test"`) {
 		t.Errorf("before joining: ready %v, reason %q; want not ready, joining", atStart.Ready, atStart.NotReadyReason)
 	}
 	status := func() admin.Status { return progress.Load().Status() }
