@@ -238,25 +238,37 @@ func appendUnionData(dst []byte, s *registry.Schema, data []byte) []byte {
 // Avro data after the header (decoded once, to check it), or a JSON
 // Schema part's JSON.
 func (e *typedAvroEncoder) part(b []byte, typed *registry.Schema, id int, what string, r *kgo.Record) ([]byte, error) {
-	s, data, err := e.t.payload(b, id, what, r)
+	js, data, _, err := e.t.part(b, typed, id, what, r)
+	if js != nil {
+		return js, err
+	}
+	return data, err
+}
+
+// part reads a key or value: a JSON Schema or Protobuf part outside a typed
+// file as JSON (js), else the Avro data after the header (data), decoded
+// once (v) to check it. Both typed encoders take their parts here.
+func (t *Typed) part(b []byte, typed *registry.Schema, id int, what string, r *kgo.Record) (js, data []byte, v any, err error) {
+	s, data, err := t.payload(b, id, what, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if s.Type != sr.TypeAvro && typed == nil {
 		// JSON Schema and Protobuf parts are kept as JSON strings.
 		out, err := asJSON(nil, s, data)
 		if err != nil {
-			return nil, partError(what, r, err)
+			return nil, nil, nil, partError(what, r, err)
 		}
-		return out, nil
+		return out, nil, nil, nil
 	}
 	if typed == nil || s.ID != typed.ID {
-		return nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))
+		return nil, nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))
 	}
-	if _, err := decodeAvro(s, data); err != nil {
-		return nil, partError(what, r, err)
+	v, err = decodeAvro(s, data)
+	if err != nil {
+		return nil, nil, nil, partError(what, r, err)
 	}
-	return data, nil
+	return nil, data, v, nil
 }
 
 // checkRaw applies the envelope's checks to the parts written as bytes.

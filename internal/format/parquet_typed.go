@@ -13,7 +13,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/spillway/spillway/internal/registry"
 )
@@ -601,26 +600,11 @@ func (e *typedParquetEncoder) partValue(b []byte, decoded bool, typed *registry.
 	if !decoded {
 		return b, nil
 	}
-	s, data, err := e.t.payload(b, id, what, r)
-	if err != nil {
-		return nil, err
+	js, _, v, err := e.t.part(b, typed, id, what, r)
+	if js != nil {
+		return js, err
 	}
-	if s.Type != sr.TypeAvro && typed == nil {
-		// JSON Schema and Protobuf parts are kept as JSON strings.
-		out, err := asJSON(nil, s, data)
-		if err != nil {
-			return nil, partError(what, r, err)
-		}
-		return out, nil
-	}
-	if typed == nil || s.ID != typed.ID {
-		return nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))
-	}
-	v, err := decodeAvro(s, data)
-	if err != nil {
-		return nil, partError(what, r, err)
-	}
-	return v, nil
+	return v, err
 }
 
 // shred appends v's values under n, with their levels: r is the
