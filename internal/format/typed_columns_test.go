@@ -380,7 +380,9 @@ func TestColumnsAvroPythonReads(t *testing.T) {
 // errors naming the record and the cause, and leave nothing in the file.
 func TestColumnsRecordErrors(t *testing.T) {
 	reg := columnsRegistry(t)
-	rec := func(off int64, v []byte) *kgo.Record { return &kgo.Record{Topic: "t", Partition: 2, Offset: off, Value: v} }
+	rec := func(off int64, v []byte) *kgo.Record {
+		return &kgo.Record{Topic: "t", Partition: 2, Offset: off, Value: v}
+	}
 	cases := []struct {
 		name  string
 		good  []*kgo.Record

@@ -331,7 +331,9 @@ func (n *jsNode) value(v *fastjson.Value, nullable bool, path string) (any, erro
 		}
 		return nil, fmt.Errorf("%s: null, and the schema wants %s", path, jsKindNames[n.kind])
 	}
-	wrong := func() error { return fmt.Errorf("%s: %s, and the schema wants %s", path, v.Type(), jsKindNames[n.kind]) }
+	wrong := func() error {
+		return fmt.Errorf("%s: %s, and the schema wants %s", path, v.Type(), jsKindNames[n.kind])
+	}
 	switch n.kind {
 	case jsJSON:
 		return string(v.MarshalTo(nil)), nil
