@@ -41,7 +41,7 @@ message Tree { string name = 1; repeated Tree children = 2; }`
 )
 
 var (
-	jsEventV2 = fmt.Sprintf(jsEventV1, `, "score": {"type": "number"}`, `, "score"`)
+	jsEventV2            = fmt.Sprintf(jsEventV1, `, "score": {"type": "number"}`, `, "score"`)
 	columnsRegistrySeeds = []sr.SubjectSchema{
 		{Subject: "js-value", Version: 1, ID: jsV1ID, Schema: sr.Schema{Type: sr.TypeJSON, Schema: fmt.Sprintf(jsEventV1, "", "")}},
 		{Subject: "js-value", Version: 2, ID: jsV2ID, Schema: sr.Schema{Type: sr.TypeJSON, Schema: jsEventV2}},
