@@ -139,8 +139,6 @@ func pbValue(t testing.TB, reg *registry.Registry, idx int, js string) []byte {
 	return append(b, data...)
 }
 
-const pbBig = 9007199254740993 // 2^53+1: exact only as an integer
-
 func pbOrders(t testing.TB, reg *registry.Registry) []*kgo.Record {
 	t.Helper()
 	vals := []string{
@@ -254,6 +252,12 @@ func TestColumnsParquetDuckDBReads(t *testing.T) {
 	jsEnvPath := writeTemp(t, dir, "js-env.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true, "offset", "value"), reg), jsOrders()))
 	// uint64 beyond int64 is exact in parquet (UINT_64).
 	maxPath := writeTemp(t, dir, "max.parquet", encodeTyped(t, NewTyped(bare, reg), []*kgo.Record{{Value: pbValue(t, reg, 0, `{"big": "18446744073709551615"}`)}}))
+	// What has no column type is a JSON string: the whole value of
+	// {"type": "object"}, the children of a recursive schema.
+	anyPath := writeTemp(t, dir, "any.parquet", encodeTyped(t, NewTyped(bare, reg), []*kgo.Record{
+		{Value: wireJSON(jsAnyID, `{"a": [1, {"b": null}]}`)}, {Value: wireJSON(jsAnyID, `"not even an object"`)}}))
+	treePath := writeTemp(t, dir, "tree.parquet", encodeTyped(t, NewTyped(bare, reg), []*kgo.Record{
+		{Value: wireJSON(jsTreeID, `{"name": "root", "children": [{"name": "leaf", "children": []}]}`)}}))
 	describe := func(p string) string {
 		return "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(" + testkit.SQLString(p) + "))"
 	}
@@ -269,6 +273,8 @@ func TestColumnsParquetDuckDBReads(t *testing.T) {
 		  extra, mixed, first_name FROM read_parquet(`+testkit.SQLString(jsPath)+`) ORDER BY id`,
 		`SELECT typeof(value) AS vt, value.customer.name AS name FROM read_parquet(`+testkit.SQLString(jsEnvPath)+`) ORDER BY "offset"`,
 		`SELECT big::VARCHAR AS big, typeof(big) AS t FROM read_parquet(`+testkit.SQLString(maxPath)+`)`,
+		`SELECT value, typeof(value) AS t FROM read_parquet(`+testkit.SQLString(anyPath)+`)`,
+		`SELECT name, children::VARCHAR AS children, typeof(children) AS t FROM read_parquet(`+testkit.SQLString(treePath)+`)`,
 	)
 	types := func(rows []testkit.Row) map[string]string {
 		m := map[string]string{}
@@ -315,6 +321,13 @@ func TestColumnsParquetDuckDBReads(t *testing.T) {
 	if got := res[5]; len(got) != 1 || got[0]["big"] != "18446744073709551615" || got[0]["t"] != "UBIGINT" {
 		t.Errorf("max uint64: %v", got)
 	}
+	checkTypedRows(t, "untypeable JSON Schema", res[6], []string{
+		`{"value":"{\"a\":[1,{\"b\":null}]}","t":"VARCHAR"}`,
+		`{"value":"\"not even an object\"","t":"VARCHAR"}`,
+	})
+	checkTypedRows(t, "recursive JSON Schema", res[7], []string{
+		`{"name":"root","children":"['{\"name\":\"leaf\",\"children\":[]}']","t":"VARCHAR[]"}`,
+	})
 }
 
 // TestColumnsAvroPythonReads: python3-avro reads Protobuf and JSON Schema
