@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -180,5 +181,42 @@ message M {
 	}
 	if _, err := cols.Schema.Encode(v); err != nil {
 		t.Errorf("encode: %v", err)
+	}
+}
+
+// TestColumnsBounded: schemas whose columns double at each level (a type
+// used twice in each of a chain of types) are refused (Protobuf) or cut to
+// JSON strings (JSON Schema) past a bound, instead of filling the memory.
+func TestColumnsBounded(t *testing.T) {
+	const bound = 100 // maxColumnsFields, made small
+	var pb, js strings.Builder
+	pb.WriteString(`syntax = "proto3"; message L0 { int64 v = 1; }` + "\n")
+	js.WriteString(`{"$ref": "#/$defs/l8", "$defs": {"l0": {"type": "integer"}`)
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&pb, "message L%d { L%d a = 1; L%d b = 2; }\n", i, i-1, i-1)
+		fmt.Fprintf(&js, `, "l%d": {"type": "object", "properties": {"a": {"$ref": "#/$defs/l%d"}, "b": {"$ref": "#/$defs/l%d"}}}`, i, i-1, i-1)
+	}
+	js.WriteString(`}}`)
+	reg, err := NewCached("value", map[int]sr.Schema{1: {Type: sr.TypeProtobuf, Schema: pb.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := reg.Lookup(1)
+	md := s.Proto.Messages()
+	if pc := protoMessageColumns(1, md.ByName("L8"), bound); pc.err == nil || !strings.Contains(pc.err.Error(), "expands to more than 100 fields") {
+		t.Errorf("L8: %v", pc.err)
+	}
+	if pc := protoMessageColumns(1, md.ByName("L4"), bound); pc.err != nil {
+		t.Errorf("L4: %v", pc.err)
+	}
+	cols, err := jsonColumnsBounded(2, js.String(), bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sch := cols.Schema.String(); !strings.Contains(sch, `"string"`) || strings.Count(sch, `"record"`) > bound {
+		t.Errorf("JSON Schema was not cut: %.300s", sch)
+	}
+	if all, err := jsonColumnsBounded(2, js.String(), maxColumnsFields); err != nil || strings.Contains(all.Schema.String(), `"string"`) {
+		t.Errorf("JSON Schema within the bound was cut: %v", err)
 	}
 }

@@ -41,12 +41,18 @@ import (
 // schema says additionalProperties: false, which makes them a record error.
 // A value of another type than its schema's is a record error.
 func jsonColumns(id int, text string) (*Columns, error) {
+	return jsonColumnsBounded(id, text, maxColumnsFields)
+}
+
+// jsonColumnsBounded is jsonColumns, cutting to JSON strings past maxFields
+// nodes.
+func jsonColumnsBounded(id int, text string, maxFields int) (*Columns, error) {
 	var p fastjson.Parser
 	root, err := p.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the JSON Schema of id %d is not JSON: %w", ErrUndecodable, id, err)
 	}
-	b := jsBuilder{root: root, onPath: map[string]bool{"#": true}, names: map[string]int{}}
+	b := jsBuilder{root: root, onPath: map[string]bool{"#": true}, names: map[string]int{}, maxFields: maxFields}
 	name := "Value"
 	if t := root.GetStringBytes("title"); len(t) > 0 {
 		name = string(t)
@@ -110,6 +116,8 @@ type jsBuilder struct {
 	onPath map[string]bool // $refs being expanded
 	names  map[string]int  // record names given
 	depth  int
+	// fields counts the nodes mapped so far, up to maxFields.
+	fields, maxFields int
 }
 
 // maxJSONSchemaDepth bounds nesting; deeper parts are kept as JSON.
@@ -121,7 +129,7 @@ var jsonNode = avro.SchemaNode{Type: "string"}
 // makes it nullable). name is the record name to give it, if it is one.
 func (b *jsBuilder) node(s *fastjson.Value, name string) (*jsNode, avro.SchemaNode) {
 	anyJSON := func() (*jsNode, avro.SchemaNode) { return &jsNode{kind: jsJSON, null: true}, jsonNode }
-	if s == nil || s.Type() != fastjson.TypeObject || b.depth >= maxJSONSchemaDepth {
+	if b.fields++; s == nil || s.Type() != fastjson.TypeObject || b.depth >= maxJSONSchemaDepth || b.fields > b.maxFields {
 		return anyJSON()
 	}
 	b.depth++

@@ -52,7 +52,7 @@ func protoColumns(id int, fd protoreflect.FileDescriptor) map[string]*protoCol {
 	walk = func(msgs protoreflect.MessageDescriptors) {
 		for i := range msgs.Len() {
 			md := msgs.Get(i)
-			out[string(md.FullName())] = protoMessageColumns(id, md)
+			out[string(md.FullName())] = protoMessageColumns(id, md, maxColumnsFields)
 			walk(md.Messages())
 		}
 	}
@@ -60,8 +60,9 @@ func protoColumns(id int, fd protoreflect.FileDescriptor) map[string]*protoCol {
 	return out
 }
 
-func protoMessageColumns(id int, md protoreflect.MessageDescriptor) *protoCol {
-	b := protoBuilder{onPath: map[protoreflect.FullName]bool{}}
+// protoMessageColumns maps md, refusing it past maxFields fields.
+func protoMessageColumns(id int, md protoreflect.MessageDescriptor, maxFields int) *protoCol {
+	b := protoBuilder{onPath: map[protoreflect.FullName]bool{}, maxFields: maxFields}
 	node, conv, err := b.message(md, string(md.FullName()))
 	if err != nil {
 		return &protoCol{err: fmt.Errorf("%w: schema id %d: message %s has no fixed columns for avro and parquet: %w", ErrUndecodable, id, md.FullName(), err)}
@@ -93,10 +94,17 @@ type protoConv func(v protoreflect.Value) (any, error)
 type protoBuilder struct {
 	onPath map[protoreflect.FullName]bool
 	depth  int
+	// fields counts the fields mapped so far, up to maxFields.
+	fields, maxFields int
 }
 
 // maxProtoDepth bounds the nesting of messages mapped to columns.
 const maxProtoDepth = 64
+
+// maxColumnsFields bounds the fields of one schema's columns, counted with
+// every use of a type: a message used twice in each of a chain of
+// messages doubles at each link, which no file could hold.
+const maxColumnsFields = 1 << 13
 
 var errRecursive = errors.New("a recursive message has no fixed columns (write it with a text format such as jsonl, where it is JSON)")
 
@@ -143,6 +151,9 @@ func (b *protoBuilder) message(md protoreflect.MessageDescriptor, path string) (
 		fd := md.Fields().Get(i)
 		f := field{fd: fd, name: string(fd.Name())}
 		fpath := path + "." + f.name
+		if b.fields++; b.fields > b.maxFields {
+			return avro.SchemaNode{}, nil, fmt.Errorf("field %s: the message expands to more than %d fields", fpath, b.maxFields)
+		}
 		var fn avro.SchemaNode
 		var err error
 		switch {
