@@ -189,7 +189,8 @@ func (e *typedAvroEncoder) appendEnvelope(dst []byte, r *kgo.Record, parts [2][]
 			case b == nil:
 				dst, err = fs.AppendEncode(dst, nil)
 			case decoded:
-				// part refused a decoded part the file has no columns for.
+				// Encode's part refused a decoded part without columns
+				// in this file: typed is set.
 				dst = appendUnionData(dst, typed, data)
 			default:
 				dst, err = fs.AppendEncode(dst, b)

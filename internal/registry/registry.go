@@ -10,6 +10,8 @@
 // the registry does not know is cached as such, and every record that
 // carries it is reported to the error policy. See docs/design.md, "Schema
 // registry". Protobuf schemas are compiled with bufbuild/protocompile.
+// Every schema type is mapped onto an Avro schema (Columns) for the typed
+// columns of avro and parquet files.
 package registry
 
 import (
