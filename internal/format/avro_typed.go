@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/avro"
 	"github.com/twmb/avro/ocf"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/spillway/spillway/internal/registry"
 )
@@ -17,22 +16,28 @@ import (
 // typedAvroEncoder writes an Avro container file whose schema comes from
 // the registry (see Typed), in one of two layouts:
 //
-//   - bare: format.fields [value] with format.envelope false and an Avro
-//     value schema: the file's schema is the registered schema itself, and
-//     each record is the value's Avro data as it came, after the header
-//     (decoded once, to check it). A null value can't be written there and
-//     is a record error (errors.null_values: ignore skips tombstones).
+//   - bare: format.fields [value] with format.envelope false and a value
+//     with columns: the file's schema is the value's columns' schema (the
+//     registered Avro schema itself, or the one mapped from a Protobuf
+//     message or a JSON Schema), and each record is the value's Avro data:
+//     for an Avro id as it came, after the header (decoded once, to check
+//     it), else the decoded value encoded with the columns' schema. A null
+//     value can't be written there and is a record error
+//     (errors.null_values: ignore skips tombstones).
 //   - envelope: the envelope of format.fields (see envelope), with the key
-//     and value fields typed ["null", registered schema] where a registry
-//     decodes them; a JSON Schema part stays a string (its JSON).
+//     and value fields typed ["null", columns' schema] where a registry
+//     decodes them.
 //
 // Blocks, codecs and the sync marker are avroEncoder's.
 type typedAvroEncoder struct {
 	*avroEncoder
 	t        *Typed
 	ids      schemaIDs
-	key, val *registry.Schema // Avro schemas typing the parts, or nil
+	key, val *registry.Columns // columns of the parts, or nil
 	bare     bool
+	// bufs hold the key's and value's Avro data when it is encoded here
+	// (not an Avro id), reused.
+	bufs [2][]byte
 	// fieldSchemas are the envelope's fields' schemas, in order.
 	fieldSchemas []*avro.Schema
 	headers      []any
@@ -51,13 +56,13 @@ func newTypedAvroEncoder(t *Typed, ids schemaIDs, w io.Writer, sync [16]byte) (*
 	if err != nil {
 		return nil, err
 	}
-	e := &typedAvroEncoder{t: t, ids: ids, key: avroPart(t.schemaOf(ids.key)), val: avroPart(t.schemaOf(ids.value))}
+	e := &typedAvroEncoder{t: t, ids: ids, key: t.columnsOf(ids.key, ids.keyMsg), val: t.columnsOf(ids.value, ids.valueMsg)}
 	e.bare = !t.cfg.Envelope && len(env.fields) == 1 && env.fields[0] == fieldValue && e.val != nil
 	var schema *avro.Schema
 	if e.bare {
 		// Root().Schema() inlines the schema's references, which the
 		// registered text only names.
-		schema, err = e.val.Avro.Root().Schema()
+		schema, err = e.val.Schema.Root().Schema()
 	} else {
 		schema, err = typedEnvelopeSchema(env, e.key, e.val)
 		if err == nil {
@@ -86,24 +91,16 @@ func newTypedAvroEncoder(t *Typed, ids schemaIDs, w io.Writer, sync [16]byte) (*
 	return e, nil
 }
 
-// avroPart is s if it is an Avro schema that can type a column.
-func avroPart(s *registry.Schema) *registry.Schema {
-	if s == nil || s.Err != nil || s.Type != sr.TypeAvro {
-		return nil
-	}
-	return s
-}
-
 // typedEnvelopeSchema is the envelope's Avro schema with key and value
-// typed by their registered schemas where given.
-func typedEnvelopeSchema(env envelope, key, val *registry.Schema) (*avro.Schema, error) {
+// typed by their columns where given.
+func typedEnvelopeSchema(env envelope, key, val *registry.Columns) (*avro.Schema, error) {
 	base, err := avroSchema(env)
 	if err != nil {
 		return nil, err
 	}
 	root := base.Root()
 	for i := range root.Fields {
-		var s *registry.Schema
+		var s *registry.Columns
 		switch root.Fields[i].Name {
 		case "key":
 			s = key
@@ -111,7 +108,7 @@ func typedEnvelopeSchema(env envelope, key, val *registry.Schema) (*avro.Schema,
 			s = val
 		}
 		if s != nil {
-			root.Fields[i].Type = nullableNode(s.Avro.Root())
+			root.Fields[i].Type = nullableNode(s.Schema.Root())
 		}
 	}
 	return root.Schema()
@@ -148,14 +145,14 @@ func (e *typedAvroEncoder) Encode(r *kgo.Record) error {
 	for i, p := range [...]struct {
 		b       []byte
 		decoded bool
-		typed   *registry.Schema
+		typed   *registry.Columns
 		id      int
 		what    string
 	}{{r.Key, e.t.reg.Keys(), e.key, e.ids.key, "key"}, {r.Value, e.t.reg.Values(), e.val, e.ids.value, "value"}} {
 		if !p.decoded || p.b == nil || !e.has(p.what) {
 			continue
 		}
-		data, err := e.part(p.b, p.typed, p.id, p.what, r)
+		data, err := e.part(i, p.b, p.typed, p.id, p.what, r)
 		if err != nil {
 			return err
 		}
@@ -175,9 +172,9 @@ func (e *typedAvroEncoder) has(name string) bool {
 }
 
 // appendEnvelope encodes r field by field. A typed part's Avro data is
-// copied as it came, behind the union index of the ["null", schema] field:
-// no decode and re-encode, so the bytes, and the order of its maps, are the
-// producer's.
+// copied behind the union index of the ["null", schema] field: for an Avro
+// id as it came (no decode and re-encode, so the bytes, and the order of
+// its maps, are the producer's).
 func (e *typedAvroEncoder) appendEnvelope(dst []byte, r *kgo.Record, parts [2][]byte) ([]byte, error) {
 	var err error
 	for i, f := range e.env.fields {
@@ -191,10 +188,10 @@ func (e *typedAvroEncoder) appendEnvelope(dst []byte, r *kgo.Record, parts [2][]
 			switch {
 			case b == nil:
 				dst, err = fs.AppendEncode(dst, nil)
-			case decoded && typed != nil:
-				dst = appendUnionData(dst, typed, data)
 			case decoded:
-				dst, err = fs.AppendEncode(dst, data) // JSON Schema: the JSON
+				// Encode's part refused a decoded part without columns
+				// in this file: typed is set.
+				dst = appendUnionData(dst, typed, data)
 			default:
 				dst, err = fs.AppendEncode(dst, b)
 			}
@@ -217,10 +214,10 @@ func (e *typedAvroEncoder) appendEnvelope(dst []byte, r *kgo.Record, parts [2][]
 	return dst, nil
 }
 
-// appendUnionData appends data, written with s, as the non-null value of
-// the field nullableNode made of s.
-func appendUnionData(dst []byte, s *registry.Schema, data []byte) []byte {
-	root := s.Avro.Root()
+// appendUnionData appends data, written with c's schema, as the non-null
+// value of the field nullableNode made of it.
+func appendUnionData(dst []byte, c *registry.Columns, data []byte) []byte {
+	root := c.Schema.Root()
 	if root.Type != "union" {
 		return append(append(dst, 2), data...) // branch 1, zigzag
 	}
@@ -234,41 +231,49 @@ func appendUnionData(dst []byte, s *registry.Schema, data []byte) []byte {
 	return append(binary.AppendVarint(dst, idx+1), data[n:]...)
 }
 
-// part checks a decoded key or value and returns the data to write: the
-// Avro data after the header (decoded once, to check it), or a JSON
-// Schema part's JSON.
-func (e *typedAvroEncoder) part(b []byte, typed *registry.Schema, id int, what string, r *kgo.Record) ([]byte, error) {
-	js, data, _, err := e.t.part(b, typed, id, what, r)
-	if js != nil {
-		return js, err
+// part checks a decoded key or value (i: 0 the key, 1 the value) and
+// returns its Avro data: after the header for an Avro id (decoded once, to
+// check it), else the decoded value encoded with the columns' schema.
+func (e *typedAvroEncoder) part(i int, b []byte, typed *registry.Columns, id int, what string, r *kgo.Record) ([]byte, error) {
+	data, v, err := e.t.part(b, typed, id, what, r)
+	if err != nil || typed.Avro {
+		return data, err
 	}
-	return data, err
+	out, err := typed.Schema.AppendEncode(e.bufs[i][:0], v)
+	if err != nil {
+		return nil, partError(what, r, fmt.Errorf("%w: does not fit its columns: %w", registry.ErrUndecodable, err))
+	}
+	e.bufs[i] = out
+	if cap(out) > maxRetainedBuffer {
+		e.bufs[i] = nil
+	}
+	return out, nil
 }
 
-// part reads a key or value: a JSON Schema or Protobuf part outside a typed
-// file as JSON (js), else the Avro data after the header (data), decoded
-// once (v) to check it. Both typed encoders take their parts here.
-func (t *Typed) part(b []byte, typed *registry.Schema, id int, what string, r *kgo.Record) (js, data []byte, v any, err error) {
+// part reads a key or value of a typed file, whose columns for it are
+// typed (nil: it has none), and returns the data after the header and the
+// value it decodes to (see registry.Columns.Value). Both typed encoders
+// take their parts here.
+func (t *Typed) part(b []byte, typed *registry.Columns, id int, what string, r *kgo.Record) (data []byte, v any, err error) {
 	s, data, err := t.payload(b, id, what, r)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if s.Type != sr.TypeAvro && typed == nil {
-		// JSON Schema and Protobuf parts are kept as JSON strings.
-		out, err := asJSON(nil, s, data)
-		if err != nil {
-			return nil, nil, nil, partError(what, r, err)
-		}
-		return out, nil, nil, nil
-	}
-	if typed == nil || s.ID != typed.ID {
-		return nil, nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))
-	}
-	v, err = decodeAvro(s, data)
+	cols, err := s.Columns(data)
 	if err != nil {
-		return nil, nil, nil, partError(what, r, err)
+		return nil, nil, partError(what, r, err)
 	}
-	return nil, data, v, nil
+	if typed == nil {
+		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))
+	}
+	if cols != typed {
+		return nil, nil, partError(what, r, fmt.Errorf("%w: message %s of schema id %d in a file of message %s", registry.ErrUndecodable, cols.Name, s.ID, typed.Name))
+	}
+	v, err = cols.Value(data)
+	if err != nil {
+		return nil, nil, partError(what, r, err)
+	}
+	return data, v, nil
 }
 
 // checkRaw applies the envelope's checks to the parts written as bytes.
@@ -283,17 +288,14 @@ func (e *typedAvroEncoder) checkRaw(r *kgo.Record) error {
 	return e.env.check(&cp)
 }
 
-// encodeBare writes the value's own Avro data, once it decodes.
+// encodeBare writes the value's Avro data, once it decodes.
 func (e *typedAvroEncoder) encodeBare(r *kgo.Record) error {
 	if r.Value == nil {
 		return fmt.Errorf("%w: the value of %s/%d at offset %d is null, and the file's schema is the value's registered schema, which has no null; set errors.null_values: ignore to skip tombstones, or format.envelope: true", ErrRecord, r.Topic, r.Partition, r.Offset)
 	}
-	s, data, err := e.t.payload(r.Value, e.ids.value, "value", r)
+	data, err := e.part(1, r.Value, e.val, e.ids.value, "value", r)
 	if err != nil {
 		return err
-	}
-	if _, err := decodeAvro(s, data); err != nil {
-		return partError("value", r, err)
 	}
 	return e.appendDatum(r, func(dst []byte) ([]byte, error) { return append(dst, data...), nil })
 }

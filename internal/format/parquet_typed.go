@@ -18,7 +18,9 @@ import (
 )
 
 // typedParquetEncoder writes a Parquet file whose columns come from the
-// registry (see Typed). Avro schemas map to Parquet as:
+// registry (see Typed). The parts' columns are Avro schemas (registered,
+// or mapped from Protobuf and JSON Schema: registry.Columns), which map to
+// Parquet as:
 //
 //	record                    group, fields in schema order
 //	["null", T] (either way)  optional T
@@ -26,6 +28,7 @@ import (
 //	array                     LIST;  map: MAP with string keys
 //	boolean, int, long, float, double, string, enum, bytes, fixed: the
 //	  matching physical type (string and enum as UTF-8 strings)
+//	long marked registry.UnsignedProp  INT64 with the UINT_64 logical type
 //	date                      DATE;  time-millis, time-micros: TIME
 //	timestamp-millis/micros/nanos        TIMESTAMP(unit, isAdjustedToUTC=true)
 //	local-timestamp-millis/micros/nanos  TIMESTAMP(unit, isAdjustedToUTC=false)
@@ -45,8 +48,8 @@ type typedParquetEncoder struct {
 	ids  schemaIDs
 	root *pqNode
 	bare bool
-	// key and val are the Avro schemas of the parts, or nil.
-	key, val *registry.Schema
+	// key and val are the columns of the parts, or nil.
+	key, val *registry.Columns
 	env      envelope
 	row      parquet.Row
 	rec      map[string]any
@@ -93,11 +96,11 @@ func newTypedParquetEncoder(t *Typed, ids schemaIDs, w io.Writer) (Encoder, erro
 	if err != nil {
 		return nil, err
 	}
-	e := &typedParquetEncoder{t: t, ids: ids, env: env, key: avroPart(t.schemaOf(ids.key)), val: avroPart(t.schemaOf(ids.value)), rec: map[string]any{}}
+	e := &typedParquetEncoder{t: t, ids: ids, env: env, key: t.columnsOf(ids.key, ids.keyMsg), val: t.columnsOf(ids.value, ids.valueMsg), rec: map[string]any{}}
 	var b pqBuilder
 	var root parquet.Node
 	if e.val != nil && !t.cfg.Envelope && len(env.fields) == 1 && env.fields[0] == fieldValue {
-		if vr := e.val.Avro.Root().ExpandReferences(); vr.Type == "record" {
+		if vr := e.val.Schema.Root().ExpandReferences(); vr.Type == "record" {
 			e.bare = true
 			root, e.root, err = b.record(vr, 0, 0, 0)
 		}
@@ -128,7 +131,7 @@ const maxSchemaDepth = 64
 
 // envelope builds the envelope's columns (see parquetEncoder), key and
 // value typed by key and val where given.
-func (b *pqBuilder) envelope(env envelope, key, val *registry.Schema) (parquet.Node, *pqNode, error) {
+func (b *pqBuilder) envelope(env envelope, key, val *registry.Columns) (parquet.Node, *pqNode, error) {
 	root := &pqNode{kind: pqGroup}
 	var g orderedGroup
 	blob := func(name string) (parquet.Node, *pqNode) {
@@ -155,7 +158,7 @@ func (b *pqBuilder) envelope(env envelope, key, val *registry.Schema) (parquet.N
 				n, p = blob(name)
 				break
 			}
-			n, p, err = b.node(s.Avro.Root().ExpandReferences(), name, true, 0, 0, 0)
+			n, p, err = b.node(s.Schema.Root().ExpandReferences(), name, true, 0, 0, 0)
 		case fieldOffset:
 			n = parquet.Leaf(parquet.Int64Type)
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
@@ -328,6 +331,9 @@ func leafOf(n *avro.SchemaNode) (parquet.Node, func(any) (parquet.Value, error),
 		case "time-micros":
 			return parquet.Time(parquet.Microsecond), timeMicrosValue, nil
 		}
+		if n.Props[registry.UnsignedProp] == true {
+			return parquet.Uint(64), uint64Value, nil
+		}
 		return parquet.Int(64), longValue, nil
 	case "float":
 		return parquet.Leaf(parquet.FloatType), floatValue, nil
@@ -375,6 +381,13 @@ func longValue(v any) (parquet.Value, error) {
 		return parquet.Int64Value(i), nil
 	}
 	return parquet.Value{}, typeError("long", v)
+}
+
+func uint64Value(v any) (parquet.Value, error) {
+	if u, ok := v.(uint64); ok {
+		return parquet.Int64Value(int64(u)), nil // UINT_64 reads the bits back unsigned
+	}
+	return parquet.Value{}, typeError("uint64", v)
 }
 
 func floatValue(v any) (parquet.Value, error) {
@@ -503,12 +516,9 @@ func (e *typedParquetEncoder) Encode(r *kgo.Record) error {
 		if r.Value == nil {
 			return fmt.Errorf("%w: the value of %s/%d at offset %d is null, and the file's columns are the value's fields; set errors.null_values: ignore to skip tombstones, or format.envelope: true", ErrRecord, r.Topic, r.Partition, r.Offset)
 		}
-		s, data, err := e.t.payload(r.Value, e.ids.value, "value", r)
-		if err != nil {
+		var err error
+		if _, v, err = e.t.part(r.Value, e.val, e.ids.value, "value", r); err != nil {
 			return err
-		}
-		if v, err = decodeAvro(s, data); err != nil {
-			return partError("value", r, err)
 		}
 	} else {
 		cp := *r
@@ -592,18 +602,15 @@ func (e *typedParquetEncoder) envelopeValue(r *kgo.Record) (map[string]any, erro
 	return m, nil
 }
 
-// partValue is the value of a key or value column: see typedAvroEncoder.part.
-func (e *typedParquetEncoder) partValue(b []byte, decoded bool, typed *registry.Schema, id int, what string, r *kgo.Record) (any, error) {
+// partValue is the value of a key or value column: see Typed.part.
+func (e *typedParquetEncoder) partValue(b []byte, decoded bool, typed *registry.Columns, id int, what string, r *kgo.Record) (any, error) {
 	if b == nil {
 		return nil, nil
 	}
 	if !decoded {
 		return b, nil
 	}
-	js, _, v, err := e.t.part(b, typed, id, what, r)
-	if js != nil {
-		return js, err
-	}
+	_, v, err := e.t.part(b, typed, id, what, r)
 	return v, err
 }
 

@@ -18,16 +18,19 @@ import (
 // Confluent wire format, typed by the schemas a registry.Registry resolved
 // (see docs/design.md, "Schema registry"):
 //
-//   - avro and parquet files take their columns from the schema: a file
-//     holds records of one schema id per part, and a record of another id
-//     goes to a new file (Of names the ids, the sink compares them);
+//   - avro and parquet files take their columns from the schema (an Avro
+//     schema, or one mapped from a Protobuf message or a JSON Schema: see
+//     registry.Columns): a file holds records of one schema id (and
+//     Protobuf message) per part, and a record of another goes to a new
+//     file (Of names them, the sink compares them);
 //   - json, jsonl, csv and bytes write each decoded key or value as JSON
 //     (Avro by its schema's JSON encoding, JSON Schema values as they are,
 //     Protobuf by protojson),
 //     whatever its schema, so their files never rotate for a schema.
 //
-// A part that can't be decoded (no header, an unknown id, Protobuf, data
-// that does not match its schema) is a record error, for the error policy.
+// A part that can't be decoded (no header, an unknown id, data that does
+// not match its schema, in avro and parquet a recursive Protobuf message)
+// is a record error, for the error policy.
 // Encoders only read the registry's cache: the sink's caller resolves every
 // id of a batch before the batch is written.
 type Typed struct {
@@ -41,17 +44,40 @@ func NewTyped(cfg config.Format, reg *registry.Registry) *Typed { return &Typed{
 // columnar says whether the format takes its schema from the registry.
 func (t *Typed) columnar() bool { return t.cfg.Type == "avro" || t.cfg.Type == "parquet" }
 
-// schemaIDs are the ids a typed file is written with; -1 is none (the part
-// is not decoded, or the file's first record had it null or undecodable).
-type schemaIDs struct{ key, value int }
+// schemaIDs are the schemas a typed file is written with: an id per part,
+// -1 for none (the part is not decoded, or the file's first record had it
+// null or undecodable), and for a Protobuf id the message (the wire format's
+// message indexes pick one per record), whose columns differ.
+type schemaIDs struct {
+	key, value       int
+	keyMsg, valueMsg string
+}
 
-func (s schemaIDs) String() string { return "k" + strconv.Itoa(s.key) + "v" + strconv.Itoa(s.value) }
+// String is how Of names the schemas: "k<id>[@<message>] v<id>[@<message>]"
+// (message full names hold no space or '@').
+func (s schemaIDs) String() string {
+	part := func(id int, msg string) string {
+		if msg == "" {
+			return strconv.Itoa(id)
+		}
+		return strconv.Itoa(id) + "@" + msg
+	}
+	return "k" + part(s.key, s.keyMsg) + " v" + part(s.value, s.valueMsg)
+}
 
 func parseSchemaIDs(s string) schemaIDs {
-	ids := schemaIDs{-1, -1}
-	if k, v, ok := strings.Cut(strings.TrimPrefix(s, "k"), "v"); ok {
-		ids.key, _ = strconv.Atoi(k)
-		ids.value, _ = strconv.Atoi(v)
+	ids := schemaIDs{key: -1, value: -1}
+	part := func(p string) (int, string) {
+		n, msg, _ := strings.Cut(p, "@")
+		id, err := strconv.Atoi(n)
+		if err != nil {
+			return -1, ""
+		}
+		return id, msg
+	}
+	if k, v, ok := strings.Cut(strings.TrimPrefix(s, "k"), " v"); ok {
+		ids.key, ids.keyMsg = part(k)
+		ids.value, ids.valueMsg = part(v)
 	}
 	return ids
 }
@@ -64,32 +90,38 @@ func (t *Typed) Of(r *kgo.Record) string {
 		return ""
 	}
 	// A part the file does not hold types nothing in it.
-	ids := schemaIDs{-1, -1}
+	ids := schemaIDs{key: -1, value: -1}
 	if t.reg.Keys() && slices.Contains(t.cfg.Fields, "key") {
-		ids.key = t.usable(r.Key)
+		ids.key, ids.keyMsg = t.usable(r.Key)
 	}
 	if t.reg.Values() && slices.Contains(t.cfg.Fields, "value") {
-		ids.value = t.usable(r.Value)
+		ids.value, ids.valueMsg = t.usable(r.Value)
 	}
-	if ids == (schemaIDs{-1, -1}) {
+	if ids.key < 0 && ids.value < 0 {
 		return ""
 	}
 	return ids.String()
 }
 
-// usable is b's schema id if it is cached and decodable, else -1.
-func (t *Typed) usable(b []byte) int {
+// usable is b's schema id, and the name of its columns, if it is cached
+// and has columns; else -1.
+func (t *Typed) usable(b []byte) (int, string) {
 	if b == nil {
-		return -1
+		return -1, ""
 	}
-	id, _, err := registry.ID(b)
+	id, rest, err := registry.ID(b)
 	if err != nil {
-		return -1
+		return -1, ""
 	}
-	if s, ok := t.reg.Lookup(id); !ok || s.Err != nil {
-		return -1
+	s, ok := t.reg.Lookup(id)
+	if !ok {
+		return -1, ""
 	}
-	return id
+	cols, err := s.Columns(rest)
+	if err != nil {
+		return -1, ""
+	}
+	return id, cols.Name
 }
 
 // NewEncoder builds a file's encoder for the schemas Of named ("" for a
@@ -109,13 +141,21 @@ func (t *Typed) NewEncoder(w io.Writer, schemas string) (Encoder, error) {
 	return &jsonDecoding{t: t, inner: inner}, nil
 }
 
-// schemaOf returns the cached schema of id, or nil for -1.
-func (t *Typed) schemaOf(id int) *registry.Schema {
+// columnsOf returns the columns of schema id named msg, or nil for -1 or
+// a schema without columns.
+func (t *Typed) columnsOf(id int, msg string) *registry.Columns {
 	if id < 0 {
 		return nil
 	}
-	s, _ := t.reg.Lookup(id)
-	return s
+	s, ok := t.reg.Lookup(id)
+	if !ok {
+		return nil
+	}
+	cols, err := s.ColumnsNamed(msg)
+	if err != nil {
+		return nil
+	}
+	return cols
 }
 
 // payload checks that b (a key or value, not null) is in the wire format

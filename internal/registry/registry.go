@@ -10,6 +10,8 @@
 // the registry does not know is cached as such, and every record that
 // carries it is reported to the error policy. See docs/design.md, "Schema
 // registry". Protobuf schemas are compiled with bufbuild/protocompile.
+// Every schema type is mapped onto an Avro schema (Columns) for the typed
+// columns of avro and parquet files.
 package registry
 
 import (
@@ -53,6 +55,12 @@ type Schema struct {
 	// wraps ErrUndecodable): the id does not exist, the schema type is not
 	// supported, or the schema does not parse.
 	Err error
+
+	// The columns of avro and parquet files (see Columns): one for an
+	// Avro or JSON Schema id (or colsErr), one per message for Protobuf.
+	avroCols, jsonCols *Columns
+	colsErr            error
+	protoCols          map[string]*protoCol
 }
 
 // Registry fetches and caches schemas. Lookup and Parts are safe for
@@ -345,8 +353,9 @@ func (r *Registry) build(ctx context.Context, id int, s sr.Schema) (*Schema, err
 		}
 		out.Avro = sch
 	case sr.TypeJSON:
-		// JSON Schema values are JSON after the header: they are kept as
-		// they are (see docs/design.md).
+		// JSON Schema values are JSON after the header: text formats keep
+		// them as they are; their columns are mapped from the schema
+		// (json_columns.go).
 	case sr.TypeProtobuf:
 		fd, err := r.parseProto(ctx, id, s)
 		if err != nil && !errors.Is(err, ErrUndecodable) {
@@ -361,6 +370,7 @@ func (r *Registry) build(ctx context.Context, id int, s sr.Schema) (*Schema, err
 	default:
 		out.Err = fmt.Errorf("%w: schema id %d has the unknown schema type %q", ErrUndecodable, id, s.Type)
 	}
+	out.buildColumns()
 	return out, nil
 }
 
