@@ -232,7 +232,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if reg != nil {
 		feed = resolving{Sink: snk, reg: reg, stop: ctx}
 	}
-	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, log, kgo.WithHooks(kafkaMetrics))
+	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, cfg.CheckTopic, log, kgo.WithHooks(kafkaMetrics))
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,10 @@ type Sink interface {
 // offsets now run from log.Start to log.End.
 type Resumer func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error)
 
+// TopicCheck refuses a topic the consumer must not write (its files would
+// go where Spillway keeps its state): config.Config.CheckTopic.
+type TopicCheck func(topic string) error
+
 // resumeConcurrency bounds the partitions whose storage is read at once on
 // an assignment: each costs a few listings and reads, and a thousand
 // partitions one after another would hold the rebalance for minutes.
@@ -53,6 +58,7 @@ const resumeConcurrency = 16
 type Source struct {
 	group   string
 	resumer Resumer
+	check   TopicCheck
 	cl      *kgo.Client
 	sink    Sink
 	budget  *budget.Budget
@@ -110,9 +116,13 @@ type Stats struct {
 //
 // plan sizes the client's fetches; a zero plan leaves the client's defaults.
 //
+// check, when set, is asked of every topic assigned, before anything of it
+// is read or written: kafka.topic_regex can match topics that config
+// validation couldn't know of.
+//
 // extra are added to the client's options last (metrics hooks).
-func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
-	src := &Source{group: k.Group, resumer: resume, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
+func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
+	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
@@ -535,6 +545,14 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 // records again, or skip records. The storage client has retried by then;
 // a restart tries again.
 func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if s.check != nil {
+		for _, t := range slices.Sorted(maps.Keys(assigned)) {
+			if err := s.check(t); err != nil {
+				s.stopWith(err)
+				return
+			}
+		}
+	}
 	if s.resumer == nil || len(assigned) == 0 {
 		return
 	}
