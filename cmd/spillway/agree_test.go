@@ -21,7 +21,7 @@ import (
 // by the case's value or the default in agreeDefaults.
 const agreeYAML = `kafka:
   brokers: ["%BROKER%"]
-  topics: [events]
+  topics: %TOPICS%
   group: %GROUP%
 %KAFKA_EXTRA%storage:
   url: '%URL%'
@@ -41,7 +41,7 @@ backpressure:
 // by SIGTERM).
 func TestCheckAndRunAgree(t *testing.T) {
 	keepGoMemLimit(t)
-	cluster := testkit.NewCluster(t, 2, "events")
+	cluster := testkit.NewCluster(t, 2, "events", "_spillway")
 	cases := []struct {
 		name string
 		set  map[string]string // placeholders of agreeYAML; OUT is a fresh directory
@@ -63,6 +63,9 @@ func TestCheckAndRunAgree(t *testing.T) {
 		// The registry is asked only for the schemas of records.
 		{name: "schema registry", set: map[string]string{"FORMAT": "avro", "EXTRA": "schema_registry:\n  url: http://127.0.0.1:1\n  decode: BOTH\n"}},
 
+		// A topic named like the ledger's folder, in names of its own.
+		{name: "topic named _spillway", set: map[string]string{"TOPICS": "[_spillway]"}},
+
 		// Refused by both, naming the key.
 		{name: "format unknown", set: map[string]string{"FORMAT": "xml"}, want: `format.type: "xml" is not valid`},
 		{name: "file URL with a host", set: map[string]string{"URL": "file://relative%OUT%"}, want: `storage.url: "file://relative/`},
@@ -79,6 +82,11 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "admin listen with a signed port", set: map[string]string{"ADMIN": "127.0.0.1:+0"}, want: `admin.listen: "127.0.0.1:+0" has an invalid port "+0"`},
 		{name: "schema registry URL without scheme", set: map[string]string{"EXTRA": "schema_registry:\n  url: registry:8081\n"}, want: `schema_registry.url: "registry:8081" must start with http:// or https://`},
 		{name: "schema registry decode typo", set: map[string]string{"EXTRA": "schema_registry:\n  url: http://127.0.0.1:1\n  decode: values\n"}, want: `schema_registry.decode: "values" is not valid; use value, key or both`},
+		{name: "topic whose files go into the ledger's folder", set: map[string]string{"TOPICS": "[events, _spillway]", "PREFIX": "raw-",
+			"EXTRA": "file:\n  name_template: '{{topic}}/{{partition}}-{{start_offset}}'\n"},
+			want: `kafka.topics: "_spillway" is a topic whose files file.name_template "{{topic}}/{{partition}}-{{start_offset}}" would write into "_spillway/" under storage.prefix, the folder of Spillway's resume ledger; start the template with a folder of your own, such as file.name_template: "topics/{{topic}}/{{partition}}-{{start_offset}}"`},
+		{name: "template in the ledger's folder", set: map[string]string{"EXTRA": "file:\n  name_template: '_spillway/{{topic}}-{{partition}}-{{start_offset}}'\n"},
+			want: `file.name_template: "_spillway/{{topic}}-{{partition}}-{{start_offset}}" writes files into "_spillway/" under storage.prefix`},
 		{name: "topic regex that does not compile", set: map[string]string{"KAFKA_EXTRA": "  topic_regex: '('\n"}, want: `kafka.topic_regex: "(" is not a valid regular expression`},
 	}
 	for i, tc := range cases {
@@ -87,7 +95,7 @@ func TestCheckAndRunAgree(t *testing.T) {
 			vals := map[string]string{
 				"BROKER": cluster.Addrs()[0], "GROUP": fmt.Sprintf("agree-%d", i),
 				"URL": "file://%OUT%", "PREFIX": "", "FORMAT": "jsonl", "ADMIN": "", "MEMORY": "1GiB",
-				"KAFKA_EXTRA": "", "EXTRA": "",
+				"KAFKA_EXTRA": "", "EXTRA": "", "TOPICS": "[events]",
 			}
 			for k, v := range tc.set {
 				vals[k] = v

@@ -137,7 +137,8 @@ type Partition struct {
 	Partition int32  `json:"partition"`
 	Paused    bool   `json:"paused"`
 	// Committed is the committed offset (-1: none yet by this process);
-	// HighWatermark the end offset the last fetch saw (-1: none yet).
+	// HighWatermark the end offset the last fetch saw, or the last
+	// listing while fetching is paused (-1: none yet).
 	Committed     int64 `json:"committed"`
 	HighWatermark int64 `json:"high_watermark"`
 	// Lag is HighWatermark minus Committed (or minus the first offset

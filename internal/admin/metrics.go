@@ -58,10 +58,10 @@ var (
 		"topic", "partition")
 
 	descLag = desc("partition_lag_records",
-		"Records of an assigned partition not yet committed: its end offset (as the last fetch saw it) minus the committed offset. Growing lag means Spillway falls behind.",
+		"Records of an assigned partition not yet committed: its end offset (as the last fetch saw it, or as listed every few seconds while fetching is paused) minus the committed offset. Growing lag means Spillway falls behind.",
 		"topic", "partition")
 	descHighWatermark = desc("partition_high_watermark",
-		"End offset of an assigned partition as the last fetch saw it.",
+		"End offset of an assigned partition as the last fetch saw it, or as listed every few seconds while fetching is paused.",
 		"topic", "partition")
 	descLagTotal = desc("lag_records",
 		"Sum of spillway_partition_lag_records over the assigned partitions.")

@@ -176,6 +176,7 @@ func (c *Config) problems() problems {
 	c.Kafka.check(&ps)
 	c.Storage.check(&ps)
 	c.File.check(&ps)
+	c.checkStateDir(&ps)
 	c.checkParts(&ps)
 	c.Format.check(&ps)
 	c.SchemaRegistry.check(&ps)

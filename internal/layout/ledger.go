@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -27,8 +28,8 @@ type Store interface {
 // LedgerDir is the directory, under storage.prefix, that holds Spillway's
 // own state. Its leading underscore makes Hive, Spark, Athena, Trino and
 // DuckDB's hive-partitioned globbing skip it, so tables over the prefix see
-// data files only.
-const LedgerDir = "_spillway/"
+// data files only. naming.InStateDir keeps data files out of it.
+const LedgerDir = naming.StateDir + "/"
 
 // EntryVersion is the version of the ledger entry format this build writes
 // and the highest it reads.

@@ -2,6 +2,7 @@ package layout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -81,12 +82,17 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		return Point{}, err
 	}
 	p := Point{State: e.Before, Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d, whose file was not published", e.Seq), Found: true}
-	if ok && o.Size != e.File.Bytes && e.Seq > 0 {
-		zp, found, err := l.zombieFirst(ctx, id, e, o.Size)
-		if err != nil {
-			return Point{}, err
-		}
+	if ok && o.Size != e.File.Bytes {
+		z, found := zombieFirst(e, o.Size, func(seq int64) (*Entry, bool) {
+			j, err := l.Read(ctx, id, l.EntryKey(id, seq))
+			return j, err == nil
+		})
 		if found {
+			if len(z.Dup) > 0 {
+				return Point{}, errors.New(z.DupMessage())
+			}
+			zp := Point{State: z.State(), Seq: e.Seq + 1, Found: true, From: fmt.Sprintf(
+				"ledger entry %d and the file of entry %d (%s)", e.Seq, z.File.Seq, z.Why())}
 			return zp, checkLog(l, id, zp, log)
 		}
 	}
@@ -104,38 +110,62 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 // can publish between resuming and colliding with a paused writer's name.
 const zombieWalk = 64
 
-// zombieFirst explains a last entry e whose file holds size bytes, not
-// e's: two writers raced for one name. The one that lost the partition (a
+// LateFile is a paused writer's file published late under a name that a
+// new owner entered again: what zombieFirst finds. Resume and verify's
+// Scan both read a ledger through it, so they agree on what it explains.
+type LateFile struct {
+	// File is entry j, whose file storage holds under the name.
+	File *Entry
+	// Void is the entry that named the file again, whose commit failed.
+	Void *Entry
+	// Dup are j's offsets that Void's state before holds too: the new
+	// owner stored them again, so storage holds them twice.
+	Dup Ranges
+}
+
+// State is what storage holds when Void is the last entry: its state
+// before plus j's offsets.
+func (z LateFile) State() State { return z.Void.Before.With(z.File.File.Ranges) }
+
+// Why says, for logs and reports, why the name holds j's file.
+func (z LateFile) Why() string {
+	return fmt.Sprintf("entry %d is void: a writer that had lost the partition published entry %d's file under that name first", z.Void.Seq, z.File.Seq)
+}
+
+// DupMessage says which offsets are stored twice and which file to delete.
+func (z LateFile) DupMessage() string {
+	j := z.File
+	return fmt.Sprintf("%s holds offsets %s that later files hold too: a writer that had lost the partition published it late (ledger entry %d), after the new owner had stored them again; delete %s (its other offsets are written again) and restart",
+		j.File.Key, FormatRanges(z.Dup), j.Seq, j.File.Key)
+}
+
+// zombieFirst explains an entry e whose file holds size bytes, not e's:
+// two writers raced for one name. The one that lost the partition (a
 // paused zombie) wrote an earlier entry j for that name and published its
 // file late, after the new owner had found it missing, resumed from j's
 // Before, published files of other names (entries j+1 .. e.Seq-1) and
 // entered the same name again as e, whose commit then failed. The file is
-// j's, e is void, and what is handled is e's Before plus j's offsets.
-// When j's offsets are also in the new owner's files, storage holds them
-// twice: that is an error naming j's file, which can then be deleted.
-func (l *Ledger) zombieFirst(ctx context.Context, id Identity, e *Entry, size int64) (Point, bool, error) {
+// j's, e is void, and what is handled is e's Before plus j's offsets
+// (LateFile.State). When j's offsets are also in e's Before, storage holds
+// them twice (LateFile.Dup). entry reads the partition's entry seq; the
+// walk stops at one it can't read.
+func zombieFirst(e *Entry, size int64, entry func(seq int64) (*Entry, bool)) (LateFile, bool) {
 	after := e // the entry after j: j must have been void to its writer
 	for seq := e.Seq - 1; seq >= max(0, e.Seq-zombieWalk); seq-- {
-		j, err := l.Read(ctx, id, l.EntryKey(id, seq))
-		if err != nil {
-			return Point{}, false, nil
+		j, ok := entry(seq)
+		if !ok {
+			return LateFile{}, false
 		}
 		if j.File.Key == e.File.Key && j.File.Bytes == size {
 			if len(after.Before.Ranges().Overlap(j.File.Ranges)) > 0 {
 				// The next writer counted j's file as stored: not a race.
-				return Point{}, false, nil
+				return LateFile{}, false
 			}
-			if dup := e.Before.Ranges().Overlap(j.File.Ranges); len(dup) > 0 {
-				return Point{}, false, fmt.Errorf("%s holds offsets %s that later files hold too: a writer that had lost the partition published it late (ledger entry %d), after the new owner had stored them again; delete %s (its other offsets are written again) and restart",
-					j.File.Key, FormatRanges(dup), j.Seq, j.File.Key)
-			}
-			st := e.Before.With(j.File.Ranges)
-			return Point{State: st, Seq: e.Seq + 1, Found: true, From: fmt.Sprintf(
-				"ledger entry %d and the file of entry %d (entry %d is void: another writer published its name first)", e.Seq, j.Seq, e.Seq)}, true, nil
+			return LateFile{File: j, Void: e, Dup: e.Before.Ranges().Overlap(j.File.Ranges)}, true
 		}
 		after = j
 	}
-	return Point{}, false, nil
+	return LateFile{}, false
 }
 
 func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts ResumeOptions) (Point, error) {

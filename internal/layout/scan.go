@@ -118,7 +118,10 @@ type PartitionScan struct {
 	Duplicates Ranges
 	// Pending is the last entry when its file is not published (the
 	// writer stopped between the two steps).
-	Pending  *Entry
+	Pending *Entry
+	// Notes say what was found and explained, not a problem: a paused
+	// writer's file published late under a name entered again.
+	Notes    []string
 	Problems []Problem
 	// Deep is set by a deep scan.
 	Deep *DeepStats
@@ -215,20 +218,49 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 	for i, it := range items {
 		lastNaming[it.e.File.Key] = i
 	}
+	bySeq := make(map[int64]*Entry, len(items))
+	for _, it := range items {
+		bySeq[it.e.Seq] = it.e
+	}
+	entry := func(seq int64) (*Entry, bool) { e, ok := bySeq[seq]; return e, ok }
 	var stored []scanned
+	var lateHead *LateFile
 	for i, it := range items {
 		e, last := it.e, i == len(items)-1
+		size, exists, err := s.object(ctx, e.File.Key)
+		if err != nil {
+			return nil, err
+		}
+		// The file under e's name may be an earlier entry's, published
+		// late by a writer that had lost the partition: resume's rule
+		// (zombieFirst), so that verify explains what resume accepts.
+		var late *LateFile
+		if exists && size != e.File.Bytes && lastNaming[e.File.Key] == i {
+			if z, ok := zombieFirst(e, size, entry); ok {
+				late = &z
+			}
+		}
+		runs := e.File.Ranges
+		if late != nil {
+			runs = late.File.File.Ranges
+		}
 		if !last && items[i+1].e.Seq == e.Seq+1 {
 			// What the next entry's state adds to this one's, besides
 			// this file, was handled without a file. Across a missing or
 			// corrupt entry that can't be told, and is left out: it
 			// shows as a gap.
-			skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(e.File.Ranges)
+			skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(runs)
 			ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
 		}
-		size, exists, err := s.object(ctx, e.File.Key)
-		if err != nil {
-			return nil, err
+		if late != nil {
+			stored, err = s.storeLate(ctx, ps, stored, *late, deep)
+			if err != nil {
+				return nil, err
+			}
+			if last {
+				lateHead = late
+			}
+			continue
 		}
 		void := last && !exists
 		if !last {
@@ -290,11 +322,42 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 		}
 	}
 	last := items[len(items)-1].e
-	ps.Handled = last.Before
-	if ps.Pending == nil {
+	switch {
+	case lateHead != nil:
+		ps.Handled = lateHead.State()
+	case ps.Pending != nil:
+		ps.Handled = last.Before
+	default:
 		ps.Handled = last.After()
 	}
 	return ps, nil
+}
+
+// storeLate counts the file of a late writer's entry (LateFile.File) as
+// published under the name its void entry gave again: stored, or, when
+// the new owner stored some of its offsets again, a duplicate naming the
+// file to delete, as resume's error does.
+func (s *Scan) storeLate(ctx context.Context, ps *PartitionScan, stored []scanned, z LateFile, deep *DeepOptions) ([]scanned, error) {
+	j := z.File
+	it := scanned{s.ledger.EntryKey(ps.ID, j.Seq), j}
+	ps.Files++
+	ps.Records += j.File.Records
+	ps.Bytes += j.File.Bytes
+	ps.Notes = append(ps.Notes, fmt.Sprintf("%s holds the file of ledger entry %d, not of entry %d: %s", j.File.Key, j.Seq, z.Void.Seq, z.Why()))
+	if len(z.Dup) > 0 {
+		ps.Duplicates = ps.Duplicates.Union(z.Dup)
+		ps.problem(Problem{Kind: ProblemDuplicate, Key: j.File.Key, Entry: it.key, Offsets: z.Dup, Message: z.DupMessage()})
+		ps.Stored = ps.Stored.Union(j.File.Ranges)
+		stored = append(stored, it)
+	} else {
+		stored = ps.store(stored, it)
+	}
+	if deep != nil {
+		if err := s.read(ctx, ps, it, *deep); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
 }
 
 func (ps *PartitionScan) problem(p Problem) { ps.Problems = append(ps.Problems, p) }

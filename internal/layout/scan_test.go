@@ -427,3 +427,70 @@ func TestScanDeepTyped(t *testing.T) {
 		})
 	}
 }
+
+// TestScanLateZombie: resume's rule for a paused writer's file published
+// late under a name the new owner entered again (zombieFirst, see
+// TestResumeZombiePublishedFirstAfterOtherFiles) holds in verify's scan
+// too: the file is the earlier entry's, explained, not a size mismatch;
+// and, when the new owner stored some of its offsets again, a duplicate
+// naming the file to delete, as resume's error does.
+func TestScanLateZombie(t *testing.T) {
+	// setup writes entries 0 ([0,10)), 1 (the zombie's, [10,20), its file
+	// published late), 2 (the new owner's other file, other), and 3, the
+	// new owner naming entry 1's file again with runs again.
+	setup := func(t *testing.T, other, again Ranges) (*scanFixture, *Entry) {
+		f := newScanFixture(t)
+		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+		zombie := f.entry(State{Next: 10}, Ranges{{10, 20}}, false)
+		f.entry(State{Next: 10}, other, true)
+		f.nextKey = zombie.File.Key
+		void := f.entry(State{Next: 10, Above: other}, again, false)
+		// The zombie wins the name: its file is published, the new
+		// owner's commit fails.
+		writeFile(t, f.dir, zombie.File.Key, "jsonl", "none", 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+		if f.size(zombie.File.Key) != zombie.File.Bytes || void.File.Bytes == zombie.File.Bytes {
+			t.Fatalf("sizes: zombie %d, stored %d, void %d", zombie.File.Bytes, f.size(zombie.File.Key), void.File.Bytes)
+		}
+		return f, zombie
+	}
+	t.Run("explained", func(t *testing.T) {
+		f, zombie := setup(t, Ranges{{20, 30}}, Ranges{{10, 19}})
+		// Resume takes the same view.
+		p, err := f.ledger.Resume(context.Background(), f.id, Log{End: 40}, ResumeOptions{})
+		if err != nil || p.State.Next != 30 {
+			t.Fatalf("Resume = %+v, %v", p, err)
+		}
+		_, ps := f.scan(&DeepOptions{OffsetField: true})
+		wantKinds(t, ps.Problems)
+		if ps.Handled.Next != 30 || len(ps.Handled.Above) != 0 || ps.Files != 3 || ps.Records != 30 || ps.Pending != nil ||
+			!reflect.DeepEqual(ps.Stored, Ranges{{0, 30}}) || len(ps.Skipped) != 0 || ps.Deep.Files != 3 || ps.Deep.Records != 30 {
+			t.Errorf("scan %+v", ps)
+		}
+		if len(ps.Notes) != 1 || !strings.Contains(ps.Notes[0], zombie.File.Key) {
+			t.Errorf("notes %q, want one naming %s", ps.Notes, zombie.File.Key)
+		}
+		// After a restart, the next entry starts from resume's state: the
+		// void entry is no longer the last, and still explained.
+		f.entry(p.State, Ranges{{30, 40}}, true)
+		_, ps = f.scan(nil)
+		wantKinds(t, ps.Problems)
+		if ps.Handled.Next != 40 || !reflect.DeepEqual(ps.Stored, Ranges{{0, 40}}) || len(ps.Skipped) != 0 || ps.Files != 4 {
+			t.Errorf("after a restart: scan %+v", ps)
+		}
+	})
+	t.Run("overlap", func(t *testing.T) {
+		f, zombie := setup(t, Ranges{{15, 30}}, Ranges{{10, 15}})
+		_, err := f.ledger.Resume(context.Background(), f.id, Log{End: 40}, ResumeOptions{})
+		if err == nil || !strings.Contains(err.Error(), "delete "+zombie.File.Key) {
+			t.Fatalf("Resume = %v, want the file to delete", err)
+		}
+		_, ps := f.scan(nil)
+		wantKinds(t, ps.Problems, "duplicate "+zombie.File.Key)
+		if !reflect.DeepEqual(ps.Duplicates, Ranges{{15, 20}}) || ps.Problems[0].Message != err.Error() {
+			t.Errorf("duplicates %v, problem %q, want resume's error %q", ps.Duplicates, ps.Problems[0].Message, err)
+		}
+		if !reflect.DeepEqual(ps.Stored, Ranges{{0, 30}}) || ps.Handled.Next != 30 {
+			t.Errorf("stored %v handled %+v", ps.Stored, ps.Handled)
+		}
+	})
+}

@@ -232,7 +232,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if reg != nil {
 		feed = resolving{Sink: snk, reg: reg, stop: ctx}
 	}
-	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, log, kgo.WithHooks(kafkaMetrics))
+	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, cfg.CheckTopic, log, kgo.WithHooks(kafkaMetrics))
 	if err != nil {
 		return err
 	}
@@ -394,18 +394,19 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 		opts.Legacy = nil
 	}
 	return func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error) {
-		if listable {
-			// A previous owner that died mid-write left temp files (on a
-			// local directory): they hold nothing published, and this
-			// process owns the partition now.
-			pp, _ := names.PartitionPrefix(id.Topic, id.Partition)
-			err := bucket.RemoveAbandoned(ctx, pp, func(key string) bool {
-				_, ok := names.ParsePartition(key, id.Topic, id.Partition)
-				return ok
-			})
-			if err != nil {
-				return layout.Point{}, err
-			}
+		// A previous owner that died mid-write left temp files (on a
+		// local directory): they hold nothing published, and this process
+		// owns the partition now. Every name carries the topic and
+		// partition, so its files are told apart from other partitions'
+		// under the widest prefix too (a template that isn't listable per
+		// partition).
+		pp, _ := names.PartitionPrefix(id.Topic, id.Partition)
+		err := bucket.RemoveAbandoned(ctx, pp, func(key string) bool {
+			_, ok := names.ParsePartition(key, id.Topic, id.Partition)
+			return ok
+		})
+		if err != nil {
+			return layout.Point{}, err
 		}
 		p, err := ledger.Resume(ctx, id, log, opts)
 		if err != nil {

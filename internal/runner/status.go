@@ -98,8 +98,9 @@ func markOf(st sink.Stats, src source.Stats) progressMark {
 }
 
 // partitions describes the assigned partitions, sorted. Lag is the end
-// offset the last fetch saw minus the committed offset, or minus the first
-// offset fetched before this process committed any.
+// offset the last fetch saw (or the source listed, while fetching is
+// paused) minus the committed offset, or minus the first offset fetched
+// before this process committed any.
 func partitions(assigned []sink.TopicPartition, src source.Stats, open []sink.OpenFile) []admin.Partition {
 	out := make([]admin.Partition, 0, len(assigned))
 	idx := map[sink.TopicPartition]int{}

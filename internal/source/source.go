@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,10 @@ type Sink interface {
 // offsets now run from log.Start to log.End.
 type Resumer func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error)
 
+// TopicCheck refuses a topic the consumer must not write (its files would
+// go where Spillway keeps its state): config.Config.CheckTopic.
+type TopicCheck func(topic string) error
+
 // resumeConcurrency bounds the partitions whose storage is read at once on
 // an assignment: each costs a few listings and reads, and a thousand
 // partitions one after another would hold the rebalance for minutes.
@@ -53,6 +58,7 @@ const resumeConcurrency = 16
 type Source struct {
 	group   string
 	resumer Resumer
+	check   TopicCheck
 	cl      *kgo.Client
 	sink    Sink
 	budget  *budget.Budget
@@ -77,6 +83,11 @@ type Source struct {
 	// than plan.RecordRoom: once each is enough.
 	oversized map[sink.TopicPartition]bool
 
+	// stopEnds stops the end offset watch of the pause in progress
+	// (watchEnds), and waits for it; nil when none runs. Only the poll
+	// loop's goroutine uses it.
+	stopEnds func()
+
 	// fatal is set by a rebalance callback that can't go on safely; it
 	// ends Run through cancelPoll before any record of the partition is
 	// written.
@@ -97,7 +108,8 @@ type Stats struct {
 	// the pause in progress included.
 	PausedFor time.Duration
 	// HighWatermarks are the partitions' end offsets as the last fetch
-	// of each told them; FirstFetched the offset of the first record
+	// of each told them, or, while fetching is paused, as listed every
+	// pausedEndsInterval; FirstFetched the offset of the first record
 	// this process fetched of each, for lag before its first commit.
 	HighWatermarks map[sink.TopicPartition]int64
 	FirstFetched   map[sink.TopicPartition]int64
@@ -110,9 +122,13 @@ type Stats struct {
 //
 // plan sizes the client's fetches; a zero plan leaves the client's defaults.
 //
+// check, when set, is asked of every topic assigned, before anything of it
+// is read or written: kafka.topic_regex can match topics that config
+// validation couldn't know of.
+//
 // extra are added to the client's options last (metrics hooks).
-func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
-	src := &Source{group: k.Group, resumer: resume, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
+func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
+	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
@@ -185,6 +201,12 @@ func (s *Source) Stats() Stats {
 
 const maxPollRecords = 10_000
 
+// pausedEndsInterval is how often the end offsets of the assigned
+// partitions are listed while fetching is paused: no fetch tells them
+// then, and lag would stand still while the topics grow. One request per
+// interval, and none for a pause shorter than it.
+const pausedEndsInterval = 2 * time.Second
+
 // Run fetches and writes until stop ends (a graceful stop) or an error.
 // Writes use hard, which ends only when the stop deadline has passed. It
 // commits durable offsets in the background as soon as they are durable.
@@ -201,10 +223,11 @@ func (s *Source) Run(stop, hard context.Context) error {
 	go func() { defer wg.Done(); s.commitLoop(cctx) }()
 	defer wg.Wait()
 	defer cancel()
+	defer s.watchEndsStop() // a stop can end a pause without a resume
 
 	for stop.Err() == nil {
 		if s.budget.Over() {
-			s.pause()
+			s.pause(stop)
 			if err := s.budget.Wait(stop); err != nil {
 				break
 			}
@@ -294,7 +317,7 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		s.commitMu.Unlock()
 		// Below the low watermark, not just the high one: a file may be
 		// what is waiting to open, and it needs room.
-		s.pause()
+		s.pause(stop)
 		err = s.budget.WaitLow(stop)
 		s.resume()
 		if err != nil {
@@ -359,7 +382,9 @@ func RecordSize(r *kgo.Record) int64 {
 	return n
 }
 
-func (s *Source) pause() {
+// pause pauses fetching, and lists end offsets until resume (watchEnds),
+// within ctx.
+func (s *Source) pause(ctx context.Context) {
 	topics := make([]string, 0, len(s.topics))
 	for t := range s.topics {
 		topics = append(topics, t)
@@ -375,9 +400,66 @@ func (s *Source) pause() {
 	}
 	s.stats.Paused = true
 	s.statsMu.Unlock()
+	if s.stopEnds == nil {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.watchEnds(wctx) }()
+		s.stopEnds = func() { cancel(); <-done }
+	}
+}
+
+// watchEndsStop ends the end offset watch, if one runs, and waits for it:
+// a listing that ends after a fetch could put an older end in its place.
+func (s *Source) watchEndsStop() {
+	if s.stopEnds != nil {
+		s.stopEnds()
+		s.stopEnds = nil
+	}
+}
+
+// watchEnds lists the assigned partitions' end offsets every
+// pausedEndsInterval until ctx ends, for the lag that Stats'
+// HighWatermarks give while no fetch does.
+func (s *Source) watchEnds(ctx context.Context) {
+	adm := kadm.NewClient(s.cl)
+	t := time.NewTicker(pausedEndsInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		assigned := map[sink.TopicPartition]bool{}
+		topics := map[string]bool{}
+		for _, tp := range s.Health().Assigned {
+			assigned[tp] = true
+			topics[tp.Topic] = true
+		}
+		if len(topics) == 0 {
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, pausedEndsInterval)
+		ends, err := adm.ListEndOffsets(lctx, slices.Sorted(maps.Keys(topics))...)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Debug("list end offsets while fetching is paused", "err", err)
+			}
+			continue
+		}
+		s.statsMu.Lock()
+		ends.Each(func(o kadm.ListedOffset) {
+			if tp := (sink.TopicPartition{Topic: o.Topic, Partition: o.Partition}); o.Err == nil && assigned[tp] {
+				s.stats.HighWatermarks[tp] = o.Offset
+			}
+		})
+		s.statsMu.Unlock()
+	}
 }
 
 func (s *Source) resume() {
+	s.watchEndsStop()
 	topics := make([]string, 0, len(s.topics))
 	for t := range s.topics {
 		topics = append(topics, t)
@@ -535,6 +617,14 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 // records again, or skip records. The storage client has retried by then;
 // a restart tries again.
 func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if s.check != nil {
+		for _, t := range slices.Sorted(maps.Keys(assigned)) {
+			if err := s.check(t); err != nil {
+				s.stopWith(err)
+				return
+			}
+		}
+	}
 	if s.resumer == nil || len(assigned) == 0 {
 		return
 	}

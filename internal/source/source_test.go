@@ -91,7 +91,7 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	resumer := func(context.Context, layout.Identity, layout.Log) (layout.Point, error) {
 		return layout.Point{}, listErr
 	}
-	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer,
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestSinkFailureStopsIdleRun(t *testing.T) {
 	k := config.Default().Kafka
 	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	rec := &recordingSink{}
-	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil,
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -247,43 +248,59 @@ func (l *local) read(_ context.Context, key string) (io.ReadCloser, error) {
 func (l *local) close() error { return nil }
 
 // removeAbandoned deletes temp files left by a process that died while
-// writing, in the directory of prefix, whose final key belongs(key) says is
-// ours.
-func (l *local) removeAbandoned(_ context.Context, prefix string, belongs func(key string) bool) error {
-	dir := l.root
+// writing, whose final key starts with prefix and belongs(key) says is
+// ours. A file's temp file is in its final directory, which can be any
+// directory under the prefix's (a template with a variable before
+// {{start_offset}}, or a "/" after it): the walk goes into every
+// directory whose keys can start with prefix, and into no other.
+func (l *local) removeAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error {
+	start := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		dir = filepath.Join(l.root, filepath.FromSlash(prefix[:i]))
+		var err error
+		if start, err = l.path(prefix[:i]); err != nil {
+			return err
+		}
 	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	rel, err := filepath.Rel(l.root, dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), tmpPrefix)
-		if !ok || e.IsDir() {
-			continue
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rel, err := filepath.Rel(l.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			if p != start && !strings.HasPrefix(key+"/", prefix) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		name, ok := strings.CutPrefix(d.Name(), tmpPrefix)
+		if !ok {
+			return nil
 		}
 		// Strip CreateTemp's random suffix.
 		if i := strings.LastIndexByte(name, '.'); i > 0 {
 			name = name[:i]
 		}
-		key := filepath.ToSlash(filepath.Join(rel, name))
-		key = strings.TrimPrefix(key, "./")
+		final := path.Join(path.Dir(key), name)
 		l.mu.Lock()
-		ours := l.writing[filepath.Join(dir, e.Name())]
+		ours := l.writing[p]
 		l.mu.Unlock()
-		if belongs(key) && !ours {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
+		if ours || !strings.HasPrefix(final, prefix) || !belongs(final) {
+			return nil
 		}
-	}
-	return nil
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
+	return err
 }

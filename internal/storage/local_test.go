@@ -505,3 +505,41 @@ func TestRemoveAbandoned(t *testing.T) {
 	mine.Abort()
 	other.Abort()
 }
+
+// TestRemoveAbandonedInFolders: a file's temp file is in the file's own
+// folder, which can be any folder under the prefix's (a template with a
+// variable before {{start_offset}}, or a "/" after it): RemoveAbandoned
+// finds them there, and leaves those of keys outside the prefix.
+func TestRemoveAbandonedInFolders(t *testing.T) {
+	b, dir := openLocal(t, storage.Options{})
+	ctx := context.Background()
+	keys := []string{"out/t/2026/0-5.jsonl", "out/t-0-5/part.jsonl", "out/tx/2026/0-5.jsonl", "other/t/2026/0-5.jsonl"}
+	for _, k := range keys {
+		w, err := b.NewWriter(ctx, k, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+	}
+	// Another process on the same directory takes them for a dead
+	// writer's.
+	next, err := storage.Open(ctx, "file://"+dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	var asked []string
+	for _, prefix := range []string{"out/t/", "out/t-0-"} {
+		err := next.RemoveAbandoned(ctx, prefix, func(key string) bool { asked = append(asked, key); return true })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := files(t, dir)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "other/t/2026/.spillway-tmp-0-5.jsonl.") || !strings.HasPrefix(got[1], "out/tx/2026/.spillway-tmp-0-5.jsonl.") {
+		t.Errorf("left %v, want the temp files of other/t/2026/0-5.jsonl and out/tx/2026/0-5.jsonl", got)
+	}
+	if want := []string{"out/t/2026/0-5.jsonl", "out/t-0-5/part.jsonl"}; !slices.Equal(asked, want) {
+		t.Errorf("asked about %q, want %q", asked, want)
+	}
+}

@@ -40,6 +40,9 @@ type PartitionReport struct {
 	// Deep is what a deep check read (--deep).
 	Deep     *layout.DeepStats `json:"deep,omitempty"`
 	Problems []layout.Problem  `json:"problems"`
+	// Notes say what was found and explained, not a problem (a paused
+	// writer's file published late under a name entered again).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Report is the verdict over every partition of the topics checked.
@@ -101,6 +104,9 @@ func (r Report) WriteText(w io.Writer) error {
 			for _, n := range d.NotChecked {
 				ew.printf("  not checked: %s (such as %s): %s\n", plural(int(n.Files), "file"), n.Example, n.Why)
 			}
+		}
+		for _, n := range p.Notes {
+			ew.printf("  note: %s\n", n)
 		}
 		writeProblems(ew, p.Problems)
 	}

@@ -250,6 +250,7 @@ func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
 		Duplicates: ps.Duplicates.Count(), DuplicateRanges: ps.Duplicates,
 		Deep:     ps.Deep,
 		Problems: ps.Problems,
+		Notes:    ps.Notes,
 	}
 	if ps.Start < 0 {
 		pr.Handled = -1

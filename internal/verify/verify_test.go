@@ -367,6 +367,37 @@ func TestVerify(t *testing.T) {
 		}
 	})
 
+	t.Run("paused writer's late file", func(t *testing.T) {
+		dir := f.copyOf(t)
+		b, err := storage.Open(context.Background(), "file://"+dir, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		// Entry 3's writer was paused before publishing its file; a new
+		// owner resumed from entry 3's state before, entered the same
+		// name as entry 4, and lost the name to the late writer: resume
+		// takes the file as entry 3's (zombieFirst), and so must verify.
+		ctx := context.Background()
+		l := layout.NewLedger(b, prefix)
+		id := f.id(t, 0)
+		e3, err := l.Read(ctx, id, l.EntryKey(id, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e4 := *e3
+		e4.Seq, e4.File.Bytes = 4, e3.File.Bytes+7
+		if err := l.Append(ctx, &e4); err != nil {
+			t.Fatal(err)
+		}
+		r := f.check(t, dir, true)
+		wantProblems(t, r)
+		p := f.partition(t, r, 0)
+		if p.Handled != 1000 || p.Files != 4 || len(p.Notes) != 1 || !strings.Contains(p.Notes[0], e3.File.Key) {
+			t.Errorf("partition %+v, want entry 3's file explained", p)
+		}
+	})
+
 	t.Run("records that can't be read", func(t *testing.T) {
 		dir := f.copyOf(t)
 		key := prefix + "events-1-250.jsonl"
