@@ -219,6 +219,10 @@ func (s *Sink) run(f *openFile) {
 		return
 	}
 	err := s.finish(f)
+	if err == nil {
+		s.keepChain(f)
+	}
+	f.enc, f.comp = nil, nil // kept or let go: no longer this file's
 	close(f.finished)
 	s.upload(f, err)
 }
@@ -234,6 +238,10 @@ func (s *Sink) open(f *openFile) error {
 		return err
 	}
 	g := &gate{w: w, b: s.budget}
+	if enc, comp, ok := s.reuseChain(g, f.schemas); ok {
+		f.w, f.gate, f.comp, f.enc = w, g, comp, enc
+		return nil
+	}
 	comp, err := s.cfg.NewCompressor(g)
 	if err != nil {
 		w.Abort()

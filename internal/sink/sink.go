@@ -217,6 +217,7 @@ type Sink struct {
 	// counts file goroutines.
 	inflight, running sync.WaitGroup
 	fileMem           int64
+	chains            chains // finished files' encoders, for the next (reuse.go)
 
 	// unpublished holds, per partition and in offset order, the closed files
 	// whose upload has not ended. A file is published only after the one
@@ -818,6 +819,7 @@ func (s *Sink) ended(f *openFile) {
 // needed.
 func (s *Sink) relieveLocked(ctx context.Context) error {
 	s.awaitFinishingLocked(ctx)
+	s.dropChains()
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
 		files = append(files, f)
@@ -922,6 +924,7 @@ func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reaso
 		case <-ctx.Done():
 			return fmt.Errorf("wait for uploads: %w", ctx.Err())
 		}
+		s.dropChains() // nothing is open to take them
 		return s.Err()
 	}
 	// Wait only for what exists now, not for files a later Write opens.
@@ -987,4 +990,5 @@ func (s *Sink) Close() {
 	s.Drop(all)
 	s.stop()
 	s.running.Wait()
+	s.dropChains()
 }
