@@ -207,6 +207,9 @@ type Sink struct {
 	// finishing are files closed whose goroutine may still be finishing
 	// them (see relieveLocked).
 	finishing []*openFile
+	// sizeWaits counts the poll side's waits for an exact file size near
+	// max_bytes (sizeLocked).
+	sizeWaits int64
 
 	// Counters file goroutines update without s.mu.
 	uploading, filesUploaded, bytesUploaded, storedRecords atomic.Int64
@@ -277,6 +280,11 @@ type openFile struct {
 	queuedIn     int64
 	touched      bool // in Sink.touched
 	lost         bool // a batch could not be handed over: never publish
+	// The last exact reading of the file's size near max_bytes (see
+	// sizeLocked): what it had written, of queuedIn bytes handed over,
+	// at a ratio of exactRatio bytes out per byte in.
+	exact, exactIn int64
+	exactRatio     float64
 
 	// File goroutine. written and consumed are its progress, for the poll
 	// side's estimate of the file's size; encoded counts records in the
