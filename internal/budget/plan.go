@@ -30,7 +30,13 @@ import "fmt"
 //
 // Records move from PolledRecords to QueuedRecords as the sink hands them to
 // a file's encoder; during the Write that hands them over they are counted
-// in both, so the budget errs by at most one poll, on the safe side. A
+// in both, so the reading may pass the limit by one poll. That is not more
+// than memory may hold: the Kafka client fetches again as soon as a poll
+// takes its buffered fetch, so while the poll is written, a refilled fetch
+// share and the poll's records can both be in memory; and once the Write
+// returns, the share goes back to FetchBuffers while the queued records
+// still wait, which reads the same. Moving the bytes from one holder to the
+// other batch by batch would lower the reading during the Write only. A
 // record of QueueBatchBytes×4 or more is never queued: it is encoded while
 // its Write waits, so a record larger than the room is counted once.
 //

@@ -100,11 +100,38 @@ func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte, m Memory) (*a
 // newAvroFile is NewEncoder's avro case: a random sync marker, as the spec
 // asks, so that a reader can't mistake data for a block boundary.
 func newAvroFile(cfg config.Format, w io.Writer, m Memory) (Encoder, error) {
-	var sync [16]byte
-	if _, err := rand.Read(sync[:]); err != nil {
-		return nil, fmt.Errorf("format: avro sync marker: %w", err)
+	sync, err := newSyncMarker()
+	if err != nil {
+		return nil, err
 	}
 	return newAvroEncoder(cfg, w, sync, m)
+}
+
+func newSyncMarker() (sync [16]byte, err error) {
+	if _, err := rand.Read(sync[:]); err != nil {
+		return sync, fmt.Errorf("format: avro sync marker: %w", err)
+	}
+	return sync, nil
+}
+
+// Reset starts a new file on w, with a new sync marker, after Close ended
+// the last: it keeps the schema and the codec's compressor, the state that
+// costs far more to build than the file's records (a zstd encoder's
+// tables), so that a sink reuses it from file to file.
+func (e *avroEncoder) Reset(w io.Writer) error {
+	if !e.closed {
+		return errNotClosed // its buffers would still be counted
+	}
+	sync, err := newSyncMarker()
+	if err != nil {
+		return err
+	}
+	e.w, e.sync, e.err, e.closed, e.count = w, sync, nil, false, 0
+	if _, err := ocf.NewWriter(w, e.schema, ocf.WithCodec(codecName(e.codec.name())), ocf.WithSyncMarker(sync)); err != nil {
+		e.err = fmt.Errorf("format: writing avro header: %w", err)
+		return e.err
+	}
+	return nil
 }
 
 // avroSchemaJSON is the JSON form of an Avro schema node, enough for the

@@ -11,7 +11,9 @@ import (
 
 // NewCompressor returns a writer that compresses into w with kind: none,
 // gzip, zstd or snappy ("" means none). Close flushes the compressed
-// trailer but does not close w.
+// trailer but does not close w. After Close, Reset(w io.Writer), which
+// every compressor it returns has, starts a new stream on w with the same
+// state, without building it again.
 //
 // Each open compressor holds CompressorMemory(kind) bytes; the settings
 // below are chosen to keep that small, because a sink may hold hundreds of
@@ -33,7 +35,7 @@ import (
 func NewCompressor(kind string, w io.Writer) (io.WriteCloser, error) {
 	switch kind {
 	case "", "none":
-		return nopCloser{w}, nil
+		return &nopCloser{w}, nil
 	case "gzip":
 		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 		if err != nil {
@@ -69,7 +71,10 @@ const zstdWindow = 1 << 20
 // compressor's Close does.
 type nopCloser struct{ io.Writer }
 
-func (nopCloser) Close() error { return nil }
+func (*nopCloser) Close() error { return nil }
+
+// Reset passes writes to w from now on, as the compressors' Reset does.
+func (c *nopCloser) Reset(w io.Writer) { c.Writer = w }
 
 // CompressorMemory estimates the bytes one open compressor of kind holds
 // (heap retained between writes, after it has seen at least one full block

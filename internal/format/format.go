@@ -36,8 +36,12 @@ import (
 // errors.Is. Nothing of such a record reaches the output.
 var ErrRecord = errors.New("record cannot be encoded")
 
-// errClosed is returned by Encode after Close.
-var errClosed = errors.New("format: encoder is closed")
+// errClosed is returned by Encode after Close, errNotClosed by Reset
+// before it.
+var (
+	errClosed    = errors.New("format: encoder is closed")
+	errNotClosed = errors.New("format: encoder reset before it was closed")
+)
 
 // Encoder writes records to an io.Writer in one file format.
 type Encoder interface {

@@ -1,6 +1,10 @@
 package format
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // jsonlEncoder writes JSON Lines: one record per line, each a JSON object
 // (envelope) or the bare value of the one configured field.
@@ -29,4 +33,13 @@ func (e *jsonlEncoder) Encode(r *kgo.Record) error {
 func (e *jsonlEncoder) Close() error {
 	e.out.closed = true
 	return e.out.err
+}
+
+// Reset starts a new file on w after Close ended the last.
+func (e *jsonlEncoder) Reset(w io.Writer) error {
+	if !e.out.closed {
+		return errNotClosed
+	}
+	e.out.w, e.out.err, e.out.closed = w, nil, false
+	return nil
 }

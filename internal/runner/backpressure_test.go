@@ -216,7 +216,8 @@ func TestRecordCountThreshold(t *testing.T) {
 
 // handoverBound is the most the accountant may read: the budget, plus one
 // poll counted twice while the Write that hands it to the files' encoders
-// runs (the source's polled records and the sink's queue; see budget.Plan).
-// The double count is in the accountant only, not in memory, and it errs
-// on the safe side: fetching stops sooner.
+// runs (the source's polled records and the sink's queue), and the same
+// once the Write returned, queued beside a fetch share given back. Memory
+// may hold that much: the client refills its fetch share as soon as a poll
+// takes a fetch (see budget.Plan).
 func handoverBound(p *Progress) int64 { return p.Budget().Limit + p.Plan.Reserved }

@@ -167,20 +167,45 @@ func (f *openFile) size() int64 {
 }
 
 // sizeLocked is f's size for a MaxBytes rotation: the estimate while it
-// is well below max, and, near max, what the file's goroutine wrote once
-// it has caught up, so that a file rotates at the same record as if it
-// were encoded on the spot. Near the end of a file the poll side then waits
-// for its encoder, record by record: slack bounds that stretch to an
-// eighth of the file, and at most one batch.
+// is well below max and, near max, what the file's goroutine wrote once it
+// has caught up, so that a file rotates at the same record as if it were
+// encoded on the spot. Near max is within slack, an eighth of the file and
+// at most one batch. There the poll side doesn't wait for the encoder at
+// every record: after each exact reading it queues records without waiting
+// until, at the file's ratio so far, they may fill half the room left. The
+// waits come closer as the file nears max, some log2(slack / record size)
+// of them per file instead of one per record of the slack (docs/design.md,
+// "The write pipeline"). A file then passes max by its last record, as
+// before, unless those queued since the last reading took more than twice
+// the room the ratio gave them. The ratio is the file's own: while its
+// goroutine has encoded nothing, it is read once a quarter of max is
+// queued.
 func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, error) {
 	slack := min(max/8, batchBytes)
-	if est := f.size(); est < max-slack {
+	// Until the goroutine has encoded anything, the estimate's ratio is a
+	// guess (1): the envelope alone takes jsonl to 1.7 times its input.
+	// Once a quarter of the file rides on the guess, read the ratio.
+	guess := f.consumed.Load() == 0 && f.queuedIn+f.pendingBytes >= max/4
+	if est := f.size(); est < max-slack && !guess {
 		return est, nil
+	}
+	if f.exactIn > 0 {
+		since := f.queuedIn + f.pendingBytes - f.exactIn
+		if est := int64(float64(since) * f.exactRatio); est < (max-f.exact)/2 {
+			return f.exact + est, nil
+		}
 	}
 	if err := s.drainLocked(ctx, f); err != nil {
 		return 0, err
 	}
-	return f.written.Load(), nil
+	s.sizeWaits++
+	// Every byte handed over is encoded: the ratio is the file's own.
+	f.exact, f.exactIn = f.written.Load(), f.queuedIn
+	f.exactRatio = 1
+	if c := f.consumed.Load(); c > 0 {
+		f.exactRatio = float64(f.exact) / float64(c)
+	}
+	return f.exact, nil
 }
 
 // drainLocked waits until f's goroutine has encoded every record handed
@@ -219,6 +244,10 @@ func (s *Sink) run(f *openFile) {
 		return
 	}
 	err := s.finish(f)
+	if err == nil {
+		s.keepChain(f)
+	}
+	f.enc, f.comp = nil, nil // kept or let go: no longer this file's
 	close(f.finished)
 	s.upload(f, err)
 }
@@ -234,6 +263,10 @@ func (s *Sink) open(f *openFile) error {
 		return err
 	}
 	g := &gate{w: w, b: s.budget}
+	if enc, comp, ok := s.reuseChain(g, f.schemas); ok {
+		f.w, f.gate, f.comp, f.enc = w, g, comp, enc
+		return nil
+	}
 	comp, err := s.cfg.NewCompressor(g)
 	if err != nil {
 		w.Abort()

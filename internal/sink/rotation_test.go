@@ -99,6 +99,45 @@ func TestRotateOnMaxBytes(t *testing.T) {
 	}
 }
 
+// Near max_bytes the poll side reads the file's exact size only as often
+// as it must: after each reading it queues records until they may fill
+// half the room left. Files still rotate at the record that reaches
+// max_bytes, with a few waits per file where there was one per record of
+// the last eighth.
+func TestRotateOnMaxBytesWaitsSeldom(t *testing.T) {
+	const maxBytes = 64 << 10
+	h := newHarness(t, withConfig(func(c *sink.Config) { c.MaxBytes = maxBytes }))
+	const n = 3000 // some 200 bytes each: 9 files, 40 records in each one's last eighth
+	var batch []*kgo.Record
+	for off := int64(0); off < n; off++ {
+		r := rec("t", 0, off)
+		r.Value = append(r.Value, " "+strings.Repeat("x", 120+int(off%5))...)
+		batch = append(batch, r)
+		if len(batch) == 100 {
+			h.write(batch...)
+			batch = batch[:0]
+		}
+	}
+	h.write(batch...)
+	waits := h.s.SizeWaits()
+	t.Logf("%d waits", waits)
+	h.flush()
+	files := h.objects()
+	h.contiguous(files, map[sink.TopicPartition]int64{tp("t", 0): n})
+	for i, f := range files {
+		last := f.lineSizes[len(f.lineSizes)-1]
+		if f.size-last >= maxBytes {
+			t.Errorf("%s: %d bytes before its last record; it should have rotated earlier", f.key, f.size-last)
+		}
+		if i < len(files)-1 && f.size < maxBytes {
+			t.Errorf("%s: rotated at %d bytes, below max_bytes %d", f.key, f.size, maxBytes)
+		}
+	}
+	if rotated := int64(len(files) - 1); rotated < 8 || waits > 12*rotated {
+		t.Fatalf("%d waits for an exact size over %d rotations, want at most 12 each", waits, rotated)
+	}
+}
+
 func TestRotateOnMaxAge(t *testing.T) {
 	const maxAge = time.Hour
 	h := newHarness(t, withConfig(func(c *sink.Config) { c.MaxAge = maxAge }))

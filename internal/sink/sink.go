@@ -207,6 +207,9 @@ type Sink struct {
 	// finishing are files closed whose goroutine may still be finishing
 	// them (see relieveLocked).
 	finishing []*openFile
+	// sizeWaits counts the poll side's waits for an exact file size near
+	// max_bytes (sizeLocked).
+	sizeWaits int64
 
 	// Counters file goroutines update without s.mu.
 	uploading, filesUploaded, bytesUploaded, storedRecords atomic.Int64
@@ -217,6 +220,7 @@ type Sink struct {
 	// counts file goroutines.
 	inflight, running sync.WaitGroup
 	fileMem           int64
+	chains            chains // finished files' encoders, for the next (reuse.go)
 
 	// unpublished holds, per partition and in offset order, the closed files
 	// whose upload has not ended. A file is published only after the one
@@ -276,6 +280,11 @@ type openFile struct {
 	queuedIn     int64
 	touched      bool // in Sink.touched
 	lost         bool // a batch could not be handed over: never publish
+	// The last exact reading of the file's size near max_bytes (see
+	// sizeLocked): what it had written, of queuedIn bytes handed over,
+	// at a ratio of exactRatio bytes out per byte in.
+	exact, exactIn int64
+	exactRatio     float64
 
 	// File goroutine. written and consumed are its progress, for the poll
 	// side's estimate of the file's size; encoded counts records in the
@@ -818,6 +827,7 @@ func (s *Sink) ended(f *openFile) {
 // needed.
 func (s *Sink) relieveLocked(ctx context.Context) error {
 	s.awaitFinishingLocked(ctx)
+	s.dropChains()
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
 		files = append(files, f)
@@ -922,6 +932,7 @@ func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reaso
 		case <-ctx.Done():
 			return fmt.Errorf("wait for uploads: %w", ctx.Err())
 		}
+		s.dropChains() // nothing is open to take them
 		return s.Err()
 	}
 	// Wait only for what exists now, not for files a later Write opens.
@@ -987,4 +998,5 @@ func (s *Sink) Close() {
 	s.Drop(all)
 	s.stop()
 	s.running.Wait()
+	s.dropChains()
 }
