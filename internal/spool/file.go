@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,13 +26,6 @@ import (
 type File struct {
 	f    *os.File
 	size int64 // bytes appended whole
-	// An append's bytes: buf holds all but large keys and values, and
-	// segs lists the pieces in order (buf's up to bufDone, and the large
-	// fields), written with one pwritev through iov.
-	buf     []byte
-	bufDone int
-	segs    []seg
-	iov     [][]byte
 	// synced is where the page cache was last handed back: see dropCache.
 	synced, started int64
 }
@@ -53,17 +47,13 @@ func (f *File) Size() int64 { return f.size }
 func (f *File) Append(recs []*kgo.Record) (int64, error) {
 	// Large keys and values are written from where they are, not copied:
 	// a record larger than the budget's room must cost its size once.
-	f.buf, f.segs, f.bufDone = f.buf[:0], f.segs[:0], 0
+	a := appendPool.Get().(*appender)
+	defer a.put()
 	for _, r := range recs {
-		f.appendRecord(r)
+		a.appendRecord(r)
 	}
-	f.cut(len(f.buf), nil)
-	n, err := f.writeSegs()
-	if cap(f.buf) > 4<<20 {
-		f.buf = nil // don't keep a large batch's buffer
-	}
-	clear(f.iov)
-	clear(f.segs) // let the records go
+	a.cut(len(a.buf), nil)
+	n, err := a.write(int(f.f.Fd()), f.size)
 	if err != nil {
 		if terr := f.f.Truncate(f.size); terr != nil {
 			err = errors.Join(err, fmt.Errorf("cut back to %d bytes: %w", f.size, terr))
@@ -75,15 +65,40 @@ func (f *File) Append(recs []*kgo.Record) (int64, error) {
 	return n, nil
 }
 
+// appender is an append's bytes: buf holds all but large keys and
+// values, and segs lists the pieces in order (buf's up to bufDone, and the
+// large fields), written with one pwritev through iov. Appenders are
+// shared by all files, so that an open file holds none: at most one per
+// append under way, a copy of its batch, whose bytes the batch's count
+// covers once (see budget.Plan on the spool).
+type appender struct {
+	buf     []byte
+	bufDone int
+	segs    []seg
+	iov     [][]byte
+}
+
+var appendPool = sync.Pool{New: func() any { return new(appender) }}
+
+func (a *appender) put() {
+	if cap(a.buf) > 1<<20 {
+		a.buf = nil // don't keep a large batch's buffer
+	}
+	clear(a.iov) // let the records go
+	clear(a.segs)
+	a.buf, a.segs, a.iov, a.bufDone = a.buf[:0], a.segs[:0], a.iov[:0], 0
+	appendPool.Put(a)
+}
+
 // cut ends the segment of buf that ends at end, and adds big after it.
-func (f *File) cut(end int, big []byte) {
-	if end > f.bufDone {
-		f.segs = append(f.segs, seg{from: f.bufDone, to: end})
+func (a *appender) cut(end int, big []byte) {
+	if end > a.bufDone {
+		a.segs = append(a.segs, seg{from: a.bufDone, to: end})
 	}
 	if big != nil {
-		f.segs = append(f.segs, seg{big: big})
+		a.segs = append(a.segs, seg{big: big})
 	}
-	f.bufDone = end
+	a.bufDone = end
 }
 
 // seg is a piece of a write: buf[from:to], or big.
@@ -92,22 +107,20 @@ type seg struct {
 	big      []byte
 }
 
-// writeSegs writes the segments at the end of the file.
-func (f *File) writeSegs() (int64, error) {
-	f.iov = f.iov[:0]
+// write writes the segments to fd at off.
+func (a *appender) write(fd int, off int64) (int64, error) {
 	var total int64
-	for _, s := range f.segs {
+	for _, s := range a.segs {
 		b := s.big
 		if b == nil {
-			b = f.buf[s.from:s.to]
+			b = a.buf[s.from:s.to]
 		}
-		f.iov = append(f.iov, b)
+		a.iov = append(a.iov, b)
 		total += int64(len(b))
 	}
-	off := f.size
-	iov := f.iov
+	iov := a.iov
 	for len(iov) > 0 {
-		n, err := unix.Pwritev(int(f.f.Fd()), iov[:min(len(iov), 1024)], off)
+		n, err := unix.Pwritev(fd, iov[:min(len(iov), 1024)], off)
 		if err != nil {
 			return 0, err
 		}
@@ -172,16 +185,16 @@ func appendBytes(b, v []byte) []byte {
 
 // appendField appends v as appendBytes does, or its length alone with v
 // as a segment of its own when it is large.
-func (f *File) appendField(v []byte) {
+func (a *appender) appendField(v []byte) {
 	if len(v) < bigField {
-		f.buf = appendBytes(f.buf, v)
+		a.buf = appendBytes(a.buf, v)
 		return
 	}
-	f.buf = binary.AppendUvarint(f.buf, uint64(len(v))+1)
-	f.cut(len(f.buf), v)
+	a.buf = binary.AppendUvarint(a.buf, uint64(len(v))+1)
+	a.cut(len(a.buf), v)
 }
 
-func (f *File) appendRecord(r *kgo.Record) {
+func (a *appender) appendRecord(r *kgo.Record) {
 	ts := r.Timestamp.UnixMilli()
 	n := uvarintLen(uint64(len(r.Topic))) + len(r.Topic) +
 		varintLen(int64(r.Partition)) + varintLen(r.Offset) + varintLen(ts) +
@@ -189,20 +202,20 @@ func (f *File) appendRecord(r *kgo.Record) {
 	for _, h := range r.Headers {
 		n += uvarintLen(uint64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
 	}
-	b := binary.AppendUvarint(f.buf, uint64(n))
+	b := binary.AppendUvarint(a.buf, uint64(n))
 	b = binary.AppendUvarint(b, uint64(len(r.Topic)))
 	b = append(b, r.Topic...)
 	b = binary.AppendVarint(b, int64(r.Partition))
 	b = binary.AppendVarint(b, r.Offset)
 	b = binary.AppendVarint(b, ts)
-	f.buf = b
-	f.appendField(r.Key)
-	f.appendField(r.Value)
-	f.buf = binary.AppendUvarint(f.buf, uint64(len(r.Headers)))
+	a.buf = b
+	a.appendField(r.Key)
+	a.appendField(r.Value)
+	a.buf = binary.AppendUvarint(a.buf, uint64(len(r.Headers)))
 	for _, h := range r.Headers {
-		f.buf = binary.AppendUvarint(f.buf, uint64(len(h.Key)))
-		f.buf = append(f.buf, h.Key...)
-		f.appendField(h.Value)
+		a.buf = binary.AppendUvarint(a.buf, uint64(len(h.Key)))
+		a.buf = append(a.buf, h.Key...)
+		a.appendField(h.Value)
 	}
 }
 
