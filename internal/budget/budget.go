@@ -153,6 +153,13 @@ func (b *Budget) MaxOpenFiles(fileCost int64) int {
 	return maxOpenFiles(openFilesBytes(b.limit), fileCost)
 }
 
+// MaxSpooledFiles is how many open files a spool allows (see
+// Plan.MaxSpooledFiles).
+func (b *Budget) MaxSpooledFiles() int {
+	share := openFilesBytes(b.limit)
+	return maxOpenFiles(share-share/encodeSlotsShare, SpoolFileCost)
+}
+
 // Acquire counts n more bytes for h.
 func (b *Budget) Acquire(h Holder, n int64) {
 	if n == 0 {

@@ -82,19 +82,3 @@ func mib(n int64) string {
 	}
 	return fmt.Sprintf("%dMiB", (n+1<<20-1)>>20)
 }
-
-// encoderMemory is how an open file's avro or parquet encoder is bounded
-// and counted: its blocks or row groups are cut at half of a file's share
-// of the budget (budget.Plan.FileShare), and counted in b as they grow.
-func encoderMemory(f config.Format, plan budget.Plan, maxOpenFiles int, b *budget.Budget) format.Memory {
-	return format.Memory{
-		FlushBytes: format.FlushBytes(f, plan.FileShare(maxOpenFiles)),
-		Grow: func(delta int64) {
-			if delta >= 0 {
-				b.Acquire(budget.FileBuffers, delta)
-			} else {
-				b.Release(budget.FileBuffers, -delta)
-			}
-		},
-	}
-}

@@ -198,3 +198,13 @@ func (s *Spool) Create() (*File, error) {
 	}
 	return &File{f: f}, nil
 }
+
+// Free is the space free on dir's file system for an unprivileged
+// process, in bytes.
+func Free(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("read free space: %w", err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}

@@ -1,0 +1,224 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spillway/spillway/internal/budget"
+)
+
+// With a spool (Config.Spool; docs/design.md, "Spool"), an open file's
+// goroutine does not open its storage writer and encoder: it appends each
+// batch to the file's spool file, and the batch's memory is released as
+// when it is encoded. Once the file is closed, it goes direct: it takes one
+// of the encode slots, opens its chain as open does, replays the spool
+// file through encode, finishes the file and frees the slot, and only then
+// waits, in upload, for the partition's previous file to be published. A
+// file waiting for its predecessor holding a slot would deadlock with a
+// predecessor waiting for a slot. Only when records are encoded changes:
+// publication order, commits, the ledger and fencing are as without a
+// spool.
+//
+// A spool file that can't be created or appended to (the disk full, the
+// directory gone or read-only) is cut back to its last whole batch, and
+// the file goes direct at once, as an open file without a spool: its
+// records spooled so far are replayed into its chain, and the failing
+// batch and the later ones are encoded as they come. The next file tries
+// the spool again. Reading a spool file back failing is the file's error:
+// it is never published, the sink stops, and nothing past it is committed.
+
+// spooling is the sink's state for the spool.
+type spooling struct {
+	slots chan struct{}
+	// in and out are the record bytes and the encoded bytes of the
+	// spooled files stored so far, for the size estimate.
+	mu      sync.Mutex
+	in, out int64
+	ratio   atomic.Uint64 // float64 bits: out / in, 1 until a file is stored
+	faults  atomic.Int64
+	// failing is set from a fault until an append succeeds again, so that
+	// an outage is logged once, not once per file.
+	failing atomic.Bool
+}
+
+func (sp *spooling) init(slots int) {
+	if slots <= 0 {
+		slots = runtime.GOMAXPROCS(0)
+	}
+	sp.slots = make(chan struct{}, slots)
+	sp.ratio.Store(math.Float64bits(1))
+}
+
+// estimate is the stored size of a spooled file whose records are of n
+// bytes: n at the ratio of encoded to record bytes learned from the
+// spooled files stored so far, 1 at first. With compression the first
+// files close below file.max_bytes, and later ones near it.
+func (sp *spooling) estimate(n int64) int64 {
+	return int64(float64(n) * math.Float64frombits(sp.ratio.Load()))
+}
+
+func (sp *spooling) learn(in, out int64) {
+	if in <= 0 {
+		return
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.in += in
+	sp.out += out
+	sp.ratio.Store(math.Float64bits(float64(sp.out) / float64(sp.in)))
+}
+
+// memory is what f holds in memory besides its encoder and writer, which
+// every file of a chain holds alike: its records not yet encoded or
+// spooled, and its open block or row group.
+func (f *openFile) memory() int64 {
+	return max(f.queuedIn+f.pendingBytes-f.consumed.Load(), 0) + f.buffered.Load()
+}
+
+// grow is f's format.Memory.Grow: what its encoder buffers is counted in
+// the budget, and in f, for relief.
+func (f *openFile) grow(s *Sink) func(int64) {
+	return func(d int64) {
+		f.buffered.Add(d)
+		if d >= 0 {
+			s.budget.Acquire(budget.FileBuffers, d)
+		} else {
+			s.budget.Release(budget.FileBuffers, -d)
+		}
+	}
+}
+
+// runSpooled is a spooled file's goroutine: see the top of this file.
+func (s *Sink) runSpooled(f *openFile) {
+	defer s.budget.Release(budget.SpoolFiles, budget.SpoolFileCost)
+	if sf, err := s.cfg.Spool.Create(); err != nil {
+		s.spoolFault(f, err)
+		s.goDirect(f, false)
+	} else {
+		f.sf = sf
+	}
+	for b := range f.q {
+		if f.sf == nil {
+			s.encode(f, b)
+			continue
+		}
+		s.spoolBatch(f, b)
+	}
+	if f.abandon.Load() {
+		s.abandoned(f)
+		s.unspool(f)
+		close(f.finished)
+		return
+	}
+	slot := false
+	if f.sf != nil && f.err == nil {
+		select {
+		case s.spooling.slots <- struct{}{}:
+			slot = true
+			s.goDirect(f, true)
+		case <-s.ctx.Done():
+			s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, s.ctx.Err()))
+		}
+	}
+	in := f.consumed.Load()
+	err := s.finish(f)
+	if slot {
+		// Before upload waits for the previous file: see the top.
+		<-s.spooling.slots
+	}
+	if err == nil && slot {
+		s.spooling.learn(in, f.w.Written())
+	}
+	// The spool file is of no use once encoded: nothing is ever retried
+	// from it, so its disk is freed now, not after the upload.
+	s.unspool(f)
+	close(f.finished)
+	s.upload(f, err)
+}
+
+// spoolBatch appends b to f's spool file, or, if that fails, makes f go
+// direct and encodes b.
+func (s *Sink) spoolBatch(f *openFile, b batch) {
+	defer s.batchDone(f, b)
+	if f.err != nil || f.abandon.Load() || len(b.recs) == 0 {
+		return
+	}
+	n, err := f.sf.Append(b.recs)
+	if err != nil {
+		s.spoolFault(f, err)
+		if s.goDirect(f, false) {
+			s.encodeRecs(f, b.ctx, b.recs)
+		}
+		return
+	}
+	s.spooling.failing.Store(false)
+	f.spoolBytes.Add(n)
+	s.budget.Acquire(budget.SpooledRecords, n)
+}
+
+// spoolFault counts a spool file that failed, and logs the first of an
+// outage.
+func (s *Sink) spoolFault(f *openFile, err error) {
+	s.spooling.faults.Add(1)
+	if !s.spooling.failing.Swap(true) {
+		s.log.Warn("the spool failed: files are written without it, in memory, until it works again; closing them early under memory pressure makes them smaller. Free space under backpressure.spool_dir, or raise backpressure.disk_limit only within the space there is",
+			"file", f.key, "err", err)
+	}
+}
+
+// goDirect opens f's chain, charges it, and encodes into it what f
+// spooled so far; the spool file is then removed. slot: f is closed and
+// encodes in an encode slot. It reports whether f can take more records.
+func (s *Sink) goDirect(f *openFile, slot bool) bool {
+	s.chargeChain(f)
+	if err := s.open(f, slot); err != nil {
+		s.fileFailed(f, err)
+		return false
+	}
+	f.direct.Store(true)
+	if f.sf == nil {
+		return true
+	}
+	if err := s.replay(f); err != nil {
+		s.fileFailed(f, err)
+		return false
+	}
+	s.unspool(f)
+	return f.err == nil
+}
+
+// replay encodes f's spool file into its chain.
+func (s *Sink) replay(f *openFile) error {
+	f.gate.ctx = s.ctx
+	defer func() { f.gate.ctx = nil }()
+	r := f.sf.Reader()
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s back from the spool: %w", f.key, err)
+		}
+		if err := s.encodeOne(s.ctx, f, rec); err != nil {
+			return err
+		}
+	}
+}
+
+// unspool removes f's spool file, if any, and releases its disk.
+func (s *Sink) unspool(f *openFile) {
+	if f.sf == nil {
+		return
+	}
+	if err := f.sf.Remove(); err != nil {
+		s.log.Warn("could not remove a spool file; it is removed with the spool's directory when Spillway stops or next starts", "err", err)
+	}
+	s.budget.Release(budget.SpooledRecords, f.spoolBytes.Swap(0))
+	f.sf = nil
+}
