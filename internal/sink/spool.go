@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/spillway/spillway/internal/budget"
 )
 
@@ -40,6 +42,7 @@ type spooling struct {
 	mu      sync.Mutex
 	in, out int64
 	ratio   atomic.Uint64 // float64 bits: out / in, 1 until a file is stored
+	sampled atomic.Bool   // the first batch was sampled (see sample)
 	faults  atomic.Int64
 	// failing is set from a fault until an append succeeds again, so that
 	// an outage is logged once, not once per file.
@@ -71,6 +74,63 @@ func (sp *spooling) learn(in, out int64) {
 	sp.in += in
 	sp.out += out
 	sp.ratio.Store(math.Float64bits(float64(sp.out) / float64(sp.in)))
+}
+
+// sample seeds the ratio from the sink's first batch, encoded into a
+// chain that stores nothing, when the format makes records larger than
+// they are (jsonl's envelope, base64): starting at 1, the first files
+// would then close far above file.max_bytes, and in a drain of many
+// partitions the first files of all of them close before any is stored to
+// learn from. The seed is never below 1, so that a format that shrinks
+// records still closes its first files below the limit. The sample's
+// fixed cost (an empty file: headers, footers) is taken off.
+func (s *Sink) sample(f *openFile, b batch) {
+	if len(b.recs) == 0 || s.spooling.sampled.Load() || s.spooling.sampled.Swap(true) {
+		return
+	}
+	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
+	defer s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
+	empty, err := s.encodedSize(f, nil)
+	if err != nil {
+		return
+	}
+	full, err := s.encodedSize(f, b.recs)
+	if err != nil || b.bytes <= 0 {
+		return
+	}
+	if r := float64(full-empty) / float64(b.bytes); r > 1 {
+		s.spooling.ratio.Store(math.Float64bits(r))
+	}
+}
+
+// encodedSize is the size of a file of recs, skipping those the format
+// refuses.
+func (s *Sink) encodedSize(f *openFile, recs []*kgo.Record) (int64, error) {
+	var n countWriter
+	comp, err := s.cfg.NewCompressor(&n)
+	if err != nil {
+		return 0, err
+	}
+	enc, err := s.newEncoder(f, comp, true)
+	if err != nil {
+		_ = comp.Close()
+		return 0, err
+	}
+	for _, r := range recs {
+		_ = enc.Encode(r)
+	}
+	err = enc.Close()
+	if cerr := comp.Close(); err == nil {
+		err = cerr
+	}
+	return int64(n), err
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
 }
 
 // memory is what f holds in memory besides its encoder and writer, which
@@ -107,6 +167,7 @@ func (s *Sink) runSpooled(f *openFile) {
 			s.encode(f, b)
 			continue
 		}
+		s.sample(f, b)
 		s.spoolBatch(f, b)
 	}
 	if f.abandon.Load() {

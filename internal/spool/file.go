@@ -255,12 +255,16 @@ var ErrCorrupt = errors.New("spool file is corrupt")
 // them by then.
 func (r *Reader) Next() (*kgo.Record, error) {
 	n, err := binary.ReadUvarint(r.r)
-	if err == io.EOF {
+	if err == io.EOF && r.off == r.f.size {
 		r.dropCache(true)
 		return nil, io.EOF
 	}
+	if err == io.EOF {
+		// Shorter than what was appended: cut by someone else.
+		return nil, fmt.Errorf("%w: it ends at %d of %d bytes appended", ErrCorrupt, r.off, r.f.size)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read spool file: %w", err)
+		return nil, r.readErr(err)
 	}
 	if n > uint64(r.f.size-r.off) {
 		return nil, fmt.Errorf("%w: a record of %d bytes at %d", ErrCorrupt, n, r.off)
@@ -270,7 +274,7 @@ func (r *Reader) Next() (*kgo.Record, error) {
 	}
 	body := r.buf[:n]
 	if _, err := io.ReadFull(r.r, body); err != nil {
-		return nil, fmt.Errorf("read spool file: %w", err)
+		return nil, r.readErr(err)
 	}
 	r.off += int64(uvarintLen(n)) + int64(n)
 	if err := r.decode(body); err != nil {
@@ -281,6 +285,15 @@ func (r *Reader) Next() (*kgo.Record, error) {
 	}
 	r.dropCache(false)
 	return &r.rec, nil
+}
+
+// readErr: a file that ends before what was appended to it was cut by
+// someone else.
+func (r *Reader) readErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: it ends before the %d bytes appended to it", ErrCorrupt, r.f.size)
+	}
+	return fmt.Errorf("read spool file: %w", err)
 }
 
 func uvarintLen(n uint64) int {

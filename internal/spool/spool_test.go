@@ -309,3 +309,54 @@ func TestDeadProcess(t *testing.T) {
 		t.Fatalf("left %d entries, want only the new spool's 2", len(ents))
 	}
 }
+
+// TestReadShort: a spool file cut behind the appender's back reads back
+// as an error, never as a shorter run of records.
+func TestReadShort(t *testing.T) {
+	s, _, err := spool.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f, err := s.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Remove()
+	recs := records()[:3]
+	if _, err := f.Append(recs); err != nil {
+		t.Fatal(err)
+	}
+	// Cut at a record boundary: after the first record.
+	first, err := (&spoolSizer{}).size(t, recs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(s.Dir(), "1.spool"), first); err != nil {
+		t.Fatal(err)
+	}
+	r := f.Reader()
+	if _, err := r.Next(); err != nil {
+		t.Fatalf("first record: %v", err)
+	}
+	if _, err := r.Next(); !errors.Is(err, spool.ErrCorrupt) {
+		t.Fatalf("past the cut: %v, want ErrCorrupt", err)
+	}
+}
+
+// spoolSizer measures what recs take in a spool file.
+type spoolSizer struct{}
+
+func (spoolSizer) size(t *testing.T, recs []*kgo.Record) (int64, error) {
+	s, _, err := spool.Open(t.TempDir())
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	f, err := s.Create()
+	if err != nil {
+		return 0, err
+	}
+	defer f.Remove()
+	return f.Append(recs)
+}
