@@ -277,6 +277,24 @@ func (b *Budget) HasRoom(n int64) bool {
 	return b.used+n <= b.limit || b.memoryLowLocked()
 }
 
+// WaitRoom blocks until HasRoom(n) or ctx ends.
+func (b *Budget) WaitRoom(ctx context.Context, n int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.used+n > b.limit && !b.memoryLowLocked() {
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			b.mu.Lock()
+			return ctx.Err()
+		case <-wake:
+		}
+		b.mu.Lock()
+	}
+	return nil
+}
+
 // WaitLow blocks until usage is below the low watermark or ctx ends; it
 // returns at once if it is below already.
 func (b *Budget) WaitLow(ctx context.Context) error {

@@ -177,11 +177,32 @@ func (s *Sink) runSpooled(f *openFile) {
 		return
 	}
 	slot := false
+	if f.sf != nil && f.err == nil && f.prev != nil {
+		// Encode a partition's files in their order: a file encoded before
+		// its predecessor would hold its writer's buffers while it waits
+		// to be published, and enough of those would take the budget past
+		// its limit. The predecessor never waits for this file.
+		select {
+		case <-f.prev.finished:
+		case <-s.ctx.Done():
+		}
+	}
 	if f.sf != nil && f.err == nil {
 		select {
 		case s.spooling.slots <- struct{}{}:
 			slot = true
-			s.goDirect(f, true)
+			// Its chain and the chunk it fills are charged as it goes
+			// direct, and held until it is published: wait until they
+			// fit, or closed files waiting their turn to be published
+			// would take the budget past its limit. Only uploads and
+			// commits free that memory, and none of them waits for a
+			// slot. In the slot, so that the slots' files charge one at
+			// a time.
+			if err := s.budget.WaitRoom(s.ctx, s.fileMem+s.bucket.ChunkSize()); err != nil {
+				s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, err))
+			} else {
+				s.goDirect(f, true)
+			}
 		case <-s.ctx.Done():
 			s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, s.ctx.Err()))
 		}
