@@ -422,3 +422,37 @@ func TestDiskOff(t *testing.T) {
 		t.Fatalf("snapshot %+v", s)
 	}
 }
+
+// TestWaitRoom: WaitRoom returns once n bytes fit under the limit, or
+// memory is below its low watermark; disk use does not hold it.
+func TestWaitRoom(t *testing.T) {
+	b := budget.New(100, 0)
+	b.SetDiskLimit(10)
+	b.Acquire(budget.SpooledRecords, 10)
+	b.Acquire(budget.QueuedChunks, 80)
+	ctx := context.Background()
+	if err := b.WaitRoom(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.WaitRoom(ctx, 30) }()
+	notDone(t, done, "with 80 of 100 used and 30 to fit")
+	b.Release(budget.QueuedChunks, 10) // 70: fits
+	if err := mustDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- b.WaitRoom(ctx, 1000) }()
+	notDone(t, done, "with memory above its low watermark")
+	b.Release(budget.QueuedChunks, 1) // 69 < 70: below low, anything passes
+	if err := mustDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	b.Acquire(budget.QueuedChunks, 30)
+	go func() { done <- b.WaitRoom(cctx, 50) }()
+	notDone(t, done, "before its context ended")
+	cancel()
+	if err := mustDone(t, done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitRoom after its context ended: %v", err)
+	}
+}
