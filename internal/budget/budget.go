@@ -277,11 +277,13 @@ func (b *Budget) HasRoom(n int64) bool {
 	return b.used+n <= b.limit || b.memoryLowLocked()
 }
 
-// WaitRoom blocks until HasRoom(n) or ctx ends.
-func (b *Budget) WaitRoom(ctx context.Context, n int64) error {
+// WaitRoom blocks until HasRoom(n), or proceed reports true, or ctx ends.
+// proceed is asked under the budget's lock, after every release and every Wake:
+// it is the caller's way out when nothing it waits for could free memory.
+func (b *Budget) WaitRoom(ctx context.Context, n int64, proceed func() bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.used+n > b.limit && !b.memoryLowLocked() {
+	for b.used+n > b.limit && !b.memoryLowLocked() && (proceed == nil || !proceed()) {
 		wake := b.wake
 		b.mu.Unlock()
 		select {
@@ -293,6 +295,13 @@ func (b *Budget) WaitRoom(ctx context.Context, n int64) error {
 		b.mu.Lock()
 	}
 	return nil
+}
+
+// Wake makes WaitRoom ask its proceed function again.
+func (b *Budget) Wake() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.signalLocked()
 }
 
 // WaitLow blocks until usage is below the low watermark or ctx ends; it

@@ -431,25 +431,41 @@ func TestWaitRoom(t *testing.T) {
 	b.Acquire(budget.SpooledRecords, 10)
 	b.Acquire(budget.QueuedChunks, 80)
 	ctx := context.Background()
-	if err := b.WaitRoom(ctx, 20); err != nil {
+	if err := b.WaitRoom(ctx, 20, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- b.WaitRoom(ctx, 30) }()
+	go func() { done <- b.WaitRoom(ctx, 30, nil) }()
 	notDone(t, done, "with 80 of 100 used and 30 to fit")
 	b.Release(budget.QueuedChunks, 10) // 70: fits
 	if err := mustDone(t, done); err != nil {
 		t.Fatal(err)
 	}
-	go func() { done <- b.WaitRoom(ctx, 1000) }()
+	go func() { done <- b.WaitRoom(ctx, 1000, nil) }()
 	notDone(t, done, "with memory above its low watermark")
 	b.Release(budget.QueuedChunks, 1) // 69 < 70: below low, anything passes
 	if err := mustDone(t, done); err != nil {
 		t.Fatal(err)
 	}
+	// proceed lets it through, asked again on Wake.
+	var mu sync.Mutex
+	alone := false
+	b.Acquire(budget.QueuedChunks, 50)
+	go func() {
+		done <- b.WaitRoom(ctx, 50, func() bool { mu.Lock(); defer mu.Unlock(); return alone })
+	}()
+	notDone(t, done, "before proceed said so")
+	mu.Lock()
+	alone = true
+	mu.Unlock()
+	b.Wake()
+	if err := mustDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	b.Release(budget.QueuedChunks, 50)
 	cctx, cancel := context.WithCancel(ctx)
 	b.Acquire(budget.QueuedChunks, 30)
-	go func() { done <- b.WaitRoom(cctx, 50) }()
+	go func() { done <- b.WaitRoom(cctx, 50, nil) }()
 	notDone(t, done, "before its context ended")
 	cancel()
 	if err := mustDone(t, done); !errors.Is(err, context.Canceled) {

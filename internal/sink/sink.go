@@ -710,7 +710,12 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	s.unpublished[f.tp] = append(q, f)
 	s.pubMu.Unlock()
 	close(f.q) // the goroutine finishes the file, then uploads it
-	s.addFinishingLocked(f)
+	if !f.spooled || f.direct.Load() {
+		// Not a spooled file: it waits for an encode slot and for room
+		// in the budget, which may be what the caller's relief is
+		// waiting for (see spool.go).
+		s.addFinishingLocked(f)
+	}
 	return nil
 }
 

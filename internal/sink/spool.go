@@ -44,6 +44,10 @@ type spooling struct {
 	ratio   atomic.Uint64 // float64 bits: out / in, 1 until a file is stored
 	sampled atomic.Bool   // the first batch was sampled (see sample)
 	faults  atomic.Int64
+	// active counts spooled files gone direct in a slot whose upload has
+	// not ended: the memory they hold is freed without waiting for
+	// anything but storage.
+	active atomic.Int64
 	// failing is set from a fault until an append succeeds again, so that
 	// an outage is logged once, not once per file.
 	failing atomic.Bool
@@ -176,7 +180,12 @@ func (s *Sink) runSpooled(f *openFile) {
 		close(f.finished)
 		return
 	}
-	slot := false
+	slot, active := false, false
+	defer func() {
+		if active && s.spooling.active.Add(-1) == 0 {
+			s.budget.Wake()
+		}
+	}()
 	if f.sf != nil && f.err == nil && f.prev != nil {
 		// Encode a partition's files in their order: a file encoded before
 		// its predecessor would hold its writer's buffers while it waits
@@ -198,9 +207,15 @@ func (s *Sink) runSpooled(f *openFile) {
 			// commits free that memory, and none of them waits for a
 			// slot. In the slot, so that the slots' files charge one at
 			// a time.
-			if err := s.budget.WaitRoom(s.ctx, s.fileMem+s.bucket.ChunkSize()); err != nil {
+			// Unless no spooled file is encoding or being published:
+			// then what holds the memory is not freed by waiting (closed
+			// files waiting their turn hold some themselves).
+			err := s.budget.WaitRoom(s.ctx, s.fileMem+s.bucket.ChunkSize(), func() bool { return s.spooling.active.Load() == 0 })
+			if err != nil {
 				s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, err))
 			} else {
+				s.spooling.active.Add(1)
+				active = true
 				s.goDirect(f, true)
 			}
 		case <-s.ctx.Done():
