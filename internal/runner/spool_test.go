@@ -20,7 +20,7 @@ import (
 // pressure or the open-file cap, and every record is stored exactly once.
 // Without the spool, this memory limit holds a handful of open zstd files.
 func TestSpoolEndToEnd(t *testing.T) {
-	const parts, perPart, maxBytes = 32, 400, 4 << 10
+	const parts, perPart, maxBytes = 48, 400, 4 << 10
 	cluster := testkit.NewCluster(t, parts, "events")
 	cl := cluster.Client(t)
 	rng := rand.New(rand.NewPCG(1, 2))
