@@ -243,6 +243,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if names.Template.LatestPerKey() {
 		// Objects are replaced from the committed offset on: no ledger,
 		// nothing to resume from storage.
+		if sp != nil {
+			log.Warn("backpressure.spool_dir is not used by a one-object-per-key template: it holds one record per key, not open files; unset it")
+		}
 		snk = latest.New(latestConfig(cfg, scfg, log), bucket, b, log)
 	} else {
 		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)

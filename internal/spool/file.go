@@ -26,7 +26,8 @@ import (
 type File struct {
 	f    *os.File
 	size int64 // bytes appended whole
-	// synced is where the page cache was last handed back: see dropCache.
+	// started is where write-back was last started, synced where the
+	// page cache was last dropped: see dropCache.
 	synced, started int64
 }
 
@@ -144,22 +145,23 @@ func (a *appender) write(fd int, off int64) (int64, error) {
 	return total, nil
 }
 
-// dropCache writes back the pages of the last full window and drops them
-// from the page cache, and starts writing back the window before the one
-// being filled. The errors are ignored: these are hints, and a file
-// system that doesn't take them (tmpfs) holds the bytes in memory anyway.
+// dropCache starts writing back each full window of pages as it fills,
+// and drops the window before it from the page cache once its write-back
+// is done (it had a window's time to run). The errors are ignored: these
+// are hints, and a file system that doesn't take them (tmpfs) holds the
+// bytes in memory anyway.
 func (f *File) dropCache() {
 	fd := int(f.f.Fd())
 	for f.size-f.started >= cacheWindow {
+		if f.started > f.synced {
+			_ = unix.SyncFileRange(fd, f.synced, f.started-f.synced,
+				unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
+			_ = unix.Fadvise(fd, f.synced, f.started-f.synced, unix.FADV_DONTNEED)
+			f.synced = f.started
+		}
 		end := f.size &^ (cacheWindow - 1)
 		_ = unix.SyncFileRange(fd, f.started, end-f.started, unix.SYNC_FILE_RANGE_WRITE)
 		f.started = end
-	}
-	if f.started > f.synced {
-		_ = unix.SyncFileRange(fd, f.synced, f.started-f.synced,
-			unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
-		_ = unix.Fadvise(fd, f.synced, f.started-f.synced, unix.FADV_DONTNEED)
-		f.synced = f.started
 	}
 }
 

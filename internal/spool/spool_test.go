@@ -10,8 +10,10 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 
 	"github.com/spillway/spillway/internal/spool"
 )
@@ -359,4 +361,71 @@ func (spoolSizer) size(t *testing.T, recs []*kgo.Record) (int64, error) {
 	}
 	defer f.Remove()
 	return f.Append(recs)
+}
+
+// TestPageCacheDropped: a spool file written past a few windows keeps at
+// most its last two windows in the page cache, so that the spool does
+// not fill a memory cgroup with page cache.
+func TestPageCacheDropped(t *testing.T) {
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type == unix.TMPFS_MAGIC {
+		t.Skip("the temporary directory is a tmpfs, whose pages are its storage: nothing to drop")
+	}
+	s, _, err := spool.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f, err := s.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Remove()
+	value := bytes.Repeat([]byte("x"), 100<<10)
+	for i := range 320 { // about 32 MiB, eight windows
+		if _, err := f.Append([]*kgo.Record{{Topic: "t", Offset: int64(i), Value: value}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resident := func() int64 {
+		t.Helper()
+		fd, err := unix.Open(filepath.Join(s.Dir(), "1.spool"), unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		m, err := unix.Mmap(fd, 0, int(f.Size()), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		page := os.Getpagesize()
+		vec := make([]byte, (len(m)+page-1)/page)
+		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+			t.Fatal(errno)
+		}
+		var n int64
+		for _, v := range vec {
+			n += int64(v & 1)
+		}
+		return n * int64(page)
+	}
+	if n := resident(); n > 12<<20 {
+		t.Fatalf("%d MiB of a %d MiB spool file in the page cache after writing, want at most about two 4 MiB windows", n>>20, f.Size()>>20)
+	}
+	r := f.Reader()
+	for {
+		if _, err := r.Next(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := resident(); n > 12<<20 {
+		t.Fatalf("%d MiB of the spool file in the page cache after reading it back", n>>20)
+	}
 }
