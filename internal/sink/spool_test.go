@@ -299,3 +299,23 @@ func TestRelieveByMemory(t *testing.T) {
 		t.Fatalf("closed %v: want partition 0 (its row group is the larger) closed under pressure, and 1 open", closed)
 	}
 }
+
+// TestSpoolDirRemoved: the spool's directory removed under a running
+// sink: files whose spool file can't be created are written without it,
+// and nothing is lost or duplicated.
+func TestSpoolDirRemoved(t *testing.T) {
+	b := budget.New(1<<30, 0)
+	b.SetDiskLimit(1 << 30)
+	h := newHarness(t, withBudget(b), withSpool(t, t.TempDir()), withConfig(func(c *sink.Config) { c.MaxRecords = 50 }))
+	h.write(recs("t", 0, 0, 120)...) // two files closed, one open on the spool
+	if err := os.RemoveAll(h.cfg.Spool.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	h.write(recs("t", 1, 0, 120)...) // new files: no spool to create them in
+	h.write(recs("t", 0, 120, 200)...)
+	h.flush()
+	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 200, tp("t", 1): 120})
+	if st := h.s.Stats(); st.SpoolFaults == 0 {
+		t.Fatalf("no spool fault counted with the spool's directory gone: %+v", st)
+	}
+}
