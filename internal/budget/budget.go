@@ -244,6 +244,14 @@ func (b *Budget) OverMemory() bool {
 	return b.overMemoryLocked()
 }
 
+// OverRecords reports whether the record count alone is at its trigger
+// (part of OverMemory).
+func (b *Budget) OverRecords() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.maxRecs > 0 && b.records >= b.maxRecs
+}
+
 // OverDisk: see OverMemory.
 func (b *Budget) OverDisk() bool {
 	b.mu.Lock()

@@ -878,16 +878,21 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 	// most spooled. Memory: those that hold the most of it, and with a
 	// spool only those written without it: a spooled file holds next to
 	// nothing, and closing it would take an encode slot's memory.
-	overDisk, overMem := s.budget.OverDisk(), s.budget.OverMemory()
+	// The record count (max_buffered_records): those with the most
+	// records, spooled or not.
+	overDisk, overMem, overRecs := s.budget.OverDisk(), s.budget.OverMemory(), s.budget.OverRecords()
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
-		if overDisk || !f.spooled || f.direct.Load() {
+		if overDisk || overRecs || !f.spooled || f.direct.Load() {
 			files = append(files, f)
 		}
 	}
 	weight := func(f *openFile) int64 { return f.memory() }
-	if overDisk {
+	switch {
+	case overDisk:
 		weight = func(f *openFile) int64 { return f.spoolBytes.Load() }
+	case overRecs:
+		weight = func(f *openFile) int64 { return f.records }
 	}
 	sort.Slice(files, func(i, j int) bool {
 		if wi, wj := weight(files[i]), weight(files[j]); wi != wj {

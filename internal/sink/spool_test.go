@@ -319,3 +319,26 @@ func TestSpoolDirRemoved(t *testing.T) {
 		t.Fatalf("no spool fault counted with the spool's directory gone: %+v", st)
 	}
 }
+
+// TestSpoolRecordTrigger: backpressure.max_buffered_records counts
+// spooled records too, and closing the files with the most records is
+// what lowers it: spooled files are closed for it.
+func TestSpoolRecordTrigger(t *testing.T) {
+	b := budget.New(1<<30, 500)
+	b.SetDiskLimit(1 << 30)
+	h := newHarness(t, withBudget(b), withSpool(t, t.TempDir()))
+	var poll []*kgo.Record
+	for p := range int32(4) {
+		poll = append(poll, recs("t", p, 0, 150+int64(p)*10)...)
+	}
+	h.write(poll...)
+	st := h.s.Stats()
+	if st.Closed[sink.ReasonPressure] == 0 {
+		t.Fatalf("%d records buffered against max_buffered_records 500, and no file closed: %v", st.Records, st.Closed)
+	}
+	if b.OverRecords() {
+		t.Fatal("still over the record trigger after relief")
+	}
+	h.flush()
+	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 150, tp("t", 1): 160, tp("t", 2): 170, tp("t", 3): 180})
+}
