@@ -197,6 +197,9 @@ type Stats struct {
 	// SpoolFaults counts spool files that could not be created or
 	// appended to, whose files were then written without the spool.
 	SpoolFaults int64
+	// SpoolWaiting counts closed spooled files waiting for room in the
+	// memory budget to be encoded (see spool.go).
+	SpoolWaiting int64
 }
 
 // Sink writes records into files. Create it with New.
@@ -325,12 +328,15 @@ type openFile struct {
 	// side for relief; direct is set once its chain is open; charged once
 	// its encoder and writer are charged in the budget; buffered is what
 	// its encoder buffers (format.Memory.Grow).
-	spooled    bool
-	sf         *spool.File
-	spoolBytes atomic.Int64
-	direct     atomic.Bool
-	charged    bool
-	buffered   atomic.Int64
+	spooled bool
+	// spoolCostMoved: closed, its SpoolFileCost was released for
+	// ClosedFiles (before its queue was closed).
+	spoolCostMoved bool
+	sf             *spool.File
+	spoolBytes     atomic.Int64
+	direct         atomic.Bool
+	charged        bool
+	buffered       atomic.Int64
 }
 
 // New returns a sink. Close stops its goroutines.
@@ -406,6 +412,7 @@ func (s *Sink) Stats() Stats {
 	st.Skipped += late
 	st.DeadLettered += s.lateDeadLettered.Load()
 	st.SpoolFaults = s.spooling.faults.Load()
+	st.SpoolWaiting = s.spooling.waiting.Load()
 	st.Closed = make(map[Reason]int64, len(s.stats.Closed))
 	for k, v := range s.stats.Closed {
 		st.Closed[k] = v
@@ -698,6 +705,11 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	}
 	// The writer keeps its buffers until the commit ends.
 	s.budget.Acquire(budget.ClosedFiles, pendingCost)
+	if f.spooled {
+		// pendingCost counts its goroutine and state from now on.
+		s.budget.Release(budget.SpoolFiles, budget.SpoolFileCost)
+		f.spoolCostMoved = true
+	}
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)

@@ -44,6 +44,8 @@ type spooling struct {
 	ratio   atomic.Uint64 // float64 bits: out / in, 1 until a file is stored
 	sampled atomic.Bool   // the first batch was sampled (see sample)
 	faults  atomic.Int64
+	// waiting counts closed files in a slot waiting for room (Stats).
+	waiting atomic.Int64
 	// active counts spooled files gone direct in a slot whose upload has
 	// not ended: the memory they hold is freed without waiting for
 	// anything but storage.
@@ -159,7 +161,11 @@ func (f *openFile) grow(s *Sink) func(int64) {
 
 // runSpooled is a spooled file's goroutine: see the top of this file.
 func (s *Sink) runSpooled(f *openFile) {
-	defer s.budget.Release(budget.SpoolFiles, budget.SpoolFileCost)
+	defer func() {
+		if !f.spoolCostMoved {
+			s.budget.Release(budget.SpoolFiles, budget.SpoolFileCost)
+		}
+	}()
 	if sf, err := s.cfg.Spool.Create(); err != nil {
 		s.spoolFault(f, err)
 		s.goDirect(f, false)
@@ -210,7 +216,16 @@ func (s *Sink) runSpooled(f *openFile) {
 			// Unless no spooled file is encoding or being published:
 			// then what holds the memory is not freed by waiting (closed
 			// files waiting their turn hold some themselves).
-			err := s.budget.WaitRoom(s.ctx, s.fileMem+s.bucket.ChunkSize(), func() bool { return s.spooling.active.Load() == 0 })
+			need := s.fileMem + s.bucket.ChunkSize()
+			alone := func() bool { return s.spooling.active.Load() == 0 }
+			waits := !s.budget.HasRoom(need) && !alone()
+			if waits {
+				s.spooling.waiting.Add(1)
+			}
+			err := s.budget.WaitRoom(s.ctx, need, alone)
+			if waits {
+				s.spooling.waiting.Add(-1)
+			}
 			if err != nil {
 				s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, err))
 			} else {
