@@ -139,12 +139,10 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// memory is what f holds in memory besides its encoder and writer, which
-// every file of a chain holds alike: its records not yet encoded or
-// spooled, and its open block or row group.
-func (f *openFile) memory() int64 {
-	return max(f.queuedIn+f.pendingBytes-f.consumed.Load(), 0) + f.buffered.Load()
-}
+// memory is what closing f frees besides its encoder and writer, which
+// every file holds alike: its open block or row group. Records queued to
+// it are encoded whether it closes or not, so they don't count.
+func (f *openFile) memory() int64 { return f.buffered.Load() }
 
 // grow is f's format.Memory.Grow: what its encoder buffers is counted in
 // the budget, and in f, for relief.
