@@ -60,6 +60,7 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "format bytes", set: map[string]string{"FORMAT": "bytes"}},
 		{name: "format avro", set: map[string]string{"FORMAT": "avro"}},
 		{name: "format parquet", set: map[string]string{"FORMAT": "Parquet"}},
+		{name: "spool", set: map[string]string{"FORMAT": "parquet", "MEMORY": "256MiB\n  spool_dir: %OUT%/spool\n  disk_limit: 1GiB"}},
 		// The registry is asked only for the schemas of records.
 		{name: "schema registry", set: map[string]string{"FORMAT": "avro", "EXTRA": "schema_registry:\n  url: http://127.0.0.1:1\n  decode: BOTH\n"}},
 
@@ -78,6 +79,8 @@ func TestCheckAndRunAgree(t *testing.T) {
 		{name: "duplicate nested key", set: map[string]string{"KAFKA_EXTRA": "  topics: [other]\n"}, want: ":5: kafka.topics is set twice (first at line 3)"},
 		{name: "unknown key", set: map[string]string{"EXTRA": "file:\n  max_recrods: 10\n"}, want: "file.max_recrods: unknown key; did you mean file.max_records?"},
 		{name: "memory limit too small", set: map[string]string{"MEMORY": "32MiB"}, want: `backpressure.memory_limit: "32MiB" is too small`},
+		{name: "spool dir under a file", set: map[string]string{"MEMORY": "256MiB\n  spool_dir: /etc/hostname/spool"}, want: `backpressure.spool_dir: "/etc/hostname/spool" can't be created: /etc/hostname is not a directory`},
+		{name: "disk limit too small", set: map[string]string{"MEMORY": "256MiB\n  spool_dir: %OUT%/spool\n  disk_limit: 1MiB"}, want: `backpressure.disk_limit: "1MiB" is too small`},
 		{name: "bad admin listen", set: map[string]string{"ADMIN": "localhost"}, want: `admin.listen: "localhost" is not host:port`},
 		{name: "admin listen with a signed port", set: map[string]string{"ADMIN": "127.0.0.1:+0"}, want: `admin.listen: "127.0.0.1:+0" has an invalid port "+0"`},
 		{name: "schema registry URL without scheme", set: map[string]string{"EXTRA": "schema_registry:\n  url: registry:8081\n"}, want: `schema_registry.url: "registry:8081" must start with http:// or https://`},

@@ -77,6 +77,17 @@ type Status struct {
 	// the budget's room held at once, apart from the budget and over its
 	// limit (holder polled_unreserved).
 	BudgetUnreservedPeakBytes int64 `json:"budget_unreserved_peak_bytes"`
+	// The budget's disk resource, with a spool (backpressure.spool_dir):
+	// its limit (0 without a spool), high watermark, use, peak and
+	// holders (spooled_records). SpoolFaults counts spool files that
+	// failed (disk full, directory gone), whose files were then written
+	// without the spool.
+	DiskLimitBytes int64            `json:"disk_limit_bytes"`
+	DiskHighBytes  int64            `json:"disk_high_bytes"`
+	DiskUsedBytes  int64            `json:"disk_used_bytes"`
+	DiskPeakBytes  int64            `json:"disk_peak_bytes"`
+	DiskHeldBytes  map[string]int64 `json:"disk_held_bytes"`
+	SpoolFaults    int64            `json:"spool_faults"`
 
 	// BufferedRecords are records fetched and not yet durable.
 	BufferedRecords int64 `json:"buffered_records"`

@@ -155,6 +155,9 @@ func parseMetrics(t *testing.T, body string) (series map[string]float64, help, t
 func TestMetrics(t *testing.T) {
 	st := sampleStatus()
 	st.BudgetUnreservedPeakBytes = 40 << 20
+	st.DiskLimitBytes, st.DiskHighBytes, st.DiskUsedBytes, st.DiskPeakBytes = 10<<30, 9<<30, 3<<30, 5<<30
+	st.DiskHeldBytes = map[string]int64{"spooled_records": 3 << 30}
+	st.SpoolFaults = 6
 	src := &fakeSource{st: st}
 	base, stop := start(t, src)
 
@@ -176,6 +179,12 @@ func TestMetrics(t *testing.T) {
 		`spillway_budget_held_bytes{holder="queued_chunks"}`:              150 << 20,
 		`spillway_budget_held_bytes{holder="closed_files"}`:               42 << 20,
 		"spillway_budget_unreserved_peak_bytes":                           40 << 20,
+		"spillway_disk_budget_limit_bytes":                                10 << 30,
+		"spillway_disk_budget_high_watermark_bytes":                       9 << 30,
+		"spillway_disk_budget_used_bytes":                                 3 << 30,
+		"spillway_disk_budget_peak_bytes":                                 5 << 30,
+		`spillway_disk_budget_held_bytes{holder="spooled_records"}`:       3 << 30,
+		"spillway_spool_faults_total":                                     6,
 		"spillway_buffered_records":                                       12345,
 		"spillway_fetch_paused":                                           1,
 		"spillway_fetch_paused_partitions":                                3,

@@ -26,10 +26,23 @@ var (
 	descBudgetPeak = desc("budget_peak_bytes",
 		"Highest spillway_budget_used_bytes since start: shows whether the budget was ever approached.")
 	descBudgetHeld = desc("budget_held_bytes",
-		"Bytes held by each holder (fetch_buffers, polled_records, file_encoders, file_buffers, writer_buffers, queued_chunks, closed_files): shows where memory goes when the budget is tight. polled_unreserved, records larger than the budget's room, is held apart, over the limit.",
+		"Bytes of memory held by each holder (fetch_buffers, polled_records, file_encoders, file_buffers, writer_buffers, queued_chunks, closed_files, spool_files): shows where memory goes when the budget is tight. polled_unreserved, records larger than the budget's room, is held apart, over the limit.",
 		"holder")
 	descBudgetUnreservedPeak = desc("budget_unreserved_peak_bytes",
 		"Most bytes of records larger than the budget's room held at once since start, over the limit: give the process memory_limit plus this.")
+	descDiskLimit = desc("disk_budget_limit_bytes",
+		"The disk budget for the spool (backpressure.disk_limit): records of open files staged on local disk. 0 without a spool (backpressure.spool_dir).")
+	descDiskUsed = desc("disk_budget_used_bytes",
+		"Bytes of the spool held against the disk budget. Above its high watermark fetching pauses and the files with the most spooled bytes close early, as for memory.")
+	descDiskPeak = desc("disk_budget_peak_bytes",
+		"Highest spillway_disk_budget_used_bytes since start.")
+	descDiskHigh = desc("disk_budget_high_watermark_bytes",
+		"The disk budget's high watermark: above it fetching pauses.")
+	descDiskHeld = desc("disk_budget_held_bytes",
+		"Bytes of the disk budget held by each holder (spooled_records).",
+		"holder")
+	descSpoolFaults = desc("spool_faults_total",
+		"Spool files that could not be created or appended to (disk full, directory gone or read-only) since start; their files were written without the spool, in memory.")
 	descBufferedRecords = desc("buffered_records",
 		"Records fetched from Kafka and not yet durable in storage; their offsets can't be committed yet.")
 	descFetchPaused = desc("fetch_paused",
@@ -87,6 +100,7 @@ var (
 		descLag, descHighWatermark, descLagTotal, descAssigned, descPauses, descPausedSeconds,
 		descBudgetHigh, descStalled, descLastProgress, descReady, descBuildInfo,
 		descBudgetLimit, descBudgetUsed, descBudgetPeak, descBudgetHeld, descBudgetUnreservedPeak,
+		descDiskLimit, descDiskUsed, descDiskPeak, descDiskHigh, descDiskHeld, descSpoolFaults,
 		descBufferedRecords, descFetchPaused, descPausedPartitions,
 		descOpenFiles, descUploadsInFlight,
 		descFilesUploaded, descBytesUploaded,
@@ -121,6 +135,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descBudgetHeld, float64(n), holder)
 	}
 	gauge(descBudgetUnreservedPeak, float64(st.BudgetUnreservedPeakBytes))
+	gauge(descDiskLimit, float64(st.DiskLimitBytes))
+	gauge(descDiskUsed, float64(st.DiskUsedBytes))
+	gauge(descDiskPeak, float64(st.DiskPeakBytes))
+	gauge(descDiskHigh, float64(st.DiskHighBytes))
+	for holder, n := range st.DiskHeldBytes {
+		gauge(descDiskHeld, float64(n), holder)
+	}
+	counter(descSpoolFaults, float64(st.SpoolFaults))
 	gauge(descBufferedRecords, float64(st.BufferedRecords))
 	paused := 0.0
 	if st.FetchPaused {

@@ -59,13 +59,43 @@ const (
 	// (package latest), each its key's latest record, until a flush stores
 	// them.
 	HeldObjects Holder = "held_objects"
+	// SpoolFiles is what an open file staged on the spool holds in memory
+	// (its goroutine, queue and append buffer), charged when it opens,
+	// instead of an encoder and a writer (see Plan.SpoolFileCost).
+	SpoolFiles Holder = "spool_files"
+
+	// SpooledRecords are the records of open files staged on local disk
+	// (package spool), from when they are appended until the file is
+	// stored or abandoned. The one holder of the disk resource.
+	SpooledRecords Holder = "spooled_records"
 )
 
-// Budget counts bytes against a limit with two watermarks.
+// Resource is what a holder's bytes are of.
+type Resource string
+
+// The resources a Budget counts, each against a limit of its own.
+const (
+	Memory Resource = "memory"
+	Disk   Resource = "disk"
+)
+
+// Resource is the resource h's bytes are of.
+func (h Holder) Resource() Resource {
+	if h == SpooledRecords {
+		return Disk
+	}
+	return Memory
+}
+
+// Budget counts bytes against a limit with two watermarks: memory, and,
+// once SetDiskLimit is called, local disk, against a limit and watermarks
+// of its own. Consumption stops while either is above its high watermark,
+// and resumes once both are below their low ones.
 type Budget struct {
 	limit, high, low int64
 
 	mu      sync.Mutex
+	disk    diskCount
 	used    int64 // every holder but PolledUnreserved
 	peak    int64
 	apart   int64 // PolledUnreserved
@@ -75,6 +105,12 @@ type Budget struct {
 	maxRecs int64
 	paused  bool
 	wake    chan struct{} // closed and replaced when usage drops
+}
+
+// diskCount is the disk resource: off while limit is 0.
+type diskCount struct {
+	limit, high, low int64
+	used, peak       int64
 }
 
 // New returns a budget of limit bytes (Plan.Data), with the plan's
@@ -95,10 +131,33 @@ func New(limit, maxRecords int64) *Budget {
 // Limit is the budget in bytes.
 func (b *Budget) Limit() int64 { return b.limit }
 
+// SetDiskLimit turns on the disk resource, with limit bytes and the same
+// watermarks as memory's. Call it before anything is acquired.
+func (b *Budget) SetDiskLimit(limit int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.disk.limit = limit
+	b.disk.high, b.disk.low = watermarks(limit)
+}
+
+// DiskLimit is the disk resource's limit, 0 when it is off.
+func (b *Budget) DiskLimit() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.disk.limit
+}
+
 // MaxOpenFiles is how many open files of fileCost bytes each fit in the
 // share of the budget for open files (see Plan.OpenFiles), at least one.
 func (b *Budget) MaxOpenFiles(fileCost int64) int {
 	return maxOpenFiles(openFilesBytes(b.limit), fileCost)
+}
+
+// MaxSpooledFiles is how many open files a spool allows (see
+// Plan.MaxSpooledFiles).
+func (b *Budget) MaxSpooledFiles() int {
+	share := openFilesBytes(b.limit)
+	return maxOpenFiles(share-share/encodeSlotsShare, SpoolFileCost)
 }
 
 // Acquire counts n more bytes for h.
@@ -108,10 +167,14 @@ func (b *Budget) Acquire(h Holder, n int64) {
 	}
 	b.mu.Lock()
 	b.by[h] += n
-	if h == PolledUnreserved {
+	switch {
+	case h.Resource() == Disk:
+		b.disk.used += n
+		b.disk.peak = max(b.disk.peak, b.disk.used)
+	case h == PolledUnreserved:
 		b.apart += n
 		b.apartPk = max(b.apartPk, b.apart)
-	} else {
+	default:
 		b.used += n
 		b.peak = max(b.peak, b.used)
 	}
@@ -125,9 +188,12 @@ func (b *Budget) Release(h Holder, n int64) {
 	}
 	b.mu.Lock()
 	b.by[h] -= n
-	if h == PolledUnreserved {
+	switch {
+	case h.Resource() == Disk:
+		b.disk.used -= n
+	case h == PolledUnreserved:
 		b.apart -= n
-	} else {
+	default:
 		b.used -= n
 	}
 	b.signalLocked()
@@ -149,8 +215,9 @@ func (b *Budget) signalLocked() {
 	b.wake = make(chan struct{})
 }
 
-// Over reports whether usage is above the high watermark or the record
-// count above its trigger: time to flush early and stop fetching.
+// Over reports whether usage of either resource is above its high
+// watermark or the record count above its trigger: time to flush early
+// and stop fetching.
 func (b *Budget) Over() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -158,10 +225,45 @@ func (b *Budget) Over() bool {
 }
 
 func (b *Budget) overLocked() bool {
+	return b.overMemoryLocked() || b.overDiskLocked()
+}
+
+func (b *Budget) overMemoryLocked() bool {
 	return b.used > b.high || (b.maxRecs > 0 && b.records >= b.maxRecs)
 }
 
+func (b *Budget) overDiskLocked() bool {
+	return b.disk.limit > 0 && b.disk.used > b.disk.high
+}
+
+// OverMemory and OverDisk report, as Over does, on one resource: which
+// files to close depends on which is short.
+func (b *Budget) OverMemory() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.overMemoryLocked()
+}
+
+// OverRecords reports whether the record count alone is at its trigger
+// (part of OverMemory).
+func (b *Budget) OverRecords() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.maxRecs > 0 && b.records >= b.maxRecs
+}
+
+// OverDisk: see OverMemory.
+func (b *Budget) OverDisk() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.overDiskLocked()
+}
+
 func (b *Budget) underLowLocked() bool {
+	return b.memoryLowLocked() && (b.disk.limit == 0 || b.disk.used < b.disk.low)
+}
+
+func (b *Budget) memoryLowLocked() bool {
 	return b.used < b.low && (b.maxRecs <= 0 || b.records*10 < b.maxRecs*7)
 }
 
@@ -174,13 +276,40 @@ func (b *Budget) OverLimit() bool {
 	return b.used > b.limit
 }
 
-// HasRoom reports whether n more bytes fit under the limit, or usage is below
-// the low watermark: then a charge bigger than the gap must still pass, or
-// nothing could ever be opened.
+// HasRoom reports whether n more bytes of memory fit under the limit, or
+// memory is below the low watermark: then a charge bigger than the gap
+// must still pass, or nothing could ever be opened.
 func (b *Budget) HasRoom(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.used+n <= b.limit || b.underLowLocked()
+	return b.used+n <= b.limit || b.memoryLowLocked()
+}
+
+// WaitRoom blocks until HasRoom(n), or proceed reports true, or ctx ends.
+// proceed is asked under the budget's lock, after every release and every Wake:
+// it is the caller's way out when nothing it waits for could free memory.
+func (b *Budget) WaitRoom(ctx context.Context, n int64, proceed func() bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.used+n > b.limit && !b.memoryLowLocked() && (proceed == nil || !proceed()) {
+		wake := b.wake
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			b.mu.Lock()
+			return ctx.Err()
+		case <-wake:
+		}
+		b.mu.Lock()
+	}
+	return nil
+}
+
+// Wake makes WaitRoom ask its proceed function again.
+func (b *Budget) Wake() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.signalLocked()
 }
 
 // WaitLow blocks until usage is below the low watermark or ctx ends; it
@@ -236,7 +365,15 @@ type Snapshot struct {
 	Unreserved, PeakUnreserved int64
 	Records                    int64
 	Paused                     bool
-	By                         []HolderBytes // largest first
+	By                         []HolderBytes // memory's holders, largest first
+	// Disk is the disk resource; its Limit is 0 when it is off.
+	Disk DiskSnapshot
+}
+
+// DiskSnapshot is the disk resource's share of a Snapshot.
+type DiskSnapshot struct {
+	Limit, High, Used, Peak int64
+	By                      []HolderBytes // largest first
 }
 
 // HolderBytes is one holder's share.
@@ -251,9 +388,15 @@ func (b *Budget) Snapshot() Snapshot {
 	defer b.mu.Unlock()
 	s := Snapshot{Limit: b.limit, High: b.high, Used: b.used, Peak: b.peak, Unreserved: b.apart, PeakUnreserved: b.apartPk,
 		Records: b.records, Paused: b.paused}
+	s.Disk = DiskSnapshot{Limit: b.disk.limit, High: b.disk.high, Used: b.disk.used, Peak: b.disk.peak}
 	for h, n := range b.by {
-		s.By = append(s.By, HolderBytes{h, n})
+		if h.Resource() == Disk {
+			s.Disk.By = append(s.Disk.By, HolderBytes{h, n})
+		} else {
+			s.By = append(s.By, HolderBytes{h, n})
+		}
 	}
 	sort.Slice(s.By, func(i, j int) bool { return s.By[i].Bytes > s.By[j].Bytes })
+	sort.Slice(s.Disk.By, func(i, j int) bool { return s.Disk.By[i].Bytes > s.Disk.By[j].Bytes })
 	return s
 }

@@ -349,3 +349,126 @@ func TestWaitLow(t *testing.T) {
 		t.Fatalf("WaitLow with a cancelled context = %v", err)
 	}
 }
+
+// TestDiskResource: disk has its own limit and watermarks. Fetching
+// pauses while either resource is above its high watermark, and resumes
+// only when both are below their low ones; the snapshot reports each
+// resource by holder, and disk bytes never count against memory.
+func TestDiskResource(t *testing.T) {
+	b := budget.New(100, 0)
+	b.SetDiskLimit(1000)
+	if b.DiskLimit() != 1000 {
+		t.Fatalf("DiskLimit %d", b.DiskLimit())
+	}
+	b.Acquire(budget.SpooledRecords, 950)
+	b.Acquire(budget.FileEncoders, 10)
+	if !b.Over() || !b.OverDisk() || b.OverMemory() {
+		t.Fatalf("disk at 950/1000, memory at 10/100: Over %v OverDisk %v OverMemory %v, want true true false", b.Over(), b.OverDisk(), b.OverMemory())
+	}
+	if !b.HasRoom(90) {
+		t.Fatal("disk use took memory's room")
+	}
+	s := b.Snapshot()
+	if s.Used != 10 || s.Disk.Used != 950 || s.Disk.Limit != 1000 || s.Disk.High != 900 || s.Disk.Peak != 950 {
+		t.Fatalf("snapshot %+v", s)
+	}
+	if len(s.Disk.By) != 1 || s.Disk.By[0] != (budget.HolderBytes{Holder: budget.SpooledRecords, Bytes: 950}) {
+		t.Fatalf("disk holders %+v", s.Disk.By)
+	}
+	for _, h := range s.By {
+		if h.Holder == budget.SpooledRecords {
+			t.Fatalf("a disk holder among memory's: %+v", s.By)
+		}
+	}
+
+	ctx := context.Background()
+	done := waitAsync(ctx, b)
+	waitPaused(t, b, true)
+	// Memory goes over too, then disk falls below its low watermark:
+	// still paused, memory is above its low one.
+	b.Acquire(budget.FileBuffers, 85)
+	b.Release(budget.SpooledRecords, 300) // 650 < 700
+	notDone(t, done, "with memory above its low watermark")
+	if !b.OverMemory() || b.OverDisk() {
+		t.Fatalf("OverMemory %v OverDisk %v, want true false", b.OverMemory(), b.OverDisk())
+	}
+	// Memory below its low watermark, disk between its watermarks:
+	// still paused until disk is low too.
+	b.Acquire(budget.SpooledRecords, 150) // 800
+	b.Release(budget.FileBuffers, 85)     // memory 10
+	notDone(t, done, "with disk above its low watermark")
+	b.Release(budget.SpooledRecords, 101) // 699
+	if err := mustDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	// Between the watermarks, Wait does not block.
+	b.Acquire(budget.SpooledRecords, 100) // 799
+	if b.Over() {
+		t.Fatal("Over between the watermarks")
+	}
+	if err := b.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDiskOff: without SetDiskLimit, disk bytes pause nothing.
+func TestDiskOff(t *testing.T) {
+	b := budget.New(100, 0)
+	b.Acquire(budget.SpooledRecords, 1<<40)
+	if b.Over() || b.OverDisk() {
+		t.Fatal("a budget without a disk limit paused on disk")
+	}
+	if s := b.Snapshot(); s.Used != 0 || s.Disk.Limit != 0 {
+		t.Fatalf("snapshot %+v", s)
+	}
+}
+
+// TestWaitRoom: WaitRoom returns once n bytes fit under the limit, or
+// memory is below its low watermark; disk use does not hold it.
+func TestWaitRoom(t *testing.T) {
+	b := budget.New(100, 0)
+	b.SetDiskLimit(10)
+	b.Acquire(budget.SpooledRecords, 10)
+	b.Acquire(budget.QueuedChunks, 80)
+	ctx := context.Background()
+	if err := b.WaitRoom(ctx, 20, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.WaitRoom(ctx, 30, nil) }()
+	notDone(t, done, "with 80 of 100 used and 30 to fit")
+	b.Release(budget.QueuedChunks, 10) // 70: fits
+	if err := mustDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- b.WaitRoom(ctx, 1000, nil) }()
+	notDone(t, done, "with memory above its low watermark")
+	b.Release(budget.QueuedChunks, 1) // 69 < 70: below low, anything passes
+	if err := mustDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	// proceed lets it through, asked again on Wake.
+	var mu sync.Mutex
+	alone := false
+	b.Acquire(budget.QueuedChunks, 50)
+	go func() {
+		done <- b.WaitRoom(ctx, 50, func() bool { mu.Lock(); defer mu.Unlock(); return alone })
+	}()
+	notDone(t, done, "before proceed said so")
+	mu.Lock()
+	alone = true
+	mu.Unlock()
+	b.Wake()
+	if err := mustDone(t, done); err != nil {
+		t.Fatal(err)
+	}
+	b.Release(budget.QueuedChunks, 50)
+	cctx, cancel := context.WithCancel(ctx)
+	b.Acquire(budget.QueuedChunks, 30)
+	go func() { done <- b.WaitRoom(cctx, 50, nil) }()
+	notDone(t, done, "before its context ended")
+	cancel()
+	if err := mustDone(t, done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitRoom after its context ended: %v", err)
+	}
+}

@@ -55,6 +55,30 @@ import "fmt"
 // those the Kafka client fetches meanwhile, one per fetch (Plan.Fetches in
 // flight): with one broker, twice the largest record, and once when such
 // records don't follow each other.
+//
+// With a spool (backpressure.spool_dir, package spool), open files stage
+// their records on local disk and encode only when they close, so the
+// open-files share is divided differently:
+//
+//	open files, 1/2 of Data        Plan.OpenFiles, as above
+//	├─ encode slots, 1/2           EncodeSlots files encode at once, each
+//	│                              with its encoder, compressor, storage
+//	│                              writer and chunk, as an open file has
+//	│                              without a spool; its blocks or row groups
+//	│                              are cut at half of its share
+//	│                              (EncodeShare: OpenFiles / 2 / slots),
+//	│                              larger than FileShare, since only that
+//	│                              many files encode at once
+//	└─ spooled open files, 1/2     SpoolFileCost each (its struct, goroutine
+//	                               and queue): MaxSpooledFiles of them
+//
+// A spooled file's records are in memory only while queued to its
+// goroutine (QueuedRecords, as without a spool) and while one append copies
+// them into a write; on disk they are SpooledRecords, against the disk
+// limit, which has its own watermarks at the same 90% and 70%. A file's
+// storage writer keeps its part buffers after its slot is free, until its
+// upload ends (WriterBuffers, in the rest, as for closed files without a
+// spool).
 // The queue between the poll loop and each open file's encoder.
 const (
 	QueueBatchBytes = 256 << 10 // a batch is handed over at this size...
@@ -129,6 +153,28 @@ func (p Plan) FileShare(maxOpenFiles int) int64 {
 		n = int64(maxOpenFiles)
 	}
 	return p.OpenFiles / n
+}
+
+// SpoolFileCost is what an open file staged on the spool holds in memory:
+// its bookkeeping, its goroutine's stack and its queue's channel, all but
+// the records queued to it, which are counted as they are queued.
+const SpoolFileCost = 16 << 10
+
+// encodeSlotsShare: encode slots take this fraction of Plan.OpenFiles with
+// a spool, spooled open files the rest.
+const encodeSlotsShare = 2
+
+// MaxSpooledFiles is how many open files a spool allows: the half of
+// Plan.OpenFiles that encode slots leave, at SpoolFileCost each.
+func (p Plan) MaxSpooledFiles() int {
+	return maxOpenFiles(p.OpenFiles-p.OpenFiles/encodeSlotsShare, SpoolFileCost)
+}
+
+// EncodeShare is one encode slot's share of Plan.OpenFiles with a spool,
+// from which a format that buffers blocks or row groups sizes them, as
+// from FileShare without a spool.
+func (p Plan) EncodeShare(slots int) int64 {
+	return p.OpenFiles / encodeSlotsShare / int64(max(slots, 1))
 }
 
 // Need is the data budget a storage configuration takes at the least: the

@@ -127,3 +127,22 @@ func holder(s budget.Snapshot, h budget.Holder) int64 {
 	}
 	return 0
 }
+
+// TestSpoolPlan: with a spool, 256MiB holds an open file for each of
+// 1,000 partitions, and an encode slot's share is larger than an open
+// file's without a spool.
+func TestSpoolPlan(t *testing.T) {
+	p, err := budget.NewPlan(256 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.MaxSpooledFiles(); n < 1000 {
+		t.Fatalf("MaxSpooledFiles %d in 256MiB, want at least 1000", n)
+	}
+	if got := budget.New(p.Data, 0).MaxSpooledFiles(); got != p.MaxSpooledFiles() {
+		t.Fatalf("Budget.MaxSpooledFiles %d, Plan's %d", got, p.MaxSpooledFiles())
+	}
+	if s := p.EncodeShare(2); s != p.OpenFiles/4 || s <= p.FileShare(0) {
+		t.Fatalf("EncodeShare(2) %d, want a quarter of OpenFiles %d and above FileShare %d", s, p.OpenFiles, p.FileShare(0))
+	}
+}

@@ -151,11 +151,18 @@ func (s SchemaRegistry) DecodeValues() bool {
 	return s.URL != "" && (s.Decode == "value" || s.Decode == "both")
 }
 
-// Backpressure bounds memory.
+// Backpressure bounds memory, and local disk when a spool is set.
 type Backpressure struct {
 	MemoryLimit        string `koanf:"memory_limit"` // "auto" or a size
 	MaxBufferedRecords int64  `koanf:"max_buffered_records"`
 	MaxOpenFiles       int    `koanf:"max_open_files"`
+	// SpoolDir, when set, is a local directory where open files stage
+	// their records until they close (package spool); "" keeps them in
+	// memory.
+	SpoolDir string `koanf:"spool_dir"`
+	// DiskLimit bounds what the spool holds: "auto" (80% of the space
+	// free on spool_dir's file system at start) or a size.
+	DiskLimit string `koanf:"disk_limit"`
 }
 
 // Errors is the policy for records that can't be written.

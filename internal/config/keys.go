@@ -47,7 +47,7 @@ func Default() *Config {
 			BytesSeparator: DefaultBytesSeparator,
 		},
 		SchemaRegistry: SchemaRegistry{Decode: "value"},
-		Backpressure:   Backpressure{MemoryLimit: "auto"},
+		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
 		Admin:          Admin{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},

@@ -65,6 +65,8 @@ backpressure:
   memory_limit: auto
   max_buffered_records: 0
   max_open_files: 0
+  spool_dir: ""
+  disk_limit: auto
 errors:
   tolerance: none
   dead_letter_topic: ""
@@ -125,6 +127,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			TLS: RegistryTLS{CAFile: files[0], CertFile: files[1], KeyFile: files[2]}},
 		Backpressure: Backpressure{
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
+			SpoolDir: filepath.Join(dir, "spool"), DiskLimit: "20GiB",
 		},
 		Errors:   Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
 		Admin:    Admin{Listen: ":0", StallTimeout: 10 * time.Minute},

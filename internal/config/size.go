@@ -136,3 +136,24 @@ func (b Backpressure) MemoryLimitBytes() (limit int64, auto bool, err error) {
 	}
 	return int64(v), false, nil
 }
+
+// DiskLimitBytes interprets disk_limit as MemoryLimitBytes does
+// memory_limit: auto is true for "auto", which the caller resolves from
+// spool_dir's file system (see DiskAutoPercent).
+func (b Backpressure) DiskLimitBytes() (limit int64, auto bool, err error) {
+	if strings.EqualFold(strings.TrimSpace(b.DiskLimit), "auto") {
+		return 0, true, nil
+	}
+	v, err := ParseSize(b.DiskLimit)
+	if err != nil {
+		return 0, false, fmt.Errorf("backpressure.disk_limit: %w", err)
+	}
+	return int64(v), false, nil
+}
+
+// DiskAutoPercent is the share of the space free on spool_dir's file
+// system, when Spillway starts, that disk_limit auto takes.
+const DiskAutoPercent = 80
+
+// MinDiskLimit is the smallest disk_limit: a few batches of records.
+const MinDiskLimit = 16 * MiB

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/hostport"
 	"github.com/spillway/spillway/internal/naming"
@@ -132,6 +134,19 @@ func (c *Config) normalize() {
 			c.Backpressure.MemoryLimit = "auto"
 		} else {
 			c.Backpressure.MemoryLimit = Size(limit).String()
+		}
+	}
+	if limit, auto, err := c.Backpressure.DiskLimitBytes(); err == nil {
+		if auto {
+			c.Backpressure.DiskLimit = "auto"
+		} else {
+			c.Backpressure.DiskLimit = Size(limit).String()
+		}
+	}
+	if d := strings.TrimSpace(c.Backpressure.SpoolDir); d != "" {
+		// As storage.url's local directory: config check shows where.
+		if abs, err := filepath.Abs(d); err == nil {
+			c.Backpressure.SpoolDir = abs
 		}
 	}
 }
@@ -568,6 +583,82 @@ func (b *Backpressure) check(ps *problems) {
 	if b.MaxOpenFiles < 0 {
 		ps.add("backpressure.max_open_files", strconv.Itoa(b.MaxOpenFiles), "can't be negative; use 0 to derive it from the memory limit")
 	}
+	b.checkSpool(ps)
+}
+
+func (b *Backpressure) checkSpool(ps *problems) {
+	const key = "backpressure.disk_limit"
+	if limit, auto, err := b.DiskLimitBytes(); err != nil {
+		var se *sizeError
+		if errors.As(err, &se) && strings.TrimSpace(b.DiskLimit) != "" {
+			ps.add(key, b.DiskLimit, "is not auto or a size; %s", se.hint)
+		} else {
+			ps.add(key, b.DiskLimit, "is not auto or a size; use auto, or a size of at least %s such as 20GiB", MinDiskLimit)
+		}
+	} else if !auto && Size(limit) < MinDiskLimit {
+		ps.add(key, b.DiskLimit, "is too small; use auto or at least %s", MinDiskLimit)
+	}
+	if b.SpoolDir == "" {
+		return
+	}
+	if err := SpoolDirUsable(b.SpoolDir); err != nil {
+		ps.add("backpressure.spool_dir", b.SpoolDir, "%v; give a local directory Spillway can create and write, or \"\" to keep open files in memory", err)
+	}
+}
+
+// SpoolDirUsable reports why dir can't hold a spool: it exists and can't
+// be written, or it doesn't and can't be created. It creates nothing, so
+// that config check leaves no trace; a probe file is created and removed
+// in a directory that exists.
+func SpoolDirUsable(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return errors.New("is not a directory")
+	case err == nil:
+		f, err := os.CreateTemp(dir, ".spillway-probe-*")
+		if err != nil {
+			return fmt.Errorf("can't be written: %w", unwrapPath(err))
+		}
+		f.Close()
+		return os.Remove(f.Name())
+	case !missing(err):
+		return fmt.Errorf("can't be read: %w", unwrapPath(err))
+	}
+	// The nearest directory that exists must let it be created: a probe
+	// directory is created there and removed.
+	parent := filepath.Dir(dir)
+	for {
+		fi, err := os.Stat(parent)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("can't be created: %s is not a directory", parent)
+			}
+			p, err := os.MkdirTemp(parent, ".spillway-probe-*")
+			if err != nil {
+				return fmt.Errorf("can't be created in %s: %w", parent, unwrapPath(err))
+			}
+			return os.Remove(p)
+		}
+		if !missing(err) || parent == filepath.Dir(parent) {
+			return fmt.Errorf("can't be created: %w", unwrapPath(err))
+		}
+		parent = filepath.Dir(parent)
+	}
+}
+
+// missing: a path or one of its parents does not exist, or a parent is a
+// file.
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // oneOf reports v unless it is one of allowed.

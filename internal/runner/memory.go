@@ -36,6 +36,14 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 	encoder := format.FixedMemory(cfg.Format) + format.MaxBuffered(cfg.Format, format.FlushBytes(cfg.Format, plan.FileShare(cfg.Backpressure.MaxOpenFiles)))
 	fileCost := encoder + fp.Writer + fp.Chunk
 	files := max(cfg.Backpressure.MaxOpenFiles, 1)
+	spooled := cfg.Backpressure.SpoolDir != ""
+	if spooled {
+		// Open files cost budget.SpoolFileCost each, within their half of
+		// the share; the chains are the encode slots'.
+		files = encodeSlots()
+		encoder = format.FixedMemory(cfg.Format) + format.MaxBuffered(cfg.Format, format.FlushBytes(cfg.Format, plan.EncodeShare(files)))
+		fileCost = encoder + fp.Writer + fp.Chunk
+	}
 	uploads := cfg.Storage.UploadConcurrency
 	need := func(p budget.Plan) int64 { return p.Need(files, fileCost, uploads, fp.Upload) }
 	if need(plan) <= plan.Data {
@@ -46,14 +54,17 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 		limit = fmt.Sprintf("backpressure.memory_limit auto, which is %s here (%s),", mib(plan.Process), where)
 	}
 	fix := "lower storage.part_size or storage.upload_concurrency"
-	if cfg.Backpressure.MaxOpenFiles > 0 {
+	if cfg.Backpressure.MaxOpenFiles > 0 && !spooled {
 		fix += ", or backpressure.max_open_files"
 	}
 	if min, ok := budget.SmallestLimit(func(p budget.Plan) bool { return need(p) <= p.Data }); ok {
 		fix = fmt.Sprintf("set backpressure.memory_limit to at least %s, or %s", mib(min), fix)
 	}
 	openFiles := "one open file"
-	if files > 1 {
+	switch {
+	case spooled:
+		openFiles = fmt.Sprintf("%d encode slots (one per core, with backpressure.spool_dir) of %s each", files, mib(fileCost))
+	case files > 1:
 		openFiles = fmt.Sprintf("backpressure.max_open_files %d open files of %s each", files, mib(fileCost))
 	}
 	return []string{fmt.Sprintf("%s leaves a data budget of %s, and the storage settings need %s of it at the least: "+
@@ -81,20 +92,4 @@ func mib(n int64) string {
 		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%dMiB", (n+1<<20-1)>>20)
-}
-
-// encoderMemory is how an open file's avro or parquet encoder is bounded
-// and counted: its blocks or row groups are cut at half of a file's share
-// of the budget (budget.Plan.FileShare), and counted in b as they grow.
-func encoderMemory(f config.Format, plan budget.Plan, maxOpenFiles int, b *budget.Budget) format.Memory {
-	return format.Memory{
-		FlushBytes: format.FlushBytes(f, plan.FileShare(maxOpenFiles)),
-		Grow: func(delta int64) {
-			if delta >= 0 {
-				b.Acquire(budget.FileBuffers, delta)
-			} else {
-				b.Release(budget.FileBuffers, -delta)
-			}
-		},
-	}
 }

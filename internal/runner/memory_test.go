@@ -198,12 +198,28 @@ func TestMemoryWarnings(t *testing.T) {
 	if len(w) != 1 || !strings.Contains(w[0], "backpressure.max_open_files 20 open files of 2.2MiB each") || !strings.Contains(w[0], "or backpressure.max_open_files") {
 		t.Errorf("20 open zstd files in 64MiB: %q, want a warning that counts them", w)
 	}
+	// With a spool, the cap on open files costs next to nothing: the
+	// encode slots are what is counted.
+	cfg := config.Default()
+	cfg.Kafka.Topics = []string{"events"}
+	cfg.Storage.URL = "file:///tmp/out"
+	cfg.Backpressure.MemoryLimit = "64MiB"
+	cfg.Backpressure.MaxOpenFiles = 2000
+	cfg.Backpressure.SpoolDir = t.TempDir()
+	cfg.Format.Compression = "zstd"
+	if w, err := MemoryWarnings(cfg); err != nil || len(w) != 0 {
+		t.Errorf("2000 spooled files in 64MiB: %q %v, want no warning", w, err)
+	}
+	cfg.Storage.URL = "s3://b?region=us-east-1"
+	if w, err := MemoryWarnings(cfg); err != nil || len(w) != 1 || !strings.Contains(w[0], "encode slots (one per core, with backpressure.spool_dir)") || strings.Contains(w[0], "or backpressure.max_open_files") {
+		t.Errorf("S3 with a spool in 64MiB: %q %v, want a warning that counts the encode slots", w, err)
+	}
 	// auto says what it resolved to.
 	p, where, err := MemoryPlan(config.Backpressure{MemoryLimit: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
+	cfg = config.Default()
 	cfg.Storage.URL = "s3://b?region=us-east-1"
 	cfg.Storage.PartSize = 64 << 20
 	cfg.Backpressure.MemoryLimit = "auto"

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync/atomic"
@@ -31,6 +32,7 @@ import (
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
+	"github.com/spillway/spillway/internal/spool"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -123,6 +125,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	b := budget.New(plan.Data, cfg.Backpressure.MaxBufferedRecords)
 	b.Acquire(budget.FetchBuffers, plan.Reserved)
+	sp, err := openSpool(cfg.Backpressure, b, log)
+	if err != nil {
+		return err
+	}
+	if sp != nil {
+		// After the sink's Close (deferred later, so run first).
+		defer func() {
+			if err := sp.Close(); err != nil {
+				log.Warn("could not remove this process's spool directory; the next start removes it", "dir", sp.Dir(), "err", err)
+			}
+		}()
+	}
 	storageMetrics := admin.NewStorageMetrics(storageScheme(cfg.Storage.URL))
 	kafkaMetrics := newKafkaMetrics()
 	mon := newMonitor(StallTimeout(cfg))
@@ -189,8 +203,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
-			return format.NewBufferedEncoder(fcfg, w, encoderMemory(fcfg, plan, cfg.Backpressure.MaxOpenFiles, b))
+			return format.NewEncoder(fcfg, w)
 		},
+		// Avro blocks and Parquet row groups are cut at half of an open
+		// file's share of the budget (budget.Plan.FileShare), and in an
+		// encode slot (a spooled file encoded once closed) at half of the
+		// slot's (Plan.EncodeShare); the sink counts them as they grow.
+		NewBufferedEncoder: func(w io.Writer, flushBytes int64, grow func(int64)) (sink.Encoder, error) {
+			return format.NewBufferedEncoder(fcfg, w, format.Memory{FlushBytes: flushBytes, Grow: grow})
+		},
+		FlushBytes:     format.FlushBytes(fcfg, plan.FileShare(cfg.Backpressure.MaxOpenFiles)),
+		SlotFlushBytes: format.FlushBytes(fcfg, plan.EncodeShare(encodeSlots())),
+		EncodeSlots:    encodeSlots(),
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
 			return format.NewCompressor(format.StreamCompression(fcfg), w)
 		},
@@ -219,11 +243,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if names.Template.LatestPerKey() {
 		// Objects are replaced from the committed offset on: no ledger,
 		// nothing to resume from storage.
+		if sp != nil {
+			log.Warn("backpressure.spool_dir is not used by a one-object-per-key template: it holds one record per key, not open files; unset it")
+		}
 		snk = latest.New(latestConfig(cfg, scfg, log), bucket, b, log)
 	} else {
 		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
 		scfg.Ledger = ledger
 		scfg.Writer = writerName(cfg)
+		if sp != nil {
+			scfg.Spool = sp
+		}
 		snk = sink.New(scfg, sink.FromStorage(bucket), b, log)
 		resume = resumer(cfg, bucket, names, ledger)
 	}
@@ -465,4 +495,39 @@ func storageScheme(raw string) string {
 func newKafkaMetrics() *kprom.Metrics {
 	return kprom.NewMetrics("spillway_kafka", kprom.Registry(nil),
 		kprom.Histograms(kprom.RequestDurationE2E))
+}
+
+// encodeSlots is how many spooled files encode at once: one per core Go
+// uses.
+func encodeSlots() int { return runtime.GOMAXPROCS(0) }
+
+// openSpool opens the spool of backpressure.spool_dir, if set, and turns on
+// the budget's disk resource with backpressure.disk_limit.
+func openSpool(bp config.Backpressure, b *budget.Budget, log *slog.Logger) (*spool.Spool, error) {
+	if bp.SpoolDir == "" {
+		return nil, nil
+	}
+	limit, auto, err := bp.DiskLimitBytes()
+	if err != nil {
+		return nil, err
+	}
+	sp, removed, err := spool.Open(bp.SpoolDir)
+	if err != nil {
+		return nil, fmt.Errorf("backpressure.spool_dir %s: %w", bp.SpoolDir, err)
+	}
+	if auto {
+		free, err := spool.Free(sp.Dir())
+		if err != nil {
+			sp.Close()
+			return nil, fmt.Errorf("backpressure.spool_dir %s: %w; set backpressure.disk_limit to a size", bp.SpoolDir, err)
+		}
+		limit = free * config.DiskAutoPercent / 100
+		if limit < int64(config.MinDiskLimit) {
+			sp.Close()
+			return nil, fmt.Errorf("backpressure.spool_dir %s has %s free, and disk_limit auto takes %d%% of it, below the minimum of %s: free space there, or choose another directory", bp.SpoolDir, mib(free), config.DiskAutoPercent, config.MinDiskLimit)
+		}
+	}
+	b.SetDiskLimit(limit)
+	log.Info("spool", "dir", sp.Dir(), "disk_limit", mib(limit), "auto", auto, "stale_removed", removed, "encode_slots", encodeSlots())
+	return sp, nil
 }

@@ -39,6 +39,12 @@ func (p *Progress) Status() admin.Status {
 		CommittedOffsets:    map[string]map[int32]int64{},
 	}
 	s.BudgetUnreservedPeakBytes = b.PeakUnreserved
+	s.DiskLimitBytes, s.DiskHighBytes, s.DiskUsedBytes, s.DiskPeakBytes = b.Disk.Limit, b.Disk.High, b.Disk.Used, b.Disk.Peak
+	s.DiskHeldBytes = map[string]int64{}
+	for _, h := range b.Disk.By {
+		s.DiskHeldBytes[string(h.Holder)] = h.Bytes
+	}
+	s.SpoolFaults = st.SpoolFaults
 	if err := p.sink.Err(); err != nil {
 		s.Ready, s.FatalError = false, err.Error()
 	}

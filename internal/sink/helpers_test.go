@@ -196,6 +196,7 @@ type harness struct {
 	bucket *storage.Bucket
 	dir    string // for file:// buckets
 	gate   *gate  // for gate buckets
+	log    *slog.Logger
 
 	closeOnce sync.Once
 }
@@ -262,7 +263,11 @@ func newHarness(t *testing.T, opts ...opt) *harness {
 	if h.gate != nil {
 		sb = h.gate
 	}
-	h.s = sink.New(cfg, sb, h.b, slog.New(slog.DiscardHandler))
+	log := h.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h.s = sink.New(cfg, sb, h.b, log)
 	t.Cleanup(h.close)
 	return h
 }

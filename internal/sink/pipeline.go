@@ -181,6 +181,10 @@ func (f *openFile) size() int64 {
 // goroutine has encoded nothing, it is read once a quarter of max is
 // queued.
 func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, error) {
+	if f.spooled && !f.direct.Load() {
+		// Nothing is encoded before it closes: see spooling.estimate.
+		return s.spooling.estimate(f.queuedIn + f.pendingBytes), nil
+	}
 	slack := min(max/8, batchBytes)
 	// Until the goroutine has encoded anything, the estimate's ratio is a
 	// guess (1): the envelope alone takes jsonl to 1.7 times its input.
@@ -224,22 +228,23 @@ func (s *Sink) drainLocked(ctx context.Context, f *openFile) error {
 
 // run is a file's goroutine: it encodes the batches handed to it, then
 // finishes and uploads the file, or abandons it if the file was dropped.
+// A spooled file's goroutine is runSpooled.
 func (s *Sink) run(f *openFile) {
 	defer s.running.Done()
-	if err := s.open(f); err != nil {
+	if f.spooled {
+		s.runSpooled(f)
+		return
+	}
+	if err := s.open(f, false); err != nil {
 		// Its records were routed to it: the file must never be
 		// published, and the sink stops.
-		f.err = err
-		s.fail(err)
-		s.tracker.fail(err)
+		s.fileFailed(f, err)
 	}
 	for b := range f.q {
 		s.encode(f, b)
 	}
 	if f.abandon.Load() {
-		f.discard()
-		s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
-		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
+		s.abandoned(f)
 		close(f.finished)
 		return
 	}
@@ -252,8 +257,36 @@ func (s *Sink) run(f *openFile) {
 	s.upload(f, err)
 }
 
-// open starts f's storage writer and its encoder chain.
-func (s *Sink) open(f *openFile) error {
+// fileFailed records f's first error, after which it encodes no more and
+// is never published, and stops the sink: Write and Flush return it.
+func (s *Sink) fileFailed(f *openFile, err error) {
+	if f.err == nil {
+		f.err = err
+	}
+	s.fail(err)
+	s.tracker.fail(err)
+}
+
+// chargeChain counts f's encoder and storage writer in the budget.
+func (s *Sink) chargeChain(f *openFile) {
+	f.charged = true
+	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
+	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
+}
+
+// abandoned throws away a dropped file's chain and its memory.
+func (s *Sink) abandoned(f *openFile) {
+	f.discard()
+	if f.charged {
+		s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
+		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
+	}
+}
+
+// open starts f's storage writer and its encoder chain; slot: f encodes
+// in an encode slot (a spooled file closed), with its larger blocks or
+// row groups.
+func (s *Sink) open(f *openFile, slot bool) error {
 	w, err := s.bucket.NewWriter(s.ctx, f.key, map[string]string{
 		"spillway-topic":        f.tp.Topic,
 		"spillway-partition":    fmt.Sprint(f.tp.Partition),
@@ -272,7 +305,7 @@ func (s *Sink) open(f *openFile) error {
 		w.Abort()
 		return err
 	}
-	enc, err := s.newEncoder(comp, f.schemas)
+	enc, err := s.newEncoder(f, comp, slot)
 	if err != nil {
 		_ = comp.Close()
 		w.Abort()
@@ -326,44 +359,53 @@ func (s *Sink) addFinishingLocked(f *openFile) {
 // encode writes one batch into f. A record the format refuses goes to the
 // error policy; any other error is the file's, and stops the sink.
 func (s *Sink) encode(f *openFile, b batch) {
-	defer func() {
-		f.consumed.Add(b.bytes)
-		if f.w != nil {
-			f.written.Store(f.w.Written())
-		}
-		if b.done != nil {
-			close(b.done)
-		} else {
-			s.budget.Release(budget.QueuedRecords, b.bytes)
-			putRecs(b.recs)
-		}
-	}()
+	defer s.batchDone(f, b)
 	if f.err != nil || f.abandon.Load() {
 		return
 	}
-	f.gate.ctx = b.ctx
-	defer func() { f.gate.ctx = nil }()
-	for _, r := range b.recs {
-		err := f.enc.Encode(r)
-		if err == nil {
-			f.encoded++
-			continue
-		}
-		if s.cfg.ErrRecord != nil && errors.Is(err, s.cfg.ErrRecord) {
-			err = s.skipLate(b.ctx, f, r, fmt.Errorf("record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err))
-			if err == nil {
-				continue
-			}
-		} else {
-			err = fmt.Errorf("write %s: %w", f.key, err)
-		}
-		// The file is never published (finish reports err). Stop the sink
-		// now: Write and Flush return it.
-		f.err = err
-		s.fail(err)
-		s.tracker.fail(err)
-		return
+	s.encodeRecs(f, b.ctx, b.recs)
+}
+
+// batchDone accounts a batch f's goroutine is done with, and lets it go.
+func (s *Sink) batchDone(f *openFile, b batch) {
+	f.consumed.Add(b.bytes)
+	if f.w != nil {
+		f.written.Store(f.w.Written())
 	}
+	if b.done != nil {
+		close(b.done)
+	} else {
+		s.budget.Release(budget.QueuedRecords, b.bytes)
+		putRecs(b.recs)
+	}
+}
+
+// encodeRecs encodes recs into f's open chain; ctx is the Write's that
+// brought them, or the sink's.
+func (s *Sink) encodeRecs(f *openFile, ctx context.Context, recs []*kgo.Record) {
+	f.gate.ctx = ctx
+	defer func() { f.gate.ctx = nil }()
+	for _, r := range recs {
+		if err := s.encodeOne(ctx, f, r); err != nil {
+			// The file is never published (finish reports err).
+			s.fileFailed(f, err)
+			return
+		}
+	}
+}
+
+// encodeOne encodes r into f, or hands it to the error policy if the
+// format refuses it. An error is the file's.
+func (s *Sink) encodeOne(ctx context.Context, f *openFile, r *kgo.Record) error {
+	err := f.enc.Encode(r)
+	if err == nil {
+		f.encoded++
+		return nil
+	}
+	if s.cfg.ErrRecord != nil && errors.Is(err, s.cfg.ErrRecord) {
+		return s.skipLate(ctx, f, r, fmt.Errorf("record %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err))
+	}
+	return fmt.Errorf("write %s: %w", f.key, err)
 }
 
 // skipLate applies the error policy to r, which f's goroutine could not
@@ -384,7 +426,9 @@ func (s *Sink) skipLate(ctx context.Context, f *openFile, r *kgo.Record, cause e
 
 // finish writes the file's trailer and flushes its compressor.
 func (s *Sink) finish(f *openFile) error {
-	defer s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
+	if f.charged {
+		defer s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
+	}
 	if f.err != nil {
 		f.discard()
 		return fmt.Errorf("finish %s: %w", f.key, f.err)

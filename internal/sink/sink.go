@@ -38,6 +38,7 @@ import (
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/spool"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -117,6 +118,21 @@ type Config struct {
 	ErrRecord  error
 	NullValues string // write | ignore | fail
 	Tolerance  string // none | all
+	// NewBufferedEncoder, when set, builds encoders instead of NewEncoder
+	// (not with Schemas), for the formats that buffer blocks or row groups:
+	// flushBytes is the block or row-group size, and grow is told of every
+	// change in what the encoder buffers (format.Memory). FlushBytes is
+	// flushBytes for open files, SlotFlushBytes for spooled files, which
+	// encode in a slot once closed (budget.Plan.EncodeShare).
+	NewBufferedEncoder         func(w io.Writer, flushBytes int64, grow func(delta int64)) (Encoder, error)
+	FlushBytes, SlotFlushBytes int64
+
+	// Spool, when set, stages the records of open files on local disk:
+	// a file is encoded when it closes, EncodeSlots files at once (0:
+	// GOMAXPROCS). See spool.go.
+	Spool       *spool.Spool
+	EncodeSlots int
+
 	// DeadLetter, when set, receives records that cannot be written. It must
 	// return only once the record is durable in the dead-letter topic.
 	DeadLetter func(ctx context.Context, r *kgo.Record, cause error) error
@@ -178,6 +194,12 @@ type Stats struct {
 	BytesUploaded int64
 	Uploading     int64
 	Closed        map[Reason]int64
+	// SpoolFaults counts spool files that could not be created or
+	// appended to, whose files were then written without the spool.
+	SpoolFaults int64
+	// SpoolWaiting counts closed spooled files waiting for room in the
+	// memory budget to be encoded (see spool.go).
+	SpoolWaiting int64
 }
 
 // Sink writes records into files. Create it with New.
@@ -219,7 +241,11 @@ type Sink struct {
 	// inflight counts closed files until their upload ended; running
 	// counts file goroutines.
 	inflight, running sync.WaitGroup
-	fileMem           int64
+	// fileMem is what an open file's encoder and writer are charged;
+	// openCost what opening a file charges: fileMem, or with a spool
+	// budget.SpoolFileCost.
+	fileMem, openCost int64
+	spooling          spooling
 	chains            chains // finished files' encoders, for the next (reuse.go)
 
 	// unpublished holds, per partition and in offset order, the closed files
@@ -304,6 +330,22 @@ type openFile struct {
 	// belongs to one ownership of its partition, and must not write an
 	// entry for a later one.
 	lp *ledgerPart
+
+	// spooled: the file's records go to the spool (set when it opens).
+	// The rest is its goroutine's (see spool.go): sf is its spool file,
+	// nil once it went direct; spoolBytes what sf holds, read by the poll
+	// side for relief; direct is set once its chain is open; charged once
+	// its encoder and writer are charged in the budget; buffered is what
+	// its encoder buffers (format.Memory.Grow).
+	spooled bool
+	// spoolCostMoved: closed, its SpoolFileCost was released for
+	// ClosedFiles (before its queue was closed).
+	spoolCostMoved bool
+	sf             *spool.File
+	spoolBytes     atomic.Int64
+	direct         atomic.Bool
+	charged        bool
+	buffered       atomic.Int64
 }
 
 // New returns a sink. Close stops its goroutines.
@@ -319,7 +361,15 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 		fileMem:     cfg.CompressorMemory + bucket.WriterMemory(),
 		ctx:         ctx, stop: stop,
 	}
+	s.openCost = s.fileMem
 	s.stats.Closed = map[Reason]int64{}
+	if cfg.Spool != nil {
+		s.openCost = budget.SpoolFileCost
+		s.spooling.init(cfg.EncodeSlots)
+		if s.cfg.MaxOpenFiles <= 0 {
+			s.cfg.MaxOpenFiles = b.MaxSpooledFiles()
+		}
+	}
 	if s.cfg.MaxOpenFiles <= 0 {
 		// Each open file also fills one chunk, counted as it is used.
 		s.cfg.MaxOpenFiles = b.MaxOpenFiles(s.fileMem + bucket.ChunkSize())
@@ -370,6 +420,8 @@ func (s *Sink) Stats() Stats {
 	st.Records -= late
 	st.Skipped += late
 	st.DeadLettered += s.lateDeadLettered.Load()
+	st.SpoolFaults = s.spooling.faults.Load()
+	st.SpoolWaiting = s.spooling.waiting.Load()
 	st.Closed = make(map[Reason]int64, len(s.stats.Closed))
 	for k, v := range s.stats.Closed {
 		st.Closed[k] = v
@@ -414,7 +466,7 @@ func (s *Sink) writeLocked(ctx context.Context, recs []*kgo.Record, some bool) (
 	// opened, has no room for one. Opening charges a whole writer (5 parts
 	// on S3), so the watermark alone would let the budget pass its limit.
 	full := func(opening bool) bool {
-		return s.overLocked() || opening && !s.budget.HasRoom(s.fileMem)
+		return s.overLocked() || opening && !s.budget.HasRoom(s.openCost)
 	}
 	// relieve closes the larger files once; it reports whether to stop.
 	relieve := func(opening bool) (bool, error) {
@@ -595,9 +647,13 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 	// local bucket creates a file, which the poll loop need not wait for.
 	f := &openFile{id: id, tp: tp, key: key, start: r.Offset,
 		created: now, lastUsed: now, u: &unit{}, lp: lp, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
-		schemas: s.schemasOf(r)}
-	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
-	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
+		schemas: s.schemasOf(r), spooled: s.cfg.Spool != nil}
+	if f.spooled {
+		// Its encoder and writer are charged when it goes direct.
+		s.budget.Acquire(budget.SpoolFiles, budget.SpoolFileCost)
+	} else {
+		s.chargeChain(f)
+	}
 	s.running.Add(1)
 	go s.run(f)
 	s.files[id] = f
@@ -658,6 +714,11 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	}
 	// The writer keeps its buffers until the commit ends.
 	s.budget.Acquire(budget.ClosedFiles, pendingCost)
+	if f.spooled {
+		// pendingCost counts its goroutine and state from now on.
+		s.budget.Release(budget.SpoolFiles, budget.SpoolFileCost)
+		f.spoolCostMoved = true
+	}
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
@@ -670,7 +731,12 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
 	s.unpublished[f.tp] = append(q, f)
 	s.pubMu.Unlock()
 	close(f.q) // the goroutine finishes the file, then uploads it
-	s.addFinishingLocked(f)
+	if !f.spooled || f.direct.Load() {
+		// Not a spooled file: it waits for an encode slot and for room
+		// in the budget, which may be what the caller's relief is
+		// waiting for (see spool.go).
+		s.addFinishingLocked(f)
+	}
 	return nil
 }
 
@@ -685,7 +751,9 @@ func (s *Sink) upload(f *openFile, err error) {
 	defer s.ended(f)
 	defer func() {
 		s.budget.Release(budget.ClosedFiles, pendingCost)
-		s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
+		if f.charged {
+			s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
+		}
 		// Not s.mu: a writer holding s.mu may be waiting on the budget.
 		s.uploading.Add(-1)
 	}()
@@ -828,16 +896,40 @@ func (s *Sink) ended(f *openFile) {
 func (s *Sink) relieveLocked(ctx context.Context) error {
 	s.awaitFinishingLocked(ctx)
 	s.dropChains()
+	// Which files to close depends on what is short. Disk: those with the
+	// most spooled. Memory: those that hold the most of it, and with a
+	// spool only those written without it: a spooled file holds next to
+	// nothing, and closing it would take an encode slot's memory.
+	// The record count (max_buffered_records): those with the most
+	// records, spooled or not.
+	overDisk, overMem, overRecs := s.budget.OverDisk(), s.budget.OverMemory(), s.budget.OverRecords()
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
-		files = append(files, f)
+		if overDisk || overRecs || !f.spooled || f.direct.Load() {
+			files = append(files, f)
+		}
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].size() > files[j].size() })
+	weight := func(f *openFile) int64 { return f.memory() }
+	switch {
+	case overDisk:
+		weight = func(f *openFile) int64 { return f.spoolBytes.Load() }
+	case overRecs:
+		weight = func(f *openFile) int64 { return f.records }
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if wi, wj := weight(files[i]), weight(files[j]); wi != wj {
+			return wi > wj
+		}
+		return files[i].size() > files[j].size()
+	})
+	still := func() bool {
+		return overDisk && s.budget.OverDisk() || overMem && s.budget.OverMemory()
+	}
 	// Closing frees a file's compressor, not bytes storage has yet to take:
 	// when storage is what is behind, closing everything would only make
 	// small files. Close the larger half at most; pausing does the rest.
 	for i, f := range files {
-		if !s.budget.Over() || (i >= (len(files)+1)/2) {
+		if !still() || (i >= (len(files)+1)/2) {
 			break
 		}
 		if err := s.closeLocked(ctx, f, ReasonPressure); err != nil {

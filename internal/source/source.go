@@ -392,7 +392,8 @@ func (s *Source) pause(ctx context.Context) {
 	s.cl.PauseFetchTopics(topics...)
 	s.cl.AllowRebalance()
 	snap := s.budget.Snapshot()
-	s.log.Info("budget full: fetching paused", "used", snap.Used, "limit", snap.Limit, "records", snap.Records)
+	s.log.Info("budget full: fetching paused", "used", snap.Used, "limit", snap.Limit, "records", snap.Records,
+		"disk_used", snap.Disk.Used, "disk_limit", snap.Disk.Limit)
 	s.statsMu.Lock()
 	s.stats.Pauses++
 	if !s.stats.Paused {

@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// TestSpoolEndToEnd drains many partitions with the smallest memory limit
+// and a spool: every partition keeps one open file, files close by
+// file.max_bytes or at the partition's end (max_age), never under memory
+// pressure or the open-file cap, and every record is stored exactly once.
+// Without the spool, this memory limit holds a handful of open zstd files.
+func TestSpoolEndToEnd(t *testing.T) {
+	const parts, perPart, maxBytes = 48, 400, 4 << 10
+	cluster := testkit.NewCluster(t, parts, "events")
+	cl := cluster.Client(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	testkit.Produce(t, cl, "events", parts*perPart, func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % parts), Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, `{"i":%d,"pad":"%s"}`, i, letters(rng, 60))}
+	})
+	end := testkit.EndOffsets(t, cl, "events")
+
+	for _, typ := range []string{"jsonl", "parquet"} {
+		t.Run(typ, func(t *testing.T) {
+			dir := t.TempDir()
+			spoolDir := filepath.Join(t.TempDir(), "spool")
+			cfg := testConfig(cluster.Addrs(), dir)
+			cfg.Kafka.Group = "spool-" + typ
+			cfg.Format.Type = typ
+			cfg.Format.Compression = "zstd"
+			cfg.File.MaxRecords = 0
+			cfg.File.MaxBytes = maxBytes
+			cfg.Backpressure.MemoryLimit = "64MiB"
+			cfg.Backpressure.SpoolDir = spoolDir
+			cfg.Backpressure.DiskLimit = "1GiB"
+			progress, stop := started(t, cfg)
+			waitCommitted(t, cl, cfg.Kafka.Group, end)
+			p := progress()
+			if err := stop(); err != nil {
+				t.Fatalf("graceful stop: %v", err)
+			}
+			if p.Plan.MaxOpenFiles(p.Plan.OpenFiles/8) >= parts {
+				t.Fatalf("the plan holds %d open files without a spool: the test needs fewer than %d", p.Plan.MaxOpenFiles(p.Plan.OpenFiles/8), parts)
+			}
+			var recs []testkit.StoredRecord
+			if typ == "parquet" {
+				recs = testkit.ReadParquet(t, dir)
+			} else {
+				recs = testkit.ReadJSONL(t, dir)
+			}
+			testkit.AssertExactlyOnce(t, recs, "events", end)
+			if got := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"); !maps.Equal(got, end) {
+				t.Errorf("committed %v, want %v", got, end)
+			}
+			st := p.Sink()
+			if st.Closed[sink.ReasonPressure] != 0 || st.Closed[sink.ReasonOpenFiles] != 0 {
+				t.Errorf("files closed early with a spool: %v", st.Closed)
+			}
+			if st.Closed[sink.ReasonBytes] == 0 {
+				t.Errorf("no file closed by max_bytes: %v", st.Closed)
+			}
+			b := p.Budget()
+			if b.Disk.Limit != 1<<30 || b.Disk.Peak == 0 || b.Disk.Used != 0 {
+				t.Errorf("disk budget %+v, want a limit of 1GiB, a peak, nothing held after the stop", b.Disk)
+			}
+			// Memory holds: within the limit, but for what the encode
+			// slots charge at once as they go direct (one chain each,
+			// counted when charged; see budget.Plan).
+			slots := int64(encodeSlots())
+			if over := b.Peak - b.Limit; over > slots*(4<<20) {
+				t.Errorf("memory peak %dKiB, %dKiB over the limit", b.Peak>>10, over>>10)
+			}
+			// The process's subdirectory and lock are gone.
+			if ents, err := os.ReadDir(spoolDir); err != nil || len(ents) != 0 {
+				t.Errorf("spool directory after the stop: %v %v", ents, err)
+			}
+			// max_bytes is reached approximately: no file far above it,
+			// and most of those closed by it (all but each partition's
+			// last) not far below.
+			last := map[int32]string{}
+			var lastOff = map[int32]int64{}
+			for _, r := range recs {
+				if r.Offset >= lastOff[r.Partition] {
+					lastOff[r.Partition], last[r.Partition] = r.Offset, r.File
+				}
+			}
+			sizes := map[string]int64{}
+			for _, r := range recs {
+				if last[r.Partition] == r.File || sizes[r.File] != 0 {
+					continue
+				}
+				fi, err := os.Stat(r.File)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sizes[r.File] = fi.Size()
+			}
+			var near int
+			for f, n := range sizes {
+				if n > maxBytes*3/2 {
+					t.Errorf("%s is %d bytes, max_bytes %d", f, n, maxBytes)
+				}
+				if n >= maxBytes/2 {
+					near++
+				}
+			}
+			if len(sizes) < parts || near*4 < len(sizes)*3 {
+				t.Errorf("%d of %d files closed before their partition's end are at least half of max_bytes; want at least one per partition (%d) and three in four", near, len(sizes), parts)
+			}
+			t.Logf("%d records in %d files, closed %v, memory peak %dKiB of %dKiB, disk peak %dKiB",
+				len(recs), st.FilesUploaded, st.Closed, b.Peak>>10, b.Limit>>10, b.Disk.Peak>>10)
+		})
+	}
+}
+
+func letters(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(r.IntN(26))
+	}
+	return b
+}
