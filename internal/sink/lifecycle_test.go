@@ -194,3 +194,39 @@ func TestStatsIsACopy(t *testing.T) {
 		t.Fatal("changing a Stats copy changed the sink's counters")
 	}
 }
+
+// TestNoRoomRelievesToLow: a file must open, the budget has no room for
+// it, and yet it is not over its high watermark. The source then waits for
+// the low watermark (WaitLow), so relief must close files down to it:
+// closing none left the source waiting until file.max_age closed them,
+// minutes at the default (seen draining 1000 partitions in parquet with a
+// max_age of 4m: fetching paused with the budget between its watermarks,
+// and nothing moved).
+func TestNoRoomRelievesToLow(t *testing.T) {
+	const fileMem = compressorMemory
+	b := budget.New(5*fileMem, 0) // high 4.5 files' worth, low 3.5
+	b.Acquire(budget.FetchBuffers, 2*fileMem+fileMem/4)
+	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) { c.MaxOpenFiles = 10 }))
+	if h.bucket.WriterMemory() != 0 {
+		t.Skip("the local bucket reports writer memory; this test sizes the budget in compressor units")
+	}
+	h.write(recs("t", 0, 0, 2)...)
+	h.write(recs("t", 1, 0, 2)...) // 4.25 units: between the watermarks
+	if b.Over() {
+		t.Fatalf("over the high watermark with two files open: %+v", b.Snapshot())
+	}
+	n, err := h.s.WriteSome(t.Context(), recs("t", 2, 0, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("WriteSome wrote %d records: want none, the budget has no room for t/2's file", n)
+	}
+	if st := h.s.Stats(); st.Closed[sink.ReasonPressure] == 0 {
+		t.Fatalf("no file closed while a file can't open and the source waits for the low watermark: %+v", st.Closed)
+	}
+	h.eventually("the budget below its low watermark", func() bool {
+		s := b.Snapshot()
+		return s.Used < 3*fileMem+fileMem/2
+	})
+}

@@ -889,7 +889,7 @@ func (s *Sink) ended(f *openFile) {
 }
 
 // relieveLocked closes the largest open files until the budget would be
-// back under its low watermark. Files are finished by their goroutines:
+// back under its watermarks (see idle below). Files are finished by their goroutines:
 // it first waits for those closed already, whose memory is about to be
 // released, and for each file it closes, so that it closes no more than
 // needed.
@@ -903,6 +903,17 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 	// The record count (max_buffered_records): those with the most
 	// records, spooled or not.
 	overDisk, overMem, overRecs := s.budget.OverDisk(), s.budget.OverMemory(), s.budget.OverRecords()
+	if !overDisk && !overMem {
+		overMem = true // a file is to open and memory has no room for it
+	}
+	// With no closed file in flight and no part queued for storage, no
+	// upload will free anything, and the
+	// fetch stays paused until both resources are below their low
+	// watermarks: close files down to them, or the fetch waits for
+	// file.max_age to close them. With uploads in flight, close down to the
+	// high watermarks only: when storage is behind, closing more would
+	// only make small files. Either way, close the larger half at most.
+	idle := s.uploading.Load() == 0 && s.budget.Held(budget.QueuedChunks) == 0
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
 		if overDisk || overRecs || !f.spooled || f.direct.Load() {
@@ -923,13 +934,13 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 		return files[i].size() > files[j].size()
 	})
 	still := func() bool {
+		if idle {
+			return overDisk && !s.budget.DiskLow() || overMem && !s.budget.MemoryLow()
+		}
 		return overDisk && s.budget.OverDisk() || overMem && s.budget.OverMemory()
 	}
-	// Closing frees a file's compressor, not bytes storage has yet to take:
-	// when storage is what is behind, closing everything would only make
-	// small files. Close the larger half at most; pausing does the rest.
 	for i, f := range files {
-		if !still() || (i >= (len(files)+1)/2) {
+		if !still() || i >= (len(files)+1)/2 {
 			break
 		}
 		if err := s.closeLocked(ctx, f, ReasonPressure); err != nil {
