@@ -263,13 +263,6 @@ func (b *Budget) underLowLocked() bool {
 	return b.memoryLowLocked() && (b.disk.limit == 0 || b.disk.used < b.disk.low)
 }
 
-// Held is what h holds now.
-func (b *Budget) Held(h Holder) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.by[h]
-}
-
 // MemoryLow and DiskLow report whether one resource is below its low
 // watermark, which is what a paused fetch waits for.
 func (b *Budget) MemoryLow() bool {

@@ -906,14 +906,14 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 	if !overDisk && !overMem {
 		overMem = true // a file is to open and memory has no room for it
 	}
-	// With no closed file in flight and no part queued for storage, no
-	// upload will free anything, and the
+	// With no closed file in flight, no upload will free anything (an open
+	// file's queued part waits for more of its records), and the
 	// fetch stays paused until both resources are below their low
 	// watermarks: close files down to them, or the fetch waits for
 	// file.max_age to close them. With uploads in flight, close down to the
 	// high watermarks only: when storage is behind, closing more would
 	// only make small files. Either way, close the larger half at most.
-	idle := s.uploading.Load() == 0 && s.budget.Held(budget.QueuedChunks) == 0
+	idle := s.uploading.Load() == 0
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
 		if overDisk || overRecs || !f.spooled || f.direct.Load() {
