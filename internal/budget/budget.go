@@ -263,6 +263,22 @@ func (b *Budget) underLowLocked() bool {
 	return b.memoryLowLocked() && (b.disk.limit == 0 || b.disk.used < b.disk.low)
 }
 
+// Low reports whether both resources are below their low watermarks:
+// what a paused fetch waits for.
+func (b *Budget) Low() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.underLowLocked()
+}
+
+// Changed is closed at the next release of bytes or records, or Wake.
+// Take it before looking at the budget, so that no change is missed.
+func (b *Budget) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.wake
+}
+
 // MemoryLow and DiskLow report whether one resource is below its low
 // watermark, which is what a paused fetch waits for.
 func (b *Budget) MemoryLow() bool {

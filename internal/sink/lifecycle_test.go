@@ -230,3 +230,28 @@ func TestNoRoomRelievesToLow(t *testing.T) {
 		return s.Used < 3*fileMem+fileMem/2
 	})
 }
+
+// TestRelieveWhenIdle: the fetch waits, paused, for the low watermark, and
+// the budget sits between its watermarks with no upload in flight: only
+// closing files frees memory, and the source asks for it (Relieve).
+func TestRelieveWhenIdle(t *testing.T) {
+	const fileMem = compressorMemory
+	b := budget.New(5*fileMem, 0) // high 4.5 files' worth, low 3.5
+	b.Acquire(budget.FetchBuffers, 2*fileMem+fileMem/4)
+	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) { c.MaxOpenFiles = 10 }))
+	if h.bucket.WriterMemory() != 0 {
+		t.Skip("the local bucket reports writer memory; this test sizes the budget in compressor units")
+	}
+	h.write(recs("t", 0, 0, 2)...)
+	h.write(recs("t", 1, 0, 2)...) // 4.25 units: between the watermarks
+	if b.Over() || b.Low() {
+		t.Fatalf("want the budget between its watermarks: %+v", b.Snapshot())
+	}
+	if err := h.s.Relieve(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.s.Stats(); st.Closed[sink.ReasonPressure] != 1 {
+		t.Fatalf("closed %v: want one file closed under pressure", st.Closed)
+	}
+	h.eventually("the budget below its low watermark", b.Low)
+}

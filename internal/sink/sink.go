@@ -888,6 +888,22 @@ func (s *Sink) ended(f *openFile) {
 	close(f.ended)
 }
 
+// Relieve closes files while no upload is in flight, down to the low
+// watermarks (see relieveLocked); with uploads in flight it does nothing:
+// they free memory as they end, and the caller waits for them.
+func (s *Sink) Relieve(ctx context.Context) error {
+	if s.uploading.Load() != 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.relieveLocked(ctx); err != nil {
+		s.fail(err)
+		return err
+	}
+	return nil
+}
+
 // relieveLocked closes the largest open files until the budget would be
 // back under its watermarks (see idle below). Files are finished by their goroutines:
 // it first waits for those closed already, whose memory is about to be

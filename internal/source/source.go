@@ -39,6 +39,10 @@ type Sink interface {
 	// Err is the sink's first fatal error (a failed upload), if any. The
 	// source stops on it even when no record arrives to meet it.
 	Err() error
+	// Relieve closes files to bring the budget below its low watermarks
+	// when nothing else will: no upload is in flight to free memory.
+	// The source asks while it waits for the budget.
+	Relieve(ctx context.Context) error
 }
 
 // Resumer tells where storage stands for a partition of the log id, whose
@@ -228,7 +232,7 @@ func (s *Source) Run(stop, hard context.Context) error {
 	for stop.Err() == nil {
 		if s.budget.Over() {
 			s.pause(stop)
-			if err := s.budget.Wait(stop); err != nil {
+			if err := s.waitLow(stop); err != nil {
 				break
 			}
 			s.resume()
@@ -318,7 +322,7 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		// Below the low watermark, not just the high one: a file may be
 		// what is waiting to open, and it needs room.
 		s.pause(stop)
-		err = s.budget.WaitLow(stop)
+		err = s.waitLow(stop)
 		s.resume()
 		if err != nil {
 			// Stopping: the rest was never written, so never committed.
@@ -333,6 +337,28 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		}
 		s.commitMu.Unlock()
 		recs = kept
+	}
+}
+
+// waitLow waits, fetching paused, until the budget is below its low
+// watermarks. What storage frees wakes it, and each time it asks the sink
+// to relieve the budget: once no upload is in flight, only closing files
+// frees anything, and the records that would fill them are the ones not
+// fetched; without it the wait would last until file.max_age closed them.
+func (s *Source) waitLow(ctx context.Context) error {
+	for {
+		changed := s.budget.Changed()
+		if s.budget.Low() {
+			return nil
+		}
+		if err := s.sink.Relieve(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
