@@ -222,9 +222,10 @@ shutdown:
 
 // budgetStatus is the part of /status this test reads.
 type budgetStatus struct {
-	Limit          int64 `json:"budget_limit_bytes"`
-	Peak           int64 `json:"budget_peak_bytes"`
-	UnreservedPeak int64 `json:"budget_unreserved_peak_bytes"`
+	Limit          int64            `json:"budget_limit_bytes"`
+	Closed         map[string]int64 `json:"files_closed"`
+	Peak           int64            `json:"budget_peak_bytes"`
+	UnreservedPeak int64            `json:"budget_unreserved_peak_bytes"`
 }
 
 // adminStatus reads spillway's /status, at the address its log names.

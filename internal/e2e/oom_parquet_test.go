@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +30,35 @@ func TestBoundedMemoryUnderCgroupParquet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("produces and drains a 512 MiB backlog; skipped with -short")
 	}
-	drainUnderCgroup(t, oomCase{format: "parquet", compression: "zstd", backlog: oomParquetBacklog, read: countStoredParquet})
+	drainUnderCgroup(t, oomCase{format: "parquet", compression: "zstd", backlog: parquetBacklog(t), read: countStoredParquet})
+}
+
+// TestSpoolUnderCgroupParquet is TestBoundedMemoryUnderCgroupParquet with
+// the spool on: an open file then costs a few KiB of memory, its records
+// wait on disk and are encoded when it closes, so each of the 1000
+// partitions keeps one file open until max_bytes or the end of its data,
+// inside the same 256 MiB cgroup. Most files must reach one or the other
+// instead of being closed early by memory pressure.
+func TestSpoolUnderCgroupParquet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("produces and drains a 512 MiB backlog; skipped with -short")
+	}
+	drainUnderCgroup(t, oomCase{format: "parquet", compression: "zstd", backlog: parquetBacklog(t), spool: true, read: countStoredParquet})
+}
+
+// parquetBacklog is oomParquetBacklog, or SPILLWAY_TEST_OOM_BACKLOG
+// (a size in MiB) to measure at another size: the measurement of
+// the spool is at 1536.
+func parquetBacklog(t *testing.T) int64 {
+	v := os.Getenv("SPILLWAY_TEST_OOM_BACKLOG")
+	if v == "" {
+		return oomParquetBacklog
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		t.Fatalf("SPILLWAY_TEST_OOM_BACKLOG=%q: want a size in MiB, such as 1536", v)
+	}
+	return n << 20
 }
 
 // oomRow is the part of the envelope countStoredParquet reads: value
@@ -66,8 +95,7 @@ func countStoredParquet(t *testing.T, root string) stored {
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		s.files++
-		s.fileBytes += st.Size()
+		s.addFile(path, st.Size())
 		r := parquet.NewGenericReader[oomRow](pf)
 		defer r.Close()
 		line := 0

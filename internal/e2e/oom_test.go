@@ -58,6 +58,12 @@ func TestBoundedMemoryUnderCgroup(t *testing.T) {
 type oomCase struct {
 	format, compression string
 	backlog             int64 // value bytes to produce
+	// spool turns backpressure.spool_dir on, in a directory of the test's,
+	// with a disk_limit of twice the backlog. Files then stay open (max_age
+	// 1h) until every record is written to one, and the SIGTERM that ends
+	// the drain closes them: each can reach max_bytes or its partition's
+	// end, whatever the machine's speed.
+	spool bool
 	// read reads back what spillway stored under root.
 	read func(t *testing.T, root string) stored
 }
@@ -71,6 +77,16 @@ func drainUnderCgroup(t *testing.T, oc oomCase) {
 	checkDisk(t, filepath.Dir(out), uint64(oc.backlog)*4)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
+	}
+
+	maxAge, spoolKeys, stopTimeout := "10s", "", "60s"
+	if oc.spool {
+		maxAge, stopTimeout = "1h", "10m"
+		spoolKeys = fmt.Sprintf("  spool_dir: %q\n  disk_limit: %dMiB\n", filepath.Join(t.TempDir(), "spool"), 2*oc.backlog>>20)
+	}
+	if v := os.Getenv("SPILLWAY_TEST_OOM_MAX_AGE"); v != "" {
+		// To compare the spool with memory alone at the same max_age.
+		maxAge = v
 	}
 
 	b := startBroker(t, oomPartitions, oomTopic)
@@ -104,20 +120,20 @@ storage:
   url: "file://%s"
 file:
   max_bytes: 64MiB
-  max_age: 10s
+  max_age: %s
 format:
   type: %s
   compression: %s
   value_encoding: base64
 backpressure:
   memory_limit: auto
-admin:
+%sadmin:
   listen: "127.0.0.1:0"
 log:
   level: info
 shutdown:
-  timeout: 60s
-`, b.Addr, oomGroup, oomTopic, out, oc.format, oc.compression), cg)
+  timeout: %s
+`, b.Addr, oomGroup, oomTopic, out, maxAge, oc.format, oc.compression, spoolKeys, stopTimeout), cg)
 
 	deadline := 15 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -136,7 +152,7 @@ shutdown:
 		}
 		committed := testkit.CommittedOffsets(t, admin, oomGroup, oomTopic)
 		done, complete := drainProgress(committed, ends)
-		if complete == len(ends) {
+		if complete == len(ends) || oc.spool && recordsWritten(sp) >= records {
 			break
 		}
 		if time.Since(lastLog) >= 10*time.Second {
@@ -162,10 +178,10 @@ shutdown:
 	}
 	drainTime := time.Since(start)
 	status := adminStatus(t, sp)
-	t.Logf("budget: peak %s of a %s data budget", mib(status.Peak), mib(status.Limit))
+	t.Logf("budget: peak %s of a %s data budget; files closed by reason: %v", mib(status.Peak), mib(status.Limit), status.Closed)
 
 	sp.Signal(t, syscall.SIGTERM)
-	st := sp.Wait(t, 90*time.Second)
+	st := sp.Wait(t, 11*time.Minute)
 	hwm, anon := sp.Peaks()
 	t.Logf("drained in %s (%.0f MiB/s of values); %s", drainTime.Round(time.Second),
 		float64(backlog)/(1<<20)/drainTime.Seconds(), describeExit(st))
@@ -176,6 +192,9 @@ shutdown:
 	}
 	if st.ExitCode() != 0 {
 		t.Fatalf("spillway after SIGTERM: %s, want exit status 0", describeExit(st))
+	}
+	if _, complete := drainProgress(testkit.CommittedOffsets(t, admin, oomGroup, oomTopic), ends); complete != len(ends) {
+		t.Fatalf("after the stop, %d of %d partitions are committed to their end", complete, len(ends))
 	}
 
 	// ---- every record exactly once
@@ -190,7 +209,50 @@ shutdown:
 	for _, e := range got.badValues {
 		t.Error(e)
 	}
+	sizes := fileSizes(t, got, ends, 64<<20)
+	t.Logf("files: %d, median %s, smallest %s, largest %s; %d (%.0f%%) reached max_bytes or their partition's end, %d were closed before either",
+		len(got.sizes), mibf(sizes.median), mibf(sizes.smallest), mibf(sizes.largest), sizes.whole, 100*float64(sizes.whole)/float64(len(got.sizes)), sizes.early)
+	if oc.spool && sizes.early*10 > len(got.sizes) {
+		t.Errorf("with a spool, %d of %d files were closed before reaching max_bytes or their partition's end; want at most a tenth", sizes.early, len(got.sizes))
+	}
 }
+
+// fileSizeStats sums up the sizes of the files a drain stored.
+type fileSizeStats struct {
+	median, smallest, largest int64
+	// whole counts files that reached max_bytes (within an eighth: a file
+	// closes at the record that takes it there, and a spool estimates the
+	// encoded size) or hold their partition's last record; early the rest.
+	whole, early int
+}
+
+// fileSizes judges the files of s, whose records are those of a backlog
+// with end offsets ends.
+func fileSizes(t *testing.T, s stored, ends map[int32]int64, maxBytes int64) fileSizeStats {
+	t.Helper()
+	var st fileSizeStats
+	if len(s.sizes) == 0 {
+		return st
+	}
+	last := map[string]bool{}
+	for _, r := range s.recs {
+		if r.Offset == ends[r.Partition]-1 {
+			last[r.File] = true
+		}
+	}
+	sizes := slices.Sorted(maps.Values(s.sizes))
+	st.median, st.smallest, st.largest = sizes[len(sizes)/2], sizes[0], sizes[len(sizes)-1]
+	for path, n := range s.sizes {
+		if last[path] || n >= maxBytes-maxBytes/8 {
+			st.whole++
+		} else {
+			st.early++
+		}
+	}
+	return st
+}
+
+func mibf(n int64) string { return fmt.Sprintf("%.2fMiB", float64(n)/(1<<20)) }
 
 // backlogPhrase is the text that fills the second half of record i's value;
 // it must match testdata/backlog.
@@ -247,6 +309,7 @@ func grepLine(path, s string) string {
 type stored struct {
 	files      int
 	fileBytes  int64
+	sizes      map[string]int64       // each file's size, by path
 	recs       []testkit.StoredRecord // File, Line, Topic, Partition and Offset only
 	valueBytes int64                  // decoded value bytes
 	badValues  []string               // values that are not the ones produced
@@ -279,8 +342,7 @@ func countStored(t *testing.T, root string) stored {
 		if in, err = readFileInto(in, path); err != nil {
 			return err
 		}
-		s.files++
-		s.fileBytes += int64(len(in))
+		s.addFile(path, int64(len(in)))
 		if out, err = dec.DecodeAll(in, out[:0]); err != nil {
 			return fmt.Errorf("%s: zstd: %w", path, err)
 		}
@@ -290,6 +352,16 @@ func countStored(t *testing.T, root string) stored {
 		t.Fatalf("reading spillway's output: %v", err)
 	}
 	return s
+}
+
+// addFile counts a file of n bytes read back.
+func (s *stored) addFile(path string, n int64) {
+	s.files++
+	s.fileBytes += n
+	if s.sizes == nil {
+		s.sizes = map[string]int64{}
+	}
+	s.sizes[path] = n
 }
 
 // readFileInto reads a whole file into buf's storage.
@@ -418,6 +490,28 @@ func checkRecord(partition int32, offset int64, key, value []byte, n int) string
 		return fmt.Sprintf("partition %d offset %d: value's text half starts %.60q, want %.60q", partition, offset, text, want)
 	}
 	return ""
+}
+
+// recordsWritten is /status's count of records written to files, or -1.
+func recordsWritten(sp *spillwayProc) int64 {
+	line := grepLine(sp.LogPath, "admin endpoint serving")
+	_, addr, ok := strings.Cut(line, "addr=")
+	if !ok {
+		return -1
+	}
+	addr, _, _ = strings.Cut(addr, " ")
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Written int64 `json:"records_written"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return -1
+	}
+	return st.Written
 }
 
 // statusLine sums up spillway's /status for the progress log: what the
