@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -30,10 +31,21 @@ const (
 // exactly once, and no temporary file may be left behind: a restarted
 // spillway must resume after what the killed one already stored, even if
 // it had not committed it yet.
+//
+// It runs twice: with open files in memory, and with them staged in a
+// spool directory, which the restarts share as a new pod on the same node
+// would: each run must clear what the killed one left there.
 func TestCrashExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts spillway while 300k records are produced; skipped with -short")
 	}
+	t.Run("memory", func(t *testing.T) { crashExactlyOnce(t, "") })
+	t.Run("spool", func(t *testing.T) { crashExactlyOnce(t, filepath.Join(t.TempDir(), "spool")) })
+}
+
+// crashExactlyOnce is TestCrashExactlyOnce, with backpressure.spool_dir
+// spool ("" for none).
+func crashExactlyOnce(t *testing.T, spool string) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("random seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
@@ -71,13 +83,15 @@ format:
   compression: zstd
 backpressure:
   memory_limit: 256MiB
+  spool_dir: %q
+  disk_limit: 1GiB
 admin:
   listen: ""
 log:
   level: info
 shutdown:
   timeout: 20s
-`, b.Addr, crashGroup, crashTopic, out)
+`, b.Addr, crashGroup, crashTopic, out, spool)
 
 	// ---- kill spillway at random moments, at least crashMinKills times and
 	// until the producer is done.
@@ -162,6 +176,23 @@ shutdown:
 
 	if leftovers := tempFiles(t, out); len(leftovers) > 0 {
 		t.Errorf("%d temporary file(s) left in the output directory, e.g. %s", len(leftovers), leftovers[0])
+	}
+	if spool != "" {
+		// The killed runs' spool files are cleared by the next run, and a
+		// run that stops cleanly leaves nothing.
+		var left []string
+		err := filepath.WalkDir(spool, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				left = append(left, path)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) > 0 {
+			t.Errorf("%d file(s) left in the spool directory after a clean stop, e.g. %s", len(left), left[0])
+		}
 	}
 	checkVerify(t, config, ends)
 }
