@@ -260,23 +260,7 @@ func (b *Budget) OverDisk() bool {
 }
 
 func (b *Budget) underLowLocked() bool {
-	return b.memoryLowLocked() && (b.disk.limit == 0 || b.disk.used < b.disk.low)
-}
-
-// Low reports whether both resources are below their low watermarks:
-// what a paused fetch waits for.
-func (b *Budget) Low() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.underLowLocked()
-}
-
-// Changed is closed at the next release of bytes or records, or Wake.
-// Take it before looking at the budget, so that no change is missed.
-func (b *Budget) Changed() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.wake
+	return b.memoryLowLocked() && b.diskLowLocked()
 }
 
 // MemoryLow and DiskLow report whether one resource is below its low
@@ -291,8 +275,10 @@ func (b *Budget) MemoryLow() bool {
 func (b *Budget) DiskLow() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.disk.limit == 0 || b.disk.used < b.disk.low
+	return b.diskLowLocked()
 }
+
+func (b *Budget) diskLowLocked() bool { return b.disk.limit == 0 || b.disk.used < b.disk.low }
 
 func (b *Budget) memoryLowLocked() bool {
 	return b.used < b.low && (b.maxRecs <= 0 || b.records*10 < b.maxRecs*7)
@@ -343,28 +329,32 @@ func (b *Budget) Wake() {
 	b.signalLocked()
 }
 
-// WaitLow blocks until usage is below the low watermark or ctx ends; it
-// returns at once if it is below already.
-func (b *Budget) WaitLow(ctx context.Context) error {
+// WaitLow blocks until usage is below the low watermarks or ctx ends; it
+// returns at once if it is below already. relieve, when set, is called
+// without the budget's lock before the first wait and after every change:
+// what frees memory may end (the last upload in flight), and then only
+// the caller can free more (the sink, by closing files); a wait without
+// it could last until file.max_age closed them.
+func (b *Budget) WaitLow(ctx context.Context, relieve func(context.Context) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.waitLowLocked(ctx)
+	return b.waitLowLocked(ctx, relieve)
 }
 
 // Wait returns at once if usage is not above the high watermark. Otherwise
-// it blocks until usage falls below the low watermark or ctx ends.
-func (b *Budget) Wait(ctx context.Context) error {
+// it is WaitLow.
+func (b *Budget) Wait(ctx context.Context, relieve func(context.Context) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.overLocked() {
 		return nil
 	}
-	return b.waitLowLocked(ctx)
+	return b.waitLowLocked(ctx, relieve)
 }
 
 // waitLowLocked waits, b.mu held (it is released while waiting), until
-// usage is below the low watermark.
-func (b *Budget) waitLowLocked(ctx context.Context) error {
+// usage is below the low watermarks.
+func (b *Budget) waitLowLocked(ctx context.Context, relieve func(context.Context) error) error {
 	if b.underLowLocked() {
 		return nil
 	}
@@ -373,6 +363,12 @@ func (b *Budget) waitLowLocked(ctx context.Context) error {
 	for !b.underLowLocked() {
 		wake := b.wake
 		b.mu.Unlock()
+		if relieve != nil {
+			if err := relieve(ctx); err != nil {
+				b.mu.Lock()
+				return err
+			}
+		}
 		select {
 		case <-ctx.Done():
 			b.mu.Lock()

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // receives its result.
 func waitAsync(ctx context.Context, b *budget.Budget) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- b.Wait(ctx) }()
+	go func() { done <- b.Wait(ctx, nil) }()
 	return done
 }
 
@@ -169,7 +169,7 @@ func TestOverAtHighWatermark(t *testing.T) {
 func TestWaitReturnsAtOnceWhenNotOver(t *testing.T) {
 	b := budget.New(1000, 0)
 	b.Acquire(budget.PolledRecords, 900)
-	if err := b.Wait(context.Background()); err != nil {
+	if err := b.Wait(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if b.Snapshot().Paused {
@@ -234,7 +234,7 @@ func TestWaitCancelled(t *testing.T) {
 
 	// An already-expired context still returns at once when not over.
 	b.Release(budget.PolledRecords, 1000)
-	if err := b.Wait(ctx); err != nil {
+	if err := b.Wait(ctx, nil); err != nil {
 		t.Fatalf("Wait under the watermark with a dead ctx = %v, want nil", err)
 	}
 }
@@ -322,12 +322,12 @@ func TestHasRoom(t *testing.T) {
 // high one, and returns at once when it is below already.
 func TestWaitLow(t *testing.T) {
 	b := budget.New(100, 0)
-	if err := b.WaitLow(context.Background()); err != nil {
+	if err := b.WaitLow(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	b.Acquire(budget.ClosedFiles, 80) // not over (90), not low (70)
 	done := make(chan error, 1)
-	go func() { done <- b.WaitLow(context.Background()) }()
+	go func() { done <- b.WaitLow(context.Background(), nil) }()
 	select {
 	case err := <-done:
 		t.Fatalf("WaitLow returned (%v) at 80 of 100", err)
@@ -345,7 +345,7 @@ func TestWaitLow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Acquire(budget.ClosedFiles, 15)
 	cancel()
-	if err := b.WaitLow(ctx); !errors.Is(err, context.Canceled) {
+	if err := b.WaitLow(ctx, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("WaitLow with a cancelled context = %v", err)
 	}
 }
@@ -406,7 +406,7 @@ func TestDiskResource(t *testing.T) {
 	if b.Over() {
 		t.Fatal("Over between the watermarks")
 	}
-	if err := b.Wait(ctx); err != nil {
+	if err := b.Wait(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -103,7 +103,7 @@ func TestPolledUnreservedCountsApart(t *testing.T) {
 	if b.Over() || b.OverLimit() || !b.HasRoom(500) {
 		t.Fatalf("Over %v, OverLimit %v, HasRoom(500) %v: bytes apart must not count", b.Over(), b.OverLimit(), b.HasRoom(500))
 	}
-	if err := b.WaitLow(t.Context()); err != nil {
+	if err := b.WaitLow(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if holder(s, budget.PolledUnreserved) != 5000 {

@@ -160,7 +160,7 @@ func TestPressureFlushes(t *testing.T) {
 		}
 		if n < len(recs) {
 			early = true
-			if err := bud.Wait(c); err != nil {
+			if err := bud.Wait(c, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

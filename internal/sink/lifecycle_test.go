@@ -203,18 +203,7 @@ func TestStatsIsACopy(t *testing.T) {
 // max_age of 4m: fetching paused with the budget between its watermarks,
 // and nothing moved).
 func TestNoRoomRelievesToLow(t *testing.T) {
-	const fileMem = compressorMemory
-	b := budget.New(5*fileMem, 0) // high 4.5 files' worth, low 3.5
-	b.Acquire(budget.FetchBuffers, 2*fileMem+fileMem/4)
-	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) { c.MaxOpenFiles = 10 }))
-	if h.bucket.WriterMemory() != 0 {
-		t.Skip("the local bucket reports writer memory; this test sizes the budget in compressor units")
-	}
-	h.write(recs("t", 0, 0, 2)...)
-	h.write(recs("t", 1, 0, 2)...) // 4.25 units: between the watermarks
-	if b.Over() {
-		t.Fatalf("over the high watermark with two files open: %+v", b.Snapshot())
-	}
+	h, b := betweenWatermarks(t)
 	n, err := h.s.WriteSome(t.Context(), recs("t", 2, 0, 2))
 	if err != nil {
 		t.Fatal(err)
@@ -225,33 +214,39 @@ func TestNoRoomRelievesToLow(t *testing.T) {
 	if st := h.s.Stats(); st.Closed[sink.ReasonPressure] == 0 {
 		t.Fatalf("no file closed while a file can't open and the source waits for the low watermark: %+v", st.Closed)
 	}
-	h.eventually("the budget below its low watermark", func() bool {
-		s := b.Snapshot()
-		return s.Used < 3*fileMem+fileMem/2
-	})
+	h.eventually("the budget below its low watermark", b.MemoryLow)
 }
 
 // TestRelieveWhenIdle: the fetch waits, paused, for the low watermark, and
 // the budget sits between its watermarks with no upload in flight: only
 // closing files frees memory, and the source asks for it (Relieve).
 func TestRelieveWhenIdle(t *testing.T) {
-	const fileMem = compressorMemory
-	b := budget.New(5*fileMem, 0) // high 4.5 files' worth, low 3.5
-	b.Acquire(budget.FetchBuffers, 2*fileMem+fileMem/4)
-	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) { c.MaxOpenFiles = 10 }))
-	if h.bucket.WriterMemory() != 0 {
-		t.Skip("the local bucket reports writer memory; this test sizes the budget in compressor units")
-	}
-	h.write(recs("t", 0, 0, 2)...)
-	h.write(recs("t", 1, 0, 2)...) // 4.25 units: between the watermarks
-	if b.Over() || b.Low() {
-		t.Fatalf("want the budget between its watermarks: %+v", b.Snapshot())
-	}
+	h, b := betweenWatermarks(t)
 	if err := h.s.Relieve(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if st := h.s.Stats(); st.Closed[sink.ReasonPressure] != 1 {
 		t.Fatalf("closed %v: want one file closed under pressure", st.Closed)
 	}
-	h.eventually("the budget below its low watermark", b.Low)
+	h.eventually("the budget below its low watermark", b.MemoryLow)
+}
+
+// betweenWatermarks is a sink with two open files whose encoders take its
+// budget between the watermarks (4.25 units of 5: high 4.5, low 3.5),
+// with a third file's no longer fitting under the limit.
+func betweenWatermarks(t *testing.T) (*harness, *budget.Budget) {
+	t.Helper()
+	const fileMem = compressorMemory
+	b := budget.New(5*fileMem, 0)
+	b.Acquire(budget.FetchBuffers, 2*fileMem+fileMem/4)
+	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) { c.MaxOpenFiles = 10 }))
+	if h.bucket.WriterMemory() != 0 {
+		t.Skip("the local bucket reports writer memory; this test sizes the budget in compressor units")
+	}
+	h.write(recs("t", 0, 0, 2)...)
+	h.write(recs("t", 1, 0, 2)...)
+	if b.Over() || b.MemoryLow() {
+		t.Fatalf("want the budget between its watermarks: %+v", b.Snapshot())
+	}
+	return h, b
 }

@@ -112,7 +112,7 @@ func TestPropPipeline(t *testing.T) {
 				recs = recs[n:]
 				if len(recs) > 0 {
 					wctx, cancel := context.WithTimeout(ctx, time.Minute)
-					err := b.WaitLow(wctx)
+					err := b.WaitLow(wctx, nil)
 					cancel()
 					if err != nil {
 						rt.Fatalf("the budget never came back below its low watermark: %+v", b.Snapshot())

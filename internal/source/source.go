@@ -232,7 +232,7 @@ func (s *Source) Run(stop, hard context.Context) error {
 	for stop.Err() == nil {
 		if s.budget.Over() {
 			s.pause(stop)
-			if err := s.waitLow(stop); err != nil {
+			if err := s.budget.Wait(stop, s.sink.Relieve); err != nil {
 				break
 			}
 			s.resume()
@@ -322,7 +322,7 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		// Below the low watermark, not just the high one: a file may be
 		// what is waiting to open, and it needs room.
 		s.pause(stop)
-		err = s.waitLow(stop)
+		err = s.budget.WaitLow(stop, s.sink.Relieve)
 		s.resume()
 		if err != nil {
 			// Stopping: the rest was never written, so never committed.
@@ -337,28 +337,6 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		}
 		s.commitMu.Unlock()
 		recs = kept
-	}
-}
-
-// waitLow waits, fetching paused, until the budget is below its low
-// watermarks. What storage frees wakes it, and each time it asks the sink
-// to relieve the budget: once no upload is in flight, only closing files
-// frees anything, and the records that would fill them are the ones not
-// fetched; without it the wait would last until file.max_age closed them.
-func (s *Source) waitLow(ctx context.Context) error {
-	for {
-		changed := s.budget.Changed()
-		if s.budget.Low() {
-			return nil
-		}
-		if err := s.sink.Relieve(ctx); err != nil {
-			return err
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
 	}
 }
 
