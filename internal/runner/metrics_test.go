@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -99,6 +100,10 @@ func TestMetricsDuringRun(t *testing.T) {
 	cfg.Backpressure.MemoryLimit = "64MiB"
 	cfg.Format.Compression = "none"
 	cfg.File.MaxRecords = 0
+	// Files of 1 MiB: while storage stalls, each partition writes several
+	// MiB before the budget fills, so files close by size whatever closes
+	// by age (2s) first on a busy machine.
+	cfg.File.MaxBytes = config.MiB
 	faults := &storage.Faults{}
 	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults, Version: "v9.9.9-test"})
 	defer func() { faults.Resume(); _ = stop() }()
