@@ -233,8 +233,14 @@ func asJSON(dst []byte, s *registry.Schema, data []byte) ([]byte, error) {
 	if s.Type == sr.TypeProtobuf {
 		return s.ProtoJSON(dst, data)
 	}
-	if !validJSON(data) {
-		return nil, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON", registry.ErrUndecodable, s.ID)
+	ok, multiline := scanJSON(data)
+	if !ok {
+		return nil, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON in UTF-8", registry.ErrUndecodable, s.ID)
+	}
+	if multiline {
+		// Pretty-printed: a line break would split a JSON Lines record.
+		var c compactor
+		return c.append(dst, data), nil
 	}
 	return append(dst, data...), nil
 }

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,37 +12,88 @@ import (
 
 var benchDoc = []byte(`{"id":12345,"user":"user-42","tags":["a","b","c"],"nested":{"x":1.5,"y":null,"z":true},"payload":"` + strings.Repeat("lorem ipsum ", 75) + `"}`)
 
+// The value check as it was before scanJSON, and encoding/json's, against
+// scanJSON on the same 1 KiB document: each answers whether it is JSON in
+// UTF-8 and whether it holds a line break.
 func BenchmarkValidStd(b *testing.B) {
 	b.SetBytes(int64(len(benchDoc)))
 	for b.Loop() {
-		if !json.Valid(benchDoc) {
+		if !utf8.Valid(benchDoc) || !json.Valid(benchDoc) || bytes.IndexByte(benchDoc, '\n') >= 0 || bytes.IndexByte(benchDoc, '\r') >= 0 {
 			b.Fatal()
 		}
 	}
 }
 
-func BenchmarkValidFast(b *testing.B) {
+func BenchmarkValidFastjson(b *testing.B) {
 	b.SetBytes(int64(len(benchDoc)))
 	for b.Loop() {
-		if fastjson.ValidateBytes(benchDoc) != nil {
+		if !utf8.Valid(benchDoc) || fastjson.ValidateBytes(benchDoc) != nil || bytes.IndexByte(benchDoc, '\n') >= 0 || bytes.IndexByte(benchDoc, '\r') >= 0 {
 			b.Fatal()
 		}
 	}
 }
 
-// FuzzValidJSON: validJSON must agree with encoding/json on UTF-8 input,
-// or a line we write could be invalid JSON (or a valid value be quoted).
-func FuzzValidJSON(f *testing.F) {
+func BenchmarkValidScan(b *testing.B) {
+	b.SetBytes(int64(len(benchDoc)))
+	for b.Loop() {
+		if ok, multiline := scanJSON(benchDoc); !ok || multiline {
+			b.Fatal()
+		}
+	}
+}
+
+func TestScanJSON(t *testing.T) {
+	for _, c := range []struct {
+		in            string
+		ok, multiline bool
+	}{
+		{`{}`, true, false},
+		{" {\n\"a\" : [1, 2.5e-3, -0, true, false, null, \"x\\u00e9\\n\"]\r\n} ", true, true},
+		{`"héllo 😀 wörld, a long enough string to take the eight-byte path"`, true, false},
+		{`"a` + "\n" + `b"`, false, false}, // a raw line break in a string
+		{"\"a\x7fb\"", true, false},        // DEL is allowed
+		{"\"\xff\"", false, false},         // not UTF-8
+		{"\"\xed\xa0\x80\"", false, false}, // a surrogate in UTF-8
+		{`{"a":1}{}`, false, false},
+		{`[1,]`, false, false},
+		{`{"a":}`, false, false},
+		{`01`, false, false},
+		{`1.`, false, false},
+		{`-`, false, false},
+		{`"\u12g4"`, false, false},
+		{`"abc\`, false, false},
+		{``, false, false},
+		{strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth), true, false},
+		{strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), false, false},
+		{strings.Repeat(`{"a":`, maxJSONDepth) + "1" + strings.Repeat("}", maxJSONDepth), true, false},
+	} {
+		ok, multiline := scanJSON([]byte(c.in))
+		if ok != c.ok || ok && multiline != c.multiline {
+			t.Errorf("scanJSON(%.40q) = %v, %v; want %v, %v", c.in, ok, multiline, c.ok, c.multiline)
+		}
+		// The depth limit is encoding/json's.
+		if want := json.Valid([]byte(c.in)) && utf8.ValidString(c.in); ok != want {
+			t.Errorf("scanJSON(%.40q) = %v, encoding/json and utf8 say %v", c.in, ok, want)
+		}
+	}
+}
+
+// FuzzScanJSON: scanJSON must agree with encoding/json and utf8.Valid, or
+// a line we write could be invalid JSON (or a valid value be quoted), and
+// find every line break, or a JSON Lines record could be split.
+func FuzzScanJSON(f *testing.F) {
 	for _, s := range []string{`{}`, `[]`, `{"a":1}`, `"x"`, `1e5`, `-0`, `01`, `{"a":"\u0000"}`, "\"a\x01\"", `[1,]`, `{"a":1,}`,
-		`tru`, `nul`, `1.`, `.5`, `"\x"`, `{"a" 1}`, `[1 2]`, `"\ud800"`, `1e`, `+1`, `NaN`, ` {} `, "{}\n", string(benchDoc)} {
+		`tru`, `nul`, `1.`, `.5`, `"\x"`, `{"a" 1}`, `[1 2]`, `"\ud800"`, `1e`, `+1`, `NaN`, ` {} `, "{}\n", "\"\xff\"",
+		"[\r\n1]", `"12345678\"12345678"`, "\"1234567\xc3\xa9123456789\"", string(benchDoc)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if !utf8.Valid(b) {
-			return
+		ok, multiline := scanJSON(b)
+		if want := utf8.Valid(b) && json.Valid(b); ok != want {
+			t.Fatalf("scanJSON(%q) = %v, encoding/json and utf8 say %v", b, ok, want)
 		}
-		if got, want := validJSON(b), json.Valid(b); got != want {
-			t.Fatalf("validJSON(%q) = %v, encoding/json says %v", b, got, want)
+		if want := bytes.ContainsAny(b, "\r\n"); ok && multiline != want {
+			t.Fatalf("scanJSON(%q) says multiline %v, want %v", b, multiline, want)
 		}
 	})
 }
