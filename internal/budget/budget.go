@@ -15,6 +15,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Holder names what a count of bytes is held for, in metrics and /status.
@@ -94,9 +95,12 @@ func (h Holder) Resource() Resource {
 type Budget struct {
 	limit, high, low int64
 
-	mu      sync.Mutex
-	disk    diskCount
-	used    int64 // every holder but PolledUnreserved
+	mu   sync.Mutex
+	disk diskCount
+	used int64 // every holder but PolledUnreserved
+	// over is used > limit, kept with used: OverLimit is asked at every
+	// write of every file goroutine, which must not queue on mu for it.
+	over    atomic.Bool
 	peak    int64
 	apart   int64 // PolledUnreserved
 	apartPk int64
@@ -177,6 +181,7 @@ func (b *Budget) Acquire(h Holder, n int64) {
 	default:
 		b.used += n
 		b.peak = max(b.peak, b.used)
+		b.over.Store(b.used > b.limit)
 	}
 	b.mu.Unlock()
 }
@@ -195,6 +200,7 @@ func (b *Budget) Release(h Holder, n int64) {
 		b.apart -= n
 	default:
 		b.used -= n
+		b.over.Store(b.used > b.limit)
 	}
 	b.signalLocked()
 	b.mu.Unlock()
@@ -287,11 +293,7 @@ func (b *Budget) memoryLowLocked() bool {
 // OverLimit reports whether usage is above the limit itself, not just the
 // high watermark: only a record larger than the room takes it there, as it
 // is encoded (see Plan).
-func (b *Budget) OverLimit() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used > b.limit
-}
+func (b *Budget) OverLimit() bool { return b.over.Load() }
 
 // HasRoom reports whether n more bytes of memory fit under the limit, or
 // memory is below the low watermark: then a charge bigger than the gap

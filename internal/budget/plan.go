@@ -83,7 +83,16 @@ import "fmt"
 const (
 	QueueBatchBytes = 256 << 10 // a batch is handed over at this size...
 	QueueBatchRecs  = 512       // ...or this many records
-	QueueBatches    = 4         // batches handed over and not yet encoded, per file
+	// QueueBatches batches handed over and not yet encoded, per file: 4
+	// MiB, about one partition's share of a poll (FetchPartitionMax,
+	// at least 1 MiB compressed, some MiB once decompressed). With less,
+	// the poll waits on the file of the one partition it is routing while
+	// the files of the others have run dry: with 4 batches, zstd runs
+	// used 1.35 of 2 cores, and this depth made them 1.2 times faster
+	// (BenchmarkDrain/jsonl-zstd). Queued records are polled records,
+	// held, not copied, and counted in the budget: the depth moves them,
+	// it adds no memory the watermarks don't see.
+	QueueBatches = 16
 )
 
 const (

@@ -193,6 +193,8 @@ func TestRejects(t *testing.T) {
 			[]string{`storage.url: "file://REDACTED@/x" has a user name or password, which a file URL can't have; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
 		{"file URL with no path at all", "storage:\n  url: 'file:'\n", topicsEnv,
 			[]string{`storage.url: "file:" has no path; write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out`}},
+		{"file URL with a fragment", "storage:\n  url: 'file:///tmp/run#01/out'\n", topicsEnv,
+			[]string{`storage.url: "file:///tmp/run#REDACTED" has a query or fragment (? or #), which a file URL doesn't use: files would go to /tmp/run; if the directory's name holds ? or #, write them as %3F and %23`}},
 		{"file URL with a tilde", "storage:\n  url: 'file:~/out'\n", topicsEnv,
 			[]string{`storage.url: "file:~/out" starts with ~, which is not expanded to a home directory; write the absolute path, such as file:///home/me/out`}},
 		{"storage prefix that escapes", "storage:\n  prefix: ../escape/\n", nil,

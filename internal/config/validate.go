@@ -424,6 +424,10 @@ func checkFileURL(ps *problems, u *url.URL, shown string) {
 			}
 		}
 		ps.add(key, shown, "names the host %q, which a file URL can't have%s", u.Host, where)
+	case u.Fragment != "" || u.RawQuery != "" || u.ForceQuery:
+		// A # or ? in a directory's name starts a fragment or a query:
+		// the files would go to the directory named before it.
+		ps.add(key, shown, "has a query or fragment (? or #), which a file URL doesn't use: files would go to %s; if the directory's name holds ? or #, write them as %%3F and %%23", u.Path+u.Opaque)
 	case strings.HasPrefix(u.Opaque, "~"):
 		ps.add(key, shown, "starts with ~, which is not expanded to a home directory; write the absolute path, such as file:///home/me/out")
 	case u.Opaque != "":

@@ -41,20 +41,20 @@ import (
 //
 // Run, without -race:
 //
-//	go test -run XXX -bench BenchmarkDrain -benchtime 1x -count 3 ./internal/runner/
+//	SPILLWAY_BENCH_ROUNDS=3 go test -run XXX -bench BenchmarkDrain -benchtime 1x ./internal/runner/
 //
 // Each sub-benchmark reports records/s, MB/s (value bytes / elapsed) and the
 // live-heap peak above the pre-run baseline, and the time to the first
 // record (mostly the group join); spillway also reports the budget's peak and
 // limit (the data budget, half of memory_limit), the stop's duration and the
 // bytes stored. When all three run in one BenchmarkDrain call, the ratios
-// spillway/naive and naive/raw (medians over -count) are logged by the last
+// spillway/naive and naive/raw (medians over the rounds) are logged by the last
 // spillway run, zstd and gzip against spillway by the last jsonl-gzip run,
 // each format's records/s against jsonl+zstd by the last parquet-zstd run,
 // and files-1000p against files-16p by the last files-1000p run. Speed is
-// never asserted. The figures (#12) were taken with
+// never asserted. The figures of #12 were taken with
 //
-//	SPILLWAY_BENCH_RECORDS=400000 GOMAXPROCS=2 go test -run XXX -bench 'BenchmarkDrain/(raw|naive|spillway|jsonl-|files|raw-1000p)' -benchtime 1x -count 3 ./internal/runner/
+//	SPILLWAY_BENCH_RECORDS=1000000 SPILLWAY_BENCH_ROUNDS=3 GOMAXPROCS=2 go test -run XXX -bench 'BenchmarkDrain/(raw|naive|spillway|jsonl-(zstd|gzip)$|files|raw-1000p)' -benchtime 1x ./internal/runner/
 
 const (
 	benchRecordsDefault = 200_000 // ~200 MB of values
@@ -62,6 +62,19 @@ const (
 	benchWidePartitions = 1000
 	benchValueSize      = 1024
 )
+
+// benchRounds is SPILLWAY_BENCH_ROUNDS, or 1.
+func benchRounds(b *testing.B) int {
+	s := os.Getenv("SPILLWAY_BENCH_ROUNDS")
+	if s == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		b.Fatalf("SPILLWAY_BENCH_ROUNDS=%q: want a positive integer", s)
+	}
+	return n
+}
 
 // benchRecords is the number of records to load; SPILLWAY_BENCH_RECORDS
 // lowers (or raises) it.
@@ -256,7 +269,18 @@ func BenchmarkDrain(b *testing.B) {
 	}
 	group := func(name string) string { return fmt.Sprintf("bench-%s-%d", name, seq.Add(1)) }
 
-	b.Run("raw", func(b *testing.B) {
+	// The sub-benchmarks run in rounds (SPILLWAY_BENCH_ROUNDS, default 1),
+	// every one of them in each round, so that the machine's drift over
+	// the minutes falls on all alike and the ratios of medians compare
+	// like with like (-count repeats each before the next starts).
+	type sub struct {
+		name string
+		fn   func(*testing.B)
+	}
+	var subs []sub
+	run := func(name string, fn func(*testing.B)) { subs = append(subs, sub{name, fn}) }
+
+	run("raw", func(b *testing.B) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
 		var first, cpu time.Duration
@@ -273,7 +297,7 @@ func BenchmarkDrain(b *testing.B) {
 		report(b, "raw", heap, first, cpu)
 	})
 
-	b.Run("naive", func(b *testing.B) {
+	run("naive", func(b *testing.B) {
 		b.SetBytes(d.valueBytes)
 		var heap uint64
 		var first, cpu time.Duration
@@ -431,7 +455,7 @@ func BenchmarkDrain(b *testing.B) {
 		b.ReportMetric(float64(outBytes)/1e6, "out-MB")
 	}
 
-	b.Run("spillway", func(b *testing.B) {
+	run("spillway", func(b *testing.B) {
 		spillway(b, "spillway", "jsonl", "none")
 		// Logged here, not in the parent: a parent's log shows only with -v.
 		if raw, naive, sw := median("raw"), median("naive"), median("spillway"); raw > 0 && naive > 0 {
@@ -445,8 +469,8 @@ func BenchmarkDrain(b *testing.B) {
 
 	// The formats, all with zstd, on the same data: records/s relative to
 	// jsonl+zstd, logged by the last.
-	b.Run("jsonl-zstd", func(b *testing.B) { spillway(b, "jsonl-zstd", "jsonl", "zstd") })
-	b.Run("jsonl-gzip", func(b *testing.B) {
+	run("jsonl-zstd", func(b *testing.B) { spillway(b, "jsonl-zstd", "jsonl", "zstd") })
+	run("jsonl-gzip", func(b *testing.B) {
 		spillway(b, "jsonl-gzip", "jsonl", "gzip")
 		if base := median("spillway"); base > 0 {
 			b.Logf("medians, records/s: jsonl %.0f; jsonl+zstd %.0f (%.2f of jsonl); jsonl+gzip %.0f (%.2f)",
@@ -456,8 +480,8 @@ func BenchmarkDrain(b *testing.B) {
 				cb, cmedian("jsonl-zstd"), cmedian("jsonl-zstd")/cb, cmedian("jsonl-gzip"), cmedian("jsonl-gzip")/cb)
 		}
 	})
-	b.Run("avro-zstd", func(b *testing.B) { spillway(b, "avro-zstd", "avro", "zstd") })
-	b.Run("parquet-zstd", func(b *testing.B) {
+	run("avro-zstd", func(b *testing.B) { spillway(b, "avro-zstd", "avro", "zstd") })
+	run("parquet-zstd", func(b *testing.B) {
 		spillway(b, "parquet-zstd", "parquet", "zstd")
 		if base := median("jsonl-zstd"); base > 0 {
 			b.Logf("medians of %d runs, records/s: jsonl+zstd %.0f; avro+zstd %.0f (%.2f of jsonl+zstd); parquet+zstd %.0f (%.2f)",
@@ -467,8 +491,8 @@ func BenchmarkDrain(b *testing.B) {
 
 	// The same drains with the spool on (backpressure.spool_dir): records
 	// go to disk and back before they are encoded, at the close.
-	b.Run("jsonl-zstd-spool", func(b *testing.B) { spillway(b, "jsonl-zstd-spool", "jsonl", "zstd") })
-	b.Run("parquet-zstd-spool", func(b *testing.B) {
+	run("jsonl-zstd-spool", func(b *testing.B) { spillway(b, "jsonl-zstd-spool", "jsonl", "zstd") })
+	run("parquet-zstd-spool", func(b *testing.B) {
 		spillway(b, "parquet-zstd-spool", "parquet", "zstd")
 		if base, pbase := median("jsonl-zstd"), median("parquet-zstd"); base > 0 && pbase > 0 {
 			b.Logf("medians, records/s: jsonl+zstd %.0f, with the spool %.0f (%.2f); parquet+zstd %.0f, with the spool %.0f (%.2f)",
@@ -483,7 +507,7 @@ func BenchmarkDrain(b *testing.B) {
 	perFile := max(int64(n)/benchWidePartitions, 1)
 	// raw-1000p is raw over the 1,000-partition topic: what the broker and
 	// the Kafka client allow there.
-	b.Run("raw-1000p", func(b *testing.B) {
+	run("raw-1000p", func(b *testing.B) {
 		b.StopTimer()
 		loadWide(b)
 		wideEnd := testkit.EndOffsets(b, d.admin, "wide")
@@ -503,8 +527,8 @@ func BenchmarkDrain(b *testing.B) {
 		}
 		report(b, "raw-1000p", heap, first, cpu)
 	})
-	b.Run("files-16p", func(b *testing.B) { spillwayOn(b, "files-16p", "events", "jsonl", "none", perFile) })
-	b.Run("files-1000p", func(b *testing.B) {
+	run("files-16p", func(b *testing.B) { spillwayOn(b, "files-16p", "events", "jsonl", "none", perFile) })
+	run("files-1000p", func(b *testing.B) {
 		b.StopTimer()
 		loadWide(b)
 		b.StartTimer()
@@ -520,4 +544,9 @@ func BenchmarkDrain(b *testing.B) {
 			}
 		}
 	})
+	for range benchRounds(b) {
+		for _, r := range subs {
+			b.Run(r.name, r.fn)
+		}
+	}
 }

@@ -72,6 +72,9 @@ type localWriter struct {
 	final   string
 	l       *local
 	replace bool
+	// n bytes written; the kernel was asked to write back the first
+	// flushed of them (see Write).
+	n, flushed int64
 }
 
 func (w *localWriter) done() {
@@ -80,7 +83,24 @@ func (w *localWriter) done() {
 	w.l.mu.Unlock()
 }
 
-func (w *localWriter) Write(p []byte) (int, error) { return w.f.Write(p) }
+// writebackStride is how much a local file takes before the kernel is
+// asked to start writing it back.
+const writebackStride = 4 << 20
+
+// Write appends p and, every writebackStride bytes, starts the kernel
+// writing back what came before, without waiting for it. Left to itself
+// the kernel holds a file's pages dirty until memory or a timer presses,
+// so the fsync at commit would write the whole file while its partition
+// waits, and the dirty pages weigh on the process's cgroup meanwhile.
+func (w *localWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.n += int64(n)
+	if err == nil && w.n-w.flushed >= writebackStride {
+		startWriteback(w.f, w.flushed, w.n-w.flushed)
+		w.flushed = w.n
+	}
+	return n, err
+}
 
 // commit makes the file durable before it becomes visible: fsync the
 // data, rename into place, fsync the directory so the rename survives a
