@@ -255,9 +255,9 @@ func (c *compactor) append(dst, b []byte) []byte {
 	return append(dst, b[start:]...)
 }
 
-// maybeJSON is a cheap filter in front of json.Valid, which allocates a
-// syntax error for every value it rejects: most plain text fails on its
-// first or last byte already. It never rejects valid JSON.
+// maybeJSON is a cheap filter in front of scanJSON: most plain text fails
+// on its first or last byte already, where scanJSON could read a long
+// string or number before it fails. It never rejects valid JSON.
 func maybeJSON(b []byte) bool {
 	b = bytes.TrimFunc(b, isJSONSpace)
 	if len(b) == 0 {
