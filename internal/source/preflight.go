@@ -168,7 +168,10 @@ func isAuthErr(err error) bool {
 }
 
 // connErrs keeps the last failed connection to a broker: when the check
-// times out, that is the cause worth reporting.
+// times out, that is the cause worth reporting. A timed-out dial does not
+// replace an earlier, more specific error: the dial in flight when
+// kafka.startup_timeout ends fails with "i/o timeout" whatever the cause,
+// and a refused connection says more.
 type connErrs struct {
 	mu  sync.Mutex
 	err error
@@ -180,7 +183,18 @@ func (c *connErrs) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err != nil && isTimeout(err) && !isTimeout(c.err) {
+		return
+	}
 	c.err = err
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
 }
 
 func (c *connErrs) last() error {
