@@ -103,6 +103,21 @@ func (t *Typed) Of(r *kgo.Record) string {
 	return ids.String()
 }
 
+// Fits reports whether a record of the schemas of (Of's name for it) may go
+// in a file written with the schemas file. A part of the record without a
+// usable schema (null, or one the encoder refuses as a record error in any
+// file) fits any file: a file's columns are nullable, so a record with a
+// null key goes in the file of its value's schema instead of opening one.
+// A part with a schema must be of the file's schema for that part.
+func (t *Typed) Fits(of, file string) bool {
+	if of == "" || of == file {
+		return true
+	}
+	r, f := parseSchemaIDs(of), parseSchemaIDs(file)
+	return (r.key < 0 || r.key == f.key && r.keyMsg == f.keyMsg) &&
+		(r.value < 0 || r.value == f.value && r.valueMsg == f.valueMsg)
+}
+
 // usable is b's schema id, and the name of its columns, if it is cached
 // and has columns; else -1.
 func (t *Typed) usable(b []byte) (int, string) {

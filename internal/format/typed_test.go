@@ -491,3 +491,83 @@ func TestTypedProtobuf(t *testing.T) {
 		t.Errorf("parquet rows %v", res[0])
 	}
 }
+
+// TestTypedNullPartsFit: with keys and values decoded, a record with a null
+// key, or a tombstone, goes in the open file of its other part's schema
+// (the sink asks Fits), and the typed file holds it with that part null.
+// Before, each such record named other schemas and closed the file: a
+// topic whose keys are sometimes null made a file per change.
+func TestTypedNullPartsFit(t *testing.T) {
+	const keyID = 11
+	keySchema := `{"type":"record","name":"OrderKey","namespace":"shop","fields":[{"name":"id","type":"long"}]}`
+	reg, err := registry.NewCached("both", map[int]sr.Schema{
+		orderID: {Type: sr.TypeAvro, Schema: orderSchema},
+		keyID:   {Type: sr.TypeAvro, Schema: keySchema},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := orders(t)
+	for i, r := range recs {
+		r.Key = wireAvro(t, keyID, keySchema, map[string]any{"id": int64(i + 1)})
+	}
+	nullKey := *recs[1]
+	nullKey.Key, nullKey.Offset = nil, 20
+	tombstone := *recs[2]
+	tombstone.Value, tombstone.Offset = nil, 21
+	headerless := *recs[0]
+	headerless.Key, headerless.Offset = []byte("plain"), 22
+	mixed := []*kgo.Record{recs[0], &nullKey, recs[1], &tombstone, recs[2]}
+
+	for _, typ := range []string{"avro", "parquet"} {
+		ty := NewTyped(typedFormat(typ, true, "key", "value", "offset"), reg)
+		file := ty.Of(recs[0])
+		if file != "k11 v7" {
+			t.Fatalf("%s: Of(keyed order) = %q, want k11 v7", typ, file)
+		}
+		for _, c := range []struct {
+			name string
+			r    *kgo.Record
+			want bool
+		}{
+			{"same schemas", recs[2], true},
+			{"null key", &nullKey, true},
+			{"tombstone", &tombstone, true},
+			{"key without a header (a record error in any file)", &headerless, true},
+		} {
+			if got := ty.Fits(ty.Of(c.r), file); got != c.want {
+				t.Errorf("%s: Fits(%s: %q, %q) = %v, want %v", typ, c.name, ty.Of(c.r), file, got, c.want)
+			}
+		}
+		// A file opened by a null key has no key type: a typed key
+		// opens the next file; other values don't fit either.
+		if ty.Fits(file, ty.Of(&nullKey)) {
+			t.Errorf("%s: a typed key fits the file of a null key (%q)", typ, ty.Of(&nullKey))
+		}
+		other := *recs[0]
+		other.Value = wireAvro(t, keyID, keySchema, map[string]any{"id": int64(9)})
+		if ty.Fits(ty.Of(&other), file) {
+			t.Errorf("%s: value of schema 11 fits a file of value schema 7", typ)
+		}
+		if !ty.Fits("", file) {
+			t.Errorf("%s: a record with no usable schema must fit any file", typ)
+		}
+
+		path := writeTemp(t, t.TempDir(), "mixed."+typ, encodeTyped(t, ty, mixed))
+		var got []string
+		if typ == "avro" {
+			for _, r := range testkit.ReadAvroPython(t, path)[0].Records {
+				got = append(got, fmt.Sprint(jsonNorm(t, r["offset"]), " ", jsonNorm(t, r["key"]) != nil, " ", jsonNorm(t, r["value"]) != nil))
+			}
+		} else {
+			res := testkit.NewDuckDB(t).Query(t, `SELECT "offset"::DOUBLE AS o, key IS NOT NULL AS k, value IS NOT NULL AS v FROM read_parquet(`+testkit.SQLString(path)+`, file_row_number = true) ORDER BY file_row_number`)
+			for _, r := range res[0] {
+				got = append(got, fmt.Sprint(r["o"], " ", r["k"], " ", r["v"]))
+			}
+		}
+		want := []string{"10 true true", "20 false true", "11 true true", "21 true false", "12 true true"}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: rows (offset, has key, has value) %v, want %v", typ, got, want)
+		}
+	}
+}

@@ -17,6 +17,9 @@ type Schemas interface {
 	// Of names the schemas r must be written with, or "" when r fits
 	// any file (it has none, or the format does not type files).
 	Of(r *kgo.Record) string
+	// Fits says whether a record Of names of may go in a file of the
+	// schemas file: a record's null part fits any file.
+	Fits(of, file string) bool
 	// NewEncoder builds the encoder of a file of the schemas Of named.
 	NewEncoder(w io.Writer, schemas string) (Encoder, error)
 }
@@ -26,8 +29,7 @@ func (s *Sink) schemaChanged(f *openFile, r *kgo.Record) bool {
 	if s.cfg.Schemas == nil {
 		return false
 	}
-	of := s.cfg.Schemas.Of(r)
-	return of != "" && of != f.schemas
+	return !s.cfg.Schemas.Fits(s.cfg.Schemas.Of(r), f.schemas)
 }
 
 // schemasOf names the schemas a file opened by r is typed with: "" when
