@@ -3,6 +3,8 @@ package runner
 import (
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
@@ -12,13 +14,41 @@ import (
 
 // MemoryWarnings says, for `config check`, whether the storage settings fit
 // in the memory plan that backpressure.memory_limit gives here (with auto:
-// this machine's cgroup, or the default).
+// this machine's cgroup, or the default), and whether disk_limit auto
+// leaves the spool enough room here, as a run would find at its start.
 func MemoryWarnings(cfg *config.Config) ([]string, error) {
 	plan, where, err := MemoryPlan(cfg.Backpressure)
 	if err != nil {
 		return nil, err
 	}
-	return memoryWarnings(cfg, plan, where), nil
+	w := memoryWarnings(cfg, plan, where)
+	if d := diskWarning(cfg.Backpressure); d != "" {
+		w = append(w, d)
+	}
+	return w, nil
+}
+
+// diskWarning is why a run here would refuse disk_limit auto, or "". The
+// spool directory may not exist yet: a run makes it, on the file system of
+// its nearest existing parent, which is where the space is read.
+func diskWarning(bp config.Backpressure) string {
+	if bp.SpoolDir == "" {
+		return ""
+	}
+	if _, auto, err := bp.DiskLimitBytes(); err != nil || !auto {
+		return ""
+	}
+	dir := filepath.Clean(bp.SpoolDir)
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	if _, _, err := diskAuto(bp.SpoolDir, dir); err != nil {
+		return err.Error() + "; a run here would not start"
+	}
+	return ""
 }
 
 // memoryWarnings checks that the data budget holds what the storage

@@ -501,6 +501,21 @@ func newKafkaMetrics() *kprom.Metrics {
 // uses.
 func encodeSlots() int { return runtime.GOMAXPROCS(0) }
 
+// diskAuto resolves backpressure.disk_limit auto: config.DiskAutoPercent of
+// the space free on dir's file system (named spoolDir in errors). It fails
+// when that is below config.MinDiskLimit.
+func diskAuto(spoolDir, dir string) (limit, free int64, err error) {
+	free, err = spool.Free(dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("backpressure.spool_dir %s: %w; set backpressure.disk_limit to a size", spoolDir, err)
+	}
+	limit = free * config.DiskAutoPercent / 100
+	if limit < int64(config.MinDiskLimit) {
+		return 0, free, fmt.Errorf("backpressure.spool_dir %s has %s free, and disk_limit auto takes %d%% of it, below the minimum of %s: free space there, or choose another directory", spoolDir, mib(free), config.DiskAutoPercent, config.MinDiskLimit)
+	}
+	return limit, free, nil
+}
+
 // openSpool opens the spool of backpressure.spool_dir, if set, and turns on
 // the budget's disk resource with backpressure.disk_limit.
 func openSpool(bp config.Backpressure, b *budget.Budget, log *slog.Logger) (*spool.Spool, error) {
@@ -516,15 +531,9 @@ func openSpool(bp config.Backpressure, b *budget.Budget, log *slog.Logger) (*spo
 		return nil, fmt.Errorf("backpressure.spool_dir %s: %w", bp.SpoolDir, err)
 	}
 	if auto {
-		free, err := spool.Free(sp.Dir())
-		if err != nil {
+		if limit, _, err = diskAuto(bp.SpoolDir, sp.Dir()); err != nil {
 			sp.Close()
-			return nil, fmt.Errorf("backpressure.spool_dir %s: %w; set backpressure.disk_limit to a size", bp.SpoolDir, err)
-		}
-		limit = free * config.DiskAutoPercent / 100
-		if limit < int64(config.MinDiskLimit) {
-			sp.Close()
-			return nil, fmt.Errorf("backpressure.spool_dir %s has %s free, and disk_limit auto takes %d%% of it, below the minimum of %s: free space there, or choose another directory", bp.SpoolDir, mib(free), config.DiskAutoPercent, config.MinDiskLimit)
+			return nil, err
 		}
 	}
 	b.SetDiskLimit(limit)
