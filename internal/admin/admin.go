@@ -89,6 +89,10 @@ type Status struct {
 	DiskHeldBytes  map[string]int64 `json:"disk_held_bytes"`
 	SpoolFaults    int64            `json:"spool_faults"`
 
+	// SchemaRegistry is the schema registry client's state, with
+	// schema_registry.url set; nil without.
+	SchemaRegistry *RegistryStatus `json:"schema_registry,omitempty"`
+
 	// BufferedRecords are records fetched and not yet durable.
 	BufferedRecords int64 `json:"buffered_records"`
 	// FetchPaused is true while fetching is paused by back pressure;
@@ -140,6 +144,16 @@ type Status struct {
 	RecentCloses []FileClose `json:"recent_closes"`
 	// Version is the build's version, for spillway_build_info.
 	Version string `json:"version"`
+}
+
+// RegistryStatus is the schema registry client's state. While Waiting,
+// every partition's consumption waits for the registry to answer (nothing
+// is dropped): that explains a lack of progress, so it is not a stall.
+type RegistryStatus struct {
+	SchemasFetched int64 `json:"schemas_fetched"`
+	UnknownIDs     int64 `json:"unknown_ids"`  // ids the registry answered 404 for: their records go to the error policy
+	FailedTries    int64 `json:"failed_tries"` // failed requests to an unreachable or failing registry, retried with backoff
+	Waiting        bool  `json:"waiting"`
 }
 
 // Partition is one assigned partition's state.

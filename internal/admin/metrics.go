@@ -43,6 +43,14 @@ var (
 		"holder")
 	descSpoolFaults = desc("spool_faults_total",
 		"Spool files that could not be created or appended to (disk full, directory gone or read-only) since start; their files were written without the spool, in memory.")
+	descRegistryFetched = desc("schema_registry_schemas_fetched_total",
+		"Schemas fetched from the schema registry and cached since start (only with schema_registry.url).")
+	descRegistryUnknown = desc("schema_registry_unknown_ids_total",
+		"Schema ids the registry did not know since start; the records that carry them go to the error policy.")
+	descRegistryFailed = desc("schema_registry_failed_requests_total",
+		"Requests to the schema registry that failed (unreachable, timed out, server error) and were retried with backoff since start.")
+	descRegistryWaiting = desc("schema_registry_waiting",
+		"1 while consumption of every partition waits for an unreachable schema registry (nothing is dropped; it is not counted as a stall), else 0.")
 	descBufferedRecords = desc("buffered_records",
 		"Records fetched from Kafka and not yet durable in storage; their offsets can't be committed yet.")
 	descFetchPaused = desc("fetch_paused",
@@ -101,6 +109,7 @@ var (
 		descBudgetHigh, descStalled, descLastProgress, descReady, descBuildInfo,
 		descBudgetLimit, descBudgetUsed, descBudgetPeak, descBudgetHeld, descBudgetUnreservedPeak,
 		descDiskLimit, descDiskUsed, descDiskPeak, descDiskHigh, descDiskHeld, descSpoolFaults,
+		descRegistryFetched, descRegistryUnknown, descRegistryFailed, descRegistryWaiting,
 		descBufferedRecords, descFetchPaused, descPausedPartitions,
 		descOpenFiles, descUploadsInFlight,
 		descFilesUploaded, descBytesUploaded,
@@ -143,6 +152,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDiskHeld, float64(n), holder)
 	}
 	counter(descSpoolFaults, float64(st.SpoolFaults))
+	if r := st.SchemaRegistry; r != nil {
+		counter(descRegistryFetched, float64(r.SchemasFetched))
+		counter(descRegistryUnknown, float64(r.UnknownIDs))
+		counter(descRegistryFailed, float64(r.FailedTries))
+		gauge(descRegistryWaiting, b2f(r.Waiting))
+	}
 	gauge(descBufferedRecords, float64(st.BufferedRecords))
 	paused := 0.0
 	if st.FetchPaused {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -239,8 +241,11 @@ func TestRegistryUnknownIDFails(t *testing.T) {
 }
 
 // TestRegistryDownThenUp: with the registry stopped, nothing is written
-// or committed and the run waits, saying why; once the registry is back
-// on the same port, every record is stored exactly once.
+// or committed and the run waits, saying why: in its logs, and in its
+// status and metrics (waiting, failed tries, the records lagging), without
+// calling it a stall past admin.stall_timeout: a restart would not bring
+// the registry back. Once the registry is back on the same port, every
+// record is stored exactly once.
 func TestRegistryDownThenUp(t *testing.T) {
 	reg := testkit.StartRegistry(t, registrySeeds, "", "")
 	reg.Stop()
@@ -253,6 +258,7 @@ func TestRegistryDownThenUp(t *testing.T) {
 	end := testkit.EndOffsets(t, cl, "events")
 	dir := t.TempDir()
 	cfg := registryConfig(cluster, dir, reg.URL(), "parquet", "registry-down")
+	cfg.Admin.StallTimeout = time.Second
 	logs := &logBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -275,6 +281,27 @@ func TestRegistryDownThenUp(t *testing.T) {
 	if st := progress.Load().Sink(); st.Records != 0 || st.FilesOpen != 0 {
 		t.Errorf("records written while the registry was down: %+v", st)
 	}
+	// Past the stall timeout, with records lagging, the status says why.
+	downSince := time.Now()
+	waitFor(t, "the registry down for longer than admin.stall_timeout, with lag", func() bool {
+		st := progress.Load().Status()
+		return time.Since(downSince) > 2*cfg.Admin.StallTimeout && st.LagRecords > 0
+	})
+	st := progress.Load().Status()
+	if r := st.SchemaRegistry; r == nil || !r.Waiting || r.FailedTries < 2 || r.SchemasFetched != 0 {
+		t.Errorf("status while the registry is down: %+v, want waiting with failed tries", r)
+	}
+	if st.Stalled {
+		t.Errorf("status while the registry is down says stalled: %s", st.StalledReason)
+	}
+	srv := httptest.NewServer(admin.New("", admin.SourceFunc(progress.Load().Status), nil).Handler())
+	m := scrapeMetrics(t, strings.TrimPrefix(srv.URL, "http://"))
+	srv.Close()
+	if m.samples["spillway_schema_registry_waiting"] != 1 || m.samples["spillway_schema_registry_failed_requests_total"] < 2 ||
+		!m.names["spillway_schema_registry_schemas_fetched_total"] || m.samples["spillway_stalled"] != 0 {
+		t.Errorf("metrics while the registry is down: waiting %v, failed %v, stalled %v",
+			m.samples["spillway_schema_registry_waiting"], m.samples["spillway_schema_registry_failed_requests_total"], m.samples["spillway_stalled"])
+	}
 	reg.Start()
 	waitFor(t, "every record written", func() bool { return progress.Load().Sink().Records == n })
 	cancel()
@@ -292,5 +319,8 @@ func TestRegistryDownThenUp(t *testing.T) {
 	}
 	if len(logs.lines("schema registry answers again")) == 0 {
 		t.Error("no log line says the registry is back")
+	}
+	if r := progress.Load().Status().SchemaRegistry; r == nil || r.Waiting || r.SchemasFetched != 1 {
+		t.Errorf("status after the registry came back: %+v, want not waiting, one schema fetched", r)
 	}
 }

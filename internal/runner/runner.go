@@ -59,6 +59,7 @@ type Progress struct {
 	budget  *budget.Budget
 	mon     *monitor
 	version string
+	reg     *registry.Registry // nil without schema_registry.url
 }
 
 // writer is what the runner drives: the sink, or for the one-object-per-key
@@ -286,7 +287,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			log.Warn("exiting without a clean close of the Kafka client", "err", err)
 		}
 	}()
-	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b, mon: mon, version: opts.Version}
+	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b, mon: mon, version: opts.Version, reg: reg}
 	if opts.OnStart != nil {
 		opts.OnStart(progress)
 	}

@@ -45,6 +45,10 @@ func (p *Progress) Status() admin.Status {
 		s.DiskHeldBytes[string(h.Holder)] = h.Bytes
 	}
 	s.SpoolFaults = st.SpoolFaults
+	if p.reg != nil {
+		r := p.reg.Stats()
+		s.SchemaRegistry = &admin.RegistryStatus{SchemasFetched: r.Fetched, UnknownIDs: r.Missing, FailedTries: r.Retries, Waiting: r.Waiting}
+	}
 	if err := p.sink.Err(); err != nil {
 		s.Ready, s.FatalError = false, err.Error()
 	}
@@ -73,7 +77,10 @@ func (p *Progress) Status() admin.Status {
 		s.LagRecords += pt.Lag
 	}
 	if p.mon != nil {
-		held := b.Paused || src.Paused || b.Used > b.High
+		// Back pressure and an unreachable schema registry explain a
+		// lack of progress, and have their own metrics to alert on: a
+		// restart would fix neither.
+		held := b.Paused || src.Paused || b.Used > b.High || s.SchemaRegistry != nil && s.SchemaRegistry.Waiting
 		stalled, since := p.mon.observe(markOf(st, src), s.LagRecords, held)
 		s.StallTimeoutSeconds = p.mon.stallTimeout.Seconds()
 		s.LastProgressSeconds = since.Seconds()

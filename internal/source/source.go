@@ -278,12 +278,10 @@ func (s *Source) Run(stop, hard context.Context) error {
 		s.budget.Release(budget.FetchBuffers, moved)
 		s.budget.Acquire(budget.PolledRecords, moved)
 		s.budget.Acquire(budget.PolledUnreserved, size-moved)
-		err := s.write(stop, hard, recs)
-		s.budget.Release(budget.PolledUnreserved, size-moved)
-		s.budget.Release(budget.PolledRecords, moved)
-		s.budget.Acquire(budget.FetchBuffers, moved)
+		// What the fetch says of the partitions' ends counts before the
+		// write, which can wait long (storage, the schema registry): lag
+		// must show the records waiting in it.
 		s.statsMu.Lock()
-		s.stats.Fetched += int64(len(recs))
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			tp := sink.TopicPartition{Topic: p.Topic, Partition: p.Partition}
 			if p.HighWatermark > 0 {
@@ -293,6 +291,13 @@ func (s *Source) Run(stop, hard context.Context) error {
 				s.stats.FirstFetched[tp] = p.Records[0].Offset
 			}
 		})
+		s.statsMu.Unlock()
+		err := s.write(stop, hard, recs)
+		s.budget.Release(budget.PolledUnreserved, size-moved)
+		s.budget.Release(budget.PolledRecords, moved)
+		s.budget.Acquire(budget.FetchBuffers, moved)
+		s.statsMu.Lock()
+		s.stats.Fetched += int64(len(recs))
 		s.statsMu.Unlock()
 		s.cl.AllowRebalance()
 		if err != nil {
