@@ -51,6 +51,8 @@ var (
 		"Requests to the schema registry that failed (unreachable, timed out, server error) and were retried with backoff since start.")
 	descRegistryWaiting = desc("schema_registry_waiting",
 		"1 while consumption of every partition waits for an unreachable schema registry (nothing is dropped; it is not counted as a stall), else 0.")
+	descRegistryUndeclared = desc("schema_registry_undeclared_total",
+		"JSON Schema values written to avro or parquet files since start that had properties their schema does not declare: the files hold them without those properties (write jsonl, or declare them, to keep them).")
 	descBufferedRecords = desc("buffered_records",
 		"Records fetched from Kafka and not yet durable in storage; their offsets can't be committed yet.")
 	descFetchPaused = desc("fetch_paused",
@@ -109,7 +111,7 @@ var (
 		descBudgetHigh, descStalled, descLastProgress, descReady, descBuildInfo,
 		descBudgetLimit, descBudgetUsed, descBudgetPeak, descBudgetHeld, descBudgetUnreservedPeak,
 		descDiskLimit, descDiskUsed, descDiskPeak, descDiskHigh, descDiskHeld, descSpoolFaults,
-		descRegistryFetched, descRegistryUnknown, descRegistryFailed, descRegistryWaiting,
+		descRegistryFetched, descRegistryUnknown, descRegistryFailed, descRegistryWaiting, descRegistryUndeclared,
 		descBufferedRecords, descFetchPaused, descPausedPartitions,
 		descOpenFiles, descUploadsInFlight,
 		descFilesUploaded, descBytesUploaded,
@@ -157,6 +159,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descRegistryUnknown, float64(r.UnknownIDs))
 		counter(descRegistryFailed, float64(r.FailedTries))
 		gauge(descRegistryWaiting, b2f(r.Waiting))
+		counter(descRegistryUndeclared, float64(r.Undeclared))
 	}
 	gauge(descBufferedRecords, float64(st.BufferedRecords))
 	paused := 0.0

@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/twmb/avro"
 )
@@ -29,7 +30,17 @@ type Columns struct {
 	// value turns the data after the header (message indexes included)
 	// into the Go value Schema.Decode would give for it.
 	value func(data []byte) (any, error)
+
+	// undeclared counts the values that had properties their JSON Schema
+	// does not declare, which no column holds; onUndeclared hears the
+	// first (its path), to say so once. JSON Schema only.
+	undeclared   atomic.Int64
+	onUndeclared func(path string)
 }
+
+// Undeclared is how many values had properties their JSON Schema does not
+// declare: the typed files hold them without those properties.
+func (c *Columns) Undeclared() int64 { return c.undeclared.Load() }
 
 // Value decodes data, a part after the schema id, to the value the Avro
 // schema Schema would decode to (map[string]any for a record, []any for an

@@ -220,3 +220,74 @@ func TestColumnsBounded(t *testing.T) {
 		t.Errorf("JSON Schema within the bound was cut: %v", err)
 	}
 }
+
+// TestJSONSchemaUndeclaredCounted: properties a value has that its schema
+// does not declare can't be columns. They are left out, as Kafka
+// Connect's JSON Schema converter does, but not silently: each such value
+// is counted (Registry.Stats, and so a metric), and the first is logged
+// with its path, once per schema.
+func TestJSONSchemaUndeclaredCounted(t *testing.T) {
+	const schema = `{"type": "object", "properties": {
+  "a": {"type": "integer"},
+  "n": {"type": "object", "properties": {"x": {"type": "integer"}}},
+  "list": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}}}}`
+	r, err := NewCached("value", map[int]sr.Schema{5: {Type: sr.TypeJSON, Schema: schema}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.Lookup(5)
+	cols, err := s.Columns(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var heard []string
+	cols.onUndeclared = func(path string) { heard = append(heard, path) }
+	for _, c := range []struct {
+		data  string
+		count int64
+	}{
+		{`{"a": 1, "n": {"x": 2}, "list": [{"k": "v"}]}`, 0},
+		{`{"a": 1}`, 0},         // absent properties are nulls, not undeclared
+		{`{"a": 1, "a": 2}`, 0}, // a declared property given twice
+		{`{"a": 1, "n": {"x": 2, "y": 3}}`, 1},
+		{`{"a": 1, "b": true, "c": null}`, 2},
+		{`{"list": [{"k": "v"}, {"k": "w", "z": 1}]}`, 3},
+	} {
+		v, err := cols.Value([]byte(c.data))
+		if err != nil {
+			t.Fatalf("%s: %v", c.data, err)
+		}
+		if _, err := cols.Schema.Encode(v); err != nil {
+			t.Errorf("%s: the value does not encode: %v", c.data, err)
+		}
+		if got := cols.Undeclared(); got != c.count {
+			t.Errorf("after %s: %d values counted, want %d", c.data, got, c.count)
+		}
+	}
+	if want := []string{"$.n.y"}; !reflect.DeepEqual(heard, want) {
+		t.Errorf("heard %q, want the first path only, once", heard)
+	}
+	if got := r.Stats().Undeclared; got != 3 {
+		t.Errorf("Stats().Undeclared = %d, want 3", got)
+	}
+
+	// additionalProperties: false still makes them a record error.
+	closed := strings.Replace(schema, `"properties": {
+  "a"`, `"additionalProperties": false, "properties": {
+  "a"`, 1)
+	r2, err := NewCached("value", map[int]sr.Schema{6: {Type: sr.TypeJSON, Schema: closed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := r2.Lookup(6)
+	cols2, err := s2.Columns(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cols2.Value([]byte(`{"a": 1, "b": 2}`)); err == nil || !strings.Contains(err.Error(), `property "b" is not in the schema`) {
+		t.Errorf("closed schema: %v, want a record error naming b", err)
+	}
+	if cols2.Undeclared() != 0 {
+		t.Errorf("a refused value was counted")
+	}
+}

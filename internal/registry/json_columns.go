@@ -65,18 +65,24 @@ func jsonColumnsBounded(id int, text string, maxFields int) (*Columns, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the JSON Schema of id %d as an Avro schema: %w", ErrUndecodable, id, err)
 	}
-	return &Columns{Schema: sch, value: func(data []byte) (any, error) {
+	c := &Columns{Schema: sch}
+	c.value = func(data []byte) (any, error) {
 		var p fastjson.Parser
 		v, err := p.ParseBytes(data)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON: %w", ErrUndecodable, id, err)
 		}
-		out, err := n.value(v, n.null, "$")
+		var undeclared string
+		out, err := n.value(v, n.null, "$", &undeclared)
 		if err != nil {
 			return nil, fmt.Errorf("%w: does not fit JSON Schema id %d: %w", ErrUndecodable, id, err)
 		}
+		if undeclared != "" && c.undeclared.Add(1) == 1 && c.onUndeclared != nil {
+			c.onUndeclared(undeclared)
+		}
 		return out, nil
-	}}, nil
+	}
+	return c, nil
 }
 
 type jsKind uint8
@@ -328,8 +334,9 @@ func (b *jsBuilder) recordName(base string) string {
 }
 
 // value converts v (nil when absent) by n; nullable says the Avro type
-// takes null.
-func (n *jsNode) value(v *fastjson.Value, nullable bool, path string) (any, error) {
+// takes null. undeclared is set to the path of the first property found
+// that the schema does not declare (and does not forbid), if it is "".
+func (n *jsNode) value(v *fastjson.Value, nullable bool, path string, undeclared *string) (any, error) {
 	if v == nil || v.Type() == fastjson.TypeNull {
 		if nullable {
 			return nil, nil
@@ -403,7 +410,7 @@ func (n *jsNode) value(v *fastjson.Value, nullable bool, path string) (any, erro
 		out := make([]any, len(items))
 		for i, it := range items {
 			var err error
-			if out[i], err = n.items.value(it, n.items.null, path+"["+strconv.Itoa(i)+"]"); err != nil {
+			if out[i], err = n.items.value(it, n.items.null, path+"["+strconv.Itoa(i)+"]", undeclared); err != nil {
 				return nil, err
 			}
 		}
@@ -416,7 +423,7 @@ func (n *jsNode) value(v *fastjson.Value, nullable bool, path string) (any, erro
 		var err error
 		v.GetObject().Visit(func(k []byte, x *fastjson.Value) {
 			if err == nil {
-				out[string(k)], err = n.items.value(x, n.items.null, path+"."+string(k))
+				out[string(k)], err = n.items.value(x, n.items.null, path+"."+string(k), undeclared)
 			}
 		})
 		return out, err
@@ -426,21 +433,30 @@ func (n *jsNode) value(v *fastjson.Value, nullable bool, path string) (any, erro
 		}
 		o := v.GetObject()
 		out := make(map[string]any, len(n.fields))
+		found := 0
 		for _, f := range n.fields {
+			x := o.Get(f.key)
+			if x != nil {
+				found++
+			}
 			var err error
-			if out[f.name], err = f.node.value(o.Get(f.key), f.nullable, path+"."+f.key); err != nil {
+			if out[f.name], err = f.node.value(x, f.nullable, path+"."+f.key, undeclared); err != nil {
 				return nil, err
 			}
 		}
-		if n.closed {
+		if o.Len() > found {
 			var extra string
 			o.Visit(func(k []byte, _ *fastjson.Value) {
 				if extra == "" && !slices.ContainsFunc(n.fields, func(f jsField) bool { return f.key == string(k) }) {
 					extra = string(k)
 				}
 			})
-			if extra != "" {
+			switch {
+			case extra == "": // a declared property given twice
+			case n.closed:
 				return nil, fmt.Errorf("%s: property %q is not in the schema, which has additionalProperties: false", path, extra)
+			case *undeclared == "":
+				*undeclared = path + "." + extra
 			}
 		}
 		return out, nil

@@ -181,11 +181,22 @@ type Stats struct {
 	Missing int64 // ids the registry does not know
 	Retries int64 // failed tries of an unreachable registry
 	Waiting bool  // consumption is waiting for the registry now
+	// Undeclared counts JSON Schema values written to typed files without
+	// properties their schema does not declare.
+	Undeclared int64
 }
 
 // Stats returns the counters.
 func (r *Registry) Stats() Stats {
-	return Stats{Fetched: r.fetched.Load(), Missing: r.missing.Load(), Retries: r.retries.Load(), Waiting: r.waiting.Load()}
+	st := Stats{Fetched: r.fetched.Load(), Missing: r.missing.Load(), Retries: r.retries.Load(), Waiting: r.waiting.Load()}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, s := range r.cache {
+		if s.jsonCols != nil {
+			st.Undeclared += s.jsonCols.Undeclared()
+		}
+	}
+	return st
 }
 
 // Lookup returns the cached schema of id, if Resolve fetched it.
@@ -371,6 +382,12 @@ func (r *Registry) build(ctx context.Context, id int, s sr.Schema) (*Schema, err
 		out.Err = fmt.Errorf("%w: schema id %d has the unknown schema type %q", ErrUndecodable, id, s.Type)
 	}
 	out.buildColumns()
+	if c := out.jsonCols; c != nil {
+		c.onUndeclared = func(path string) {
+			r.log.Warn("JSON Schema values have properties their schema does not declare; avro and parquet files can't hold them and leave them out (spillway_schema_registry_undeclared_total counts such values); declare them in the schema, or write jsonl to keep every property",
+				"schema_id", id, "first", path)
+		}
+	}
 	return out, nil
 }
 

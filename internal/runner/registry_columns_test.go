@@ -91,7 +91,8 @@ func wireColumnsProto(t testing.TB, compiled *registry.Registry, id, idx int, js
 // registry process, drained into parquet and avro: every good record is
 // stored once with typed columns, each change of schema closed a file (3
 // rotations of reason schema), and the two bad records went to the error
-// policy.
+// policy. A value with a property its JSON Schema does not declare is
+// written without it, and counted.
 func TestRegistryColumnsEndToEnd(t *testing.T) {
 	reg := testkit.StartRegistry(t, columnsRegistrySeeds, "", "")
 	compiled, err := registry.NewCached("value", map[int]sr.Schema{
@@ -113,6 +114,8 @@ func TestRegistryColumnsEndToEnd(t *testing.T) {
 		}
 		want++
 		switch {
+		case i == 30: // a property the schema does not declare: written without it, and counted
+			return &kgo.Record{Partition: 0, Value: wireColumnsJSON(jsV1ID, strings.Replace(columnsEvent(i, false), "{", `{"extra": 1, `, 1))}
 		case i < 100:
 			return &kgo.Record{Partition: 0, Value: wireColumnsJSON(jsV1ID, columnsEvent(i, false))}
 		case i < 200:
@@ -139,6 +142,11 @@ func TestRegistryColumnsEndToEnd(t *testing.T) {
 			p := progress()
 			if err := stop(); err != nil {
 				t.Fatalf("graceful stop: %v", err)
+			}
+			// After the stop: a record handed to its file is encoded
+			// later, on the file's goroutine.
+			if r := p.Status().SchemaRegistry; r == nil || r.Undeclared != 1 {
+				t.Errorf("status: %+v, want one value with an undeclared property counted", r)
 			}
 			st := p.Sink()
 			if got := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"); !maps.Equal(got, end) {

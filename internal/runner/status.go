@@ -47,7 +47,7 @@ func (p *Progress) Status() admin.Status {
 	s.SpoolFaults = st.SpoolFaults
 	if p.reg != nil {
 		r := p.reg.Stats()
-		s.SchemaRegistry = &admin.RegistryStatus{SchemasFetched: r.Fetched, UnknownIDs: r.Missing, FailedTries: r.Retries, Waiting: r.Waiting}
+		s.SchemaRegistry = &admin.RegistryStatus{SchemasFetched: r.Fetched, UnknownIDs: r.Missing, FailedTries: r.Retries, Waiting: r.Waiting, Undeclared: r.Undeclared}
 	}
 	if err := p.sink.Err(); err != nil {
 		s.Ready, s.FatalError = false, err.Error()
