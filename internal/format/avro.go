@@ -353,6 +353,10 @@ func newAvroCodec(kind string) (avroCodec, error) {
 	case "snappy":
 		return snappyCodec{}, nil
 	case "zstd":
+		// The default level, unlike the jsonl stream's fastest: Avro
+		// encoding costs more than its compression, so on 1 KiB JSON
+		// records the fastest level was only 1.03-1.05x faster end to
+		// end, for files 11% larger (ratio 4.77 against 5.29).
 		enc, err := zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.SpeedDefault),
 			zstd.WithEncoderConcurrency(1),
