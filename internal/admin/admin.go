@@ -154,8 +154,9 @@ type RegistryStatus struct {
 	UnknownIDs     int64 `json:"unknown_ids"`  // ids the registry answered 404 for: their records go to the error policy
 	FailedTries    int64 `json:"failed_tries"` // failed requests to an unreachable or failing registry, retried with backoff
 	Waiting        bool  `json:"waiting"`
-	// Undeclared counts JSON Schema values written to avro or parquet
-	// without the properties their schema does not declare.
+	// Undeclared counts JSON Schema values decoded for avro or parquet
+	// that had properties their schema does not declare, which the files
+	// leave out.
 	Undeclared int64 `json:"undeclared"`
 }
 

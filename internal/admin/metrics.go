@@ -52,7 +52,7 @@ var (
 	descRegistryWaiting = desc("schema_registry_waiting",
 		"1 while consumption of every partition waits for an unreachable schema registry (nothing is dropped; it is not counted as a stall), else 0.")
 	descRegistryUndeclared = desc("schema_registry_undeclared_total",
-		"JSON Schema values written to avro or parquet files since start that had properties their schema does not declare: the files hold them without those properties (write jsonl, or declare them, to keep them).")
+		"JSON Schema values decoded for avro or parquet files since start whose JSON had properties the schema does not declare: the files hold them without those properties (write jsonl, or declare them, to keep them).")
 	descBufferedRecords = desc("buffered_records",
 		"Records fetched from Kafka and not yet durable in storage; their offsets can't be committed yet.")
 	descFetchPaused = desc("fetch_paused",

@@ -255,13 +255,19 @@ func (e *typedAvroEncoder) part(i int, b []byte, typed *registry.Columns, id int
 // value it decodes to (see registry.Columns.Value). Both typed encoders
 // take their parts here.
 func (t *Typed) part(b []byte, typed *registry.Columns, id int, what string, r *kgo.Record) (data []byte, v any, err error) {
-	s, data, err := t.payload(b, id, what, r)
+	s, data, err := t.payload(b, what, r)
 	if err != nil {
 		return nil, nil, err
 	}
+	// Why the part can't be typed at all comes before whether it is of
+	// this file's schema: such a part goes in any file (Typed.Fits), and
+	// "another schema id" would read as a rotation gone wrong.
 	cols, err := s.Columns(data)
 	if err != nil {
 		return nil, nil, partError(what, r, err)
+	}
+	if id >= 0 && s.ID != id {
+		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file of schema id %d", registry.ErrUndecodable, s.ID, id))
 	}
 	if typed == nil {
 		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))

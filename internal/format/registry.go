@@ -22,7 +22,7 @@ import (
 //     schema, or one mapped from a Protobuf message or a JSON Schema: see
 //     registry.Columns): a file holds records of one schema id (and
 //     Protobuf message) per part, and a record of another goes to a new
-//     file (Of names them, the sink compares them);
+//     file (Of names them, Fits says whether a record's may join it);
 //   - json, jsonl, csv and bytes write each decoded key or value as JSON
 //     (Avro by its schema's JSON encoding, JSON Schema values as they are,
 //     Protobuf by protojson),
@@ -174,9 +174,9 @@ func (t *Typed) columnsOf(id int, msg string) *registry.Columns {
 }
 
 // payload checks that b (a key or value, not null) is in the wire format
-// with the schema id want (any id when want is -1), and returns its schema
-// and the data after the header.
-func (t *Typed) payload(b []byte, want int, what string, r *kgo.Record) (*registry.Schema, []byte, error) {
+// with a schema id the registry knows, and returns its schema and the data
+// after the header.
+func (t *Typed) payload(b []byte, what string, r *kgo.Record) (*registry.Schema, []byte, error) {
 	id, rest, err := registry.ID(b)
 	if err != nil {
 		return nil, nil, partError(what, r, err)
@@ -187,8 +187,6 @@ func (t *Typed) payload(b []byte, want int, what string, r *kgo.Record) (*regist
 		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d was not fetched before the record was written", registry.ErrUndecodable, id))
 	case s.Err != nil:
 		return nil, nil, partError(what, r, s.Err)
-	case want >= 0 && id != want:
-		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file of schema id %d", registry.ErrUndecodable, id, want))
 	}
 	return s, rest, nil
 }
@@ -216,7 +214,7 @@ func decodeAvro(s *registry.Schema, data []byte) (any, error) {
 // timestamp-millis as its milliseconds), JSON Schema data as it is, once it
 // is checked to be JSON.
 func (t *Typed) toJSON(dst, b []byte, what string, r *kgo.Record) ([]byte, error) {
-	s, data, err := t.payload(b, -1, what, r)
+	s, data, err := t.payload(b, what, r)
 	if err != nil {
 		return nil, err
 	}

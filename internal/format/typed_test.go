@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -503,6 +504,7 @@ func TestTypedNullPartsFit(t *testing.T) {
 	reg, err := registry.NewCached("both", map[int]sr.Schema{
 		orderID: {Type: sr.TypeAvro, Schema: orderSchema},
 		keyID:   {Type: sr.TypeAvro, Schema: keySchema},
+		protoID: {Type: sr.TypeProtobuf, Schema: `syntax = "proto3"; package t; message Other { string x = 1; }`},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -569,5 +571,22 @@ func TestTypedNullPartsFit(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: rows (offset, has key, has value) %v, want %v", typ, got, want)
 		}
+
+		// A key that can't be typed at all fits the file too, and its
+		// record error says why, not that its id is another file's.
+		badIndex := *recs[0]
+		badIndex.Key, badIndex.Offset = wireJSON(protoID, "\x02\x0a"), 23 // message index [5] of a schema of one message
+		if !ty.Fits(ty.Of(&badIndex), file) {
+			t.Errorf("%s: a key without columns does not fit", typ)
+		}
+		enc, err := ty.NewEncoder(io.Discard, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = enc.Encode(&badIndex)
+		if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), "message index") || strings.Contains(err.Error(), "in a file of schema id") {
+			t.Errorf("%s: %v, want a record error about the message index", typ, err)
+		}
+		_ = enc.Close()
 	}
 }

@@ -181,8 +181,9 @@ type Stats struct {
 	Missing int64 // ids the registry does not know
 	Retries int64 // failed tries of an unreachable registry
 	Waiting bool  // consumption is waiting for the registry now
-	// Undeclared counts JSON Schema values written to typed files without
-	// properties their schema does not declare.
+	// Undeclared counts JSON Schema values decoded for typed files that
+	// had properties their schema does not declare, which the files leave
+	// out.
 	Undeclared int64
 }
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"maps"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -322,5 +324,72 @@ func TestRegistryDownThenUp(t *testing.T) {
 	}
 	if r := progress.Load().Status().SchemaRegistry; r == nil || r.Waiting || r.SchemasFetched != 1 {
 		t.Errorf("status after the registry came back: %+v, want not waiting, one schema fetched", r)
+	}
+}
+
+// TestRegistryNullKeysOneFile: with keys and values decoded, a partition
+// whose keys are sometimes null goes into one typed file: a null key fits
+// the open file of its value's schema (format.Typed.Fits). It used to
+// close the file at every change between a null and a typed key.
+func TestRegistryNullKeysOneFile(t *testing.T) {
+	const keyID = 3
+	keySchema := `{"type":"record","name":"Key","namespace":"t","fields":[{"name":"id","type":"long"}]}`
+	seeds := append(slices.Clone(registrySeeds), sr.SubjectSchema{Subject: "events-key", Version: 1, ID: keyID, Schema: sr.Schema{Type: sr.TypeAvro, Schema: keySchema}})
+	reg := testkit.StartRegistry(t, seeds, "", "")
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	const n = 300
+	testkit.Produce(t, cl, "events", n, func(i int) *kgo.Record {
+		r := &kgo.Record{Value: event(t, v1ID, i)}
+		if i%3 != 1 { // the first key is typed: a file opened by a null key has no key type
+			r.Key, _ = new(sr.ConfluentHeader).AppendEncode(nil, keyID, nil)
+			r.Key, _ = avro.MustParse(keySchema).AppendEncode(r.Key, map[string]any{"id": int64(i)})
+		}
+		return r
+	})
+	for _, typ := range []string{"parquet", "avro"} {
+		t.Run(typ, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := registryConfig(cluster, dir, reg.URL(), typ, "registry-null-keys-"+typ)
+			cfg.SchemaRegistry.Decode = "both"
+			progress, stop := started(t, cfg)
+			waitFor(t, "every record written", func() bool {
+				p := progress()
+				return p != nil && p.Sink().Records == n
+			})
+			p := progress()
+			if err := stop(); err != nil {
+				t.Fatalf("graceful stop: %v", err)
+			}
+			if st := p.Sink(); st.Closed["schema"] != 0 || st.Skipped != 0 {
+				t.Errorf("closed %v, skipped %d: want no rotation for a schema, nothing skipped", st.Closed, st.Skipped)
+			}
+			paths := dataPaths(t, dir)
+			if len(paths) != 1 {
+				t.Fatalf("%d data files, want 1", len(paths))
+			}
+			keys, nulls := 0, 0
+			if typ == "parquet" {
+				res := testkit.NewDuckDB(t).Query(t, "SELECT count(key.id)::DOUBLE AS k, count(*) FILTER (WHERE key IS NULL)::DOUBLE AS nk, count(DISTINCT value.id)::DOUBLE AS v FROM read_parquet("+sqlList(paths)+")")
+				if got := res[0][0]; fmt.Sprint(got["v"]) != fmt.Sprint(n) {
+					t.Errorf("%v distinct values, want %d", got["v"], n)
+				}
+				keys, _ = strconv.Atoi(fmt.Sprint(res[0][0]["k"]))
+				nulls, _ = strconv.Atoi(fmt.Sprint(res[0][0]["nk"]))
+			} else {
+				for _, f := range testkit.ReadAvroPython(t, paths...) {
+					for _, r := range f.Records {
+						if r["key"] == nil {
+							nulls++
+						} else {
+							keys++
+						}
+					}
+				}
+			}
+			if keys != 2*n/3 || nulls != n/3 {
+				t.Errorf("%d typed keys and %d null keys, want %d and %d", keys, nulls, 2*n/3, n/3)
+			}
+		})
 	}
 }

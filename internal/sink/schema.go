@@ -18,7 +18,8 @@ type Schemas interface {
 	// any file (it has none, or the format does not type files).
 	Of(r *kgo.Record) string
 	// Fits says whether a record Of names of may go in a file of the
-	// schemas file: a record's null part fits any file.
+	// schemas file: a record's part without a usable schema (null, or
+	// one that is a record error in any file) fits any file.
 	Fits(of, file string) bool
 	// NewEncoder builds the encoder of a file of the schemas Of named.
 	NewEncoder(w io.Writer, schemas string) (Encoder, error)

@@ -171,19 +171,18 @@ func isAuthErr(err error) bool {
 // times out, that is the cause worth reporting. A timed-out dial does not
 // replace an earlier, more specific error: the dial in flight when
 // kafka.startup_timeout ends fails with "i/o timeout" whatever the cause,
-// and a refused connection says more.
+// and a refused connection says more. A connection that succeeds clears
+// what came before it: a broker refused while it started is not the cause
+// of a later timeout.
 type connErrs struct {
 	mu  sync.Mutex
 	err error
 }
 
 func (c *connErrs) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
-	if err == nil {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil && isTimeout(err) && !isTimeout(c.err) {
+	if err != nil && c.err != nil && isTimeout(err) && !isTimeout(c.err) {
 		return
 	}
 	c.err = err

@@ -27,7 +27,8 @@ func TestConnErrsKeepsTheSpecificCause(t *testing.T) {
 		{"refused then context", []error{refused, ctxErr}, refused},
 		{"timeout only", []error{timedOut, ctxErr}, ctxErr},
 		{"timeout then refused", []error{timedOut, refused}, refused},
-		{"success adds nothing", []error{refused, nil}, refused},
+		{"success clears", []error{refused, nil}, nil},
+		{"refused, success, then timeout", []error{refused, nil, timedOut}, timedOut},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
