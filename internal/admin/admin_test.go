@@ -158,6 +158,7 @@ func TestMetrics(t *testing.T) {
 	st.DiskLimitBytes, st.DiskHighBytes, st.DiskUsedBytes, st.DiskPeakBytes = 10<<30, 9<<30, 3<<30, 5<<30
 	st.DiskHeldBytes = map[string]int64{"spooled_records": 3 << 30}
 	st.SpoolFaults = 6
+	st.SchemaRegistry = &RegistryStatus{SchemasFetched: 4, UnknownIDs: 1, FailedTries: 9, Waiting: true, Undeclared: 3}
 	src := &fakeSource{st: st}
 	base, stop := start(t, src)
 
@@ -185,6 +186,11 @@ func TestMetrics(t *testing.T) {
 		"spillway_disk_budget_peak_bytes":                                 5 << 30,
 		`spillway_disk_budget_held_bytes{holder="spooled_records"}`:       3 << 30,
 		"spillway_spool_faults_total":                                     6,
+		"spillway_schema_registry_schemas_fetched_total":                  4,
+		"spillway_schema_registry_unknown_ids_total":                      1,
+		"spillway_schema_registry_failed_requests_total":                  9,
+		"spillway_schema_registry_waiting":                                1,
+		"spillway_schema_registry_undeclared_total":                       3,
 		"spillway_buffered_records":                                       12345,
 		"spillway_fetch_paused":                                           1,
 		"spillway_fetch_paused_partitions":                                3,

@@ -44,7 +44,7 @@ var (
 	descSpoolFaults = desc("spool_faults_total",
 		"Spool files that could not be created or appended to (disk full, directory gone or read-only) since start; their files were written without the spool, in memory.")
 	descRegistryFetched = desc("schema_registry_schemas_fetched_total",
-		"Schemas fetched from the schema registry and cached since start (only with schema_registry.url).")
+		"Schemas fetched from the schema registry and cached since start (0 without schema_registry.url).")
 	descRegistryUnknown = desc("schema_registry_unknown_ids_total",
 		"Schema ids the registry did not know since start; the records that carry them go to the error policy.")
 	descRegistryFailed = desc("schema_registry_failed_requests_total",
@@ -154,13 +154,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDiskHeld, float64(n), holder)
 	}
 	counter(descSpoolFaults, float64(st.SpoolFaults))
-	if r := st.SchemaRegistry; r != nil {
-		counter(descRegistryFetched, float64(r.SchemasFetched))
-		counter(descRegistryUnknown, float64(r.UnknownIDs))
-		counter(descRegistryFailed, float64(r.FailedTries))
-		gauge(descRegistryWaiting, b2f(r.Waiting))
-		counter(descRegistryUndeclared, float64(r.Undeclared))
+	// Served without a registry too, as zeros, which they are: the
+	// alert rules and dashboards then need no case for it.
+	var reg RegistryStatus
+	if st.SchemaRegistry != nil {
+		reg = *st.SchemaRegistry
 	}
+	counter(descRegistryFetched, float64(reg.SchemasFetched))
+	counter(descRegistryUnknown, float64(reg.UnknownIDs))
+	counter(descRegistryFailed, float64(reg.FailedTries))
+	gauge(descRegistryWaiting, b2f(reg.Waiting))
+	counter(descRegistryUndeclared, float64(reg.Undeclared))
 	gauge(descBufferedRecords, float64(st.BufferedRecords))
 	paused := 0.0
 	if st.FetchPaused {

@@ -269,7 +269,7 @@ func checkDeployMetrics(t *testing.T, s scrape) {
 			}
 		}
 	}
-	for _, want := range []string{"SpillwayLagGrowing", "SpillwayStalled", "SpillwayBudgetPinned", "SpillwayStorageErrors"} {
+	for _, want := range []string{"SpillwayLagGrowing", "SpillwayStalled", "SpillwayBudgetPinned", "SpillwayStorageErrors", "SpillwaySchemaRegistryUnreachable"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("alerts.yaml has no %s", want)
 		}
