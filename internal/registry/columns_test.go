@@ -70,15 +70,7 @@ func TestJSONSchemaColumns(t *testing.T) {
 				text += `, "required": ["f"]`
 			}
 			text += `}`
-			reg, err := NewCached("value", map[int]sr.Schema{1: {Type: sr.TypeJSON, Schema: text}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, _ := reg.Lookup(1)
-			cols, err := s.Columns(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, cols := jsonSchemaColumns(t, text)
 			var root struct {
 				Fields []struct {
 					Type json.RawMessage `json:"type"`
@@ -231,15 +223,7 @@ func TestJSONSchemaUndeclaredCounted(t *testing.T) {
   "a": {"type": "integer"},
   "n": {"type": "object", "properties": {"x": {"type": "integer"}}},
   "list": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}}}}`
-	r, err := NewCached("value", map[int]sr.Schema{5: {Type: sr.TypeJSON, Schema: schema}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _ := r.Lookup(5)
-	cols, err := s.Columns(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, cols := jsonSchemaColumns(t, schema)
 	var heard []string
 	cols.onUndeclared = func(path string) { heard = append(heard, path) }
 	for _, c := range []struct {
@@ -275,19 +259,27 @@ func TestJSONSchemaUndeclaredCounted(t *testing.T) {
 	closed := strings.Replace(schema, `"properties": {
   "a"`, `"additionalProperties": false, "properties": {
   "a"`, 1)
-	r2, err := NewCached("value", map[int]sr.Schema{6: {Type: sr.TypeJSON, Schema: closed}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, _ := r2.Lookup(6)
-	cols2, err := s2.Columns(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cols2 := jsonSchemaColumns(t, closed)
 	if _, err := cols2.Value([]byte(`{"a": 1, "b": 2}`)); err == nil || !strings.Contains(err.Error(), `property "b" is not in the schema`) {
 		t.Errorf("closed schema: %v, want a record error naming b", err)
 	}
 	if cols2.Undeclared() != 0 {
 		t.Errorf("a refused value was counted")
 	}
+}
+
+// jsonSchemaColumns is a registry caching text as the JSON Schema of id 1,
+// and its columns.
+func jsonSchemaColumns(t *testing.T, text string) (*Registry, *Columns) {
+	t.Helper()
+	reg, err := NewCached("value", map[int]sr.Schema{1: {Type: sr.TypeJSON, Schema: text}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := reg.Lookup(1)
+	cols, err := s.Columns(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, cols
 }

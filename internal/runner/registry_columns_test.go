@@ -134,15 +134,7 @@ func TestRegistryColumnsEndToEnd(t *testing.T) {
 			dir := t.TempDir()
 			cfg := registryConfig(cluster, dir, reg.URL(), typ, "registry-columns-"+typ)
 			cfg.Errors.Tolerance = "all"
-			progress, stop := started(t, cfg)
-			waitFor(t, "every record written or skipped", func() bool {
-				p := progress()
-				return p != nil && p.Sink().Records+p.Sink().Skipped == n
-			})
-			p := progress()
-			if err := stop(); err != nil {
-				t.Fatalf("graceful stop: %v", err)
-			}
+			p := drainThenStop(t, cfg, n)
 			// After the stop: a record handed to its file is encoded
 			// later, on the file's goroutine.
 			if r := p.Status().SchemaRegistry; r == nil || r.Undeclared != 1 {

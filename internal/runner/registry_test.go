@@ -77,6 +77,22 @@ func registryConfig(cluster *testkit.Cluster, dir, url, typ, group string) *conf
 	return cfg
 }
 
+// drainThenStop runs cfg until n records are written or skipped by the
+// error policy, then stops it gracefully, and returns its progress.
+func drainThenStop(t *testing.T, cfg *config.Config, n int64) *Progress {
+	t.Helper()
+	progress, stop := started(t, cfg)
+	waitFor(t, "every record written or skipped", func() bool {
+		p := progress()
+		return p != nil && p.Sink().Records+p.Sink().Skipped == n
+	})
+	p := progress()
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	return p
+}
+
 // dataPaths lists the data files under dir.
 func dataPaths(t *testing.T, dir string) []string {
 	t.Helper()
@@ -134,17 +150,9 @@ func TestRegistryEndToEnd(t *testing.T) {
 			dir := t.TempDir()
 			cfg := registryConfig(cluster, dir, reg.URL(), typ, "registry-"+typ)
 			cfg.Errors.Tolerance = "all"
-			progress, stop := started(t, cfg)
 			// Files close on a schema change and at the stop (the stop
 			// commits): stop once every record is handled.
-			waitFor(t, "every record written or skipped", func() bool {
-				p := progress()
-				return p != nil && p.Sink().Records+p.Sink().Skipped == 800
-			})
-			p := progress()
-			if err := stop(); err != nil {
-				t.Fatalf("graceful stop: %v", err)
-			}
+			p := drainThenStop(t, cfg, 800)
 			// After the stop: a record the encoder refuses is found on its
 			// file's goroutine, after Write took it (see the sink's
 			// pipeline), so it counts as skipped once its file is finished.
@@ -352,15 +360,7 @@ func TestRegistryNullKeysOneFile(t *testing.T) {
 			dir := t.TempDir()
 			cfg := registryConfig(cluster, dir, reg.URL(), typ, "registry-null-keys-"+typ)
 			cfg.SchemaRegistry.Decode = "both"
-			progress, stop := started(t, cfg)
-			waitFor(t, "every record written", func() bool {
-				p := progress()
-				return p != nil && p.Sink().Records == n
-			})
-			p := progress()
-			if err := stop(); err != nil {
-				t.Fatalf("graceful stop: %v", err)
-			}
+			p := drainThenStop(t, cfg, n)
 			if st := p.Sink(); st.Closed["schema"] != 0 || st.Skipped != 0 {
 				t.Errorf("closed %v, skipped %d: want no rotation for a schema, nothing skipped", st.Closed, st.Skipped)
 			}
