@@ -65,9 +65,10 @@ func (m *monitor) onClose(c sink.Closed) {
 }
 
 // observe updates the stall clock. Lag with no progress counts towards a
-// stall unless back pressure explains it (the budget above its high
-// watermark: storage is slow, and the budget alerts say so); no lag is
-// never a stall. It returns whether the pipeline is stalled, and since
+// stall unless held explains it: back pressure (the budget above its high
+// watermark: storage is slow, and the budget alerts say so) or a wait for
+// an unreachable schema registry (its own alert); no lag is never a
+// stall. It returns whether the pipeline is stalled, and since
 // when it last progressed.
 func (m *monitor) observe(p progressMark, lag int64, held bool) (bool, time.Duration) {
 	m.mu.Lock()

@@ -188,6 +188,8 @@ func (c *connErrs) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.
 	c.err = err
 }
 
+// isTimeout reports whether a dial timed out or was cut short by its
+// context: either way it says nothing of the broker.
 func isTimeout(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return true
