@@ -115,7 +115,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 			}
 		}
 	}
-	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign"}
+	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign", ReadsBack: cfg.Storage.EarlierFiles == "spillway"}
 	if deep {
 		vo.Deep = &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}

@@ -80,11 +80,14 @@ type Storage struct {
 	// start_fresh with a new ledger beside the old one.
 	TopicIDChange string `koanf:"topic_id_change"`
 	// EarlierFiles says who wrote data files that no ledger entry names:
-	// "spillway", an earlier version, whose files resume reads back (or
-	// stops); or "foreign", another writer such as Kafka Connect before
-	// a cut-over, whose files are left alone: a partition without a ledger
-	// starts at the group's committed offset, and verify counts those
-	// files apart instead of reporting them.
+	// "none" (the default), nobody Spillway can account for: such files
+	// never move a resume point, and verify reports them; "spillway", an
+	// earlier version from before the ledger, whose last file resume
+	// reads back (or stops), asked for by name; or "foreign", another
+	// writer such as Kafka Connect before a cut-over, whose files are left
+	// alone: a partition without a ledger starts at the group's committed
+	// offset, and verify counts those files apart instead of reporting
+	// them.
 	EarlierFiles string `koanf:"earlier_files"`
 }
 

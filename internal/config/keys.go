@@ -27,7 +27,7 @@ func Default() *Config {
 			UploadConcurrency: 4,
 			MaxRetries:        9,
 			TopicIDChange:     "fail",
-			EarlierFiles:      "spillway",
+			EarlierFiles:      "none",
 		},
 		File: File{
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",

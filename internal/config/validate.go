@@ -364,7 +364,7 @@ func (s *Storage) check(ps *problems) {
 		ps.add("storage.max_retries", strconv.Itoa(s.MaxRetries), "is out of range; use 0 (fail on the first error) to %d", maxRetries)
 	}
 	ps.oneOf("storage.topic_id_change", s.TopicIDChange, []string{"fail", "start_fresh"})
-	ps.oneOf("storage.earlier_files", s.EarlierFiles, []string{"spillway", "foreign"})
+	ps.oneOf("storage.earlier_files", s.EarlierFiles, []string{"none", "spillway", "foreign"})
 }
 
 // checkURL validates storage.url and returns its scheme. Values are shown

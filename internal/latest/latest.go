@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -170,6 +171,28 @@ func (w *Writer) partLocked(tp sink.TopicPartition, at int64) *part {
 	return p
 }
 
+// LogStart logs and counts the offsets from where the partition stands up
+// to the log start (or first) as lost: the log deleted them before they
+// were handled, so a key's latest value may be missing. This layout keeps
+// no ledger to record them in.
+func (w *Writer) LogStart(tp sink.TopicPartition, logStart, first int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.parts[tp]
+	to := min(logStart, first)
+	if p == nil || p.seen < 0 || to <= p.seen {
+		return
+	}
+	n := to - p.seen
+	if w.stats.Lost == nil {
+		w.stats.Lost = map[string]int64{}
+	}
+	w.stats.Lost[layout.GapRetention] += n
+	w.log.Error("records were deleted from the log before Spillway stored them: they are lost, and a key's latest value may be missing",
+		"topic", tp.Topic, "partition", tp.Partition, "offsets", layout.FormatRanges(layout.Ranges{{p.seen, to}}), "count", n,
+		"fix", "keep the topic's retention above the longest time Spillway may be down or behind")
+}
+
 // MaxOpenFiles is 0: objects are held as encoded bytes, not open files.
 func (w *Writer) MaxOpenFiles() int { return 0 }
 
@@ -196,6 +219,7 @@ func (w *Writer) Stats() sink.Stats {
 	defer w.mu.Unlock()
 	st := w.stats
 	st.FilesOpen = len(w.held)
+	st.Lost = maps.Clone(w.stats.Lost)
 	st.Closed = map[sink.Reason]int64{}
 	for k, v := range w.stats.Closed {
 		st.Closed[k] = v

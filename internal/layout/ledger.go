@@ -31,9 +31,11 @@ type Store interface {
 // data files only. naming.InStateDir keeps data files out of it.
 const LedgerDir = naming.StateDir + "/"
 
-// EntryVersion is the version of the ledger entry format this build writes
-// and the highest it reads.
-const EntryVersion = 1
+// EntryVersion is the highest version of the ledger entry format this
+// build reads. It writes version 1 where an entry has nothing newer, so
+// that an older build can still resume from it: version 2 adds Gaps, and
+// entries without a file.
+const EntryVersion = 2
 
 // seqDigits and seqLevel shape an entry's key: its sequence number, zero
 // padded, split into directory levels of seqLevel digits. Finding the last
@@ -110,8 +112,46 @@ type Entry struct {
 	Writer    string    `json:"writer,omitempty"`
 	Time      time.Time `json:"time"`
 	Before    State     `json:"before"`
-	File      FileInfo  `json:"file"`
+	// File is the data file the entry publishes. Its Key is "" in an
+	// entry that records only Gaps.
+	File FileInfo `json:"file"`
+	// Gaps are offsets the partition passed without storing them, with
+	// why: handled, so never written again, but never in any file.
+	Gaps []Gap `json:"gaps,omitempty"`
 }
+
+// Gap is a run of offsets that storage will never hold, and why. Verify
+// names every one; GapRetention is a loss and fails it.
+type Gap struct {
+	Ranges Ranges `json:"ranges"`
+	Cause  string `json:"cause"`
+	// Note is what the operator said (GapOperator), for people reading
+	// the ledger.
+	Note string `json:"note,omitempty"`
+}
+
+// Causes of a Gap.
+const (
+	// GapRetention: the log no longer held the records when Spillway
+	// came to them (retention, DeleteRecords, an unclean leader election
+	// that truncated the log): they were deleted before they were stored.
+	GapRetention = "retention"
+	// GapOperator: an operator skipped them on purpose (spillway skip).
+	GapOperator = "operator"
+)
+
+// GapRanges are the offsets of every gap of the entry.
+func (e *Entry) GapRanges() Ranges {
+	var rs Ranges
+	for _, g := range e.Gaps {
+		rs = rs.Union(g.Ranges)
+	}
+	return rs
+}
+
+// HasFile reports whether the entry publishes a data file; an entry that
+// records only gaps has none.
+func (e *Entry) HasFile() bool { return e.File.Key != "" }
 
 // Identity is the log the entry belongs to.
 func (e *Entry) Identity() Identity {
@@ -119,15 +159,27 @@ func (e *Entry) Identity() Identity {
 }
 
 // After is the partition's state once the entry's file is published.
-func (e *Entry) After() State { return e.Before.With(e.File.Ranges) }
+func (e *Entry) After() State { return e.Before.With(e.File.Ranges).With(e.GapRanges()) }
+
+// version is the lowest entry format version that holds e.
+func (e *Entry) version() int {
+	if len(e.Gaps) > 0 || !e.HasFile() {
+		return 2
+	}
+	return 1
+}
 
 // check refuses an entry that can't have been written by this format.
 func (e *Entry) check() error {
 	switch {
 	case e.Version < 1 || e.Version > EntryVersion:
 		return fmt.Errorf("version %d; this build reads versions 1 to %d", e.Version, EntryVersion)
-	case e.Seq < 0 || e.Before.Next < 0 || e.File.Key == "" || e.File.Records < 0 || e.File.Bytes < 0:
+	case e.Seq < 0 || e.Before.Next < 0 || e.File.Records < 0 || e.File.Bytes < 0:
 		return errors.New("a field is missing or negative")
+	case !e.HasFile() && (len(e.Gaps) == 0 || len(e.File.Ranges) > 0 || e.File.Records > 0 || e.File.Bytes > 0):
+		return errors.New("an entry without a file must record gaps, and nothing of a file")
+	case e.Version < e.version():
+		return fmt.Errorf("version %d can't hold gaps or an entry without a file", e.Version)
 	}
 	if err := e.Before.Above.Valid(); err != nil {
 		return fmt.Errorf("before.above: %w", err)
@@ -139,6 +191,21 @@ func (e *Entry) check() error {
 		if r[0] < e.Before.Next || len(e.Before.Above.Overlap(Ranges{r})) > 0 {
 			return fmt.Errorf("file.ranges [%d, %d) holds offsets handled before the file", r[0], r[1])
 		}
+	}
+	var gaps Ranges
+	for i, g := range e.Gaps {
+		if err := g.Ranges.Valid(); err != nil || len(g.Ranges) == 0 {
+			return fmt.Errorf("gaps[%d].ranges: empty or %v", i, err)
+		}
+		if g.Cause != GapRetention && g.Cause != GapOperator {
+			return fmt.Errorf("gaps[%d]: unknown cause %q", i, g.Cause)
+		}
+		for _, r := range g.Ranges {
+			if r[0] < e.Before.Next || len(e.Before.Above.Overlap(Ranges{r})) > 0 || len(e.File.Ranges.Overlap(Ranges{r})) > 0 || len(gaps.Overlap(Ranges{r})) > 0 {
+				return fmt.Errorf("gaps[%d] [%d, %d) holds offsets handled before or by the file", i, r[0], r[1])
+			}
+		}
+		gaps = gaps.Union(g.Ranges)
 	}
 	return nil
 }
@@ -197,7 +264,7 @@ func (l *Ledger) EntryDirs(id Identity, seq int64) []string {
 // wrote that sequence number first: it owns the partition now.
 func (l *Ledger) Append(ctx context.Context, e *Entry) error {
 	if e.Version == 0 {
-		e.Version = EntryVersion
+		e.Version = e.version()
 	}
 	data, err := json.Marshal(e)
 	if err != nil {

@@ -77,6 +77,11 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 	if e.Cluster != id.Cluster {
 		return Point{}, &ForeignError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Found: e.Cluster, Why: "cluster id"}
 	}
+	if !e.HasFile() {
+		// An entry of gaps alone: nothing to publish, so it holds.
+		p := Point{State: e.After(), Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d (gaps %s)", e.Seq, FormatRanges(e.GapRanges())), Found: true}
+		return p, checkLog(l, id, p, log)
+	}
 	o, ok, err := l.st.Stat(ctx, e.File.Key)
 	if err != nil {
 		return Point{}, err

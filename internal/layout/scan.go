@@ -50,6 +50,9 @@ const (
 	ProblemUnknownFile = "unknown_file"
 	// ProblemForeignLedger: a ledger of another topic id of a topic.
 	ProblemForeignLedger = "foreign_ledger"
+	// ProblemLost: offsets the ledger records as deleted from the log
+	// before they were stored (a Gap of cause GapRetention).
+	ProblemLost = "lost"
 )
 
 // Problem is one thing wrong in storage.
@@ -114,6 +117,9 @@ type PartitionScan struct {
 	// ledger records them with the next file, so those after the last
 	// file are not known.
 	Skipped Ranges
+	// Gaps are what the ledger records as passed without a file, and why
+	// (retention, an operator's skip), in entry order.
+	Gaps []ScannedGap
 	// Duplicates are offsets stored in two files.
 	Duplicates Ranges
 	// Pending is the last entry when its file is not published (the
@@ -172,6 +178,12 @@ func (s *Scan) object(ctx context.Context, key string) (int64, bool, error) {
 	return o.Size, true, nil
 }
 
+// ScannedGap is a Gap and the ledger entry that records it.
+type ScannedGap struct {
+	Gap
+	Entry string `json:"ledger_entry"`
+}
+
 type scanned struct {
 	key string
 	e   *Entry
@@ -195,7 +207,9 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 			ps.problem(Problem{Kind: ProblemCorruptEntry, Key: key, Message: err.Error()})
 			return nil
 		}
-		s.named[e.File.Key] = true
+		if e.HasFile() {
+			s.named[e.File.Key] = true
+		}
 		if e.Cluster != id.Cluster {
 			ps.problem(Problem{Kind: ProblemForeignCluster, Key: key, Message: fmt.Sprintf(
 				"ledger entry %d was written for Kafka cluster %s, but the cluster being checked is %s: the prefix holds another cluster's data (copied, or written by a deployment pointed at another cluster); its file %s is not checked",
@@ -216,7 +230,9 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 	ps.Entries = int64(len(items))
 	lastNaming := make(map[string]int, len(items))
 	for i, it := range items {
-		lastNaming[it.e.File.Key] = i
+		if it.e.HasFile() {
+			lastNaming[it.e.File.Key] = i
+		}
 	}
 	bySeq := make(map[int64]*Entry, len(items))
 	for _, it := range items {
@@ -227,6 +243,15 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 	var lateHead *LateFile
 	for i, it := range items {
 		e, last := it.e, i == len(items)-1
+		if !e.HasFile() {
+			// Gaps alone: nothing was to be published.
+			if !last && items[i+1].e.Seq == e.Seq+1 {
+				skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(e.GapRanges())
+				ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
+			}
+			ps.gaps(it)
+			continue
+		}
 		size, exists, err := s.object(ctx, e.File.Key)
 		if err != nil {
 			return nil, err
@@ -249,7 +274,7 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 			// this file, was handled without a file. Across a missing or
 			// corrupt entry that can't be told, and is left out: it
 			// shows as a gap.
-			skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(runs)
+			skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(runs).Subtract(e.GapRanges())
 			ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
 		}
 		if late != nil {
@@ -273,6 +298,9 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 					"ledger entry %d's state holds only part of the runs of entry %d's file %s: Spillway never writes that; the ledger was changed by hand or is damaged",
 					items[i+1].e.Seq, e.Seq, e.File.Key)})
 			}
+		}
+		if !void {
+			ps.gaps(it)
 		}
 		if void {
 			if last {
@@ -361,6 +389,19 @@ func (s *Scan) storeLate(ctx context.Context, ps *PartitionScan, stored []scanne
 }
 
 func (ps *PartitionScan) problem(p Problem) { ps.Problems = append(ps.Problems, p) }
+
+// gaps records the gaps of an entry whose state holds: a loss is a
+// problem, an operator's skip is only reported.
+func (ps *PartitionScan) gaps(it scanned) {
+	for _, g := range it.e.Gaps {
+		ps.Gaps = append(ps.Gaps, ScannedGap{Gap: g, Entry: it.key})
+		if g.Cause == GapRetention {
+			ps.problem(Problem{Kind: ProblemLost, Entry: it.key, Offsets: g.Ranges, Message: fmt.Sprintf(
+				"%d offsets of %s/%d, %s, were deleted from the log before Spillway stored them (retention, DeleteRecords, or an unclean leader election truncated it): they are in no file and can't be consumed any more. Ledger entry %d records it. Keep the topic's retention above the longest time Spillway may be down or behind",
+				g.Ranges.Count(), ps.ID.Topic, ps.ID.Partition, FormatRanges(g.Ranges), it.e.Seq)})
+		}
+	}
+}
 
 // store adds a published file's runs to ps.Stored, and reports the offsets
 // an earlier file holds too.
@@ -552,7 +593,7 @@ func (s *Scan) Unknown(topics map[string]bool) []Problem {
 				"%s is under the prefix, but its name doesn't match file.name_template %q and no ledger entry names it: Spillway didn't write it (or wrote it with another template)", key, s.names.Template)})
 		case topics[n.Vars.Topic]:
 			out = append(out, Problem{Kind: ProblemUnknownFile, Key: key, Message: fmt.Sprintf(
-				"%s is named like a file of %s/%d, but no ledger entry names it: it was written before the ledger existed, copied in, or left by a writer that isn't Spillway; resume ignores it, and its records are not counted", key, n.Vars.Topic, n.Vars.Partition)})
+				"%s is named like a file of %s/%d, but no ledger entry names it: it was written before the ledger existed, copied in, or left by a writer that isn't Spillway; its records are not counted as stored", key, n.Vars.Topic, n.Vars.Partition)})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })

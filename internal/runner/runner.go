@@ -256,7 +256,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			scfg.Spool = sp
 		}
 		snk = sink.New(scfg, sink.FromStorage(bucket), b, log)
-		resume = resumer(cfg, bucket, names, ledger)
+		resume = resumer(cfg, bucket, names, ledger, log)
 	}
 	defer snk.Close()
 	var feed source.Sink = snk
@@ -389,20 +389,21 @@ func writerName(cfg *config.Config) string {
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
-// resumer reads where a partition stands from the ledger. A partition
-// without a ledger may hold files of an earlier version, which resumed by
-// reading the last file back: that is still done where it worked (a
-// template that lists one partition's files, with offset in
-// format.fields); where it can't be, such files stop the run.
-func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, ledger *layout.Ledger) source.Resumer {
+// resumer reads where a partition stands from the ledger. Files that no
+// ledger entry names never move a resume point, unless the user asked by
+// name (storage.earlier_files: spillway) to read back the files of an
+// earlier version, which resumed from its last file: that is still done
+// where it worked (a template that lists one partition's files, with
+// offset in format.fields), and where it can't be, such files stop the
+// run. With the default (none), a partition without a ledger starts at
+// the group's commit, and a file named like one of its own is only
+// reported.
+func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, ledger *layout.Ledger, log *slog.Logger) source.Resumer {
 	_, listable := names.PartitionPrefix("t", 0)
 	readable := listable && slices.Contains(cfg.Format.Fields, "offset") && (cfg.Format.Type == "jsonl" || cfg.Format.Type == "json")
-	legacy := func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
-		if readable {
-			return layout.LegacyNextOffset(ctx, bucket, names, topic, partition)
-		}
+	stray := func(ctx context.Context, topic string, partition int32) (string, error) {
 		if !listable {
-			return 0, false, nil
+			return "", nil
 		}
 		pp, _ := names.PartitionPrefix(topic, partition)
 		found := ""
@@ -414,16 +415,35 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 			return nil
 		})
 		if errors.Is(err, errFound) {
-			return 0, false, fmt.Errorf("%s is stored without a ledger entry, and its records can't be read back to find their offsets (format.fields has no offset, or the format is not jsonl or json)", found)
+			err = nil
 		}
-		return 0, false, err
+		return found, err
 	}
-	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Legacy: legacy}
-	if cfg.Storage.EarlierFiles == "foreign" {
-		// Another writer's files (Kafka Connect's, before the cut-over):
-		// the group's commit says where they end.
-		opts.Legacy = nil
+	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh"}
+	switch cfg.Storage.EarlierFiles {
+	case "spillway":
+		opts.Legacy = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
+			if readable {
+				return layout.LegacyNextOffset(ctx, bucket, names, topic, partition)
+			}
+			found, err := stray(ctx, topic, partition)
+			if err == nil && found != "" {
+				err = fmt.Errorf("%s is stored without a ledger entry, and its records can't be read back to find their offsets (format.fields has no offset, or the format is not jsonl or json)", found)
+			}
+			return 0, false, err
+		}
+	case "none":
+		opts.Legacy = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
+			found, err := stray(ctx, topic, partition)
+			if err == nil && found != "" {
+				log.Warn("a file named like one of this partition's is stored, but no ledger entry names it: Spillway did not write it (or wrote it before the ledger), so it does not move where the partition resumes; verify reports it. Move it out of storage.prefix, or set storage.earlier_files: spillway to read back an earlier version's files, or foreign for Kafka Connect's",
+					"topic", topic, "partition", partition, "file", found)
+			}
+			return 0, false, err
+		}
 	}
+	// foreign: another writer's files (Kafka Connect's, before the
+	// cut-over): the group's commit says where they end.
 	return func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error) {
 		// A previous owner that died mid-write left temp files (on a
 		// local directory): they hold nothing published, and this process

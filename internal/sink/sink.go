@@ -28,6 +28,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,6 +201,9 @@ type Stats struct {
 	// SpoolWaiting counts closed spooled files waiting for room in the
 	// memory budget to be encoded (see spool.go).
 	SpoolWaiting int64
+	// Lost counts offsets passed without being stored, by cause
+	// (layout.GapRetention): the log had deleted them first.
+	Lost map[string]int64
 }
 
 // Sink writes records into files. Create it with New.
@@ -422,11 +426,39 @@ func (s *Sink) Stats() Stats {
 	st.DeadLettered += s.lateDeadLettered.Load()
 	st.SpoolFaults = s.spooling.faults.Load()
 	st.SpoolWaiting = s.spooling.waiting.Load()
+	st.Lost = make(map[string]int64, len(s.stats.Lost))
+	for k, v := range s.stats.Lost {
+		st.Lost[k] = v
+	}
 	st.Closed = make(map[Reason]int64, len(s.stats.Closed))
 	for k, v := range s.stats.Closed {
 		st.Closed[k] = v
 	}
 	return st
+}
+
+// LogStart tells the sink where a partition's log starts, as a fetch that
+// returned records from first on said. Offsets from where the partition
+// stands up to the log start (or first, if lower) were deleted before
+// Spillway stored them: retention, DeleteRecords, or an unclean leader
+// election. They are recorded as a gap in the ledger entry of the
+// partition's next file, logged at ERROR and counted, never passed
+// silently. The poll loop calls it, before it writes the fetch's records.
+func (s *Sink) LogStart(tp TopicPartition, logStart, first int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lost := s.tracker.lose(tp, min(logStart, first), layout.GapRetention)
+	if len(lost) == 0 {
+		return
+	}
+	if s.stats.Lost == nil {
+		s.stats.Lost = map[string]int64{}
+	}
+	s.stats.Lost[layout.GapRetention] += lost.Count()
+	s.log.Error("records were deleted from the log before Spillway stored them: they are lost; the ledger records the gap and verify reports it",
+		"topic", tp.Topic, "partition", tp.Partition, "offsets", layout.FormatRanges(lost), "count", lost.Count(),
+		"cause", "retention, DeleteRecords or an unclean leader election moved the log start to "+strconv.FormatInt(logStart, 10),
+		"fix", "keep the topic's retention above the longest time Spillway may be down or behind")
 }
 
 // Write routes records to their files. Records must arrive in offset order
@@ -796,8 +828,17 @@ func (s *Sink) upload(f *openFile, err error) {
 	}
 	if f.encoded == 0 {
 		// Every record of this file was skipped by the error policy: store
-		// nothing, but let its offsets be committed.
+		// nothing, but let its offsets be committed; a gap it adopted
+		// still needs its entry.
 		f.w.Abort()
+		if len(s.tracker.gaps(f.u)) > 0 {
+			if err := s.writeEntry(f, 0); err != nil {
+				if !errors.Is(err, errLostOwnership) {
+					failUpload(err)
+				}
+				return
+			}
+		}
 		f.durable = true
 		s.tracker.markDurable(f.u)
 		return
@@ -855,6 +896,11 @@ func (s *Sink) writeEntry(f *openFile, n int64) error {
 		Seq: lp.seq, Writer: s.cfg.Writer, Time: time.Now().UTC(),
 		Before: s.tracker.state(f.tp),
 		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.encoded, Bytes: n},
+		Gaps:   s.tracker.gaps(f.u),
+	}
+	if f.encoded == 0 {
+		// Only its gaps are recorded: nothing is published.
+		e.File = layout.FileInfo{}
 	}
 	if err := s.cfg.Ledger.Append(s.ctx, e); err != nil {
 		if errors.Is(err, storage.ErrExists) {

@@ -20,6 +20,12 @@ type unit struct {
 	ranges    layout.Ranges
 	durable   bool
 	abandoned bool // its file will never be published (partition dropped)
+	// gap marks a unit with no file: offsets the log no longer holds
+	// (tracker.lose), its ranges. It becomes durable with the file that
+	// adopted it, whose ledger entry records it in gaps.
+	gap     bool
+	gaps    []layout.Gap
+	adopted []*unit
 }
 
 // piece is a run of offsets [start, end) and the unit that accounts for
@@ -41,6 +47,9 @@ type partTrack struct {
 	// known are handled runs above cursor, from the ledger at resume:
 	// records there are already stored and are skipped, not written.
 	known layout.Ranges
+	// orphans are gap units that no file has adopted yet: the next file
+	// routed a record of the partition records them in its entry.
+	orphans []*unit
 }
 
 // tracker knows, per partition, which offsets are durable. It is the only
@@ -87,6 +96,13 @@ func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
 	if off < p.cursor {
 		return false
 	}
+	if u != nil && len(p.orphans) > 0 {
+		for _, g := range p.orphans {
+			u.gaps = append(u.gaps, g.gaps...)
+		}
+		u.adopted = append(u.adopted, p.orphans...)
+		p.orphans = nil
+	}
 	// Known runs below off were passed by records that don't exist any
 	// more (or never did): they stay handled.
 	for len(p.known) > 0 && p.known[0][1] <= off {
@@ -103,6 +119,46 @@ func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
 		t.signalLocked()
 	}
 	return true
+}
+
+// lose tiles the offsets from the partition's cursor up to to, less those
+// stored before the resume, as a gap of cause: offsets the log no longer
+// holds. They are not committable until the partition's next file, which
+// records them in its ledger entry, is published. It returns them, none
+// when the cursor is at or past to or the partition's start is unknown.
+func (t *tracker) lose(tp TopicPartition, to int64, cause string) layout.Ranges {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[tp]
+	if p == nil || to <= p.cursor {
+		return nil
+	}
+	g := &unit{gap: true}
+	for len(p.known) > 0 && p.known[0][0] < to {
+		k := p.known[0]
+		p.add(0, k[0], g)
+		p.add(0, min(k[1], to), nil)
+		if k[1] > to {
+			p.known[0] = [2]int64{to, k[1]}
+			break
+		}
+		p.known = p.known[1:]
+	}
+	p.add(0, to, g)
+	if len(g.ranges) == 0 {
+		return nil
+	}
+	g.gaps = []layout.Gap{{Ranges: append(layout.Ranges(nil), g.ranges...), Cause: cause}}
+	p.orphans = append(p.orphans, g)
+	t.signalLocked()
+	return g.ranges
+}
+
+// gaps returns a copy of the gaps u adopted.
+func (t *tracker) gaps(u *unit) []layout.Gap {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(u.gaps)
 }
 
 // unroute makes the offset off, routed to u, handled without a file: its
@@ -166,6 +222,9 @@ func (t *tracker) markDurable(u *unit) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	u.durable = true
+	for _, g := range u.adopted {
+		g.durable = true
+	}
 	t.signalLocked()
 }
 
@@ -259,7 +318,9 @@ func (t *tracker) pendingUnits(tps map[TopicPartition]bool) []*unit {
 			continue
 		}
 		for _, pc := range p.pieces {
-			if !handled(pc.u) && !seen[pc.u] {
+			// A gap waits on the file that adopted it, or on one not
+			// routed yet: nothing to wait for.
+			if !handled(pc.u) && !pc.u.gap && !seen[pc.u] {
 				seen[pc.u] = true
 				out = append(out, pc.u)
 			}

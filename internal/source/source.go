@@ -4,6 +4,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +45,11 @@ type Sink interface {
 	// when nothing else will: no upload is in flight to free memory.
 	// The source asks while it waits for the budget.
 	Relieve(ctx context.Context) error
+	// LogStart says where a partition's log started when a fetch
+	// returned its records from first on: the offsets from where the
+	// partition stands up to it were deleted before they were stored.
+	// The poll loop calls it before it writes the fetch's records.
+	LogStart(tp sink.TopicPartition, logStart, first int64)
 }
 
 // Resumer tells where storage stands for a partition of the log id, whose
@@ -292,6 +299,11 @@ func (s *Source) Run(stop, hard context.Context) error {
 			}
 		})
 		s.statsMu.Unlock()
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) > 0 && p.LogStartOffset >= 0 {
+				s.sink.LogStart(sink.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p.LogStartOffset, p.Records[0].Offset)
+			}
+		})
 		err := s.write(stop, hard, recs)
 		s.budget.Release(budget.PolledUnreserved, size-moved)
 		s.budget.Release(budget.PolledRecords, moved)
@@ -643,25 +655,31 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		s.stopWith(err)
 		return
 	}
-	ahead := map[string]map[int32]kgo.EpochOffset{}
+	moved := map[string]map[int32]kgo.EpochOffset{}
 	n := 0
-	for tp, r := range points {
+	for _, tp := range slices.SortedFunc(maps.Keys(points), func(a, b sink.TopicPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	}) {
+		r := points[tp]
 		at := committed[tp]
 		p := r.point
-		if !p.Found {
-			// Nothing stored: start where the group's commit, or
-			// kafka.start_offset without one, says.
-			p.State = layout.State{Next: at}
-		} else if at > p.State.Next {
-			// The group was moved past what storage holds (an offset
-			// reset, or a tail of records the error policy skipped):
-			// consume from the commit, still skipping what is stored.
-			p.State = layout.State{Next: at, Above: p.State.Above.From(at)}
-		} else if p.State.Next > at {
-			if ahead[tp.Topic] == nil {
-				ahead[tp.Topic] = map[int32]kgo.EpochOffset{}
+		if err := s.checkCommit(tp, &p, at, r.log); err != nil {
+			s.stopWith(err)
+			return
+		}
+		// Consume from where storage stands, or from the log start when
+		// the log deleted records from there first: the sink records
+		// those as lost when the first fetch shows the log start. Without
+		// a commit, fetching would start per kafka.start_offset.
+		from := p.State.Next
+		if from >= 0 && r.log.Start > from {
+			from = r.log.Start
+		}
+		if from >= 0 && from != at {
+			if moved[tp.Topic] == nil {
+				moved[tp.Topic] = map[int32]kgo.EpochOffset{}
 			}
-			ahead[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: p.State.Next}
+			moved[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: from}
 			n++
 		}
 		s.sink.Assign(tp, r.id, p)
@@ -672,7 +690,7 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		return
 	}
 	var cerr error
-	cl.CommitOffsetsSync(ctx, ahead, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	cl.CommitOffsetsSync(ctx, moved, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			cerr = err
 			return
@@ -689,11 +707,53 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		s.stopWith(fmt.Errorf("resume from storage: move the group's offsets to where storage ends: %w", cerr))
 		return
 	}
-	s.log.Info("resumed from storage: partitions whose stored data is ahead of the group's commit", "partitions", n)
+	s.log.Info("resumed from storage: partitions whose group commit differed from where the ledger stands", "partitions", n)
+}
+
+// checkCommit weighs the group's commit at against where storage stands
+// (p), and sets p to where the partition resumes. The ledger is the truth
+// of what is stored: a commit that disagrees with it (moved by an offset
+// reset tool, another consumer of the group, a truncated log or another
+// cluster) never makes records be skipped. Without a ledger the commit is
+// all there is, and a commit past the log end stops the run.
+func (s *Source) checkCommit(tp sink.TopicPartition, p *layout.Point, at int64, log layout.Log) error {
+	if !p.Found {
+		if at > log.End {
+			return &CommitPastEndError{TP: tp, Committed: at, End: log.End}
+		}
+		// Nothing stored: start where the group's commit, or
+		// kafka.start_offset without one, says.
+		p.State = layout.State{Next: at}
+		return nil
+	}
+	switch {
+	case at > log.End:
+		s.log.Warn("the group's commit is past the log end (an offset reset tool, a truncated log, or another cluster's commit): resuming from the ledger, which says what is stored",
+			"topic", tp.Topic, "partition", tp.Partition, "committed", at, "log_end", log.End, "resume_at", p.State.Next, "from", p.From)
+	case at > p.State.Next:
+		s.log.Warn("the group's commit is ahead of what the ledger says is stored: resuming from the ledger, so the records between are read and stored (records the error policy skipped there are skipped again). To skip records on purpose, stop Spillway and run spillway skip",
+			"topic", tp.Topic, "partition", tp.Partition, "committed", at, "resume_at", p.State.Next, "from", p.From)
+	}
+	return nil
+}
+
+// CommitPastEndError is a group commit past the log end of a partition of
+// which storage holds nothing: consuming from it would skip every record
+// up to it.
+type CommitPastEndError struct {
+	TP        sink.TopicPartition
+	Committed int64
+	End       int64
+}
+
+func (e *CommitPastEndError) Error() string {
+	return fmt.Sprintf("the group's commit of %s/%d is %d, past the log end %d, and storage holds nothing of the partition: the commit is not of this log (an offset reset tool, a truncated or recreated topic, or another cluster), and consuming from it would skip every record up to %d. Reset the group's offset for the partition (kafka-consumer-groups --reset-offsets --to-earliest, or --to-offset where storage should start), then start again",
+		e.TP.Topic, e.TP.Partition, e.Committed, e.End, e.Committed)
 }
 
 type resumed struct {
 	id    layout.Identity
+	log   layout.Log
 	point layout.Point
 }
 
@@ -776,7 +836,7 @@ func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[str
 				}
 				return
 			}
-			out[j.tp] = resumed{id: j.id, point: p}
+			out[j.tp] = resumed{id: j.id, log: j.log, point: p}
 		}()
 	}
 	wg.Wait()

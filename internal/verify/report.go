@@ -33,7 +33,12 @@ type PartitionReport struct {
 	// without a file (the error policy, or a group moved forward).
 	Ranges  layout.Ranges `json:"stored_ranges"`
 	Skipped layout.Ranges `json:"skipped_ranges"`
-	// Gaps are offsets below the commit in neither.
+	// Lost are offsets the ledger records as deleted from the log before
+	// they were stored (a problem); OperatorSkipped those an operator
+	// skipped on purpose with spillway skip (reported, not a problem).
+	Lost            layout.Ranges `json:"lost_ranges,omitempty"`
+	OperatorSkipped layout.Ranges `json:"operator_skipped_ranges,omitempty"`
+	// Gaps are offsets below the commit in none of the above.
 	Gaps            layout.Ranges `json:"gaps"`
 	Duplicates      int64         `json:"duplicates"`
 	DuplicateRanges layout.Ranges `json:"duplicate_ranges"`
@@ -91,6 +96,12 @@ func (r Report) WriteText(w io.Writer) error {
 		}
 		if len(p.Skipped) > 0 {
 			ew.printf("  skipped %s", layout.FormatRanges(p.Skipped))
+		}
+		if len(p.OperatorSkipped) > 0 {
+			ew.printf("  skipped by operator %s", layout.FormatRanges(p.OperatorSkipped))
+		}
+		if len(p.Lost) > 0 {
+			ew.printf("  LOST %s", layout.FormatRanges(p.Lost))
 		}
 		if p.Duplicates > 0 {
 			ew.printf("  duplicates %d", p.Duplicates)

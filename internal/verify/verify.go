@@ -104,6 +104,10 @@ type Options struct {
 	// counted in Report.EarlierFiles, and offsets below the group's
 	// commit of a partition without a ledger are theirs, not checked.
 	Foreign bool
+	// ReadsBack says resume reads back the last file of a partition
+	// without a ledger (storage.earlier_files: spillway), so that verify
+	// says what resume does with a file no entry names.
+	ReadsBack bool
 }
 
 // Run reads Kafka, then storage, and reports.
@@ -172,12 +176,16 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 		r.Problems = append(r.Problems, foreign...)
 	}
 	for _, p := range scan.Unknown(configured) {
-		if opts.Foreign && p.Kind == layout.ProblemUnknownFile {
-			if n, ok := opts.Names.Parse(p.Key); ok {
-				if start, ok := ledgerStart[topicPartition{n.Vars.Topic, n.Vars.Partition}]; ok && (start < 0 || n.Vars.StartOffset < start) {
-					r.EarlierFiles++
-					continue
-				}
+		if n, ok := opts.Names.Parse(p.Key); ok && p.Kind == layout.ProblemUnknownFile {
+			start, known := ledgerStart[topicPartition{n.Vars.Topic, n.Vars.Partition}]
+			if opts.Foreign && known && (start < 0 || n.Vars.StartOffset < start) {
+				r.EarlierFiles++
+				continue
+			}
+			if opts.ReadsBack && known && start < 0 {
+				p.Message += "; resume reads the partition's last such file back to find where it starts (storage.earlier_files: spillway)"
+			} else {
+				p.Message += "; it never moves where resume starts. Move it out of storage.prefix if Spillway did not write it"
 			}
 		}
 		r.Problems = append(r.Problems, p)
@@ -255,6 +263,19 @@ func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
 	if ps.Start < 0 {
 		pr.Handled = -1
 	}
+	for _, g := range ps.Gaps {
+		switch g.Cause {
+		case layout.GapRetention:
+			pr.Lost = pr.Lost.Union(g.Ranges)
+		case layout.GapOperator:
+			pr.OperatorSkipped = pr.OperatorSkipped.Union(g.Ranges)
+			note := fmt.Sprintf("offsets %s were skipped by an operator (ledger entry %s)", layout.FormatRanges(g.Ranges), g.Entry)
+			if g.Note != "" {
+				note += ": " + g.Note
+			}
+			pr.Notes = append(pr.Notes, note)
+		}
+	}
 	add := func(p layout.Problem) { pr.Problems = append(pr.Problems, p) }
 	name := fmt.Sprintf("%s/%d", ps.ID.Topic, ps.ID.Partition)
 	if l.Committed > l.End {
@@ -288,7 +309,7 @@ func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
 					ps.Pending.File.Key, name, ps.Pending.Seq, layout.FormatRanges(head))})
 			}
 		}
-		pr.Gaps = want.Subtract(ps.Stored).Subtract(ps.Skipped)
+		pr.Gaps = want.Subtract(ps.Stored).Subtract(ps.Skipped).Subtract(pr.Lost).Subtract(pr.OperatorSkipped)
 		if len(pr.Gaps) > 0 {
 			add(layout.Problem{Kind: ProblemGap, Offsets: pr.Gaps, Message: fmt.Sprintf(
 				"%d offsets of %s below the commit %d are in no published file and were not skipped: %s",
