@@ -104,11 +104,14 @@ type Status struct {
 	UploadsInFlight int64 `json:"uploads_in_flight"`
 
 	// Counters since the process started.
-	FilesUploaded       int64 `json:"files_uploaded"`
-	BytesUploaded       int64 `json:"bytes_uploaded"`
-	RecordsWritten      int64 `json:"records_written"`
-	RecordsSkipped      int64 `json:"records_skipped"`
-	RecordsDeadLettered int64 `json:"records_dead_lettered"`
+	FilesUploaded  int64 `json:"files_uploaded"`
+	BytesUploaded  int64 `json:"bytes_uploaded"`
+	RecordsWritten int64 `json:"records_written"`
+	RecordsSkipped int64 `json:"records_skipped"`
+	// RecordsLost counts offsets passed without being stored, by cause
+	// (retention).
+	RecordsLost         map[string]int64 `json:"records_lost,omitempty"`
+	RecordsDeadLettered int64            `json:"records_dead_lettered"`
 	// FilesClosed counts closed files by rotation reason (records, bytes,
 	// age, pressure, open_files, revoke, shutdown). Include every reason,
 	// with 0 where none happened, so that rate() works from the first scrape.

@@ -71,6 +71,9 @@ var (
 		"Records written to files since start.")
 	descRecordsSkipped = desc("records_skipped_total",
 		"Records skipped by the error policy (errors.tolerance: all) since start: data deliberately not in storage.")
+	descRecordsLost = desc("records_lost_total",
+		"Offsets passed without being stored since start, by cause: retention (the log deleted them before Spillway stored them: retention, DeleteRecords or an unclean leader election). Always 0 in a healthy deployment; the ledger records each gap and spillway verify reports it.",
+		"cause")
 	descRecordsDeadLettered = desc("records_dead_lettered_total",
 		"Records sent to the dead-letter topic (errors.dead_letter_topic) since start, because they could not be encoded.")
 	descFilesClosed = desc("files_closed_total",
@@ -115,7 +118,7 @@ var (
 		descBufferedRecords, descFetchPaused, descPausedPartitions,
 		descOpenFiles, descUploadsInFlight,
 		descFilesUploaded, descBytesUploaded,
-		descRecordsWritten, descRecordsSkipped, descRecordsDeadLettered,
+		descRecordsWritten, descRecordsSkipped, descRecordsDeadLettered, descRecordsLost,
 		descFilesClosed, descCommittedOffset,
 	}
 )
@@ -180,6 +183,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descRecordsWritten, float64(st.RecordsWritten))
 	counter(descRecordsSkipped, float64(st.RecordsSkipped))
 	counter(descRecordsDeadLettered, float64(st.RecordsDeadLettered))
+	// Served at zero before any loss, so an alert needs no absent() case.
+	counter(descRecordsLost, float64(st.RecordsLost["retention"]), "retention")
 	for reason, n := range st.FilesClosed {
 		counter(descFilesClosed, float64(n), reason)
 	}

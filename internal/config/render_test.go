@@ -36,7 +36,7 @@ storage:
   upload_concurrency: 4
   max_retries: 9
   topic_id_change: fail
-  earlier_files: spillway
+  earlier_files: none
 file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
   timestamp_source: wallclock

@@ -343,6 +343,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	if runErr != nil {
 		log.Error("stopping after a fatal error; offsets are committed only up to what is durable", "err", runErr)
+		logLost(log, snk.Stats())
 		return runErr
 	}
 	log.Info("stopping: finishing open files", "deadline", cfg.Shutdown.Timeout)
@@ -358,7 +359,21 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// partition is written again by its next owner and stored once.
 	log.Info("stopped cleanly", "records_stored", st.Stored, "files", st.FilesUploaded, "bytes", st.BytesUploaded,
 		"records_skipped", st.Skipped, "records_already_stored", st.Resumed)
+	logLost(log, st)
 	return nil
+}
+
+// logLost makes a loss the run's last line: records the log deleted
+// before they were stored are never passed in silence, not even by a run
+// that stopped cleanly.
+func logLost(log *slog.Logger, st sink.Stats) {
+	var n int64
+	for _, c := range st.Lost {
+		n += c
+	}
+	if n > 0 {
+		log.Error("records were lost: the log deleted them before Spillway stored them; the ledger records the gaps, and spillway verify names them", "offsets_lost", n, "by_cause", st.Lost)
+	}
 }
 
 // latestConfig is the one-object-per-key writer's share of the sink's.

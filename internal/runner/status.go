@@ -34,6 +34,7 @@ func (p *Progress) Status() admin.Status {
 		BytesUploaded:       st.BytesUploaded,
 		RecordsWritten:      st.Records,
 		RecordsSkipped:      st.Skipped,
+		RecordsLost:         st.Lost,
 		RecordsDeadLettered: st.DeadLettered,
 		FilesClosed:         map[string]int64{},
 		CommittedOffsets:    map[string]map[int32]int64{},

@@ -63,7 +63,7 @@ func (s *recordingSink) Err() error {
 }
 
 // Relieve has nothing to close: recordingSink holds no files.
-func (s *recordingSink) Relieve(context.Context) error { return nil }
+func (s *recordingSink) Relieve(context.Context) error              { return nil }
 func (s *recordingSink) LogStart(sink.TopicPartition, int64, int64) {}
 
 // fail is an upload failing in the background: the error, then a wake.

@@ -1,0 +1,304 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/source"
+	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/verify"
+)
+
+// These tests are promise 6: a record Kafka held and storage lacks is
+// stored, or the run stops and says why, or it is reported loudly (an
+// ERROR line, a metric, the run's last line, verify exiting 1). The
+// ledger, not the group's commit, is the truth of what is stored.
+
+// lockedBuffer collects a run's log lines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runLogged runs the pipeline with its log in a buffer until want offsets
+// are committed, then stops it gracefully, and returns the log.
+func runLogged(t *testing.T, cl *kgo.Client, cfg *config.Config, want map[int32]int64) string {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, log, Options{}) }()
+	waitCommitted(t, cl, cfg.Kafka.Group, want)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("graceful stop: %v\nlog:\n%s", err, logs.String())
+	}
+	return logs.String()
+}
+
+func commitAt(t *testing.T, cl *kgo.Client, group string, at int64) {
+	t.Helper()
+	offs := kadm.Offsets{}
+	offs.AddOffset("events", 0, at, -1)
+	resp, err := kadm.NewClient(cl).CommitOffsets(context.Background(), group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func verifyReport(t *testing.T, cl *kgo.Client, cfg *config.Config, ext string) verify.Report {
+	t.Helper()
+	b, err := storage.Open(context.Background(), cfg.Storage.URL, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Run(context.Background(), b, kadm.NewClient(cl), cfg.Kafka.Group, []string{"events"}, verify.Options{Names: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// ledgerEntries reads every ledger entry of events/0 under dir.
+func ledgerEntries(t *testing.T, dir string) []layout.Entry {
+	t.Helper()
+	var out []layout.Entry
+	err := filepath.WalkDir(filepath.Join(dir, "_spillway", "ledger"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var e layout.Entry
+		if err := json.Unmarshal(data, &e); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRetentionGapIsRecorded (case 1): records deleted from the log while
+// Spillway was down (DeleteRecords, as retention or an unclean leader
+// election would) are recorded in the ledger as a gap with its cause, not
+// folded into the next file's ranges; the run logs an ERROR naming the
+// offsets, counts them, ends with a line that says so, and verify fails
+// naming them. Before, the next entry claimed [1000, 2000) for a file that
+// starts at 1500, and verify said all was stored.
+func TestRetentionGapIsRecorded(t *testing.T) {
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.File.MaxRecords = 400
+	cfg.Format.Compression = "none"
+
+	testkit.Produce(t, cl, "events", 1000, oneRecord)
+	runLogged(t, cl, cfg, map[int32]int64{0: 1000})
+
+	// While it is down: more records, then the log start moves past the
+	// ledger's end.
+	testkit.Produce(t, cl, "events", 1000, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+	del := kadm.Offsets{}
+	del.AddOffset("events", 0, 1500, -1)
+	resp, err := kadm.NewClient(cl).DeleteRecords(context.Background(), del)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete records: %v", err)
+	}
+
+	logs := runLogged(t, cl, cfg, map[int32]int64{0: 2000})
+	for _, want := range []string{"level=ERROR", "deleted from the log before Spillway stored them", "[1000,1500)"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the run's log does not say %q:\n%s", want, logs)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "level=ERROR") || !strings.Contains(last, "offsets_lost=500") {
+		t.Errorf("the run's last line does not name the loss: %s", last)
+	}
+
+	var gaps []layout.Gap
+	for _, e := range ledgerEntries(t, dir) {
+		gaps = append(gaps, e.Gaps...)
+		for _, r := range e.File.Ranges {
+			if r[0] < 1500 && r[1] > 1000 {
+				t.Errorf("ledger entry %d's file %s claims %v, offsets the log had deleted", e.Seq, e.File.Key, e.File.Ranges)
+			}
+		}
+	}
+	if len(gaps) != 1 || gaps[0].Cause != layout.GapRetention || layout.FormatRanges(gaps[0].Ranges) != "[1000,1500)" {
+		t.Fatalf("ledger gaps %+v, want one retention gap [1000, 1500)", gaps)
+	}
+
+	rep := verifyReport(t, cl, cfg, ".jsonl")
+	if rep.OK {
+		t.Fatal("verify says ok, but 500 records were lost")
+	}
+	var lost bool
+	for _, p := range rep.Partitions[0].Problems {
+		if p.Kind == layout.ProblemLost && layout.FormatRanges(p.Offsets) == "[1000,1500)" {
+			lost = true
+		}
+	}
+	if !lost || rep.ProblemCount() != 1 {
+		t.Fatalf("verify problems %+v, want exactly one lost [1000, 1500)", rep.Partitions[0].Problems)
+	}
+	seen := map[int64]int{}
+	for _, r := range testkit.ReadJSONL(t, dir) {
+		seen[r.Offset]++
+	}
+	for o := range int64(2000) {
+		want := 1
+		if o >= 1000 && o < 1500 {
+			want = 0
+		}
+		if seen[o] != want {
+			t.Fatalf("offset %d is stored %d times, want %d", o, seen[o], want)
+		}
+	}
+}
+
+// TestCommitPastLogEnd (case 2): a group commit past the log end (a reset
+// tool, a truncated log, another cluster's commit). With a ledger, the run
+// resumes from the ledger and stores what is there; without one, it stops
+// with a message that names the partition, both offsets and the fix.
+// Before, the client reset and every record below was dropped, exit 0.
+func TestCommitPastLogEnd(t *testing.T) {
+	t.Run("with a ledger", func(t *testing.T) {
+		cluster := testkit.NewCluster(t, 1, "events")
+		cl := cluster.Client(t)
+		dir := t.TempDir()
+		cfg := testConfig(cluster.Addrs(), dir)
+		cfg.File.MaxRecords = 400
+		testkit.Produce(t, cl, "events", 1000, oneRecord)
+		runLogged(t, cl, cfg, map[int32]int64{0: 1000})
+		testkit.Produce(t, cl, "events", 500, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+		commitAt(t, cl, cfg.Kafka.Group, 90_000)
+		logs := runLogged(t, cl, cfg, map[int32]int64{0: 1500})
+		if !strings.Contains(logs, "past the log end") {
+			t.Errorf("the run does not say the commit was past the log end:\n%s", logs)
+		}
+		testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", map[int32]int64{0: 1500})
+	})
+	t.Run("without a ledger", func(t *testing.T) {
+		cluster := testkit.NewCluster(t, 1, "events")
+		cl := cluster.Client(t)
+		cfg := testConfig(cluster.Addrs(), t.TempDir())
+		testkit.Produce(t, cl, "events", 100, oneRecord)
+		commitAt(t, cl, cfg.Kafka.Group, 90_000)
+		err := runToFailure(t, cfg)
+		var pe *source.CommitPastEndError
+		if !errors.As(err, &pe) {
+			t.Fatalf("the run stopped with %v, want a CommitPastEndError", err)
+		}
+		for _, want := range []string{"events/0", "90000", "log end 100", "--reset-offsets"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	})
+}
+
+// TestCommitAheadOfLedger (case 3): a group commit ahead of what the ledger
+// holds (an operator moved it, or a connector still running during the
+// cut-over committed) resumes from the ledger: the records between are
+// stored, and the run says why. Before, they were written into the ledger
+// as skipped and verify passed.
+func TestCommitAheadOfLedger(t *testing.T) {
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.File.MaxRecords = 400
+	testkit.Produce(t, cl, "events", 1000, oneRecord)
+	runLogged(t, cl, cfg, map[int32]int64{0: 1000})
+	testkit.Produce(t, cl, "events", 1000, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+	commitAt(t, cl, cfg.Kafka.Group, 1700)
+	logs := runLogged(t, cl, cfg, map[int32]int64{0: 2000})
+	if !strings.Contains(logs, "ahead of what the ledger says is stored") {
+		t.Errorf("the run does not say the commit was ahead of the ledger:\n%s", logs)
+	}
+	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", map[int32]int64{0: 2000})
+	if rep := verifyReport(t, cl, cfg, ".jsonl.zst"); !rep.OK {
+		t.Fatalf("verify: %+v", rep)
+	}
+}
+
+// TestStrayFileDoesNotMoveResume (case 4): in a prefix with no ledger, a
+// file named like Spillway's whose last record says offset 499 does not
+// make the run skip 500 records (storage.earlier_files defaults to none);
+// a warning names it, and verify reports it without saying resume ignores
+// it when resume reads it back.
+func TestStrayFileDoesNotMoveResume(t *testing.T) {
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.Format.Compression = "none"
+	stray := filepath.Join(dir, "events-0-7.jsonl")
+	if err := os.WriteFile(stray, []byte(`{"key":null,"value":{"i":499},"offset":499,"timestamp":0,"headers":[]}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Produce(t, cl, "events", 1000, oneRecord)
+	logs := runLogged(t, cl, cfg, map[int32]int64{0: 1000})
+	if !strings.Contains(logs, "no ledger entry names it") || !strings.Contains(logs, "events-0-7.jsonl") {
+		t.Errorf("the run does not warn of the stray file:\n%s", logs)
+	}
+	rep := verifyReport(t, cl, cfg, ".jsonl")
+	if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != layout.ProblemUnknownFile ||
+		!strings.Contains(rep.Problems[0].Message, "never moves where resume starts") {
+		t.Errorf("verify problems %+v, want the stray file, saying it never moves where resume starts", rep.Problems)
+	}
+	if err := os.Remove(stray); err != nil {
+		t.Fatal(err)
+	}
+	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", map[int32]int64{0: 1000})
+}
