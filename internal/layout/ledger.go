@@ -110,7 +110,10 @@ type Entry struct {
 	Partition int32     `json:"partition"`
 	Seq       int64     `json:"seq"`
 	Writer    string    `json:"writer,omitempty"`
-	Time      time.Time `json:"time"`
+	// Deployment is what wrote the entry, beyond the process: resume
+	// refuses a prefix that another deployment writes.
+	Deployment
+	Time time.Time `json:"time"`
 	Before    State     `json:"before"`
 	// File is the data file the entry publishes. Its Key is "" in an
 	// entry that records only Gaps.
@@ -118,6 +121,33 @@ type Entry struct {
 	// Gaps are offsets the partition passed without storing them, with
 	// why: handled, so never written again, but never in any file.
 	Gaps []Gap `json:"gaps,omitempty"`
+}
+
+// Deployment is the configuration a ledger is written with: two
+// deployments that share a prefix would fence each other off, or mix
+// formats in one partition, so resume checks it. Entries written before
+// it existed leave it empty, and are not checked.
+type Deployment struct {
+	Group    string `json:"group,omitempty"`    // kafka.group
+	Format   string `json:"format,omitempty"`   // format.type, compression and file extension
+	Template string `json:"template,omitempty"` // file.name_template
+}
+
+// Differs says which of d's fields another deployment o has otherwise,
+// as "key: o's value, not d's", or "" when none does. An empty field of o
+// (an entry of an older build) matches anything.
+func (d Deployment) Differs(o Deployment) string {
+	var out []string
+	for _, f := range []struct{ key, mine, theirs string }{
+		{"kafka.group", d.Group, o.Group},
+		{"format (type, compression, file.extension)", d.Format, o.Format},
+		{"file.name_template", d.Template, o.Template},
+	} {
+		if f.theirs != "" && f.mine != "" && f.theirs != f.mine {
+			out = append(out, fmt.Sprintf("%s %q, not %q", f.key, f.theirs, f.mine))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Gap is a run of offsets that storage will never hold, and why. Verify
@@ -163,7 +193,7 @@ func (e *Entry) After() State { return e.Before.With(e.File.Ranges).With(e.GapRa
 
 // version is the lowest entry format version that holds e.
 func (e *Entry) version() int {
-	if len(e.Gaps) > 0 || !e.HasFile() {
+	if len(e.Gaps) > 0 || !e.HasFile() || e.Deployment != (Deployment{}) {
 		return 2
 	}
 	return 1

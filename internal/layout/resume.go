@@ -15,6 +15,9 @@ type Log struct {
 
 // ResumeOptions change how Resume treats what it finds.
 type ResumeOptions struct {
+	// Deployment, when set, is this run's: a last entry written by another
+	// one stops the run (DeploymentError).
+	Deployment Deployment
 	// StartFresh lets a topic whose id changed (deleted and recreated)
 	// start a new ledger beside the old topic's, instead of stopping.
 	StartFresh bool
@@ -76,6 +79,9 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 	}
 	if e.Cluster != id.Cluster {
 		return Point{}, &ForeignError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Found: e.Cluster, Why: "cluster id"}
+	}
+	if d := opts.Deployment.Differs(e.Deployment); d != "" {
+		return Point{}, &DeploymentError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Seq: e.Seq, Writer: e.Writer, Differs: d}
 	}
 	if !e.HasFile() {
 		// An entry of gaps alone: nothing to publish, so it holds.
@@ -235,6 +241,22 @@ func pick(c bool, a, b string) string {
 		return a
 	}
 	return b
+}
+
+// DeploymentError is a ledger written by a deployment configured otherwise:
+// another deployment shares the prefix, or this one's config changed.
+type DeploymentError struct {
+	Bucket  string
+	Prefix  string
+	ID      Identity
+	Seq     int64
+	Writer  string
+	Differs string
+}
+
+func (e *DeploymentError) Error() string {
+	return fmt.Sprintf("storage %s holds the ledger of %s/%d written with %s (entry %d, by %s): another deployment writes into this prefix, or this one's config changed. Two deployments on one prefix fence each other off and mix their files; give each its own storage.prefix. To change this deployment's config, write into a new storage.prefix",
+		where(e.Bucket, e.Prefix), e.ID.Topic, e.ID.Partition, e.Differs, e.Seq, e.Writer)
 }
 
 // PastEndError is a stored state past the partition's log end.

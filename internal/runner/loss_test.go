@@ -302,3 +302,32 @@ func TestStrayFileDoesNotMoveResume(t *testing.T) {
 	}
 	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", map[int32]int64{0: 1000})
 }
+
+// TestAnotherDeploymentIsRefused: a second deployment on the same prefix
+// (another group), or this one restarted with another format, stops with a
+// message that names what differs and the real cause, instead of being
+// told another instance owns the partition, or mixing formats.
+func TestAnotherDeploymentIsRefused(t *testing.T) {
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	dir := t.TempDir()
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.File.MaxRecords = 400
+	testkit.Produce(t, cl, "events", 1000, oneRecord)
+	runLogged(t, cl, cfg, map[int32]int64{0: 1000})
+
+	other := *cfg
+	other.Kafka.Group = "another-deployment"
+	err := runToFailure(t, &other)
+	var de *layout.DeploymentError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), `kafka.group "sink-test", not "another-deployment"`) || !strings.Contains(err.Error(), "its own storage.prefix") {
+		t.Errorf("another group: %v, want a DeploymentError naming both groups and the fix", err)
+	}
+
+	reformatted := *cfg
+	reformatted.Format.Type = "csv"
+	err = runToFailure(t, &reformatted)
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "jsonl+zstd") || !strings.Contains(err.Error(), "csv+zstd") {
+		t.Errorf("another format: %v, want a DeploymentError naming both formats", err)
+	}
+}

@@ -252,6 +252,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
 		scfg.Ledger = ledger
 		scfg.Writer = writerName(cfg)
+		scfg.Deployment = deployment(cfg, names.Ext)
 		if sp != nil {
 			scfg.Spool = sp
 		}
@@ -394,6 +395,17 @@ func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest
 	}
 }
 
+// deployment is what ledger entries record of the config, so that a
+// prefix written by another deployment is refused: ext is the files'
+// extension.
+func deployment(cfg *config.Config, ext string) layout.Deployment {
+	return layout.Deployment{
+		Group:    cfg.Kafka.Group,
+		Format:   cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
+		Template: cfg.File.NameTemplate,
+	}
+}
+
 // writerName names this process in ledger entries, for people reading
 // them: the instance id, or the host and pid.
 func writerName(cfg *config.Config) string {
@@ -434,7 +446,7 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 		}
 		return found, err
 	}
-	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh"}
+	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Deployment: deployment(cfg, names.Ext)}
 	switch cfg.Storage.EarlierFiles {
 	case "spillway":
 		opts.Legacy = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {

@@ -103,8 +103,10 @@ type Config struct {
 	// Ledger, when set, gets an entry before each file is published, for
 	// partitions that were given an identity by Assign.
 	Ledger *layout.Ledger
-	// Writer names this process in ledger entries.
-	Writer string
+	// Writer names this process in ledger entries, and Deployment its
+	// configuration.
+	Writer     string
+	Deployment layout.Deployment
 
 	// NewEncoder and NewCompressor build a file's chain. CompressorMemory is
 	// what one compressor plus encoder holds, for the budget.
@@ -893,7 +895,7 @@ func (s *Sink) writeEntry(f *openFile, n int64) error {
 	}
 	e := &layout.Entry{
 		Cluster: lp.id.Cluster, Topic: lp.id.Topic, TopicID: lp.id.TopicID, Partition: lp.id.Partition,
-		Seq: lp.seq, Writer: s.cfg.Writer, Time: time.Now().UTC(),
+		Seq: lp.seq, Writer: s.cfg.Writer, Deployment: s.cfg.Deployment, Time: time.Now().UTC(),
 		Before: s.tracker.state(f.tp),
 		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.encoded, Bytes: n},
 		Gaps:   s.tracker.gaps(f.u),
