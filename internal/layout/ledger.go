@@ -103,18 +103,18 @@ type FileInfo struct {
 // Before.With(File.Ranges). So the last entry alone, with one existence
 // check of its file, tells where a partition stands.
 type Entry struct {
-	Version   int       `json:"version"`
-	Cluster   string    `json:"cluster_id"`
-	Topic     string    `json:"topic"`
-	TopicID   string    `json:"topic_id"`
-	Partition int32     `json:"partition"`
-	Seq       int64     `json:"seq"`
-	Writer    string    `json:"writer,omitempty"`
+	Version   int    `json:"version"`
+	Cluster   string `json:"cluster_id"`
+	Topic     string `json:"topic"`
+	TopicID   string `json:"topic_id"`
+	Partition int32  `json:"partition"`
+	Seq       int64  `json:"seq"`
+	Writer    string `json:"writer,omitempty"`
 	// Deployment is what wrote the entry, beyond the process: resume
 	// refuses a prefix that another deployment writes.
 	Deployment
-	Time time.Time `json:"time"`
-	Before    State     `json:"before"`
+	Time   time.Time `json:"time"`
+	Before State     `json:"before"`
 	// File is the data file the entry publishes. Its Key is "" in an
 	// entry that records only Gaps.
 	File FileInfo `json:"file"`
