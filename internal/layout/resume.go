@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Log is what Kafka says of a partition now.
@@ -271,4 +272,37 @@ type PastEndError struct {
 func (e *PastEndError) Error() string {
 	return fmt.Sprintf("storage %s holds offsets of %s/%d up to %d (%s), past the log end %d: these files are not of this log (a recreated topic, another cluster, or files copied in), and resuming from them would skip records. Move them out of the prefix, or write into a new storage.prefix",
 		where(e.Bucket, e.Prefix), e.ID.Topic, e.ID.Partition, e.Stored, e.From, e.End)
+}
+
+// Skip records that an operator skips a partition's offsets from where
+// storage stands up to to: an entry of one GapOperator gap, with note, that
+// resume then starts after and verify reports. Only an operator asks for
+// it, with every writer of the partition stopped: a running one would find
+// its next entry taken and stop. It returns the entry written.
+func (l *Ledger) Skip(ctx context.Context, id Identity, log Log, opts ResumeOptions, to int64, note, writer string) (*Entry, error) {
+	p, err := l.Resume(ctx, id, log, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Found {
+		return nil, fmt.Errorf("storage holds no ledger for %s/%d: nothing is stored for it yet, so there is nothing to skip from; move the group's offset with kafka-consumer-groups --reset-offsets instead", id.Topic, id.Partition)
+	}
+	from := p.State.Next
+	switch {
+	case to <= from:
+		return nil, fmt.Errorf("%s/%d: storage already holds or passed every offset below %d; --to must be above it", id.Topic, id.Partition, from)
+	case to > log.End:
+		return nil, fmt.Errorf("%s/%d: --to %d is past the log end %d", id.Topic, id.Partition, to, log.End)
+	}
+	gap := Ranges{{from, to}}.Subtract(p.State.Above)
+	e := &Entry{
+		Cluster: id.Cluster, Topic: id.Topic, TopicID: id.TopicID, Partition: id.Partition,
+		Seq: p.Seq, Writer: writer, Deployment: opts.Deployment, Time: time.Now().UTC(),
+		Before: p.State,
+		Gaps:   []Gap{{Ranges: gap, Cause: GapOperator, Note: note}},
+	}
+	if err := l.Append(ctx, e); err != nil {
+		return nil, fmt.Errorf("write ledger entry %d of %s/%d: %w", e.Seq, id.Topic, id.Partition, err)
+	}
+	return e, nil
 }

@@ -252,7 +252,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
 		scfg.Ledger = ledger
 		scfg.Writer = writerName(cfg)
-		scfg.Deployment = deployment(cfg, names.Ext)
+		scfg.Deployment = Deployment(cfg, names.Ext)
 		if sp != nil {
 			scfg.Spool = sp
 		}
@@ -395,10 +395,10 @@ func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest
 	}
 }
 
-// deployment is what ledger entries record of the config, so that a
+// Deployment is what ledger entries record of the config, so that a
 // prefix written by another deployment is refused: ext is the files'
 // extension.
-func deployment(cfg *config.Config, ext string) layout.Deployment {
+func Deployment(cfg *config.Config, ext string) layout.Deployment {
 	return layout.Deployment{
 		Group:    cfg.Kafka.Group,
 		Format:   cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
@@ -446,7 +446,7 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 		}
 		return found, err
 	}
-	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Deployment: deployment(cfg, names.Ext)}
+	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Deployment: Deployment(cfg, names.Ext)}
 	switch cfg.Storage.EarlierFiles {
 	case "spillway":
 		opts.Legacy = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {

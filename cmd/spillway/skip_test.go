@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/runner"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// drainOnce runs the pipeline until the group's commit reaches the log
+// end, then stops it gracefully.
+func drainOnce(t *testing.T, cl *kgo.Client, cfgPath string) {
+	t.Helper()
+	cfg, err := config.Load(cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := testkit.EndOffsets(t, cl, "events")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !maps.Equal(testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"), end) {
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("the run stopped before its commit reached the log end: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatal("committed offsets never reached the end offsets")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSkipIsRecorded: skipping records on purpose is a ledger entry with
+// the operator's reason, which resume starts after and verify lists
+// without failing; a skip without a reason is a usage error. Moving the
+// group's offset alone no longer skips anything (the ledger is the truth),
+// so this is the one way to skip.
+func TestSkipIsRecorded(t *testing.T) {
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	gen := func(base int) func(int) *kgo.Record {
+		return func(i int) *kgo.Record { return &kgo.Record{Value: fmt.Appendf(nil, `{"i":%d}`, base+i)} }
+	}
+	testkit.Produce(t, cl, "events", 1000, gen(0))
+	dir := t.TempDir()
+	cfgPath := verifyConfig(t, cluster.Addrs()[0], dir)
+	drainOnce(t, cl, cfgPath)
+	testkit.Produce(t, cl, "events", 500, gen(1000))
+
+	code, out, errOut := cli(t, nil, "skip", "--config", cfgPath, "--topic", "events", "--partition", "0", "--to", "1250")
+	wantCode(t, code, exitUsage, out, errOut)
+	wantContains(t, "skip without a reason", errOut, "--reason")
+
+	code, out, errOut = cli(t, nil, "skip", "--config", cfgPath, "--topic", "events", "--partition", "0", "--to", "1250", "--reason", "poison batch, ticket 42")
+	wantCode(t, code, exitOK, out, errOut)
+	wantContains(t, "skip output", out, "events/0: skipped [1000,1250) (250 offsets)", "the group's offset is 1250")
+
+	drainOnce(t, cl, cfgPath)
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
+	wantCode(t, code, exitOK, out, errOut)
+	wantContains(t, "verify output", out, "skipped by operator [1000,1250)", "poison batch, ticket 42")
+	seen := map[int64]int{}
+	for _, r := range testkit.ReadJSONL(t, dir) {
+		seen[r.Offset]++
+	}
+	for o := range int64(1500) {
+		want := 1
+		if o >= 1000 && o < 1250 {
+			want = 0
+		}
+		if seen[o] != want {
+			t.Fatalf("offset %d is stored %d times, want %d", o, seen[o], want)
+		}
+	}
+}
