@@ -93,6 +93,10 @@ type FileInfo struct {
 	Ranges  Ranges `json:"ranges"`
 	Records int64  `json:"records"`
 	Bytes   int64  `json:"bytes"`
+	// CRC32C is the CRC-32C of the stored bytes (FormatCRC32C), so that
+	// verify --deep sees an edit that keeps the size. Entries written
+	// before it existed have none.
+	CRC32C string `json:"crc32c,omitempty"`
 }
 
 // Entry is one ledger object: written create-only before its data file is
@@ -128,6 +132,9 @@ func (e *Entry) check() error {
 		return fmt.Errorf("version %d; this build reads versions 1 to %d", e.Version, EntryVersion)
 	case e.Seq < 0 || e.Before.Next < 0 || e.File.Key == "" || e.File.Records < 0 || e.File.Bytes < 0:
 		return errors.New("a field is missing or negative")
+	}
+	if e.File.CRC32C != "" && !validCRC32C(e.File.CRC32C) {
+		return fmt.Errorf("file.crc32c %q is not 8 lowercase hex digits", e.File.CRC32C)
 	}
 	if err := e.Before.Above.Valid(); err != nil {
 		return fmt.Errorf("before.above: %w", err)
