@@ -260,7 +260,7 @@ func TestVerify(t *testing.T) {
 				data[i] = '1'
 			}
 			write(dir, "events-0-500.jsonl", data)
-			return []string{"events/0: INCONSISTENT", "checksum_mismatch: events-0-500.jsonl has the size ledger entry 2 records", "restore it from a backup"}
+			return []string{"events/0: INCONSISTENT", "checksum_mismatch: events-0-500.jsonl has the size its ledger entry 2 records", "restore it from a backup"}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,7 +300,7 @@ func TestVerify(t *testing.T) {
 		}
 		code, out, errOut := verifyCLI(t, dir, "--config", verifyConfig(t, cluster.Addrs()[0], dir), "--deep")
 		wantCode(t, code, exitOK, out, errOut)
-		wantContains(t, "verify output", out, "events/0: ok", "events/1: ok", "not checked: 4 files", "its ledger entry has no checksum",
+		wantContains(t, "verify output", out, "events/0: ok", "events/1: ok", "not checked: 4 files", "their ledger entries have no checksum",
 			"2 partitions: storage is consistent with Kafka")
 	})
 

@@ -486,7 +486,7 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 
 // notSummed is why a file written before ledger entries had a checksum
 // is checked as before.
-const notSummed = "its ledger entry has no checksum (written by a version before file.crc32c): its size is checked and its records read back, but an edit that keeps the size can't be seen"
+const notSummed = "their ledger entries have no checksum (written before Spillway recorded file.crc32c): sizes are checked and records read back, but an edit that keeps a file's size can't be seen"
 
 // checkSum compares the CRC-32C of the bytes sr read with the one its
 // entry recorded. An error is storage's, reading past what the records'
@@ -504,7 +504,7 @@ func (s *Scan) checkSum(ps *PartitionScan, it scanned, sr *summingReader) error 
 		ps.Deep.notChecked(notSummed, e.File.Key)
 	case FormatCRC32C(sum) != e.File.CRC32C:
 		ps.problem(Problem{Kind: ProblemChecksumMismatch, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
-			"%s has the size ledger entry %d records (%d bytes), but its CRC-32C is %s where the entry says Spillway wrote %s: something other than Spillway changed its bytes in place; restore it from a backup",
+			"%s has the size its ledger entry %d records (%d bytes), but its CRC-32C is %s where the entry says Spillway wrote %s: something other than Spillway changed its bytes in place; restore it from a backup",
 			e.File.Key, e.Seq, e.File.Bytes, FormatCRC32C(sum), e.File.CRC32C)})
 	}
 	return nil
