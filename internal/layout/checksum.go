@@ -29,9 +29,8 @@ func validCRC32C(s string) bool {
 // summingReader reads objects for a deep scan and sums the bytes of the
 // one it opened, as the records are read: the file is read once for both.
 type summingReader struct {
-	st  objectReader
-	rc  *summed
-	err error // from reading what the records' reader left
+	st objectReader
+	rc *summed
 }
 
 func (r *summingReader) Read(ctx context.Context, key string) (io.ReadCloser, error) {

@@ -51,6 +51,27 @@ func TestScanDeepChecksum(t *testing.T) {
 			t.Errorf("problem %+v, want its ledger entry", p)
 		}
 	}
+
+	// A bytes file can't be read back record by record, but its bytes
+	// are summed all the same: the records' reader never reads them,
+	// and closing it reads them for the sum.
+	const bin = "data/t-0-8.bin"
+	putFile(t, f.dir, bin, []byte("a\nb\nc\nd\n"))
+	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: State{Next: 8},
+		File: FileInfo{Key: bin, Ranges: Ranges{{8, 12}}, Records: 4, Bytes: 8, CRC32C: f.sum(bin)}}
+	if err := f.ledger.Append(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	data[i+len(`"n":`)] = '2' // a as it was
+	putFile(t, f.dir, a.File.Key, data)
+	_, ps = f.scan(&DeepOptions{OffsetField: true})
+	wantKinds(t, ps.Problems)
+	if len(ps.Deep.NotChecked) != 1 || ps.Deep.NotChecked[0].Example != bin {
+		t.Errorf("not checked %+v, want the bytes file's records only", ps.Deep.NotChecked)
+	}
+	putFile(t, f.dir, bin, []byte("a\nb\nC\nd\n"))
+	_, ps = f.scan(&DeepOptions{OffsetField: true})
+	wantKinds(t, ps.Problems, "checksum_mismatch "+bin)
 }
 
 // TestScanDeepNoChecksum: entries written before file.crc32c are checked
