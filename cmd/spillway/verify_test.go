@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -247,6 +248,20 @@ func TestVerify(t *testing.T) {
 			write(dir, "events-1-250.jsonl", data)
 			return []string{"unreadable_record: events-1-250.jsonl holds records that can't be read: record 0"}
 		}},
+		{"record changed in place", true, func(dir string) []string {
+			// One digit of a value, so every record still reads, with
+			// its offset, and the size is the same: only the file's
+			// checksum tells (issue #22, case 8).
+			data := read(dir, "events-0-500.jsonl")
+			i := strings.Index(string(data), `"i":`) + len(`"i":`)
+			if data[i] == '1' {
+				data[i] = '2'
+			} else {
+				data[i] = '1'
+			}
+			write(dir, "events-0-500.jsonl", data)
+			return []string{"events/0: INCONSISTENT", "checksum_mismatch: events-0-500.jsonl has the size its ledger entry 2 records", "restore it from a backup"}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyTree(t, dir)
@@ -265,6 +280,29 @@ func TestVerify(t *testing.T) {
 			wantContains(t, "verify stderr", errOut, "not consistent")
 		})
 	}
+
+	// Entries written before file.crc32c verify as before, clean, and the
+	// report says their bytes were not summed.
+	t.Run("entries without checksum", func(t *testing.T) {
+		dir := copyTree(t, dir)
+		sum := regexp.MustCompile(`,"crc32c":"[0-9a-f]{8}"`)
+		entries, err := filepath.Glob(filepath.Join(dir, "_spillway/ledger/events/*/*/000/000/000/*.json"))
+		if err != nil || len(entries) != 8 {
+			t.Fatalf("ledger entries %v, %v: want 8", entries, err)
+		}
+		for _, p := range entries {
+			data := read(dir, strings.TrimPrefix(p, dir+"/"))
+			old := sum.ReplaceAll(data, nil)
+			if len(old) == len(data) {
+				t.Fatalf("%s has no crc32c: %s", p, data)
+			}
+			write(dir, strings.TrimPrefix(p, dir+"/"), old)
+		}
+		code, out, errOut := verifyCLI(t, dir, "--config", verifyConfig(t, cluster.Addrs()[0], dir), "--deep")
+		wantCode(t, code, exitOK, out, errOut)
+		wantContains(t, "verify output", out, "events/0: ok", "events/1: ok", "not checked: 4 files", "their ledger entries have no checksum",
+			"2 partitions: storage is consistent with Kafka")
+	})
 
 	// Last, since it moves the group's commit.
 	t.Run("commit past the log end", func(t *testing.T) {

@@ -95,6 +95,10 @@ type FileInfo struct {
 	Ranges  Ranges `json:"ranges"`
 	Records int64  `json:"records"`
 	Bytes   int64  `json:"bytes"`
+	// CRC32C is the CRC-32C of the stored bytes (FormatCRC32C), so that
+	// verify --deep sees an edit that keeps the size. Entries written
+	// before it existed have none.
+	CRC32C string `json:"crc32c,omitempty"`
 }
 
 // Entry is one ledger object: written create-only before its data file is
@@ -210,6 +214,9 @@ func (e *Entry) check() error {
 		return errors.New("an entry without a file must record gaps, and nothing of a file")
 	case e.Version < e.version():
 		return fmt.Errorf("version %d can't hold gaps or an entry without a file", e.Version)
+	}
+	if e.File.CRC32C != "" && !validCRC32C(e.File.CRC32C) {
+		return fmt.Errorf("file.crc32c %q is not 8 lowercase hex digits", e.File.CRC32C)
 	}
 	if err := e.Before.Above.Valid(); err != nil {
 		return fmt.Errorf("before.above: %w", err)

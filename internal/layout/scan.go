@@ -45,6 +45,9 @@ const (
 	// ProblemRecordCount: a file holds another number of records than its
 	// entry says (deep scan).
 	ProblemRecordCount = "record_count"
+	// ProblemChecksumMismatch: a file's bytes are not those its entry
+	// recorded the CRC-32C of, though their size is (deep scan).
+	ProblemChecksumMismatch = "checksum_mismatch"
 	// ProblemUnknownFile: an object under the prefix that no ledger entry
 	// names.
 	ProblemUnknownFile = "unknown_file"
@@ -460,7 +463,8 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 	firstBad, firstOutside := int64(-1), int64(-1)
 	var badErr error
 	var seen Ranges
-	err := readRecords(ctx, s.st, e.File.Key, s.names.ContentExts(e.File.Key), opts.CSVFields, func(r Record) error {
+	sr := &summingReader{st: s.st}
+	err := readRecords(ctx, sr, e.File.Key, s.names.ContentExts(e.File.Key), opts.CSVFields, func(r Record) error {
 		n++
 		switch {
 		case r.Err != nil:
@@ -481,6 +485,9 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 		}
 		return nil
 	})
+	if cerr := s.checkSum(ps, it, sr); cerr != nil && err == nil {
+		return cerr
+	}
 	var unsupported *UnsupportedError
 	var broken *ReadError
 	switch {
@@ -514,6 +521,32 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 		ps.Deep.notChecked("format.fields has no offset (or format.envelope is false): records are read and counted, their offsets not checked", e.File.Key)
 	case noOffset > 0:
 		ps.Deep.notChecked("records have no offset field (written while format.fields had none): they are read and counted, their offsets not checked", e.File.Key)
+	}
+	return nil
+}
+
+// notSummed is why a file written before ledger entries had a checksum
+// is checked as before.
+const notSummed = "their ledger entries have no checksum (written before Spillway recorded file.crc32c): sizes are checked and records read back, but an edit that keeps a file's size can't be seen"
+
+// checkSum compares the CRC-32C of the bytes sr read with the one its
+// entry recorded. An error is storage's, reading past what the records'
+// reader read.
+func (s *Scan) checkSum(ps *PartitionScan, it scanned, sr *summingReader) error {
+	e := it.e
+	sum, ok, err := sr.sum()
+	switch {
+	case err != nil:
+		return fmt.Errorf("read %s to its end for its checksum: %w", e.File.Key, err)
+	case !ok:
+		// It couldn't be read: the records' reader says why.
+		return nil
+	case e.File.CRC32C == "":
+		ps.Deep.notChecked(notSummed, e.File.Key)
+	case FormatCRC32C(sum) != e.File.CRC32C:
+		ps.problem(Problem{Kind: ProblemChecksumMismatch, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+			"%s has the size its ledger entry %d records (%d bytes), but its CRC-32C is %s where the entry says Spillway wrote %s: something other than Spillway changed its bytes in place; restore it from a backup",
+			e.File.Key, e.Seq, e.File.Bytes, FormatCRC32C(sum), e.File.CRC32C)})
 	}
 	return nil
 }

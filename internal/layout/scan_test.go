@@ -3,6 +3,7 @@ package layout
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -27,6 +28,8 @@ type scanFixture struct {
 	nextKey string
 	// typ is the format entries' files are written in; "" is jsonl.
 	typ string
+	// noSum writes entries as versions before file.crc32c did.
+	noSum bool
 }
 
 func newScanFixture(t *testing.T) *scanFixture {
@@ -64,6 +67,9 @@ func (f *scanFixture) entry(before State, runs Ranges, publish bool) *Entry {
 	}
 	writeFile(f.t, f.dir, key, typ, comp, offs...)
 	e.File.Bytes = f.size(key)
+	if !f.noSum {
+		e.File.CRC32C = f.sum(key)
+	}
 	if !publish {
 		f.remove(key)
 	}
@@ -81,6 +87,17 @@ func (f *scanFixture) size(key string) int64 {
 		f.t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// sum is the CRC-32C of the file under key, as the storage writer that
+// wrote it would have summed it.
+func (f *scanFixture) sum(key string) string {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.dir, filepath.FromSlash(key)))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return FormatCRC32C(crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 func (f *scanFixture) remove(key string) {
@@ -276,8 +293,10 @@ func TestScanDeep(t *testing.T) {
 	first := `{"offset":9}`
 	lines[1] = first + "\n" + `{"x":"` + strings.Repeat("y", len(lines[1])-len(first)-10) + `"}` + "\n"
 	putFile(t, f.dir, c.File.Key, []byte(strings.Join(lines, "")))
+	// Each edit keeps the size: the checksums tell all three too.
+	sums := []string{"checksum_mismatch " + a.File.Key, "checksum_mismatch " + b.File.Key, "checksum_mismatch " + c.File.Key}
 	_, ps := f.scan(&DeepOptions{OffsetField: true})
-	wantKinds(t, ps.Problems, "unreadable_record "+a.File.Key, "offset_outside_runs "+b.File.Key, "record_count "+c.File.Key)
+	wantKinds(t, ps.Problems, append(sums, "unreadable_record "+a.File.Key, "offset_outside_runs "+b.File.Key, "record_count "+c.File.Key)...)
 	for _, p := range ps.Problems {
 		if p.Kind == ProblemUnreadable && (p.Record == nil || *p.Record != 2) {
 			t.Errorf("unreadable record: %+v, want record 2", p)
@@ -290,7 +309,7 @@ func TestScanDeep(t *testing.T) {
 	// Without offsets in the records (or the config saying so), records
 	// are read and counted, and the report says what wasn't checked.
 	_, ps = f.scan(&DeepOptions{OffsetField: false})
-	wantKinds(t, ps.Problems, "unreadable_record "+a.File.Key, "record_count "+c.File.Key)
+	wantKinds(t, ps.Problems, append(sums, "unreadable_record "+a.File.Key, "record_count "+c.File.Key)...)
 	if len(ps.Deep.NotChecked) != 1 || ps.Deep.NotChecked[0].Files != 4 {
 		t.Errorf("not checked %+v", ps.Deep.NotChecked)
 	}
@@ -412,8 +431,11 @@ func TestScanDeepTyped(t *testing.T) {
 			}
 			putFile(t, f.dir, b.File.Key, flip(data, len(data)/2))
 			_, ps := f.scan(&DeepOptions{OffsetField: true})
-			wantKinds(t, ps.Problems, "unreadable_record "+b.File.Key)
+			wantKinds(t, ps.Problems, "unreadable_record "+b.File.Key, "checksum_mismatch "+b.File.Key)
 			for _, p := range ps.Problems {
+				if p.Kind == ProblemChecksumMismatch {
+					continue
+				}
 				if p.Record == nil || *p.Record >= 1000 || !strings.Contains(p.Message, b.File.Key) {
 					t.Errorf("problem %+v: want the file named and the first record that can't be read", p)
 				}

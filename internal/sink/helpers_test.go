@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -126,6 +127,10 @@ func (w *gateWriter) Write(p []byte) (int, error)             { return w.buf.Wri
 func (w *gateWriter) Written() int64                          { return int64(w.buf.Len()) }
 func (w *gateWriter) WaitQueued(context.Context, int64) error { return nil }
 func (w *gateWriter) Abort()                                  {}
+
+func (w *gateWriter) CRC32C() uint32 {
+	return crc32.Checksum(w.buf.Bytes(), crc32.MakeTable(crc32.Castagnoli))
+}
 
 // Commit stores the file, after any hold. Create-only.
 func (w *gateWriter) Commit() error {

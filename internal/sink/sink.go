@@ -68,6 +68,9 @@ type Writer interface {
 	io.Writer
 	// Written is the number of bytes written so far.
 	Written() int64
+	// CRC32C is the CRC-32C (Castagnoli) of the bytes written so far,
+	// which the file's ledger entry records before Commit.
+	CRC32C() uint32
 	// WaitQueued blocks until at most max written bytes wait for storage,
 	// the upload failed, or ctx ends.
 	WaitQueued(ctx context.Context, max int64) error
@@ -834,7 +837,7 @@ func (s *Sink) upload(f *openFile, err error) {
 		// still needs its entry.
 		f.w.Abort()
 		if len(s.tracker.gaps(f.u)) > 0 {
-			if err := s.writeEntry(f, 0); err != nil {
+			if err := s.writeEntry(f, 0, 0); err != nil {
 				if !errors.Is(err, errLostOwnership) {
 					failUpload(err)
 				}
@@ -846,7 +849,7 @@ func (s *Sink) upload(f *openFile, err error) {
 		return
 	}
 	n := f.w.Written()
-	if err := s.writeEntry(f, n); err != nil {
+	if err := s.writeEntry(f, n, f.w.CRC32C()); err != nil {
 		f.w.Abort()
 		if errors.Is(err, errLostOwnership) {
 			return
@@ -873,11 +876,13 @@ func (s *Sink) upload(f *openFile, err error) {
 // errLostOwnership: the file's partition was dropped before its entry.
 var errLostOwnership = errors.New("the partition was dropped before the file was published")
 
-// writeEntry writes the ledger entry of f, whose size is n, before f is
-// published: the partition's state with every earlier file published,
-// and f's own runs. Entries of a partition are written one at a time, in
-// the order its files are published.
-func (s *Sink) writeEntry(f *openFile, n int64) error {
+// writeEntry writes the ledger entry of f, whose size is n and checksum
+// sum, before f is published: the partition's state with every earlier
+// file published, and f's own runs. Every byte of f is written (staged,
+// not visible) by now, so both are f's as it will be stored. Entries of a
+// partition are written one at a time, in the order its files are
+// published.
+func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 	if s.cfg.Ledger == nil {
 		return nil
 	}
@@ -897,7 +902,7 @@ func (s *Sink) writeEntry(f *openFile, n int64) error {
 		Cluster: lp.id.Cluster, Topic: lp.id.Topic, TopicID: lp.id.TopicID, Partition: lp.id.Partition,
 		Seq: lp.seq, Writer: s.cfg.Writer, Deployment: s.cfg.Deployment, Time: time.Now().UTC(),
 		Before: s.tracker.state(f.tp),
-		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.encoded, Bytes: n},
+		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.encoded, Bytes: n, CRC32C: layout.FormatCRC32C(sum)},
 		Gaps:   s.tracker.gaps(f.u),
 	}
 	if f.encoded == 0 {

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"maps"
 	"net/http"
@@ -241,6 +242,7 @@ func TestEmulatorRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sum := w.CRC32C()
 		if err := w.Commit(); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
@@ -260,6 +262,10 @@ func TestEmulatorRoundTrip(t *testing.T) {
 		back := readAll(t, ctx, b, key)
 		if sha256.Sum256(back) != sha256.Sum256(data) {
 			t.Fatalf("read back %d bytes that differ from the %d written", len(back), len(data))
+		}
+		// What the ledger records of a file is what the store holds.
+		if got := crc32.Checksum(back, crc32.MakeTable(crc32.Castagnoli)); got != sum {
+			t.Fatalf("writer's CRC32C %08x, read back %08x", sum, got)
 		}
 		if small := readAll(t, ctx, b, "other/x"); string(small) != "x" {
 			t.Fatalf("small object = %q, want %q", small, "x")

@@ -402,15 +402,18 @@ func TestVerify(t *testing.T) {
 		dir := f.copyOf(t)
 		key := prefix + "events-1-250.jsonl"
 		data := readAt(t, dir, key)
-		// Same size: the ledger's checks can't see it, a deep check does.
+		// Same size: the ledger's checks can't see it, a deep check does,
+		// by the file's checksum and by reading it back.
 		lines := strings.SplitAfter(string(data), "\n")
 		lines[3] = "[" + lines[3][1:]
 		writeAt(t, dir, key, []byte(strings.Join(lines, "")))
 		wantProblems(t, f.check(t, dir, false))
 		r := f.check(t, dir, true)
-		wantProblems(t, r, "1 unreadable_record "+key)
-		if q := f.partition(t, r, 1).Problems[0]; q.Record == nil || *q.Record != 3 {
-			t.Errorf("problem %+v, want record 3", q)
+		wantProblems(t, r, "1 checksum_mismatch "+key, "1 unreadable_record "+key)
+		for _, q := range f.partition(t, r, 1).Problems {
+			if q.Kind == layout.ProblemUnreadable && (q.Record == nil || *q.Record != 3) {
+				t.Errorf("problem %+v, want record 3", q)
+			}
 		}
 	})
 
