@@ -59,15 +59,22 @@ func TestGolden(t *testing.T) {
 			}
 			// Credentials come from the environment, as the YAML's
 			// header says.
-			var env []string
-			if strings.Contains(string(res.YAML), "SPILLWAY_KAFKA_SASL_PASSWORD") {
-				env = append(env, "SPILLWAY_KAFKA_SASL_PASSWORD=x")
-			}
-			if _, err := config.LoadBytes(res.YAML, env); err != nil {
+			if _, err := config.LoadBytes(res.YAML, credentialEnv(res.YAML)); err != nil {
 				t.Errorf("the imported YAML is not a valid config: %v", err)
 			}
 		})
 	}
+}
+
+// credentialEnv is what the header of an imported YAML asks to set.
+func credentialEnv(yaml []byte) []string {
+	var env []string
+	for _, v := range []string{"SPILLWAY_KAFKA_SASL_PASSWORD", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD"} {
+		if strings.Contains(string(yaml), v) {
+			env = append(env, v+"=x")
+		}
+	}
+	return env
 }
 
 // TestEveryKeyAccountedFor: each key of each example is named in the YAML,
