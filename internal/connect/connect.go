@@ -22,6 +22,12 @@
 //     committed offsets and leaves its files alone.
 //   - Credentials are never copied. They are named as the environment
 //     variables to set.
+//   - Converters are mapped (registry converters to schema_registry.*,
+//     ByteArrayConverter to base64) or said not to be; a converter that
+//     can't be mapped never goes with errors.tolerance=all, which would
+//     skip every record it makes unwritable while the run exits 0.
+//   - Every line that changes what is stored is also a warning (Result's
+//     Warnings, printed on stderr), naming the connector's key.
 //
 // Errors (input that isn't a connector config, a connector it doesn't
 // know, a layout it can't express) are *Error.
@@ -60,9 +66,10 @@ const (
 type Result struct {
 	// YAML is the Spillway config, comments included.
 	YAML []byte
-	// Warnings are the places where the files Spillway writes will differ
-	// from the connector's (names or content), one sentence each; the YAML
-	// says the same on the lines concerned.
+	// Warnings are the places where what Spillway stores will differ from
+	// what the connector stored (names, content, records skipped), one
+	// sentence each naming the connector's key; the YAML says the same on
+	// the lines concerned.
 	Warnings []string
 }
 
