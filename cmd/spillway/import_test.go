@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -20,8 +21,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/avro"
+	"github.com/twmb/avro/ocf"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/runner"
@@ -360,8 +364,10 @@ func TestConfigImportExamplesPassCheck(t *testing.T) {
 		wantCode(t, code, exitOK, out, errOut)
 		p := writeFile(t, "imported.yaml", out)
 		var env []string
-		if strings.Contains(out, "SPILLWAY_KAFKA_SASL_PASSWORD") {
-			env = []string{"SPILLWAY_KAFKA_SASL_PASSWORD=x"} // as its header says
+		for _, v := range []string{"SPILLWAY_KAFKA_SASL_PASSWORD", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD"} {
+			if strings.Contains(out, v) {
+				env = append(env, v+"=x") // as its header says
+			}
 		}
 		code, out, errOut = cli(t, env, "config", "check", p)
 		if code != exitOK {
@@ -461,5 +467,90 @@ func TestCutOverAfterConnectCrash(t *testing.T) {
 		if seen[n] != 1 {
 			t.Errorf("record %d stored %d times", n, seen[n])
 		}
+	}
+}
+
+// TestImportedAvroConverterDecodes: a Confluent sink of AvroConverter
+// values through a registry with basic auth, that skipped bad records
+// (errors.tolerance=all), imported and run, stores every record as the
+// registered Avro record it is, in files named as Confluent names them,
+// rather than skipping them all as undecodable bytes (issue #22, case 5).
+// The warnings go to stderr and stdout is the YAML alone.
+func TestImportedAvroConverterDecodes(t *testing.T) {
+	const topic, n, flush = "orders", 20, 10
+	const schema = `{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"},{"name":"sku","type":"string"}]}`
+	reg := testkit.StartRegistry(t, []sr.SubjectSchema{
+		{Subject: topic + "-value", Version: 1, ID: 7, Schema: sr.Schema{Type: sr.TypeAvro, Schema: schema}},
+	}, "sr-user", "sr-pass")
+	cluster := testkit.NewCluster(t, 1, topic)
+	cl := cluster.Client(t)
+	testkit.Produce(t, cl, topic, n, func(i int) *kgo.Record {
+		b, _ := new(sr.ConfluentHeader).AppendEncode(nil, 7, nil)
+		b, err := avro.MustParse(schema).AppendEncode(b, map[string]any{"id": int64(i), "sku": fmt.Sprintf("sku-%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: b}
+	})
+	in := writeFile(t, "orders.properties", "name=orders-avro\nconnector.class=io.confluent.connect.s3.S3SinkConnector\ntopics="+topic+
+		"\ns3.bucket.name=b\nformat.class=io.confluent.connect.s3.format.avro.AvroFormat\nflush.size=10\n"+
+		"key.converter=org.apache.kafka.connect.storage.StringConverter\nvalue.converter=io.confluent.connect.avro.AvroConverter\n"+
+		"value.converter.schema.registry.url="+reg.URL()+"\nvalue.converter.basic.auth.credentials.source=USER_INFO\n"+
+		"value.converter.basic.auth.user.info=sr-user:sr-pass\nerrors.tolerance=all\n")
+	code, out, errOut := cli(t, nil, "config", "import", in)
+	wantCode(t, code, exitOK, out, errOut)
+	wantContains(t, "stderr", errOut, "spillway: warning: errors.tolerance=all: Spillway skips every record it can't write",
+		"spillway: warning: rotate.interval.ms and rotate.schedule.interval.ms are not set")
+	wantContains(t, "stdout", out, "schema_registry:", "url: '"+reg.URL()+"'", "username: sr-user", "decode: value")
+	if strings.Contains(out, "warning") || strings.Contains(out, "sr-pass") {
+		t.Errorf("stdout holds a warning or the password:\n%s", out)
+	}
+	cfgPath := writeFile(t, "spillway.yaml", out)
+	dir := t.TempDir()
+	env := append(runEnv(cluster.Addrs()[0], dir), "SPILLWAY_SCHEMA_REGISTRY_PASSWORD=sr-pass")
+	cfg := drain(t, cfgPath, env, cl, topic)
+	if cfg.Errors.Tolerance != "all" || !cfg.SchemaRegistry.DecodeValues() {
+		t.Fatalf("imported config: tolerance %q, decode values %v", cfg.Errors.Tolerance, cfg.SchemaRegistry.DecodeValues())
+	}
+	names := dataFiles(t, dir)
+	want := []string{"topics/orders/partition=0/orders+0+0000000000.avro", "topics/orders/partition=0/orders+0+0000000010.avro"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("files %v, want %v", names, want)
+	}
+	// The files are read with the schema in their header, as any Avro
+	// reader would (python3-avro is not needed to tell a decoded record
+	// from a skipped one).
+	seen := 0
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := ocf.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s := string(r.Metadata()["avro.schema"]); !strings.Contains(s, `"Order"`) || !strings.Contains(s, `"sku"`) {
+			t.Errorf("%s: schema %s is not the registered one", name, s)
+		}
+		for {
+			var rec struct {
+				ID  int64  `avro:"id"`
+				SKU string `avro:"sku"`
+			}
+			if err := r.Decode(&rec); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if rec.ID != int64(seen) || rec.SKU != fmt.Sprintf("sku-%d", seen) {
+				t.Fatalf("%s: record %+v, want id %d", name, rec, seen)
+			}
+			seen++
+		}
+		_ = r.Close()
+	}
+	if seen != n {
+		t.Errorf("%d records stored, want %d", seen, n)
 	}
 }

@@ -149,18 +149,19 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 	d.set("format", "type", typ, typFrom)
 
 	compression, compFrom := "none", "Aiven's default on GCS and Azure"
+	compKey := "file.compression.type (not set)"
 	if store == "s3" {
 		compression, compFrom = "gzip", "Aiven's default on S3"
 	}
 	if key, v, ok := c.get("file.compression.type", "output_compression"); ok && v != "" {
-		compression, compFrom = strings.ToLower(v), "from "+key
+		compression, compFrom, compKey = strings.ToLower(v), "from "+key, key
 	}
 	if _, ok := aivenCompressionExt[compression]; !ok {
 		return "", "", errorf("%s: file.compression.type %q is not one of Aiven's (none, gzip, snappy, zstd)", c.file, compression)
 	}
 	if compression != "none" && (typ == "avro" || typ == "parquet") {
 		compFrom += fmt.Sprintf("; Spillway compresses %s inside the file (its codec), where Aiven compresses the file's bytes: same name, other content", typ)
-		d.warn("format %s with compression %s: Spillway compresses inside the %s container; Aiven's files are compressed whole", typ, compression, typ)
+		d.warn("%s, compression %s, with format.output.type=%s: Aiven compresses the whole file; Spillway compresses inside the %s container (its codec), so the files' bytes differ", compKey, compression, typ, typ)
 	}
 	d.set("format", "compression", compression, compFrom)
 
@@ -175,10 +176,12 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 	}
 	if (typ == "json" || typ == "jsonl") && has(fields, "timestamp") {
 		fieldsFrom += "; NOT THE SAME timestamp: Spillway writes epoch milliseconds, Aiven an ISO-8601 string"
-		d.warn("format %s: the timestamp field is epoch milliseconds in Spillway, an ISO-8601 string in Aiven's files", typ)
+		d.warn("format.output.fields with timestamp and format.output.type=%s: Spillway writes the timestamp as epoch milliseconds, Aiven as an ISO-8601 string", typ)
 	}
 	d.set("format", "fields", fields, fieldsFrom)
 
+	c.stored["key"], c.stored["value"] = has(fields, "key"), has(fields, "value")
+	val := c.conv["value"]
 	encKey, enc, encSet := c.get("format.output.fields.value.encoding")
 	switch {
 	case typ == "csv":
@@ -188,20 +191,51 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 		} else {
 			enc = "base64"
 		}
-		d.set("format", "value_encoding", strings.ToLower(enc), encFrom)
+		enc = strings.ToLower(enc)
+		switch {
+		case !c.stored["value"] || val.kind == convWorker:
+		case val.kind == convRegistry:
+			encFrom += "; " + val.shown() + ": values decoded through schema_registry (below) are written as JSON text"
+		case val.kind == convJSONEnvelope:
+			encFrom += "; " + val.shown() + val.schemas() + ": NOT THE SAME: Spillway writes the whole {\"schema\":..,\"payload\":..} JSON of each record, Aiven the payload"
+			d.warn("%s%s: Spillway writes each record's whole {\"schema\":...,\"payload\":...} JSON as the csv value; Aiven writes the payload", val.shown(), val.schemas())
+		default:
+			encFrom += "; " + val.shown() + ": the bytes as this encoding says, as Aiven writes them"
+		}
+		d.set("format", "value_encoding", enc, encFrom)
 	case typ == "json" || typ == "jsonl":
 		// Aiven's JSON writers take the value as the converter made it:
 		// bytes (ByteArrayConverter) become base64 strings, strings
 		// strings, structs objects.
-		conv := strings.TrimSpace(c.props["value.converter"])
-		if strings.HasSuffix(conv, "ByteArrayConverter") {
-			d.set("format", "value_encoding", "base64", "value.converter is ByteArrayConverter: Aiven writes values as base64 strings")
-		} else {
-			d.set("format", "value_encoding", "none", "values written as they are: JSON embedded, text as strings, as Aiven does with JsonConverter or StringConverter")
+		enc = "none"
+		if val.kind == convBytes {
+			enc = "base64"
 		}
-	case encSet:
+		comment, warning := val.textContent(Aiven)
+		d.set("format", "value_encoding", enc, comment)
+		if warning != "" && c.stored["value"] {
+			d.warn("%s", warning)
+		}
+	default:
+		// avro and parquet: value_encoding base64 makes bytes fields, as
+		// Aiven writes ByteArrayConverter's bytes; none string fields.
+		enc = "none"
+		if (c.stored["value"] && val.kind == convBytes) || ((!c.stored["value"] || val.kind == convRegistry) && c.stored["key"] && c.conv["key"].kind == convBytes) {
+			enc = "base64"
+		}
+		comment, warning := val.typedContent(Aiven, typ)
+		if !c.stored["value"] {
+			comment, warning = "the value is not written; this is the key's encoding", ""
+		}
+		d.set("format", "value_encoding", enc, comment)
+		if warning != "" {
+			d.warn("%s", warning)
+		}
+	}
+	if encSet && typ != "csv" {
 		d.unmapped = append(d.unmapped, c.shown(encKey)+": Aiven applies it to csv only, and so does this import")
 	}
+	keyContent(c, d, Aiven, typ, enc)
 	if key, v, ok := c.get("format.output.envelope"); ok {
 		env, err := strconv.ParseBool(v)
 		if err != nil {
@@ -244,6 +278,7 @@ func aivenNames(c *connector, d *doc, store, typ, compression string) error {
 	}
 	prefix, template, extension := "", aivenTemplate, ext
 	templateFrom := "Aiven's default file.name.template"
+	templateKey := "file.name.template"
 	extFrom := "Aiven's default names: the compression's extension only"
 	if typ == "avro" {
 		extFrom = "Aiven's default names: .avro and the compression's extension"
@@ -260,6 +295,7 @@ func aivenNames(c *connector, d *doc, store, typ, compression string) error {
 		}
 		template = "{{topic}}-{{partition}}-{{start_offset:padding=true}}"
 		templateFrom = "Aiven's names when " + key + " is set: offsets padded to 20 digits"
+		templateKey = key
 		if strings.Contains(v, "{{") {
 			template = v + template
 			templateFrom = "from " + key + " (a template), then " + templateFrom
@@ -301,7 +337,7 @@ func aivenNames(c *connector, d *doc, store, typ, compression string) error {
 	}
 	if strings.Contains(template, "{{timestamp") {
 		templateFrom += "; NOT THE SAME {{timestamp}}: Spillway names a file after its first record's time and offset, Aiven renders each record's time with the partition's first offset"
-		d.warn("{{timestamp}} in the name: Spillway starts a file per time bucket, named after its first record's time and offset; Aiven's files of a later hour keep the start offset of the partition's first record, so those names differ")
+		d.warn("%s with {{timestamp}}: Spillway starts a file per time bucket, named after its first record's time and offset; Aiven's files of a later hour keep the start offset of the partition's first record, so those names differ", templateKey)
 	}
 	d.set("file", "name_template", template, templateFrom)
 	d.set("file", "extension", extension, extFrom)

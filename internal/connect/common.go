@@ -72,17 +72,26 @@ func importKafka(c *connector, d *doc) error {
 var jaasUser = regexp.MustCompile(`username\s*=\s*"([^"]*)"`)
 
 // importErrors maps Connect's error handling, which both products share.
-func importErrors(c *connector, d *doc, k kind) {
+// Connect uses its dead-letter queue only with errors.tolerance=all, and
+// Spillway uses errors.dead_letter_topic whatever the tolerance, so the
+// topic is imported with all only.
+func importErrors(c *connector, d *doc) {
+	tol := "none"
 	if _, v, ok := c.get("errors.tolerance"); ok {
 		switch v {
 		case "none", "all":
+			tol = v
 			d.set("errors", "tolerance", v, "from errors.tolerance")
 		default:
 			d.set("errors", "tolerance", "none", "errors.tolerance="+v+" is not none or all; Connect refuses it too")
 		}
 	}
-	if _, v, ok := c.get("errors.deadletterqueue.topic.name"); ok && v != "" {
-		d.set("errors", "dead_letter_topic", v, "from errors.deadletterqueue.topic.name")
+	if key, v, ok := c.get("errors.deadletterqueue.topic.name"); ok && v != "" {
+		if tol == "all" {
+			d.set("errors", "dead_letter_topic", v, "from "+key)
+		} else {
+			d.unmapped = append(d.unmapped, c.shown(key)+": Connect uses it only with errors.tolerance=all, and so does this import (Spillway would send every record it can't write there)")
+		}
 	}
 }
 
@@ -94,10 +103,10 @@ func (c *connector) explain(key string, k kind) string {
 	switch {
 	case key == "tasks.max":
 		return why("Spillway has no tasks; to share the partitions, run more instances with the same kafka.group")
-	case strings.HasPrefix(key, "key.converter.") || strings.HasPrefix(key, "value.converter.") || strings.HasPrefix(key, "header.converter."):
-		return why("a converter's setting; Spillway has no converters (see key.converter and value.converter)")
-	case key == "key.converter" || key == "value.converter" || key == "header.converter":
-		return why("Spillway has no converters: it writes the record's bytes as they are in Kafka. With ByteArrayConverter or StringConverter the content is the same; with JsonConverter and AvroConverter it is the serialized bytes, not the converted value (decoding by schema registry is not built)")
+	case strings.HasPrefix(key, "key.converter.") || strings.HasPrefix(key, "value.converter."):
+		return why("a converter's setting that changes nothing Spillway reads: it decodes by the schema id in each record (schema_registry), or stores the bytes")
+	case key == "header.converter" || strings.HasPrefix(key, "header.converter."):
+		return why("Spillway writes header values as their bytes: text as strings (base64 with value_encoding base64), as SimpleHeaderConverter gives UTF-8 text")
 	case key == "transforms" || strings.HasPrefix(key, "transforms.") || key == "predicates" || strings.HasPrefix(key, "predicates."):
 		return why("NOT SUPPORTED: Spillway has no Single Message Transforms and writes records as they are in Kafka; apply them upstream, or keep the connector for this data")
 	case strings.HasPrefix(key, "errors."):

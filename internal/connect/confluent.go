@@ -143,17 +143,53 @@ func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error)
 	}
 	from := "from " + key + "=" + class
 	short := strings.TrimPrefix(class, confluentFormat)
+	// Confluent writes the value alone, as its converter made it.
+	c.stored["value"] = true
+	val := c.conv["value"]
+	typed := func(typ string) {
+		d.set("format", "fields", []string{"value"}, "the value alone")
+		d.set("format", "envelope", false, "the bare value")
+		enc := "none"
+		if val.kind == convBytes {
+			enc = "base64"
+		}
+		comment, warning := val.typedContent(Confluent, typ)
+		d.set("format", "value_encoding", enc, comment)
+		if warning != "" {
+			d.warn("%s", warning)
+		}
+		keyContent(c, d, Confluent, typ, enc)
+	}
 	switch short {
 	case "json.JsonFormat":
 		d.set("format", "type", "jsonl", from+": one value per line")
 		d.set("format", "fields", []string{"value"}, "Confluent writes the value alone")
 		d.set("format", "envelope", false, "the bare value, no object around it")
-		d.set("format", "value_encoding", jsonValueEncoding(c), "values written as they are: JSON embedded, text as strings (JsonConverter's output for schemaless JSON)")
+		enc := "none"
+		if val.kind == convBytes {
+			enc = "base64" // JsonConverter writes bytes as base64
+		}
+		comment, warning := val.textContent(Confluent)
+		d.set("format", "value_encoding", enc, comment)
+		if warning != "" {
+			d.warn("%s", warning)
+		}
+		keyContent(c, d, Confluent, "jsonl", enc)
 		d.set("format", "compression", comp, compFrom)
 		return ".json" + streamExt, extFrom, nil
 	case "bytearray.ByteArrayFormat":
 		d.set("format", "type", "bytes", from)
 		d.set("format", "fields", []string{"value"}, "the value's bytes alone")
+		if val.kind == convWorker {
+			// ByteArrayFormat writes byte[] values only: the worker's
+			// converter must be ByteArrayConverter.
+			val.kind = convBytes
+		}
+		if val.kind != convBytes {
+			d.warn("%s with format.class ByteArrayFormat: Spillway writes each value's bytes as they are in Kafka, not what the converter makes of them", val.shown())
+			d.unmapped = append(d.unmapped, c.shown(val.key)+": NOT THE SAME: Spillway's bytes format writes each value's bytes as they are in Kafka")
+		}
+		keyContent(c, d, Confluent, "bytes", "none")
 		sep := `\n`
 		sepFrom := "Confluent's default format.bytearray.separator (the line separator)"
 		if k, v, ok := c.get("format.bytearray.separator"); ok {
@@ -168,10 +204,8 @@ func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error)
 		}
 		return ext + streamExt, extFrom, nil
 	case "avro.AvroFormat":
-		d.set("format", "type", "avro", from+"; NOT THE SAME content: Spillway writes the value's bytes in its own record, not the value's Connect schema (decoding by schema registry is not built)")
-		d.set("format", "fields", []string{"value"}, "the value alone")
-		d.set("format", "envelope", false, "the bare value")
-		d.warn("format.class AvroFormat: Spillway's avro files hold the value's bytes in a record of their own, not the value's Connect schema; readers must change")
+		d.set("format", "type", "avro", from)
+		typed("avro")
 		if compSet {
 			d.unmapped = append(d.unmapped, c.shown(compKey)+": Confluent ignores it for avro (avro.codec compresses)")
 		}
@@ -187,10 +221,8 @@ func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error)
 		d.set("format", "compression", cmp, codecFrom)
 		return ".avro", extFrom, nil
 	case "parquet.ParquetFormat":
-		d.set("format", "type", "parquet", from+"; NOT THE SAME content: Spillway writes the value's bytes as a column, not the value's Connect schema (decoding by schema registry is not built)")
-		d.set("format", "fields", []string{"value"}, "the value alone")
-		d.set("format", "envelope", false, "the bare value")
-		d.warn("format.class ParquetFormat: Spillway's parquet files hold the value's bytes as one column, not the value's Connect schema; readers must change")
+		d.set("format", "type", "parquet", from)
+		typed("parquet")
 		if compSet {
 			d.unmapped = append(d.unmapped, c.shown(compKey)+": Confluent ignores it for parquet (parquet.codec compresses)")
 		}
@@ -209,13 +241,9 @@ func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error)
 	return "", "", errorf("%s: format.class %q is not one Spillway imports (%sjson.JsonFormat, bytearray.ByteArrayFormat, avro.AvroFormat, parquet.ParquetFormat)", c.file, class, confluentFormat)
 }
 
-func jsonValueEncoding(c *connector) string {
-	conv := strings.TrimSpace(c.props["value.converter"])
-	if strings.HasSuffix(conv, "ByteArrayConverter") {
-		return "base64" // JsonConverter writes bytes as base64
-	}
-	return "none"
-}
+// noRotateAge is file.max_age for a Confluent config that rotates on
+// flush.size only.
+const noRotateAge = 24 * time.Hour
 
 // confluentRotation maps flush.size and the rotation intervals.
 func confluentRotation(c *connector, d *doc) error {
@@ -249,7 +277,14 @@ func confluentRotation(c *connector, d *doc) error {
 	if age > 0 {
 		d.set("file", "max_age", age, strings.Join(ageFrom, "; "))
 	} else {
-		d.set("file", "max_age", 5*time.Minute, "Spillway's default: Confluent rotates on flush.size only and would keep a file of an idle partition open")
+		// Confluent has no time limit then: a file closes at flush.size
+		// records, however long that takes. Spillway's max_age can't be
+		// turned off, and its default, 5m, would cut many more, smaller
+		// files on a quiet topic; a day is as near to "never" as keeps
+		// records of a partition gone quiet from waiting uncommitted for
+		// good, and keeps admin.stall_timeout, derived from it, bounded.
+		d.set("file", "max_age", noRotateAge, "NOT THE SAME: neither rotate.interval.ms nor rotate.schedule.interval.ms is set, so Confluent closes a file at flush.size records only, however long that takes; Spillway always has a time limit (at least 1s, and 5m by default), so a day is the nearest: a partition quiet for a day gets a file of fewer records")
+		d.warn("rotate.interval.ms and rotate.schedule.interval.ms are not set: Confluent closes files at flush.size records only; Spillway has no such setting and closes a file after file.max_age, written as %s (not its default of 5m), so a partition quiet that long gets a shorter file, with a start offset Confluent would not have used", noRotateAge)
 	}
 	return nil
 }
@@ -325,7 +360,7 @@ func confluentNames(c *connector, d *doc, ext, extFrom string) error {
 		dir, dirFrom = "{{topic}}"+dirDelim+path, pkey+" TimeBasedPartitioner with path.format and partition.duration.ms"
 	case "FieldPartitioner":
 		c.use("partition.field.name")
-		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" FieldPartitioner (partition.field.name): Spillway has no field partitioning (it doesn't decode values), so this writes DefaultPartitioner's partition=<p> directories instead"
+		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" FieldPartitioner (partition.field.name): Spillway has no field partitioning, so this writes DefaultPartitioner's partition=<p> directories instead"
 		d.warn("partitioner.class FieldPartitioner: Spillway has no field partitioning; files go to <topic>/partition=<p>/ instead of <field>=<value>/ directories")
 	default:
 		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" "+class+" is a custom partitioner; this writes DefaultPartitioner's partition=<p> directories instead"
@@ -352,7 +387,7 @@ func confluentNames(c *connector, d *doc, ext, extFrom string) error {
 			d.set("file", "timestamp_source", "event", "timestamp.extractor Record: the record's own timestamp")
 		case "RecordField":
 			c.use("timestamp.field")
-			d.set("file", "timestamp_source", "event", "NOT SUPPORTED: timestamp.extractor RecordField reads a field of the value, which Spillway doesn't decode; this uses the record's timestamp instead")
+			d.set("file", "timestamp_source", "event", "NOT SUPPORTED: timestamp.extractor RecordField reads a field of the value; Spillway has no field timestamps, and uses the record's timestamp instead")
 			d.warn("timestamp.extractor RecordField: Spillway buckets by the record's timestamp, not by a field of the value; files of a record whose field and timestamp differ go elsewhere")
 		default:
 			return errorf("%s: timestamp.extractor %q can't be expressed: Spillway's time buckets come from the wall clock (Wallclock) or the record's timestamp (Record)", c.file, ex)
@@ -488,8 +523,8 @@ func confluentBehaviour(c *connector, d *doc) {
 	if v, ok := c.props["schema.compatibility"]; ok && !strings.EqualFold(strings.TrimSpace(v), "NONE") {
 		key := "schema.compatibility"
 		c.use(key)
-		d.unmapped = append(d.unmapped, c.shown(key)+": NOT SUPPORTED: Spillway doesn't decode or project schemas (it writes records' bytes); a schema change doesn't rotate files")
-		d.warn("schema.compatibility %s: no schema projection in Spillway", v)
+		d.unmapped = append(d.unmapped, c.shown(key)+": NOT SUPPORTED: Spillway doesn't project records onto a newer schema: with schema_registry it starts a new file at each change of schema, as Confluent does with NONE")
+		d.warn("schema.compatibility=%s: Spillway doesn't project records onto a newer schema; with a schema registry each file holds one schema and a change starts a new file (Confluent's NONE)", strings.TrimSpace(v))
 	}
 }
 
@@ -497,7 +532,7 @@ func confluentBehaviour(c *connector, d *doc) {
 func confluentExplain(key string, why func(string) string) string {
 	switch key {
 	case "schema.compatibility":
-		return why("Spillway doesn't project schemas; NONE is what it does")
+		return why("with schema_registry, Spillway starts a new file at each change of schema, as NONE does")
 	case "s3.credentials.provider.class":
 		return why("Spillway uses the AWS SDK's default chain: environment variables, a profile (&profile=NAME in storage.url), or the instance's role")
 	case "enable.conditional.writes":

@@ -22,6 +22,12 @@
 //     committed offsets and leaves its files alone.
 //   - Credentials are never copied. They are named as the environment
 //     variables to set.
+//   - Converters are mapped (registry converters to schema_registry.*,
+//     ByteArrayConverter to base64) or said not to be; a converter that
+//     can't be mapped never goes with errors.tolerance=all, which would
+//     skip every record it makes unwritable while the run exits 0.
+//   - Every line that changes what is stored is also a warning (Result's
+//     Warnings, printed on stderr), naming the connector's key.
 //
 // Errors (input that isn't a connector config, a connector it doesn't
 // know, a layout it can't express) are *Error.
@@ -60,9 +66,10 @@ const (
 type Result struct {
 	// YAML is the Spillway config, comments included.
 	YAML []byte
-	// Warnings are the places where the files Spillway writes will differ
-	// from the connector's (names or content), one sentence each; the YAML
-	// says the same on the lines concerned.
+	// Warnings are the places where what Spillway stores will differ from
+	// what the connector stored (names, content, records skipped), one
+	// sentence each naming the connector's key; the YAML says the same on
+	// the lines concerned.
 	Warnings []string
 }
 
@@ -78,7 +85,7 @@ func Import(name string, data []byte, from string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &connector{file: filepath.Base(name), props: props, used: map[string]bool{}}
+	c := &connector{file: filepath.Base(name), props: props, used: map[string]bool{}, stored: map[string]bool{}}
 	k, err := detect(c, from)
 	if err != nil {
 		return nil, err
@@ -91,6 +98,7 @@ func Import(name string, data []byte, from string) (*Result, error) {
 		return nil, errorf("%s: the connector has no name: Kafka Connect's consumer group for it is connect-<name>, so Spillway needs the name to continue where the connector stopped; add \"name\"", c.file)
 	}
 	c.name = connName
+	readConverters(c)
 	d := newDoc()
 	d.header = append(d.header,
 		fmt.Sprintf("Imported by `spillway config import` from %s: %s, connector %q.", c.file, k.title, connName),
@@ -98,7 +106,7 @@ func Import(name string, data []byte, from string) (*Result, error) {
 	if err := importKafka(c, d); err != nil {
 		return nil, err
 	}
-	importErrors(c, d, k)
+	importErrors(c, d)
 	switch k.product {
 	case Aiven:
 		err = importAiven(c, d, k.store)
@@ -108,17 +116,26 @@ func Import(name string, data []byte, from string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := importRegistry(c, d); err != nil {
+		return nil, err
+	}
+	guardTolerance(c, d)
 	d.set("storage", "earlier_files", "foreign", "files without a ledger entry are the connector's: start at its committed offsets, leave its files alone")
 	for _, key := range c.unused() {
 		d.unmapped = append(d.unmapped, c.explain(key, k))
+	}
+	if v, ok := c.props["transforms"]; ok && strings.TrimSpace(v) != "" {
+		d.warn("transforms=%s: Spillway has no Single Message Transforms; it stores the records as they are in Kafka, untransformed", strings.TrimSpace(v))
 	}
 	out := d.render()
 	// What is printed must pass `config check`: a combination the
 	// connector took and Spillway refuses is said here, not at the run.
 	// Credentials come from the environment, so they are given stand-ins.
 	var env []string
-	if strings.Contains(string(out), "SPILLWAY_KAFKA_SASL_PASSWORD") {
-		env = append(env, "SPILLWAY_KAFKA_SASL_PASSWORD=stand-in")
+	for _, v := range []string{"SPILLWAY_KAFKA_SASL_PASSWORD", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD"} {
+		if strings.Contains(string(out), v) {
+			env = append(env, v+"=stand-in")
+		}
 	}
 	if _, err := config.LoadBytes(out, env); err != nil {
 		return nil, errorf("%s: these settings make a Spillway config that isn't valid, so nothing is printed:\n%v", c.file, err)
@@ -345,6 +362,11 @@ type connector struct {
 	name  string
 	props map[string]string
 	used  map[string]bool
+	// conv is key.converter and value.converter, by part.
+	conv map[string]*converter
+	// stored says which parts ("key", "value") the output holds or its
+	// names use, so that their converters matter.
+	stored map[string]bool
 }
 
 // get returns the first of keys that is set (a key and its legacy names),
@@ -393,6 +415,9 @@ func list(v string) []string {
 // secretKey reports a key whose value must never be printed.
 func secretKey(key string) bool {
 	k := strings.ToLower(key)
+	if strings.HasSuffix(k, ".credentials.source") {
+		return false // where the credentials are (URL, USER_INFO), not them
+	}
 	for _, s := range []string{"password", "secret", "credentials.json", "connection.string", "jaas", "sas.token", "account.key", "customer.key", "access.key", "private.key", "token", "user.info", "basic.auth"} {
 		if strings.Contains(k, s) {
 			return true

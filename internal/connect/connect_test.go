@@ -59,15 +59,22 @@ func TestGolden(t *testing.T) {
 			}
 			// Credentials come from the environment, as the YAML's
 			// header says.
-			var env []string
-			if strings.Contains(string(res.YAML), "SPILLWAY_KAFKA_SASL_PASSWORD") {
-				env = append(env, "SPILLWAY_KAFKA_SASL_PASSWORD=x")
-			}
-			if _, err := config.LoadBytes(res.YAML, env); err != nil {
+			if _, err := config.LoadBytes(res.YAML, credentialEnv(res.YAML)); err != nil {
 				t.Errorf("the imported YAML is not a valid config: %v", err)
 			}
 		})
 	}
+}
+
+// credentialEnv is what the header of an imported YAML asks to set.
+func credentialEnv(yaml []byte) []string {
+	var env []string
+	for _, v := range []string{"SPILLWAY_KAFKA_SASL_PASSWORD", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD"} {
+		if strings.Contains(string(yaml), v) {
+			env = append(env, v+"=x")
+		}
+	}
+	return env
 }
 
 // TestEveryKeyAccountedFor: each key of each example is named in the YAML,
@@ -185,5 +192,184 @@ func TestWrapperAndFlat(t *testing.T) {
 	}
 	if !strings.Contains(string(a.YAML), "group: connect-s ") {
 		t.Errorf("no connect-s group:\n%s", a.YAML)
+	}
+}
+
+// TestWarnings: each line that changes what is stored is a warning that
+// names the connector's key, and the converters that would lose records
+// are mapped or made to fail loudly (issue #22, case 5).
+func TestWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		in       string
+		want     []string // substrings of one warning each
+		yaml     []string // substrings of the YAML
+		notYAML  []string
+		noWarnOf []string
+	}{{
+		in: "confluent-avro-registry.properties",
+		want: []string{
+			"errors.tolerance=all: Spillway skips every record it can't write",
+			"sent to orders-dlq",
+			"rotate.interval.ms and rotate.schedule.interval.ms are not set",
+		},
+		yaml: []string{
+			"schema_registry:\n", "url: 'https://psrc-abc.eu-central-1.aws.confluent.cloud'", "decode: value  #",
+			"username: SRKEY123\n", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD", "\n  tolerance: all\n", "dead_letter_topic: orders-dlq",
+			"max_age: 24h0m0s", "type: avro", "value_encoding: none",
+		},
+		notYAML: []string{"s3cr3t-pw", "max_age: 5m"},
+	}, {
+		in:   "aiven-parquet-avro.json",
+		want: []string{"errors.tolerance=all: Spillway skips"},
+		yaml: []string{"url: 'https://karapace.example:28419'", "decode: both\n", "username: avnadmin\n", "schema_registry.tls.ca_file"},
+	}, {
+		in:       "aiven-parquet-bytes.properties",
+		yaml:     []string{"value_encoding: base64"},
+		noWarnOf: []string{"converter"},
+	}, {
+		in:   "confluent-json-envelope.json",
+		want: []string{"value.converter=org.apache.kafka.connect.json.JsonConverter (value.converter.schemas.enable not set: true, JsonConverter's default): the records hold {\"schema\":...,\"payload\":...}; Confluent stores the payload, Spillway stores the whole envelope"},
+		yaml: []string{"NOT THE SAME: Confluent writes the payload"},
+	}, {
+		in: "confluent-protobuf-unresolved.properties",
+		want: []string{
+			"errors.tolerance=all is not imported: value.converter=io.confluent.connect.protobuf.ProtobufConverter (its registry is not known)",
+			"errors.tolerance: none and no dead-letter topic",
+			"the schema registry's URL is not known",
+			"Spillway maps each Protobuf schema onto parquet columns its own way",
+		},
+		yaml:    []string{"tolerance: none\n", "SET THIS: value.converter.schema.registry.url is a Connect config provider reference", "decode: value"},
+		notYAML: []string{"dead_letter_topic:", "\n  tolerance: all"},
+	}, {
+		in:      "aiven-long-converter.properties",
+		want:    []string{"errors.tolerance=all is not imported: value.converter=org.apache.kafka.connect.converters.LongConverter can't be mapped", "LongConverter: no Spillway mapping"},
+		yaml:    []string{"tolerance: none\n"},
+		notYAML: []string{"\n  tolerance: all"},
+	}, {
+		in:   "confluent-s3.properties",
+		want: []string{"value.converter (not set): the Connect worker's converter applies", "rotate.interval.ms and rotate.schedule.interval.ms are not set"},
+		yaml: []string{"max_age: 24h0m0s"},
+	}, {
+		in:   "confluent-parquet.json",
+		want: []string{"transforms=route: Spillway has no Single Message Transforms", "schema.compatibility=BACKWARD"},
+		yaml: []string{"url: 'http://schema-registry:8081'", "decode: value"},
+	}} {
+		t.Run(tc.in, func(t *testing.T) {
+			in := filepath.Join("testdata", tc.in)
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Import(in, data, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := strings.Join(res.Warnings, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("no warning says %q; warnings:\n%s", w, all)
+				}
+			}
+			for _, w := range tc.noWarnOf {
+				if strings.Contains(all, w) {
+					t.Errorf("a warning says %q; warnings:\n%s", w, all)
+				}
+			}
+			for _, y := range tc.yaml {
+				if !strings.Contains(string(res.YAML), y) {
+					t.Errorf("the YAML has no %q:\n%s", y, res.YAML)
+				}
+			}
+			for _, y := range tc.notYAML {
+				if strings.Contains(string(res.YAML), y) {
+					t.Errorf("the YAML has %q:\n%s", y, res.YAML)
+				}
+			}
+		})
+	}
+}
+
+// TestWarningsNameTheirKey: every warning of every example names a key of
+// the connector's config (or a converter it leaves unset), so the user
+// knows which line of the connector it is about.
+func TestWarningsNameTheirKey(t *testing.T) {
+	for _, in := range inputs(t) {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		props, _, err := parse(in, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Import(in, data, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range res.Warnings {
+			named := false
+			for k := range props {
+				named = named || strings.Contains(w, k)
+			}
+			for _, absent := range []string{"value.converter (not set)", "key.converter (not set)", "rotate.interval.ms", "file.compression.type (not set)", "file.name.template"} {
+				named = named || strings.Contains(w, absent)
+			}
+			if !named {
+				t.Errorf("%s: warning %q names no key of the connector's config", in, w)
+			}
+		}
+	}
+}
+
+// TestDeadLetterTopicNeedsToleranceAll: Connect uses its dead-letter queue
+// only with errors.tolerance=all, and Spillway uses errors.dead_letter_topic
+// whatever the tolerance: importing it alone would send every record
+// Spillway can't write there instead of stopping.
+func TestDeadLetterTopicNeedsToleranceAll(t *testing.T) {
+	in := "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\n" +
+		"key.converter=org.apache.kafka.connect.storage.StringConverter\nvalue.converter=org.apache.kafka.connect.converters.ByteArrayConverter\n" +
+		"errors.deadletterqueue.topic.name=dlq\n"
+	res, err := Import("c.properties", []byte(in), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.YAML), "dead_letter_topic:") {
+		t.Errorf("dead_letter_topic imported without errors.tolerance=all:\n%s", res.YAML)
+	}
+	if !strings.Contains(string(res.YAML), "errors.deadletterqueue.topic.name=dlq: Connect uses it only with errors.tolerance=all") {
+		t.Errorf("the YAML doesn't say why the topic is left out:\n%s", res.YAML)
+	}
+}
+
+// TestRegistryConverterBadInput: what the registry mapping can't express
+// is an *Error naming the keys.
+func TestRegistryConverterBadInput(t *testing.T) {
+	base := "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\nformat.output.type=jsonl\nformat.output.fields=key,value\n" +
+		"key.converter=io.confluent.connect.avro.AvroConverter\nvalue.converter=io.confluent.connect.avro.AvroConverter\n"
+	for _, tc := range []struct{ name, extra, want string }{
+		{"two registries", "key.converter.schema.registry.url=http://a:8081\nvalue.converter.schema.registry.url=http://b:8081\n", "use two schema registries (http://b:8081, http://a:8081)"},
+		{"not http", "key.converter.schema.registry.url=http://a:8081\nvalue.converter.schema.registry.url=mock://a\n", `value.converter.schema.registry.url="mock://a" is not an http:// or https:// URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Import("c.properties", []byte(base+tc.extra), "")
+			var e *Error
+			if !errors.As(err, &e) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want an *Error with %q", err, tc.want)
+			}
+		})
+	}
+	// Credentials in the URL (basic.auth.credentials.source URL, the
+	// default) become the username and a password to set.
+	res, err := Import("c.properties", []byte(base+"key.converter.schema.registry.url=http://u1:s3cr3t-pw@reg:8081\nvalue.converter.schema.registry.url=http://u1:s3cr3t-pw@reg:8081,http://reg2:8081\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"url: 'http://reg:8081'", "username: u1\n", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD", "its first URL: Spillway takes one;", "http://reg2:8081", "decode: both"} {
+		if !strings.Contains(string(res.YAML), want) {
+			t.Errorf("no %q in:\n%s", want, res.YAML)
+		}
+	}
+	if strings.Contains(string(res.YAML), "s3cr3t-pw") {
+		t.Errorf("the password is in the YAML:\n%s", res.YAML)
 	}
 }

@@ -3,6 +3,7 @@ package connect
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,7 @@ type line struct {
 }
 
 // sectionOrder is config's order, so the YAML reads like `config check`.
-var sectionOrder = []string{"kafka", "storage", "file", "format", "backpressure", "errors"}
+var sectionOrder = []string{"kafka", "storage", "file", "format", "schema_registry", "backpressure", "errors"}
 
 func newDoc() *doc {
 	d := &doc{}
@@ -75,6 +76,15 @@ func (d *doc) lookup(sec, key string) string {
 	return ""
 }
 
+// unset removes a key set earlier; nothing if it isn't.
+func (d *doc) unset(sec, key string) {
+	for _, s := range d.sections {
+		if s.name == sec {
+			s.lines = slices.DeleteFunc(s.lines, func(l *line) bool { return l.key == key })
+		}
+	}
+}
+
 // note adds to the comment of a key already set; nothing if it isn't.
 func (d *doc) note(sec, key, more string) {
 	for _, s := range d.sections {
@@ -109,7 +119,7 @@ func (d *doc) render() []byte {
 		}
 	}
 	if len(d.warnings) > 0 {
-		b.WriteString("#\n# Differences from the connector's files (see the lines marked NOT SUPPORTED or NOT THE SAME):\n")
+		b.WriteString("#\n# Differences from the connector (printed on stderr too; see the lines marked NOT SUPPORTED, NOT THE SAME or NOT KNOWN):\n")
 		for _, w := range d.warnings {
 			writeWrapped(&b, "#   - ", "#     ", w)
 		}
