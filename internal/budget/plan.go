@@ -124,6 +124,12 @@ type Plan struct {
 
 	OpenFiles int64 // the share of Data that open files may take
 	High, Low int64 // the watermarks, in bytes of Data
+
+	// RecordCopies is how many copies of a record larger than a block or
+	// row group the file format holds at once while it writes it, besides
+	// the record (format.LargeRecordCopies); 0 for the text formats, which
+	// stream it. The caller sets it from the format.
+	RecordCopies int64
 }
 
 // NewPlan divides a process memory limit.
@@ -213,11 +219,25 @@ func maxOpenFiles(share, fileCost int64) int {
 }
 
 // ProcessFor is the smallest memory limit whose plan has room for a record
-// of size bytes (RecordRoom); ok is false when no limit has: the fetch share
+// of size bytes (RecordRoom) and for the copies of it the format holds while
+// it writes it (copies, see Plan.RecordCopies) in the open files' share,
+// where they are counted; ok is false when no limit has: the fetch share
 // stops growing once the fetch size reaches its cap.
-func ProcessFor(size int64) (limit int64, ok bool) {
-	return SmallestLimit(func(p Plan) bool { return p.RecordRoom() >= size })
+func ProcessFor(size, copies int64) (limit int64, ok bool) {
+	return SmallestLimit(func(p Plan) bool { return p.RecordRoom() >= size && p.OpenFiles >= copies*size })
 }
+
+// heldApart is how many records larger than RecordRoom the process may hold
+// beyond the budget at once with one broker: the one being written and the
+// next, fetched meanwhile (see the division above).
+const heldApart = 2
+
+// LargeRecordMultiple is the multiple of the largest record to give the
+// process over memory_limit when records larger than RecordRoom follow each
+// other: the two held apart, and the copies of one the format holds while
+// it writes it, which the budget counts but can't refuse. Measured in a
+// memory cgroup for every format (docs/memory.md).
+func (p Plan) LargeRecordMultiple() int64 { return heldApart + p.RecordCopies }
 
 // SmallestLimit is the smallest memory limit, in whole MiB, whose plan
 // fits; ok is false when none up to 1TiB does. fits must not turn false as

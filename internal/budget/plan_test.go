@@ -70,7 +70,7 @@ func TestPlanNeed(t *testing.T) {
 
 func TestProcessFor(t *testing.T) {
 	for _, size := range []int64{1, 8 << 20, 8<<20 + 1, 40 << 20, 500 << 20} {
-		limit, ok := budget.ProcessFor(size)
+		limit, ok := budget.ProcessFor(size, 0)
 		if !ok {
 			t.Fatalf("ProcessFor(%d): no limit", size)
 		}
@@ -84,8 +84,34 @@ func TestProcessFor(t *testing.T) {
 			}
 		}
 	}
-	if limit, ok := budget.ProcessFor(1 << 30); ok {
+	if limit, ok := budget.ProcessFor(1<<30, 0); ok {
 		t.Errorf("ProcessFor(1GiB) = %dMiB, want none: the fetch share stops growing", limit>>20)
+	}
+}
+
+// A format that copies a large record while it writes it (parquet, avro)
+// needs a limit whose open files' share holds the copies, and a multiple
+// over memory_limit that counts them.
+func TestProcessForCopies(t *testing.T) {
+	const size = 30 << 20
+	text, _ := budget.ProcessFor(size, 0)
+	limit, ok := budget.ProcessFor(size, 4)
+	if !ok {
+		t.Fatal("ProcessFor(30MiB, 4 copies): no limit")
+	}
+	p, _ := budget.NewPlan(limit)
+	if p.OpenFiles < 4*size || p.RecordRoom() < size {
+		t.Errorf("ProcessFor(30MiB, 4) = %dMiB: open files %d, room %d", limit>>20, p.OpenFiles, p.RecordRoom())
+	}
+	if q, _ := budget.NewPlan(limit - 1<<20); q.OpenFiles >= 4*size {
+		t.Errorf("ProcessFor(30MiB, 4) = %dMiB, but 1MiB less holds the copies too", limit>>20)
+	}
+	if limit <= text {
+		t.Errorf("ProcessFor(30MiB, 4) = %dMiB, not above the text formats' %dMiB", limit>>20, text>>20)
+	}
+	p.RecordCopies = 4
+	if m := p.LargeRecordMultiple(); m != 6 {
+		t.Errorf("LargeRecordMultiple with 4 copies = %d, want 6: two records held apart and the copies", m)
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -270,4 +275,228 @@ func checkBigValue(r bigRecord, stored json.RawMessage) string {
 		return fmt.Sprintf("stored text of %s differs from the %s produced", mib(int64(len(s))), mib(int64(len(r.value))))
 	}
 	return ""
+}
+
+// Records larger than the budget in every format (issue #22, case 7):
+// four values of fmtRecord bytes in a row in one partition, at
+// backpressure.memory_limit fmtMemoryLimit. The cgroup around spillway is
+// the bound docs/memory.md states for records that follow each other, and
+// that spillway's warning advises: memory_limit plus the format's multiple
+// of the largest record (budget.Plan.LargeRecordMultiple), plus fmtOverhead
+// for the binary's own pages.
+const (
+	fmtTopic       = "huge-formats"
+	fmtRecords     = 4
+	fmtRecord      = 30 << 20
+	fmtMemoryLimit = 128 << 20
+	fmtOverhead    = 16 << 20
+)
+
+// TestOversizedRecordsEveryFormatUnderCgroup writes four 30 MiB values that
+// follow each other in every format, each with a codec, at memory_limit:
+// 128MiB, inside a cgroup of memory_limit + the format's multiple × 30 MiB
+// + fmtOverhead. Spillway must not be OOM-killed, must store all four,
+// counted by reading the files back (spillway verify --deep, and the bytes
+// format's separators), and its warning must advise that same multiple.
+// Before the multiple was the format's, the advice was memory_limit plus
+// the largest record (plus twice when they follow each other, in
+// docs/memory.md), and parquet was OOM-killed in that cgroup.
+func TestOversizedRecordsEveryFormatUnderCgroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("produces 120 MiB and writes it in 6 formats under memory cgroups; skipped with -short")
+	}
+	// To measure the peaks without the limit: a cgroup of this many MiB.
+	var fixedCgroup int64
+	if v := os.Getenv("SPILLWAY_TEST_BIGREC_CGROUP_MIB"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			t.Fatalf("SPILLWAY_TEST_BIGREC_CGROUP_MIB=%q: want a size in MiB", v)
+		}
+		fixedCgroup = n << 20
+	}
+	// Probe once, so that a machine without a writable memory cgroup skips
+	// (or fails, under SPILLWAY_TEST_REQUIRE_TOOLS=1) before the broker
+	// starts.
+	requireMemCgroup(t, fmtMemoryLimit)
+
+	b := startBroker(t, 1)
+	admin := b.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	maxBytes := fmt.Sprint(64 << 20)
+	resp, err := kadm.NewClient(admin).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &maxBytes}, fmtTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", fmtTopic, err)
+	}
+	prod := b.Client(t, kgo.ProducerBatchMaxBytes(64<<20), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedBytes(256<<20))
+	for i := range fmtRecords {
+		// Letters and no separator: text in every format, a line of its
+		// own in bytes; compressible, as values mostly are.
+		unit := fmt.Sprintf("value %d, some text of a large record. ", i)
+		v := bytes.Repeat([]byte(unit), fmtRecord/len(unit)+1)[:fmtRecord]
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: fmtTopic, Key: fmt.Appendf(nil, "k%d", i), Value: v}).FirstErr(); err != nil {
+			t.Fatalf("producing record %d: %v", i, err)
+		}
+	}
+	ends := testkit.EndOffsets(t, admin, fmtTopic)
+	if ends[0] != fmtRecords {
+		t.Fatalf("end offsets %v after producing, want %d records in partition 0", ends, fmtRecords)
+	}
+
+	// One codec each, to keep the test under a minute; avro and parquet
+	// with none copy no more (see format.LargeRecordCopies).
+	for _, c := range []struct{ typ, compression string }{
+		{"parquet", "zstd"}, {"avro", "zstd"},
+		{"jsonl", "zstd"}, {"json", "gzip"}, {"csv", "snappy"}, {"bytes", "none"},
+	} {
+		t.Run(c.typ+"-"+c.compression, func(t *testing.T) {
+			plan, err := budget.NewPlan(fmtMemoryLimit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan.RecordCopies = format.LargeRecordCopies(config.Format{Type: c.typ, Compression: c.compression})
+			multiple := plan.LargeRecordMultiple()
+			cgroupLimit := fmtMemoryLimit + multiple*fmtRecord + fmtOverhead
+			if fixedCgroup > 0 {
+				cgroupLimit = fixedCgroup
+			}
+			cg := requireMemCgroup(t, cgroupLimit)
+			out := filepath.Join(t.TempDir(), "out")
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			group := "spillway-" + c.typ + "-" + c.compression
+			cfg := fmt.Sprintf(`kafka:
+  brokers: [%q]
+  group: %s
+  topics: [%s]
+  start_offset: earliest
+storage:
+  url: "file://%s"
+file:
+  max_age: 1h
+  max_records: %d
+format:
+  type: %s
+  compression: %s
+  fields: [key, value, offset]
+backpressure:
+  memory_limit: %d
+admin:
+  listen: "127.0.0.1:0"
+shutdown:
+  timeout: 60s
+`, b.Addr, group, fmtTopic, out, fmtRecords/2, c.typ, c.compression, fmtMemoryLimit)
+			if c.typ == "bytes" {
+				cfg = strings.Replace(cfg, "  fields: [key, value, offset]\n", "", 1)
+			}
+			sp := startSpillway(t, cfg, cg)
+			deadline := time.Now().Add(3 * time.Minute)
+			for testkit.CommittedOffsets(t, admin, group, fmtTopic)[0] != fmtRecords {
+				select {
+				case <-sp.Done():
+					st := sp.Wait(t, 0)
+					hwm, anon := sp.Peaks()
+					t.Fatalf("spillway exited before storing the %d records: %s; OOM kills in its %s cgroup: %d; cgroup anon peak %s, process peak RSS %s",
+						fmtRecords, describeExit(st), mib(cgroupLimit), cg.OOMKills(), mib(anon), mib(hwm))
+				case <-time.After(100 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("not all committed after 3m: committed %v, want %d", testkit.CommittedOffsets(t, admin, group, fmtTopic), fmtRecords)
+				}
+			}
+			sp.Signal(t, syscall.SIGTERM)
+			st := sp.Wait(t, 90*time.Second)
+			hwm, anon := sp.Peaks()
+			t.Logf("%s/%s: memory_limit %s, cgroup limit %s (%d× the record over memory_limit): cgroup anon peak %s (%.2f× the record over memory_limit), spillway peak RSS %s, OOM kills %d; %s",
+				c.typ, c.compression, mib(fmtMemoryLimit), mib(cgroupLimit), multiple, mib(anon),
+				float64(anon-fmtMemoryLimit)/fmtRecord, mib(hwm), cg.OOMKills(), describeExit(st))
+			if n := cg.OOMKills(); n != 0 {
+				t.Fatalf("the kernel OOM-killed %d process(es) in spillway's %s cgroup", n, mib(cgroupLimit))
+			}
+			if st.ExitCode() != 0 {
+				t.Fatalf("spillway after SIGTERM: %s, want exit status 0", describeExit(st))
+			}
+			if got := countStoredFormat(t, c.typ, cfg, out); got != fmtRecords {
+				t.Errorf("%d records stored, want %d", got, fmtRecords)
+			}
+			advice := fmt.Sprintf("memory_limit plus %d times the largest record", multiple)
+			if line := grepLine(sp.LogPath, "record larger than the memory budget"); !strings.Contains(line, advice) {
+				t.Errorf("spillway's warning %q does not advise %q", line, advice)
+			}
+		})
+	}
+}
+
+// countStoredFormat counts the records spillway stored under out: by
+// spillway verify --deep, which reads every file back, and for bytes,
+// which verify does not read, by the separators in the files.
+func countStoredFormat(t *testing.T, typ, cfg, out string) int64 {
+	t.Helper()
+	if typ == "bytes" {
+		var n int64
+		err := testkit.WalkOutput(out, func(path string) error {
+			b, err := os.ReadFile(path)
+			n += int64(bytes.Count(b, []byte("\n")))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	bins := binariesFor(t)
+	cfgPath := filepath.Join(t.TempDir(), "verify.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bins.spillway, "verify", "--config", cfgPath, "--json", "--deep")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	var rep struct {
+		OK         bool `json:"ok"`
+		Partitions []struct {
+			Deep *struct {
+				Records    int64 `json:"records_read"`
+				NotChecked []any `json:"not_checked"`
+			} `json:"deep"`
+		} `json:"partitions"`
+	}
+	if jerr := json.Unmarshal(stdout, &rep); jerr != nil || !rep.OK {
+		t.Fatalf("spillway verify --deep: %v, ok=%v\n%s\n%s", err, rep.OK, stdout, stderr.String())
+	}
+	var n int64
+	for _, p := range rep.Partitions {
+		if p.Deep == nil || len(p.Deep.NotChecked) > 0 {
+			t.Fatalf("spillway verify --deep did not read every file back:\n%s", stdout)
+		}
+		n += p.Deep.Records
+	}
+	return n
+}
+
+// requireMemCgroup is newMemCgroup, but fails where it would skip when
+// SPILLWAY_TEST_REQUIRE_TOOLS=1 (as CI sets): CI's machines have a writable
+// memory controller, and this test is what bounds a large record's memory.
+func requireMemCgroup(t *testing.T, limit int64) *memCgroup {
+	t.Helper()
+	if os.Getenv("SPILLWAY_TEST_REQUIRE_TOOLS") == "1" {
+		return newMemCgroup(noSkip{t}, limit)
+	}
+	return newMemCgroup(t, limit)
+}
+
+// noSkip turns a skip into a failure.
+type noSkip struct{ testing.TB }
+
+func (n noSkip) Skipf(format string, args ...any) {
+	n.TB.Helper()
+	n.TB.Fatalf("SPILLWAY_TEST_REQUIRE_TOOLS=1, but: "+format, args...)
 }

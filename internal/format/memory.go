@@ -56,3 +56,31 @@ func avroFixed(compression string) int64 {
 // Grow reported: none 295,379 B, gzip 672,042 B, zstd 680,268 B, snappy
 // 523,802 B (before blobs skipped their page statistics, 0.6 MiB more).
 const parquetFixed = 5 << 18 // 1.25 MiB
+
+// LargeRecordCopies is how many copies of a record as large as a block or
+// row group cfg's encoder holds at once while it writes it, besides the
+// record itself (which the Kafka client holds): none for the text formats,
+// which write a large value through in pieces; for Avro its encoded block,
+// and with a codec the compressed block too; for Parquet, parquet-go's
+// column buffer, the encoded page, the page with its levels prefixed (data
+// pages v1) and the page buffer of the row group (compressed, as large as
+// the value without a codec). Measured by TestBigRecordCost (allocations)
+// and, as peak memory of the process, by the e2e test
+// TestOversizedRecordsEveryFormatUnderCgroup. The budget plan turns it into
+// the advice for such records (budget.Plan.LargeRecordMultiple).
+func LargeRecordCopies(cfg config.Format) int64 {
+	switch cfg.Type {
+	case "avro":
+		if cfg.Compression == "" || cfg.Compression == "none" {
+			return 1
+		}
+		return 2
+	case "parquet":
+		return parquetLargeRecordCopies
+	}
+	return 0
+}
+
+// parquetLargeRecordCopies: see LargeRecordCopies. Fewer than
+// parquetBigRecord, which counts every allocation, garbage included.
+const parquetLargeRecordCopies = 4

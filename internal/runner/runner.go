@@ -108,6 +108,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return err
 	}
+	// So that the warning about records larger than the budget's room
+	// gives this format's figures.
+	plan.RecordCopies = format.LargeRecordCopies(cfg.Format)
 	if opts.SetGoMemLimit {
 		debug.SetMemoryLimit(plan.GoLimit)
 	}

@@ -385,9 +385,12 @@ func (s *Source) warnOversized(r *kgo.Record, size int64) {
 		return
 	}
 	s.oversized[tp] = true
-	fix := "raise backpressure.memory_limit, or give the process room for memory_limit plus the largest record"
-	if need, ok := budget.ProcessFor(size); ok {
-		fix = fmt.Sprintf("raise backpressure.memory_limit to %dMiB for records this size to fit in it, or give the process room for memory_limit plus the largest record", need>>20)
+	// The multiple is the format's: the records held apart and the copies
+	// the file format makes while it writes one (docs/memory.md).
+	room2 := fmt.Sprintf("give the process room for memory_limit plus %d times the largest record", s.plan.LargeRecordMultiple())
+	fix := "raise backpressure.memory_limit, or " + room2
+	if need, ok := budget.ProcessFor(size, s.plan.RecordCopies); ok {
+		fix = fmt.Sprintf("raise backpressure.memory_limit to %dMiB for records this size to fit in it, or %s", need>>20, room2)
 	}
 	s.log.Warn("record larger than the memory budget's room for one record: Spillway holds it over backpressure.memory_limit while it writes it; "+fix+" (warned once per partition)",
 		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "record_bytes", size, "room_bytes", room,
