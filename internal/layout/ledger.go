@@ -33,8 +33,10 @@ const LedgerDir = naming.StateDir + "/"
 
 // EntryVersion is the highest version of the ledger entry format this
 // build reads. It writes version 1 where an entry has nothing newer, so
-// that an older build can still resume from it: version 2 adds Gaps, and
-// entries without a file.
+// that an older build can still resume from it: version 2 adds Gaps,
+// entries without a file, the Deployment and the file's CRC-32C. An older
+// build then refuses the entry by its version, saying so, instead of
+// calling it corrupt.
 const EntryVersion = 2
 
 // seqDigits and seqLevel shape an entry's key: its sequence number, zero
@@ -197,7 +199,7 @@ func (e *Entry) After() State { return e.Before.With(e.File.Ranges).With(e.GapRa
 
 // version is the lowest entry format version that holds e.
 func (e *Entry) version() int {
-	if len(e.Gaps) > 0 || !e.HasFile() || e.Deployment != (Deployment{}) {
+	if len(e.Gaps) > 0 || !e.HasFile() || e.Deployment != (Deployment{}) || e.File.CRC32C != "" {
 		return 2
 	}
 	return 1
