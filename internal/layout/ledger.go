@@ -438,7 +438,7 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("ledger entry %s is not valid: %v (Spillway writes these objects create-only and never changes them: restore it from a backup, or write into a new storage.prefix)", e.Key, e.Err)
+	return fmt.Sprintf("ledger entry %s is not valid: %v (Spillway writes these objects create-only and never changes them: if Spillway did not write it, as when it was copied in or left by another tool, delete it; if it was an entry of Spillway's, restore it from a backup, or write into a new storage.prefix)", e.Key, e.Err)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }
