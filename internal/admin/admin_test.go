@@ -57,6 +57,7 @@ func sampleStatus() Status {
 		BytesUploaded:       5 << 30,
 		RecordsWritten:      1_000_000,
 		RecordsSkipped:      4,
+		RecordsLost:         map[string]int64{"retention": 7},
 		RecordsDeadLettered: 2,
 		FilesClosed:         map[string]int64{"bytes": 30, "age": 8, "pressure": 2, "shutdown": 0},
 		CommittedOffsets: map[string]map[int32]int64{
@@ -201,6 +202,7 @@ func TestMetrics(t *testing.T) {
 		"spillway_records_written_total":                                  1_000_000,
 		"spillway_records_skipped_total":                                  4,
 		"spillway_records_dead_lettered_total":                            2,
+		"spillway_records_lost_total{cause=\"retention\"}":                7,
 		`spillway_files_closed_total{reason="bytes"}`:                     30,
 		`spillway_files_closed_total{reason="age"}`:                       8,
 		`spillway_files_closed_total{reason="pressure"}`:                  2,
