@@ -80,6 +80,9 @@ type Source struct {
 	statsMu     sync.Mutex
 	pausedAt    time.Time // when the pause in progress began
 	topics      map[string]bool
+	// regex is kafka.topic_regex, for Health to say when it matches
+	// nothing.
+	regex string
 	// plan sizes the client's fetches, and says what the budget reserves
 	// for them and which records don't fit in that (RecordRoom).
 	plan budget.Plan
@@ -134,7 +137,7 @@ type Stats struct {
 func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
-		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}}
+		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}, regex: k.TopicRegex}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
 	src.stats.HighWatermarks = map[sink.TopicPartition]int64{}
 	src.stats.FirstFetched = map[sink.TopicPartition]int64{}
@@ -319,6 +322,13 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		}
 		recs = recs[n:]
 		if len(recs) == 0 {
+			return nil
+		}
+		if stop.Err() != nil {
+			// Stopping, and the sink took what it could (or nothing: a
+			// stage before it, the schema registry, gave up waiting for
+			// the stop): the rest is never written, so never committed.
+			// Asking again at once would spin until shutdown.timeout.
 			return nil
 		}
 		s.commitMu.Lock()
