@@ -531,6 +531,7 @@ func openSpool(bp config.Backpressure, b *budget.Budget, log *slog.Logger) (*spo
 	if err != nil {
 		return nil, fmt.Errorf("backpressure.spool_dir %s: %w", bp.SpoolDir, err)
 	}
+	sp.SetLogger(log)
 	if auto {
 		if limit, _, err = diskAuto(bp.SpoolDir, sp.Dir()); err != nil {
 			sp.Close()
