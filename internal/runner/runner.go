@@ -179,7 +179,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// can't reach, refused credentials or a missing topic forever and in
 	// silence, so a setup that can't work must be caught here.
 	kctx, cancelK := context.WithTimeout(ctx, cfg.Kafka.StartupTimeout)
-	err = source.Preflight(kctx, cfg.Kafka, cfg.Errors.DeadLetterTopic)
+	kpf, err := source.Preflight(kctx, cfg.Kafka, cfg.Errors.DeadLetterTopic)
 	cancelK()
 	if err != nil && ctx.Err() != nil {
 		log.Info("stopped cleanly before consuming")
@@ -187,6 +187,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	if err != nil {
 		return err
+	}
+	if kpf.RegexListed && len(kpf.RegexMatches) == 0 {
+		log.Warn("kafka.topic_regex matches no topic yet: nothing is consumed, and /readyz says not ready, until a topic that matches is created; the consumer keeps checking as topics are created (at each metadata refresh, every 5 minutes at most)",
+			"topic_regex", cfg.Kafka.TopicRegex)
+	} else if kpf.RegexListed {
+		log.Info("kafka.topic_regex matches topics", "topic_regex", cfg.Kafka.TopicRegex, "topics", len(kpf.RegexMatches))
 	}
 	fcfg := cfg.Format
 	// Probe the chain once so a format that can't be built fails at start,
