@@ -353,11 +353,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	log.Info("stopping: finishing open files", "deadline", cfg.Shutdown.Timeout)
 	if err := src.Shutdown(hard); err != nil {
-		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", cfg.Shutdown.Timeout, err)
+		return shutdownErr(err, hard.Err() != nil, cfg.Shutdown.Timeout)
 	}
 	clientClosed = true
 	if err := src.Close(hard); err != nil {
-		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but leaving the group did not finish within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
+		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but the Kafka client did not close within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
 	}
 	st := snk.Stats()
 	// Records stored, not records written: a file dropped with a revoked
@@ -365,6 +365,25 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	log.Info("stopped cleanly", "records_stored", st.Stored, "files", st.FilesUploaded, "bytes", st.BytesUploaded,
 		"records_skipped", st.Skipped, "records_already_stored", st.Resumed)
 	return nil
+}
+
+// shutdownErr says what a graceful stop that failed did and did not do,
+// blaming shutdown.timeout only when it passed (late).
+func shutdownErr(err error, late bool, timeout time.Duration) error {
+	var se *source.ShutdownError
+	if late {
+		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", timeout, err)
+	}
+	if !errors.As(err, &se) {
+		return fmt.Errorf("graceful stop failed (offsets are committed only up to what is stored): %w", err)
+	}
+	switch {
+	case se.Stored != nil:
+		return fmt.Errorf("graceful stop: open files could not all be stored (offsets are committed only up to what is stored): %w", err)
+	case se.Committed != nil:
+		return fmt.Errorf("graceful stop: files are stored, but their offsets could not all be committed (records past the last commit are consumed again at the next start): %w", err)
+	}
+	return fmt.Errorf("graceful stop: files are stored and their offsets committed, but leaving the group failed (the group rebalances once the session times out): %w", err)
 }
 
 // latestConfig is the one-object-per-key writer's share of the sink's.
