@@ -237,6 +237,8 @@ func TestConfigCheckSecretsNeverShown(t *testing.T) {
 			"s3://b?region=us-east-1;secret_access_key=" + secret, // ';' ends a parameter too
 			"s3://" + secret + ":x@b?region=us-east-1",            // the user name of an access key
 			"azblob://c?sp=r&sig=" + secret,
+			"s3://b?region=us-east-1&endpoint=http://access-id:" + secret + "@127.0.0.1:9000&use_path_style=true", // an endpoint's userinfo
+			"s3://b?region=us-east-1&endpoint=http%3A%2F%2Faccess-id%3A" + secret + "%40127.0.0.1%3A9000",
 		} {
 			path := writeFile(t, "c.yaml", "kafka:\n  topics: [e]\nstorage:\n  url: '"+url+"'\n")
 			code, out, errOut := cli(t, nil, "config", "check", path)

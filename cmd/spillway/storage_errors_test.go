@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -323,4 +324,40 @@ func TestBinaryPartSizeTooSmall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBinaryRunEndpointCredentialsHidden: credentials in the S3 endpoint=
+// parameter never show in what `spillway run` prints, whichever part of
+// it fails: the store is unreachable (a closed port), so the startup check
+// fails, with the endpoint's host to fix. They used to be printed whole.
+func TestBinaryRunEndpointCredentialsHidden(t *testing.T) {
+	spillwayBinary(t)
+	cluster := testkit.NewCluster(t, partitions, testTopic)
+	const user, secret = "endpoint-user-7f3a", "endpoint-secret-91c2"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := writeFile(t, "spillway.yaml", fmt.Sprintf(`kafka:
+  brokers: [%q]
+  topics: [events]
+storage:
+  url: 's3://bucket?endpoint=http://%s:%s@%s&use_path_style=true&region=us-east-1'
+  max_retries: 0
+admin:
+  listen: ""
+`, cluster.Addrs()[0], user, secret, closed))
+	code, stdout, stderr := runToExit(t, []string{"AWS_ACCESS_KEY_ID=key-id", "AWS_SECRET_ACCESS_KEY=key-secret"}, "run", "--config", cfg)
+	t.Logf("exit %d; stderr:\n%s", code, stderr)
+	if code != exitRuntime {
+		t.Errorf("exit code %d, want %d", code, exitRuntime)
+	}
+	for _, s := range []string{user, secret} {
+		if strings.Contains(stdout+stderr, s) {
+			t.Errorf("output shows %q of the endpoint's credentials", s)
+		}
+	}
+	wantContains(t, "stderr", stderr, closed)
 }

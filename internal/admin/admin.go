@@ -62,6 +62,9 @@ type Status struct {
 	Ready bool `json:"ready"`
 	// NotReadyReason says why Ready is false, for /readyz; optional.
 	NotReadyReason string `json:"not_ready_reason,omitempty"`
+	// NoTopicMatches: kafka.topic_regex matches no topic yet, so nothing
+	// is consumed and the group is not joined; NotReadyReason says so.
+	NoTopicMatches bool `json:"no_topic_matches,omitempty"`
 	// FatalError is the last fatal error, if any. A Status with a fatal
 	// error is never ready.
 	FatalError string `json:"fatal_error,omitempty"`

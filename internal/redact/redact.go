@@ -40,8 +40,9 @@ func isSecretParam(name string) bool {
 
 // URL returns raw with its credentials replaced by Mark: the whole userinfo
 // (a lone user name is usually a token, and an access key id names the
-// account), the value of every parameter that holds a credential, and the
-// fragment (a '#' inside an unescaped secret starts one). Everything else is
+// account), the value of every parameter that holds a credential, the
+// credentials of a URL given as a parameter's value (endpoint=
+// http://user:pass@host), and the fragment (a '#' inside an unescaped secret starts one). Everything else is
 // left as written, parameter order included, so that a user recognises the
 // URL. A URL that does not parse is hidden whole: its parts can't be told
 // apart, and the parser's own message would quote it.
@@ -77,6 +78,11 @@ func URL(raw string) string {
 			if isSecretParam(dec) && hasValue {
 				param = name + "=" + Mark
 				changed = true
+			} else if hasValue {
+				if v, ok := nestedURL(param[len(name)+1:]); ok {
+					param = name + "=" + v
+					changed = true
+				}
 			}
 			b.WriteString(param + sep)
 		}
@@ -90,4 +96,64 @@ func URL(raw string) string {
 		return raw
 	}
 	return u.String()
+}
+
+// nestedURL redacts a query parameter's value that is itself a URL with
+// credentials, such as S3's endpoint=http://user:pass@host:9000, as
+// written or percent-encoded. ok is false when there is nothing to hide.
+func nestedURL(raw string) (string, bool) {
+	dec, err := url.QueryUnescape(raw)
+	if err != nil {
+		dec = raw
+	}
+	if !strings.Contains(dec, "://") {
+		return "", false
+	}
+	shown := URL(dec)
+	if shown == dec {
+		return "", false
+	}
+	if dec == raw {
+		return shown, true
+	}
+	// Escaped as it was, so the URL around it still reads the same.
+	return url.QueryEscape(shown), true
+}
+
+// Secrets returns the credentials raw carries, as they may appear on their
+// own in a library's message (a password quoted without its URL): the user
+// name and password of raw and of a URL in a parameter's value, and the
+// values of parameters that hold a credential. Values shorter than 4 bytes
+// are left out: replacing them would mangle unrelated text.
+func Secrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	add := func(v string) {
+		if len(v) >= 4 && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if u.User != nil {
+		add(u.User.Username())
+		p, _ := u.User.Password()
+		add(p)
+	}
+	for name, vs := range u.Query() {
+		for _, v := range vs {
+			if isSecretParam(name) {
+				add(v)
+			} else if strings.Contains(v, "://") {
+				for _, s := range Secrets(v) {
+					add(s)
+				}
+			}
+		}
+	}
+	if u.Fragment != "" {
+		add(u.Fragment)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,6 +38,14 @@ func TestURL(t *testing.T) {
 		// A '#' in an unescaped secret starts a fragment: hide it too.
 		{"fragment", "s3://b?secret=ab#cd", "s3://b?secret=REDACTED#REDACTED"},
 
+		// A URL as a parameter's value (S3's endpoint): its credentials,
+		// as written or percent-encoded; the host stays.
+		{"endpoint with userinfo", "s3://b?endpoint=http://user:pass@127.0.0.1:9000&use_path_style=true",
+			"s3://b?endpoint=http://REDACTED@127.0.0.1:9000&use_path_style=true"},
+		{"escaped endpoint with userinfo", "s3://b?endpoint=http%3A%2F%2Fuser%3Apass%40host%3A9000&region=r",
+			"s3://b?endpoint=http%3A%2F%2FREDACTED%40host%3A9000&region=r"},
+		{"endpoint with a secret parameter", "s3://b?endpoint=https://h/?token%3DT1", "s3://b?endpoint=https%3A%2F%2Fh%2F%3Ftoken%3DREDACTED"},
+
 		// Unparseable: hidden whole.
 		{"does not parse", "s3://u:p@b:port?x", "REDACTED"},
 		{"control character", "s3://user:SECRET@bucket/\x7f", "REDACTED"},
@@ -67,6 +76,9 @@ func TestURLHidesEverySecret(t *testing.T) {
 		"s3://AKIA:" + secret + "/bucket",
 		"gs://b?password=" + secret,
 		"gs://b?credentials_file=" + secret,
+		"s3://b?endpoint=http://user:" + secret + "@h:9000",
+		"s3://b?endpoint=http://" + secret + "@h:9000",
+		"s3://b?endpoint=http%3A%2F%2Fuser%3A" + secret + "%40h",
 	} {
 		if got := URL(in); strings.Contains(got, secret) {
 			t.Errorf("URL(%q) = %q shows the secret", in, got)
@@ -84,6 +96,22 @@ func TestIsSecretParam(t *testing.T) {
 	for _, name := range []string{"region", "endpoint", "use_path_style", "protocol", "profile", "storage_class", "ssetype", "s", "prefix"} {
 		if isSecretParam(name) {
 			t.Errorf("isSecretParam(%q) = true", name)
+		}
+	}
+}
+
+// TestSecrets: what a library's message may quote alone is listed, the
+// credentials of an endpoint URL included.
+func TestSecrets(t *testing.T) {
+	got := Secrets("s3://AKIA1:pw-one@b?endpoint=http://user2:pw-two@h:9000&secret_key=sk-three&region=eu-1")
+	for _, want := range []string{"AKIA1", "pw-one", "user2", "pw-two", "sk-three"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("Secrets = %q, want %q among them", got, want)
+		}
+	}
+	for _, not := range []string{"eu-1", "h:9000"} {
+		if slices.Contains(got, not) {
+			t.Errorf("Secrets = %q lists %q, which is no credential", got, not)
 		}
 	}
 }

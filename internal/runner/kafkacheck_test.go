@@ -2,8 +2,10 @@ package runner
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,14 +89,67 @@ func TestStartupMissingTopic(t *testing.T) {
 	}
 }
 
-// With a regex, topics may come later: no topic is required at start.
+// With a regex, topics may come later: no topic is required at start. A
+// regex that matches nothing yet is said at start (a warning naming it)
+// and in /status, where "joining" used to stand forever with nothing
+// logged.
 func TestStartupRegexWithoutTopics(t *testing.T) {
 	c := testkit.NewCluster(t, 1, "other")
 	cfg := testConfig(c.Addrs(), t.TempDir())
 	cfg.Kafka.Topics, cfg.Kafka.TopicRegex = nil, `events\..*`
-	progress, stop := started(t, cfg)
-	waitFor(t, "the pipeline to start", func() bool { return progress() != nil })
-	if err := stop(); err != nil {
+	logs := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var progress atomic.Pointer[Progress]
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{OnStart: progress.Store})
+	}()
+	waitFor(t, "the pipeline to start", func() bool { return progress.Load() != nil })
+	warned := logs.lines("matches no topic yet")
+	if len(warned) != 1 || !strings.Contains(warned[0], "level=WARN") || !strings.Contains(warned[0], `topic_regex=events\..*`) ||
+		!strings.Contains(warned[0], "keeps checking as topics are created") {
+		t.Errorf("start logged %q, want one WARN naming the regex, saying it keeps checking", warned)
+	}
+	st := progress.Load().Status()
+	if st.Ready || !st.NoTopicMatches || !strings.Contains(st.NotReadyReason, `kafka.topic_regex "events\\..*" matches no topic yet`) {
+		t.Errorf("status: ready %v, no_topic_matches %v, not_ready_reason %q; want not ready because the regex matches nothing", st.Ready, st.NoTopicMatches, st.NotReadyReason)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want a clean stop", err)
+	}
+}
+
+// A regex that matches a topic is not warned of, nor reported as
+// matching nothing once joined.
+func TestStartupRegexMatches(t *testing.T) {
+	c := testkit.NewCluster(t, 1, "events.a")
+	cfg := testConfig(c.Addrs(), t.TempDir())
+	cfg.Kafka.Topics, cfg.Kafka.TopicRegex = nil, `events\..*`
+	logs := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var progress atomic.Pointer[Progress]
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{OnStart: progress.Store})
+	}()
+	waitFor(t, "the consumer to join with the matching topic", func() bool {
+		p := progress.Load()
+		return p != nil && p.Status().Ready
+	})
+	if st := progress.Load().Status(); st.NoTopicMatches {
+		t.Errorf("status says the regex matches nothing while joined: %q", st.NotReadyReason)
+	}
+	if l := logs.lines("matches no topic"); len(l) != 0 {
+		t.Errorf("warned of a regex that matches: %s", l[0])
+	}
+	if len(logs.lines("kafka.topic_regex matches topics")) != 1 {
+		t.Error("start does not say how many topics the regex matches")
+	}
+	cancel()
+	if err := <-done; err != nil {
 		t.Fatalf("Run = %v, want a clean stop", err)
 	}
 }

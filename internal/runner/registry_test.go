@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/avro"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -389,6 +391,66 @@ func TestRegistryNullKeysOneFile(t *testing.T) {
 			}
 			if keys != 2*n/3 || nulls != n/3 {
 				t.Errorf("%d typed keys and %d null keys, want %d and %d", keys, nulls, 2*n/3, n/3)
+			}
+		})
+	}
+}
+
+// TestRegistryDownStop: a graceful stop while the registry can't be
+// reached (its port closed, or it answers 500) ends at once and cleanly:
+// nothing is written or committed, the member leaves the group, Run
+// returns nil (exit 0), and the stop logs a handful of lines. The stop
+// used to spin between the resolving stage, which took nothing, and the
+// source, which asked again at once (~30k log lines a second), until
+// shutdown.timeout ended it with "context canceled", the group not left.
+// The 500 is an httptest handler: no registry can be told to fail so.
+func TestRegistryDownStop(t *testing.T) {
+	cluster := testkit.NewCluster(t, 2, "events")
+	cl := cluster.Client(t)
+	testkit.Produce(t, cl, "events", 200, func(i int) *kgo.Record {
+		return &kgo.Record{Partition: int32(i % 2), Value: event(t, v1ID, i)}
+	})
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"error_code":50001,"message":"store unavailable"}`))
+	}))
+	defer failing.Close()
+	closed := testkit.StartRegistry(t, registrySeeds, "", "")
+	closed.Stop()
+	for name, url := range map[string]string{"closed-port": closed.URL(), "http-500": failing.URL} {
+		t.Run(name, func(t *testing.T) {
+			group := "registry-down-stop-" + name
+			cfg := registryConfig(cluster, t.TempDir(), url, "parquet", group)
+			logs := &logBuffer{}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{}) }()
+			waitFor(t, "the run to say the registry is unreachable twice", func() bool {
+				return len(logs.lines("schema registry unreachable")) >= 2
+			})
+			before := len(logs.lines(""))
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("stop while the registry is down: %v, want a clean stop", err)
+			}
+			all := logs.lines("")
+			if after := len(all) - before; after > 20 {
+				t.Errorf("%d log lines after the stop, want a handful; the last: %s", after, all[len(all)-1])
+			}
+			if len(logs.lines("stopped cleanly")) != 1 {
+				t.Errorf("no \"stopped cleanly\" line; logged after the stop: %s", strings.Join(all[before:min(len(all), before+10)], "\n"))
+			}
+			if got := testkit.CommittedOffsets(t, cl, group, "events"); len(got) != 0 {
+				t.Errorf("committed %v, want nothing: no record was written", got)
+			}
+			groups, err := kadm.NewClient(cl).DescribeGroups(t.Context(), group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := groups[group]; len(g.Members) != 0 {
+				t.Errorf("group %s still has %d members after the stop (state %s): the member did not leave", group, len(g.Members), g.State)
 			}
 		})
 	}

@@ -182,7 +182,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	// can't reach, refused credentials or a missing topic forever and in
 	// silence, so a setup that can't work must be caught here.
 	kctx, cancelK := context.WithTimeout(ctx, cfg.Kafka.StartupTimeout)
-	err = source.Preflight(kctx, cfg.Kafka, cfg.Errors.DeadLetterTopic)
+	kpf, err := source.Preflight(kctx, cfg.Kafka, cfg.Errors.DeadLetterTopic)
 	cancelK()
 	if err != nil && ctx.Err() != nil {
 		log.Info("stopped cleanly before consuming")
@@ -190,6 +190,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	if err != nil {
 		return err
+	}
+	if kpf.RegexListed && len(kpf.RegexMatches) == 0 {
+		log.Warn("kafka.topic_regex matches no topic yet: nothing is consumed, and /readyz says not ready, until a topic that matches is created; the consumer keeps checking as topics are created (at each metadata refresh, every 5 minutes at most)",
+			"topic_regex", cfg.Kafka.TopicRegex)
+	} else if kpf.RegexListed {
+		log.Info("kafka.topic_regex matches topics", "topic_regex", cfg.Kafka.TopicRegex, "topics", len(kpf.RegexMatches))
 	}
 	fcfg := cfg.Format
 	// Probe the chain once so a format that can't be built fails at start,
@@ -352,11 +358,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	log.Info("stopping: finishing open files", "deadline", cfg.Shutdown.Timeout)
 	if err := src.Shutdown(hard); err != nil {
-		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", cfg.Shutdown.Timeout, err)
+		return shutdownErr(err, hard.Err() != nil, cfg.Shutdown.Timeout)
 	}
 	clientClosed = true
 	if err := src.Close(hard); err != nil {
-		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but leaving the group did not finish within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
+		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but the Kafka client did not close within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
 	}
 	st := snk.Stats()
 	// Records stored, not records written: a file dropped with a revoked
@@ -378,6 +384,25 @@ func logLost(log *slog.Logger, st sink.Stats) {
 	if n > 0 {
 		log.Error("records were lost: the log deleted them before Spillway stored them; the ledger records the gaps, and spillway verify names them", "offsets_lost", n, "by_cause", st.Lost)
 	}
+}
+
+// shutdownErr says what a graceful stop that failed did and did not do,
+// blaming shutdown.timeout only when it passed (late).
+func shutdownErr(err error, late bool, timeout time.Duration) error {
+	var se *source.ShutdownError
+	if late {
+		return fmt.Errorf("graceful stop not finished within shutdown.timeout %s (offsets are committed only up to what is stored): %w", timeout, err)
+	}
+	if !errors.As(err, &se) {
+		return fmt.Errorf("graceful stop failed (offsets are committed only up to what is stored): %w", err)
+	}
+	switch {
+	case se.Stored != nil:
+		return fmt.Errorf("graceful stop: open files could not all be stored (offsets are committed only up to what is stored): %w", err)
+	case se.Committed != nil:
+		return fmt.Errorf("graceful stop: files are stored, but their offsets could not all be committed (records past the last commit are consumed again at the next start): %w", err)
+	}
+	return fmt.Errorf("graceful stop: files are stored and their offsets committed, but leaving the group failed (the group rebalances once the session times out): %w", err)
 }
 
 // latestConfig is the one-object-per-key writer's share of the sink's.
@@ -581,6 +606,7 @@ func openSpool(bp config.Backpressure, b *budget.Budget, log *slog.Logger) (*spo
 	if err != nil {
 		return nil, fmt.Errorf("backpressure.spool_dir %s: %w", bp.SpoolDir, err)
 	}
+	sp.SetLogger(log)
 	if auto {
 		if limit, _, err = diskAuto(bp.SpoolDir, sp.Dir()); err != nil {
 			sp.Close()

@@ -1,12 +1,16 @@
 package runner
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -128,4 +132,69 @@ func letters(r *rand.Rand, n int) []byte {
 		b[i] = 'a' + byte(r.IntN(26))
 	}
 	return b
+}
+
+// TestSpoolDirRemovedWhileRunning: backpressure.spool_dir removed whole
+// (by hand, or by a cleaner) under a running process is created again,
+// with this process's lock, and the spool goes on: the next files are
+// spooled, the log says the directory was removed, and every record is
+// stored once. It used to be left gone, every later file written without
+// the spool, and the log told to free space on a disk that had room.
+func TestSpoolDirRemovedWhileRunning(t *testing.T) {
+	cluster := testkit.NewCluster(t, 2, "events")
+	cl := cluster.Client(t)
+	gen := func(from int) func(i int) *kgo.Record {
+		return func(i int) *kgo.Record {
+			return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, from+i)}
+		}
+	}
+	testkit.Produce(t, cl, "events", 200, gen(0))
+	dir := t.TempDir()
+	spoolDir := filepath.Join(t.TempDir(), "spool")
+	cfg := testConfig(cluster.Addrs(), dir)
+	cfg.Kafka.Group = "spool-removed"
+	cfg.File.MaxRecords = 50 // files close by count: new spool files after the removal
+	cfg.File.MaxAge = time.Hour
+	cfg.Backpressure.SpoolDir = spoolDir
+	cfg.Backpressure.DiskLimit = "1GiB"
+	logs := &logBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var progress atomic.Pointer[Progress]
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{OnStart: progress.Store})
+	}()
+	waitFor(t, "the first 200 records stored", func() bool {
+		p := progress.Load()
+		return p != nil && p.Sink().Stored == 200
+	})
+	if err := os.RemoveAll(spoolDir); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Produce(t, cl, "events", 200, gen(200))
+	waitFor(t, "all 400 records stored", func() bool { return progress.Load().Sink().Stored == 400 })
+	// While it runs: the directory is back, with a subdirectory and its lock.
+	ents, err := os.ReadDir(spoolDir)
+	if err != nil {
+		t.Errorf("spool directory not created again: %v", err)
+	} else if len(ents) != 2 {
+		t.Errorf("spool directory holds %d entries, want this process's subdirectory and lock file", len(ents))
+	}
+	st := progress.Load().Sink()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	if st.SpoolFaults != 0 {
+		t.Errorf("%d spool faults: files were written without the spool after its directory was created again", st.SpoolFaults)
+	}
+	if len(logs.lines("spool directory was removed")) != 1 {
+		t.Errorf("no log line says the spool directory was removed")
+	}
+	if l := logs.lines("ree space"); len(l) != 0 {
+		t.Errorf("a removed directory is reported as a full disk: %s", l[0])
+	}
+	end := testkit.EndOffsets(t, cl, "events")
+	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
 }

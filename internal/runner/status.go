@@ -21,6 +21,7 @@ func (p *Progress) Status() admin.Status {
 	s := admin.Status{
 		Ready:               h.Reason == "",
 		NotReadyReason:      h.Reason,
+		NoTopicMatches:      h.NoTopicMatches,
 		BudgetLimitBytes:    b.Limit,
 		BudgetUsedBytes:     b.Used,
 		BudgetPeakBytes:     b.Peak,

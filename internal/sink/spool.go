@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -276,9 +278,25 @@ func (s *Sink) spoolBatch(f *openFile, b batch) {
 func (s *Sink) spoolFault(f *openFile, err error) {
 	s.spooling.faults.Add(1)
 	if !s.spooling.failing.Swap(true) {
-		s.log.Warn("the spool failed: files are written without it, in memory, until it works again; closing them early under memory pressure makes them smaller. Free space under backpressure.spool_dir, or raise backpressure.disk_limit only within the space there is",
+		s.log.Warn("the spool failed: files are written without it, in memory, until it works again; closing them early under memory pressure makes them smaller. "+spoolFix(err),
 			"file", f.key, "err", err)
 	}
+}
+
+// spoolFix says what to do about a spool error: only a full disk is
+// helped by freeing space.
+func spoolFix(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "The disk under backpressure.spool_dir is full: free space there, or raise backpressure.disk_limit only within the space there is"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return "backpressure.spool_dir can't be written: make it writable by this process"
+	case errors.Is(err, syscall.ENOTDIR):
+		return "backpressure.spool_dir, or a directory in its path, is not a directory: put the directory back"
+	case errors.Is(err, fs.ErrNotExist):
+		return "backpressure.spool_dir was removed and can't be created again: create it, writable by this process"
+	}
+	return "Check backpressure.spool_dir and its disk"
 }
 
 // goDirect opens f's chain, charges it, and encodes into it what f

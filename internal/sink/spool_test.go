@@ -210,7 +210,7 @@ func TestSpoolFull(t *testing.T) {
 	}
 	var seen bool
 	for _, m := range w.all() {
-		if strings.Contains(m, "the spool failed") && strings.Contains(m, "no space left on device") && strings.Contains(m, "backpressure.spool_dir") {
+		if strings.Contains(m, "the spool failed") && strings.Contains(m, "no space left on device") && strings.Contains(m, "disk under backpressure.spool_dir is full") {
 			seen = true
 		}
 	}
@@ -301,8 +301,8 @@ func TestRelieveByMemory(t *testing.T) {
 }
 
 // TestSpoolDirRemoved: the spool's directory removed under a running
-// sink: files whose spool file can't be created are written without it,
-// and nothing is lost or duplicated.
+// sink is created again by the next file (package spool), which is
+// spooled; nothing is lost or duplicated.
 func TestSpoolDirRemoved(t *testing.T) {
 	b := budget.New(1<<30, 0)
 	b.SetDiskLimit(1 << 30)
@@ -315,8 +315,45 @@ func TestSpoolDirRemoved(t *testing.T) {
 	h.write(recs("t", 0, 120, 200)...)
 	h.flush()
 	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 200, tp("t", 1): 120})
+	if st := h.s.Stats(); st.SpoolFaults != 0 {
+		t.Errorf("%d spool faults: the directory was not created again", st.SpoolFaults)
+	}
+	if _, err := os.Stat(h.cfg.Spool.Dir()); err != nil {
+		t.Errorf("spool directory not created again: %v", err)
+	}
+}
+
+// TestSpoolDirReplaced: a spool directory that can't be created again (a
+// file stands in its place) fails the next spool file, whose file goes
+// direct: the warning names the cause, not a full disk, which it used to
+// for every spool error.
+func TestSpoolDirReplaced(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "spool")
+	b := budget.New(1<<30, 0)
+	b.SetDiskLimit(1 << 30)
+	w := &warnings{}
+	h := newHarness(t, withBudget(b), withSpool(t, root), withLog(slog.New(w)), withConfig(func(c *sink.Config) { c.MaxRecords = 50 }))
+	h.write(recs("t", 0, 0, 60)...)
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.write(recs("t", 1, 0, 60)...)
+	h.flush()
+	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 60, tp("t", 1): 60})
 	if st := h.s.Stats(); st.SpoolFaults == 0 {
-		t.Fatalf("no spool fault counted with the spool's directory gone: %+v", st)
+		t.Fatalf("no spool fault counted with a file in the spool directory's place: %+v", st)
+	}
+	var msgs []string
+	for _, m := range w.all() {
+		if strings.Contains(m, "the spool failed") {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "not a directory") || strings.Contains(msgs[0], "full") || strings.Contains(msgs[0], "ree space") {
+		t.Errorf("spool warnings %q: want one naming the cause (not a directory), not a full disk", msgs)
 	}
 }
 

@@ -28,11 +28,26 @@ type Health struct {
 	Unreachable []string
 	// Reason says why the consumer is not ready, empty when it is.
 	Reason string
+	// NoTopicMatches: kafka.topic_regex matches no topic yet, so the
+	// consumer has not joined its group.
+	NoTopicMatches bool
 }
 
 // Health returns the consumer's readiness: joined, with its assignment, and
 // every broker it last tried reachable.
-func (s *Source) Health() Health { return s.health.snapshot() }
+func (s *Source) Health() Health {
+	h := s.health.snapshot()
+	if s.regex != "" && !h.Joined && len(s.cl.GetConsumeTopics()) == 0 {
+		// The client joins the group only once a topic matches: until
+		// then "joining" would never end, and never say why.
+		why := fmt.Sprintf("kafka.topic_regex %q matches no topic yet; the consumer keeps checking as topics are created (every 5 minutes at most)", s.regex)
+		h.NoTopicMatches = true
+		if h.Reason = why; len(h.Unreachable) > 0 {
+			h.Reason = "unreachable: " + strings.Join(h.Unreachable, "; ") + "; " + why
+		}
+	}
+	return h
+}
 
 // health follows the group session through the rebalance callbacks and the
 // client's hooks. The client retries a lost broker or a failed session on

@@ -25,8 +25,23 @@ import (
 // (kafka.startup_timeout); the error names the cause and what to change.
 //
 // With kafka.topic_regex, no topic is required to exist: topics matching it
-// may come later.
-func Preflight(ctx context.Context, k config.Kafka, deadLetterTopic string) error {
+// may come later. The report says which match now.
+func Preflight(ctx context.Context, k config.Kafka, deadLetterTopic string) (PreflightReport, error) {
+	var rep PreflightReport
+	err := preflight(ctx, k, deadLetterTopic, &rep)
+	return rep, err
+}
+
+// PreflightReport is what Preflight found besides problems.
+type PreflightReport struct {
+	// RegexListed: with kafka.topic_regex, the topics could be listed,
+	// and RegexMatches are those it matches, sorted (none is no error:
+	// they may be created later).
+	RegexListed  bool
+	RegexMatches []string
+}
+
+func preflight(ctx context.Context, k config.Kafka, deadLetterTopic string, rep *PreflightReport) error {
 	opts, err := ClientOptions(k)
 	if err != nil {
 		return err
@@ -86,6 +101,20 @@ func Preflight(ctx context.Context, k config.Kafka, deadLetterTopic string) erro
 		}
 		if ctx.Err() != nil {
 			return timeoutErr(k, err, conn.last())
+		}
+	}
+	if k.TopicRegex != "" {
+		// Not a problem when it fails (a user may lack Describe on
+		// other topics): the report then says nothing of the regex.
+		re, rerr := k.TopicPattern()
+		topics, lerr := adm.ListTopics(ctx)
+		if rerr == nil && lerr == nil {
+			rep.RegexListed = true
+			for _, t := range topics.Names() {
+				if re.MatchString(t) {
+					rep.RegexMatches = append(rep.RegexMatches, t)
+				}
+			}
 		}
 	}
 	return nil

@@ -87,6 +87,9 @@ type Source struct {
 	statsMu     sync.Mutex
 	pausedAt    time.Time // when the pause in progress began
 	topics      map[string]bool
+	// regex is kafka.topic_regex, for Health to say when it matches
+	// nothing.
+	regex string
 	// plan sizes the client's fetches, and says what the budget reserves
 	// for them and which records don't fit in that (RecordRoom).
 	plan budget.Plan
@@ -141,7 +144,7 @@ type Stats struct {
 func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
-		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}}
+		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}, regex: k.TopicRegex}
 	src.stats.Committed = map[sink.TopicPartition]int64{}
 	src.stats.HighWatermarks = map[sink.TopicPartition]int64{}
 	src.stats.FirstFetched = map[sink.TopicPartition]int64{}
@@ -333,6 +336,13 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		if len(recs) == 0 {
 			return nil
 		}
+		if stop.Err() != nil {
+			// Stopping, and the sink took what it could (or nothing: a
+			// stage before it, the schema registry, gave up waiting for
+			// the stop): the rest is never written, so never committed.
+			// Asking again at once would spin until shutdown.timeout.
+			return nil
+		}
 		s.commitMu.Lock()
 		seen := s.forgotten
 		s.commitMu.Unlock()
@@ -499,17 +509,49 @@ func (s *Source) resume() {
 	s.statsMu.Unlock()
 }
 
+// ShutdownError says which step of a graceful stop failed, so that what
+// is reported of the others is true: Stored, when the open files could not
+// all be stored; Committed, when their offsets could not all be committed;
+// Left, when leaving the group failed. Nil fields succeeded.
+type ShutdownError struct {
+	Stored, Committed, Left error
+}
+
+func (e *ShutdownError) Error() string {
+	switch {
+	case e.Stored != nil:
+		return fmt.Sprintf("store open files: %v", e.Stored)
+	case e.Committed != nil:
+		return e.Committed.Error()
+	}
+	return fmt.Sprintf("leave group: %v", e.Left)
+}
+
+func (e *ShutdownError) Unwrap() []error {
+	return []error{e.Stored, e.Committed, e.Left}
+}
+
 // Shutdown makes every open file durable, commits, and leaves the group,
-// all within ctx.
+// all within ctx. Its error is a *ShutdownError.
 func (s *Source) Shutdown(ctx context.Context) error {
-	err := s.sink.Flush(ctx, nil, sink.ReasonShutdown)
-	if cerr := s.commit(ctx, nil); err == nil {
-		err = cerr
+	var e ShutdownError
+	e.Stored = s.sink.Flush(ctx, nil, sink.ReasonShutdown)
+	// What is durable is committed even when the rest is not.
+	e.Committed = s.commit(ctx, nil)
+	if e.Committed == nil && e.Stored == nil {
+		s.commitMu.Lock()
+		if len(s.pending) > 0 {
+			e.Committed = fmt.Errorf("commit offsets: %d partitions left uncommitted", len(s.pending))
+		}
+		s.commitMu.Unlock()
 	}
-	if lerr := s.cl.LeaveGroupContext(ctx); err == nil && lerr != nil && !errors.Is(lerr, context.Canceled) {
-		err = fmt.Errorf("leave group: %w", lerr)
+	if lerr := s.cl.LeaveGroupContext(ctx); lerr != nil && !errors.Is(lerr, context.Canceled) {
+		e.Left = lerr
 	}
-	return err
+	if e.Stored == nil && e.Committed == nil && e.Left == nil {
+		return nil
+	}
+	return &e
 }
 
 // Close releases the client, within ctx. Call Shutdown first for a
@@ -619,10 +661,19 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	tps := toSet(revoked)
 	fctx, cancel := context.WithTimeout(ctx, s.revokeTimeout)
 	defer cancel()
-	if err := s.sink.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
+	if ferr := s.sink.Err(); ferr != nil {
+		// The run stops on the sink's error (logged there), and the
+		// client's close revokes: nothing more can be stored. What is
+		// durable is still committed below.
+		s.log.Debug("revoked partitions not flushed: the sink stopped on an error", "partitions", len(tps))
+	} else if err := s.sink.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
 		// Only what was not stored is abandoned: a file stored already is
 		// in the ledger, and the new owner resumes after it.
-		s.log.Warn("revoked partitions not flushed in time: files not yet stored are abandoned, and their records are consumed again by the new owner", "err", err, "timeout", s.revokeTimeout)
+		msg := "revoked partitions not flushed: files not yet stored are abandoned, and their records are consumed again by the new owner"
+		if fctx.Err() != nil && ctx.Err() == nil {
+			msg = "revoked partitions not flushed within shutdown.timeout: files not yet stored are abandoned, and their records are consumed again by the new owner"
+		}
+		s.log.Warn(msg, "err", err, "timeout", s.revokeTimeout)
 	}
 	if err := s.commit(fctx, tps); err != nil {
 		s.log.Warn("commit on revoke failed", "err", err)

@@ -17,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -34,8 +36,12 @@ const (
 type Spool struct {
 	root string
 	dir  string
-	lock *os.File
 	seq  atomic.Int64
+	log  *slog.Logger
+
+	// mu guards lock, which recreate replaces.
+	mu   sync.Mutex
+	lock *os.File
 }
 
 // Open creates this process's subdirectory under root (created if need
@@ -45,7 +51,7 @@ func Open(root string) (s *Spool, removed int, err error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, 0, fmt.Errorf("create spool directory: %w", err)
 	}
-	s = &Spool{root: root}
+	s = &Spool{root: root, log: slog.New(slog.DiscardHandler)}
 	// The lock file comes first and the subdirectory second, both only
 	// once the lock is held: a subdirectory whose lock file is gone or
 	// free belongs to nobody.
@@ -174,8 +180,14 @@ func removeIfFree(dir string) (bool, error) {
 // Dir is this process's subdirectory.
 func (s *Spool) Dir() string { return s.dir }
 
+// SetLogger sets where Create reports a subdirectory it had to create
+// again. Call it before the spool is used.
+func (s *Spool) SetLogger(log *slog.Logger) { s.log = log }
+
 // Close removes this process's subdirectory and releases its lock.
 func (s *Spool) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var err error
 	if s.dir != "" {
 		err = os.RemoveAll(s.dir)
@@ -189,14 +201,49 @@ func (s *Spool) Close() error {
 	return err
 }
 
-// Create starts a new spool file.
+// Create starts a new spool file. When this process's subdirectory was
+// removed under it (by hand, or by a cleaner of the directory), it is
+// created again, with its lock file, and the spool goes on.
 func (s *Spool) Create() (*File, error) {
 	path := filepath.Join(s.dir, fmt.Sprintf("%d.spool", s.seq.Add(1)))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if rerr := s.recreate(); rerr != nil {
+			return nil, fmt.Errorf("create spool file: the spool directory %s was removed, and creating it again failed: %w", s.dir, rerr)
+		}
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create spool file: %w", err)
 	}
 	return &File{f: f}, nil
+}
+
+// recreate creates this process's subdirectory again, and its lock file
+// first if that is gone too: a subdirectory without a held lock would be
+// removed by the next process to start, as a dead process's.
+func (s *Spool) recreate() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, err := os.Stat(s.dir); err == nil && st.IsDir() {
+		return nil // another file's Create did it
+	}
+	if err := os.MkdirAll(s.root, 0o700); err != nil {
+		return err
+	}
+	if !samePath(s.lock, s.lock.Name()) {
+		lock, err := lockNew(s.lock.Name())
+		if err != nil {
+			return fmt.Errorf("lock %s again: %w", s.lock.Name(), err)
+		}
+		s.lock.Close()
+		s.lock = lock
+	}
+	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	s.log.Warn("the spool directory was removed while in use; created it again (files open on the spool at the time go on from their removed spool files)", "dir", s.dir)
+	return nil
 }
 
 // Free is the space free on dir's file system for an unprivileged

@@ -429,3 +429,54 @@ func TestPageCacheDropped(t *testing.T) {
 		t.Fatalf("%d MiB of the spool file in the page cache after reading it back", n>>20)
 	}
 }
+
+// TestDirRemoved: the spool directory removed whole under a live spool is
+// created again by the next Create, with the subdirectory's lock file
+// held again: another process starting then does not take it for a dead
+// one's and remove it. A file open at the removal still reads back. Create
+// used to fail with "no such file or directory" for the rest of the run.
+func TestDirRemoved(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "spool")
+	s, _, err := spool.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before, err := s.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer before.Remove()
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.Append(records()[:3]); err != nil {
+		t.Fatalf("append to a file open at the removal: %v", err)
+	}
+	f, err := s.Create()
+	if err != nil {
+		t.Fatalf("create after the directory was removed: %v", err)
+	}
+	defer f.Remove()
+	if _, err := f.Append(records()[:3]); err != nil {
+		t.Fatal(err)
+	}
+	other, removed, err := spool.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if removed != 0 {
+		t.Errorf("another start removed %d subdirectories: the live spool's lock is not held", removed)
+	}
+	for _, f := range []*spool.File{before, f} {
+		r := f.Reader()
+		for i, w := range records()[:3] {
+			got, err := r.Next()
+			if err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			same(t, i, got, w)
+		}
+	}
+}

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/spillway/spillway/internal/redact"
 )
 
 // ErrExists is returned by Commit when an object already exists under the
@@ -29,6 +32,10 @@ type remote struct {
 	// storageClass is the S3 storage class of new objects ("" = the
 	// bucket's default).
 	storageClass string
+	// hide are the credentials storage.url carries (redact.Secrets): the
+	// SDKs quote request URLs, whose user name comes from an endpoint=
+	// parameter.
+	hide []string
 }
 
 // beforeWrite returns the backend's hook that tunes a writer beyond what
@@ -50,13 +57,38 @@ func (r *remote) wrap(err error) error {
 		return nil
 	}
 	if f := classify(err, r.name); f != nil {
-		return f
+		return r.hidden(f)
 	}
 	if r.name == "" {
+		return r.hidden(err)
+	}
+	return r.hidden(fmt.Errorf("bucket %q: %w", r.name, err))
+}
+
+// hidden is err with the credentials of storage.url hidden in its text.
+func (r *remote) hidden(err error) error {
+	if len(r.hide) == 0 {
 		return err
 	}
-	return fmt.Errorf("bucket %q: %w", r.name, err)
+	return hiddenError{err, r.hide}
 }
+
+// hiddenError hides strings in an error's text while keeping the error
+// itself for errors.Is and errors.As.
+type hiddenError struct {
+	err  error
+	hide []string
+}
+
+func (e hiddenError) Error() string {
+	msg := e.err.Error()
+	for _, v := range e.hide {
+		msg = strings.ReplaceAll(msg, v, redact.Mark)
+	}
+	return msg
+}
+
+func (e hiddenError) Unwrap() error { return e.err }
 
 func (r *remote) newWriter(ctx context.Context, key string, meta map[string]string, replace bool) (objectWriter, error) {
 	// Cancelling wctx is how gocloud aborts an upload.

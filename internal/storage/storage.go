@@ -211,7 +211,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), redactedError{err, rawURL})
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
+	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass, hide: redact.Secrets(rawURL)}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
 	return b, nil
 }
 
@@ -456,13 +456,11 @@ func (e redactedError) Error() string {
 	if u, err := url.Parse(e.raw); err == nil && shown != e.raw {
 		// The SDK may quote a part of the URL alone: hide each value that
 		// redact.URL hid (short ones would match unrelated text).
-		var hidden []string
+		// The credentials first, so that a URL in a parameter (S3's
+		// endpoint) keeps its host.
+		hidden := redact.Secrets(e.raw)
 		for _, vs := range u.Query() {
 			hidden = append(hidden, vs...)
-		}
-		if u.User != nil {
-			p, _ := u.User.Password()
-			hidden = append(hidden, u.User.Username(), p)
 		}
 		for _, v := range hidden {
 			if len(v) >= 4 && !strings.Contains(shown, v) {
