@@ -160,7 +160,14 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 	opts = append(opts,
 		kgo.ConsumerGroup(k.Group),
 		kgo.SessionTimeout(k.SessionTimeout),
-		kgo.ConsumeResetOffset(start),
+		// kafka.start_offset is where a group without a commit starts.
+		// An offset out of range (the log start passed it, or the log was
+		// truncated under it) always resumes at the log start: what the
+		// log deleted is then recorded as lost (Sink.LogStart), and what
+		// was read before is skipped by the tracker. Resetting per
+		// start_offset would pass every record to the log end in silence.
+		kgo.ConsumeStartOffset(start),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
