@@ -134,7 +134,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
 			SpoolDir: filepath.Join(dir, "spool"), DiskLimit: "20GiB",
 		},
-		Errors:   Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
+		Errors: Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
 		Admin: Admin{Listen: ":0", TokenFile: files[0], TLS: AdminTLS{CertFile: files[1], KeyFile: files[2]},
 			StallTimeout: 10 * time.Minute},
 		Log:      Log{Level: "debug", Format: "json"},
