@@ -347,7 +347,8 @@ check_gofmt() {
 # Kubernetes API types and kustomize stay out of go.mod. Its tests build the
 # release binary as the Dockerfile does (scripts/build-static.sh, a build of
 # its own: -trimpath, no cgo) and check the Dockerfile and deploy/kubernetes
-# against it. The timeout leaves room for that build, cold, on a busy machine.
+# against it, and runs promtool and a Prometheus on deploy/prometheus. The
+# timeout leaves room for that build, cold, on a busy machine.
 check_deploy() {
 	(cd deploy/deploytest && go vet ./... && staticcheck ./... && go test -count=1 -timeout 30m ./...)
 }
