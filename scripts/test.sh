@@ -80,6 +80,21 @@ install_apt_tools() {
 		&& /usr/bin/python3 -c "import avro.datafile, snappy, zstandard"
 }
 
+# install_prometheus: Debian's prometheus package, for promtool (check and
+# unit-test deploy/prometheus/alerts.yaml) and a real Prometheus that
+# scrapes a running Spillway (deploy/deploytest/prometheus_test.go). The
+# package's service is not started: the tests run their own, on loopback.
+install_prometheus() {
+	if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then
+		echo "prometheus and promtool already installed"
+		return 0
+	fi
+	echo "installing: prometheus"
+	as_root apt-get update -qq
+	as_root apt-get install -y -qq --no-install-recommends prometheus
+	promtool --version >/dev/null && prometheus --version >/dev/null
+}
+
 # install_staticcheck: pinned, built by this Go into .cache/bin; rebuilt when
 # the pinned version or the Go version changes.
 install_staticcheck() {
@@ -304,6 +319,7 @@ install_tools() {
 	command -v go >/dev/null 2>&1 || die "go not found (expected in /usr/local/go/bin)"
 	go version
 	install_apt_tools
+	install_prometheus
 	install_staticcheck
 	install_versitygw
 	install_fake_gcs_server
@@ -331,7 +347,8 @@ check_gofmt() {
 # Kubernetes API types and kustomize stay out of go.mod. Its tests build the
 # release binary as the Dockerfile does (scripts/build-static.sh, a build of
 # its own: -trimpath, no cgo) and check the Dockerfile and deploy/kubernetes
-# against it. The timeout leaves room for that build, cold, on a busy machine.
+# against it, and runs promtool and a Prometheus on deploy/prometheus. The
+# timeout leaves room for that build, cold, on a busy machine.
 check_deploy() {
 	(cd deploy/deploytest && go vet ./... && staticcheck ./... && go test -count=1 -timeout 30m ./...)
 }

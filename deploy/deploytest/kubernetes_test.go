@@ -16,7 +16,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -40,7 +42,7 @@ const shutdownMargin = 10 * time.Second
 func strictDecoder(t *testing.T) runtime.Decoder {
 	t.Helper()
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, policyv1.AddToScheme, networkingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +58,7 @@ type objects struct {
 	svc     *corev1.Service
 	pdb     *policyv1.PodDisruptionBudget
 	account *corev1.ServiceAccount
+	netpol  *networkingv1.NetworkPolicy
 }
 
 // build renders deploy/kubernetes as `kubectl apply -k` would, and decodes
@@ -101,11 +104,14 @@ func build(t *testing.T) objects {
 		case *corev1.ServiceAccount:
 			dup(o.account != nil)
 			o.account = v
+		case *networkingv1.NetworkPolicy:
+			dup(o.netpol != nil)
+			o.netpol = v
 		default:
 			t.Fatalf("%s: a kind this test does not check; add it here", gvk)
 		}
 	}
-	if o.sts == nil || o.cm == nil || o.secret == nil || o.svc == nil || o.pdb == nil || o.account == nil {
+	if o.sts == nil || o.cm == nil || o.secret == nil || o.svc == nil || o.pdb == nil || o.account == nil || o.netpol == nil {
 		t.Fatalf("kustomize build lacks an object: %+v", o)
 	}
 	return o
@@ -516,4 +522,69 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	return strconv.ParseInt(s, 10, 64)
+}
+
+// TestNetworkPolicy checks that the NetworkPolicy isolates the pods for
+// ingress and lets in, on the admin port alone, only the peers it names
+// (Prometheus): no rule open to every source, no other port. The kubelet's
+// probes come from the pod's node, which Kubernetes always lets in, so
+// they need no rule; the probes must hit the admin port, the container's
+// only one. Egress stays open (brokers, storage, DNS).
+func TestNetworkPolicy(t *testing.T) {
+	o := build(t)
+	np, sts := o.netpol, o.sts
+	c := sts.Spec.Template.Spec.Containers[0]
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sel.Empty() || !sel.Matches(labels.Set(sts.Spec.Template.Labels)) {
+		t.Errorf("NetworkPolicy podSelector %v does not select the pods %v (alone)", np.Spec.PodSelector, sts.Spec.Template.Labels)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("policyTypes %v, want [Ingress]: egress to the brokers and storage stays open", np.Spec.PolicyTypes)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "admin" {
+		t.Fatalf("container ports %v, want the admin port alone", c.Ports)
+	}
+	admin := c.Ports[0].ContainerPort
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || containerPort(t, c, p.HTTPGet.Port) != admin {
+			t.Errorf("probe %+v is not on the admin port", p)
+		}
+	}
+	if len(np.Spec.Ingress) == 0 {
+		t.Fatal("no ingress rule: Prometheus could not scrape")
+	}
+	scrape := false
+	for i, r := range np.Spec.Ingress {
+		if len(r.From) == 0 {
+			t.Errorf("ingress[%d] has no from: every source may connect", i)
+		}
+		if len(r.Ports) == 0 {
+			t.Errorf("ingress[%d] has no ports: every port is open to it", i)
+		}
+		for _, p := range r.Ports {
+			if p.Port == nil || containerPort(t, c, *p.Port) != admin || p.EndPort != nil ||
+				(p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP) {
+				t.Errorf("ingress[%d] port %+v, want the admin port (%d/TCP) alone", i, p, admin)
+			}
+		}
+		for j, peer := range r.From {
+			if peer.IPBlock != nil {
+				t.Errorf("ingress[%d].from[%d]: an ipBlock; name Prometheus by selectors", i, j)
+				continue
+			}
+			if peer.PodSelector == nil || len(peer.PodSelector.MatchLabels)+len(peer.PodSelector.MatchExpressions) == 0 {
+				t.Errorf("ingress[%d].from[%d] %+v selects every pod of its namespaces; select Prometheus' pods", i, j, peer)
+				continue
+			}
+			if peer.PodSelector.MatchLabels["app.kubernetes.io/name"] == "prometheus" {
+				scrape = true
+			}
+		}
+	}
+	if !scrape {
+		t.Error("no ingress rule lets Prometheus' pods (app.kubernetes.io/name: prometheus) in")
+	}
 }

@@ -128,6 +128,27 @@ func TestPodServesItsProbes(t *testing.T) {
 		}
 	}
 
+	// The pod's admin.token (from the Secret) guards /metrics; the probes
+	// above went without it.
+	token := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "SPILLWAY_ADMIN_TOKEN="); ok {
+			token = v
+		}
+	}
+	if token == "" {
+		t.Fatal("the pod gets no SPILLWAY_ADMIN_TOKEN: /metrics and /status would be open to anyone the NetworkPolicy lets in")
+	}
+	metrics := "http://" + net.JoinHostPort("127.0.0.1", port) + "/metrics"
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", http.StatusUnauthorized}, {"Bearer " + token, http.StatusOK}} {
+		if got := statusOf(t, metrics, c.auth); got != c.want {
+			t.Errorf("GET /metrics with Authorization %q: %d, want %d", strings.Replace(c.auth, token, "<token>", 1), got, c.want)
+		}
+	}
+
 	grace := time.Duration(*o.sts.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
 	start := time.Now()
 	if err := pod.Process.Signal(syscall.SIGTERM); err != nil {
@@ -195,6 +216,28 @@ func waitFor200(url string, within time.Duration) error {
 	}
 }
 
+// statusOf GETs url with an Authorization header (none if "") and returns
+// the status code.
+func statusOf(t *testing.T, url, auth string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // logLines collects a process's log lines as they come, for messages.
 type logLines struct {
 	mu sync.Mutex
@@ -205,6 +248,13 @@ func (l *logLines) add(line string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.WriteString(line + "\n")
+}
+
+// Write takes a process's output as it comes, for messages.
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }
 
 func (l *logLines) String() string {

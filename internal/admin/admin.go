@@ -6,6 +6,9 @@
 //	/readyz   200 when ready, 503 with the reason otherwise
 //	/status   the current Status as indented JSON
 //
+// With an Access token, /metrics, / and /status require it; the probes'
+// paths, /healthz and /readyz, never do.
+//
 // Every value comes from one Source.Snapshot call per request, taken at
 // request (scrape) time: the package runs no goroutine of its own besides the
 // HTTP server, and holds no global state.
@@ -13,6 +16,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,9 +33,9 @@ import (
 	"github.com/spillway/spillway/internal/hostport"
 )
 
-// DefaultListen is the default admin.listen: loopback only, by design. The
-// endpoint has no authentication, so exposing it beyond the host is an explicit
-// choice of the operator.
+// DefaultListen is the default admin.listen: loopback only, by design.
+// Without admin.token the endpoint has no authentication, so exposing it
+// beyond the host is an explicit choice of the operator.
 const DefaultListen = "127.0.0.1:8080"
 
 // ShutdownTimeout bounds how long Run waits for in-flight requests once its
@@ -210,6 +214,7 @@ type Server struct {
 	src    Source
 	log    *slog.Logger
 	reg    *prometheus.Registry
+	access Access
 
 	mu sync.Mutex
 	ln net.Listener // set by NewWithListener, or by Run once bound
@@ -232,6 +237,13 @@ func New(listen string, src Source, log *slog.Logger, extra ...prometheus.Collec
 func NewWithListener(ln net.Listener, src Source, log *slog.Logger, extra ...prometheus.Collector) *Server {
 	s := New(ln.Addr().String(), src, log, extra...)
 	s.ln = ln
+	return s
+}
+
+// WithAccess sets how the endpoint is protected; call it before Run or
+// Handler. It returns s.
+func (s *Server) WithAccess(a Access) *Server {
+	s.access = a
 	return s
 }
 
@@ -277,8 +289,13 @@ func (s *Server) Run(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	addr := ln.Addr().String()
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-		s.log.Warn("admin endpoint listens beyond loopback; it has no authentication", "addr", addr)
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && s.access.Token == "" {
+		s.log.Warn("admin endpoint listens beyond loopback without admin.token: /metrics and /status are open to anyone who reaches it", "addr", addr)
+	}
+	scheme := "http"
+	if s.access.TLS != nil {
+		ln = tls.NewListener(ln, s.access.TLS.Clone())
+		scheme = "https"
 	}
 
 	srv := &http.Server{
@@ -292,7 +309,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }() // Serve closes ln when it returns
-	s.log.Info("admin endpoint serving", "addr", addr, "paths", "/metrics /healthz /readyz /status")
+	s.log.Info("admin endpoint serving", "addr", addr, "scheme", scheme, "token", s.access.Token != "", "paths", "/metrics /healthz /readyz /status")
 
 	select {
 	case err := <-served:
@@ -317,15 +334,16 @@ func (s *Server) Run(ctx context.Context) error {
 // Handler returns the endpoint's routes, for tests or for mounting elsewhere.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
+	mux.Handle("GET /metrics", s.access.protect(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
 		ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
-	}))
+	})))
+	// The probes' paths stay open: the kubelet sends no token.
 	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /status", s.status)
+	mux.Handle("GET /{$}", s.access.protect(http.HandlerFunc(s.page)))
+	mux.Handle("GET /status", s.access.protect(http.HandlerFunc(s.status)))
 	return mux
 }
 

@@ -303,6 +303,16 @@ func TestRejects(t *testing.T) {
 		}},
 		{"admin listen without port", "admin:\n  listen: '8080'\n", nil,
 			[]string{`admin.listen: "8080" is not host:port; use host:port such as 127.0.0.1:8080 or :8080, or "" to disable the endpoint`}},
+		{"admin token and tls", "admin:\n  token: ' tok'\n  token_file: /nonexistent/token\n  tls:\n    cert_file: /nonexistent/cert.pem\n", nil, []string{
+			`admin.token_file: "/nonexistent/token" is set with admin.token; set one of them`,
+			"admin.token: has leading or trailing white space; remove it (clients send the token as it is)",
+			"admin.tls.key_file: required when admin.tls.cert_file is set: the server certificate needs its private key",
+			`admin.token_file: "/nonexistent/token" does not exist; give the path of a file that holds the token`,
+			`admin.tls.cert_file: "/nonexistent/cert.pem" does not exist; give the path of a PEM file`,
+		}},
+		{"admin token with the endpoint off", "admin:\n  listen: ''\n  token: tok\n", nil, []string{
+			`admin.token: is set but admin.listen is "" (the endpoint is off); unset it, or set admin.listen`,
+		}},
 		{"log settings", "log:\n  level: verbose\n  format: ''\n", nil, []string{
 			`log.level: "verbose" is not valid; use debug, info, warn or error`,
 			"log.format: is empty; use text or json",
@@ -588,7 +598,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"schema_registry.tls.ca_file", "schema_registry.tls.cert_file", "schema_registry.tls.key_file",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files", "backpressure.spool_dir", "backpressure.disk_limit",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
-		"admin.listen", "admin.stall_timeout", "log.level", "log.format", "shutdown.timeout",
+		"admin.listen", "admin.token", "admin.token_file", "admin.tls.cert_file", "admin.tls.key_file", "admin.stall_timeout", "log.level", "log.format", "shutdown.timeout",
 	}
 	var got []string
 	for _, l := range keys.leaves {

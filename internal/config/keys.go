@@ -81,7 +81,7 @@ const envPrefix = "SPILLWAY_"
 
 // secretKeys are redacted everywhere. storage.url is handled apart because
 // only parts of it are secret.
-var secretKeys = []string{"kafka.sasl.password", "schema_registry.password"}
+var secretKeys = []string{"kafka.sasl.password", "schema_registry.password", "admin.token"}
 
 // keyTable is every key, derived once from Config's koanf tags so that a
 // field added to Config is loadable, validated for type, settable from the

@@ -73,6 +73,11 @@ errors:
   null_values: write
 admin:
   listen: 127.0.0.1:8080
+  token: ""
+  token_file: ""
+  tls:
+    cert_file: ""
+    key_file: ""
   stall_timeout: 0s
 log:
   level: info
@@ -129,8 +134,9 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
 			SpoolDir: filepath.Join(dir, "spool"), DiskLimit: "20GiB",
 		},
-		Errors:   Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
-		Admin:    Admin{Listen: ":0", StallTimeout: 10 * time.Minute},
+		Errors: Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
+		Admin: Admin{Listen: ":0", TokenFile: files[0], TLS: AdminTLS{CertFile: files[1], KeyFile: files[2]},
+			StallTimeout: 10 * time.Minute},
 		Log:      Log{Level: "debug", Format: "json"},
 		Shutdown: Shutdown{Timeout: 1500 * time.Millisecond},
 	}
@@ -138,10 +144,11 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 		t.Fatalf("test config is invalid: %v", err)
 	}
 	// Every leaf differs from its default, but kafka.topics: it excludes
-	// topic_regex, and TestYAMLDefaultsRoundTrip covers it.
+	// topic_regex, and TestYAMLDefaultsRoundTrip covers it; and admin.token,
+	// which excludes admin.token_file: TestRedacted covers it.
 	def, got := flatten(Default()), flatten(c)
 	for _, s := range keys.leaves {
-		if s.key != "kafka.topics" && reflect.DeepEqual(def[s.key], got[s.key]) {
+		if s.key != "kafka.topics" && s.key != "admin.token" && reflect.DeepEqual(def[s.key], got[s.key]) {
 			t.Errorf("%s keeps its default; change it so the round trip tests it", s.key)
 		}
 	}
@@ -169,8 +176,12 @@ func TestRedacted(t *testing.T) {
 	c.Kafka.SASL = SASL{Mechanism: "PLAIN", Username: "me", Password: secret}
 	c.SchemaRegistry = SchemaRegistry{URL: "https://registry:8081", Username: "key", Password: secret, Decode: "value"}
 	c.Storage.URL = "s3://bucket?region=us-east-1&access_key=AKIA" + secret + "&secret=" + secret + "&endpoint=http://minio:9000"
+	c.Admin.Token = secret
 
 	r := c.Redacted()
+	if r.Admin.Token != "REDACTED" {
+		t.Errorf("admin.token: %q", r.Admin.Token)
+	}
 	if r.Kafka.SASL.Password != "REDACTED" || r.Kafka.SASL.Username != "me" {
 		t.Errorf("sasl: %+v", r.Kafka.SASL)
 	}
@@ -216,6 +227,9 @@ func TestErrorsHideSecrets(t *testing.T) {
 		{"credentials in a URL that does not parse", "storage:\n  url: 's3://u:" + secret + "@bucket:port?x'\n", topicsEnv},
 		{"credentials with a bad part size", "storage:\n  url: 's3://b?secret_access_key=" + secret + "'\n  part_size: 1MiB\n", topicsEnv},
 		{"a document that is only a secret", secret + "\n", nil},
+		{"admin token with a token file", "admin: {token: " + secret + ", token_file: /nonexistent}\n", baseEnv},
+		{"admin token in the environment, endpoint off", "admin: {listen: ''}\n", append([]string{"SPILLWAY_ADMIN_TOKEN=" + secret}, baseEnv...)},
+		{"admin token with white space", "admin: {token: ' " + secret + "'}\n", baseEnv},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

@@ -207,6 +207,7 @@ func (c *Config) problems() problems {
 			ps.add("admin.listen", c.Admin.Listen, "%v; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", err)
 		}
 	}
+	c.Admin.check(&ps)
 	if t := c.Admin.StallTimeout; t != 0 && (t < time.Second || t > 24*time.Hour) {
 		ps.add("admin.stall_timeout", t.String(), "is out of range; use a duration from 1s to 24h, or 0 to derive it from file.max_age and storage.max_retries")
 	}

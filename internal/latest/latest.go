@@ -50,9 +50,19 @@ type Encoder interface {
 	Close() error
 }
 
-// Store is where objects are replaced.
+// Store is where objects are replaced. owner names the partition that
+// writes key ("topic/partition"): the names of this layout don't, so the
+// store keeps it with an unfinished write, and RemoveAbandonedOwned finds
+// what a writer that died mid-write left for a partition (a local
+// directory's temp files).
 type Store interface {
-	Replace(ctx context.Context, key string, data []byte, meta map[string]string) error
+	ReplaceOwned(ctx context.Context, key, owner string, data []byte, meta map[string]string) error
+	RemoveAbandonedOwned(ctx context.Context, prefix string, owners []string) error
+}
+
+// owner is how a partition is named to Store.
+func owner(tp sink.TopicPartition) string {
+	return tp.Topic + "/" + strconv.Itoa(int(tp.Partition))
 }
 
 // Config is what the writer needs, already validated.
@@ -106,6 +116,9 @@ type part struct {
 	// gen changes when the partition is dropped, so a flush that began
 	// before doesn't make its offsets committable for a later ownership.
 	gen uint64
+	// swept: what earlier owners of the partition left unfinished was
+	// removed, by the first flush of this ownership.
+	swept bool
 }
 
 // Writer holds the latest record per object name and replaces objects in
@@ -419,6 +432,9 @@ func (w *Writer) store1(ctx context.Context, b *flushBatch) error {
 		w.finish(b)
 		return nil
 	}
+	if err := w.sweep(ctx, b); err != nil {
+		return err
+	}
 	names := make(chan string)
 	errs := make(chan error, w.cfg.Concurrency)
 	var bytesOut, n int64
@@ -430,7 +446,7 @@ func (w *Writer) store1(ctx context.Context, b *flushBatch) error {
 			defer wg.Done()
 			for name := range names {
 				h := b.objs[name]
-				if err := w.store.Replace(ctx, name, h.data, h.meta); err != nil {
+				if err := w.store.ReplaceOwned(ctx, name, owner(h.tp), h.data, h.meta); err != nil {
 					errs <- fmt.Errorf("store %s: %w", name, err)
 					return
 				}
@@ -469,6 +485,37 @@ feed:
 		return err
 	}
 	w.finish(b)
+	return nil
+}
+
+// sweep removes, before the first objects of a partition's ownership are
+// stored, what earlier owners that died mid-write left for it: no name
+// says which partition an unfinished object is for, so only its owner
+// can tell it is abandoned. Partitions under one prefix take one walk.
+func (w *Writer) sweep(ctx context.Context, b *flushBatch) error {
+	byPrefix := map[string][]sink.TopicPartition{}
+	for tp, p := range b.upto {
+		if !p.swept {
+			pp, _ := w.cfg.Template.PartitionPrefix(tp.Topic, tp.Partition)
+			byPrefix[w.cfg.Prefix+pp] = append(byPrefix[w.cfg.Prefix+pp], tp)
+		}
+	}
+	for prefix, tps := range byPrefix {
+		owners := make([]string, len(tps))
+		for i, tp := range tps {
+			owners[i] = owner(tp)
+		}
+		if err := w.store.RemoveAbandonedOwned(ctx, prefix, owners); err != nil {
+			return err
+		}
+		w.mu.Lock()
+		for _, tp := range tps {
+			if p := w.parts[tp]; p != nil && p.gen == b.upto[tp].gen {
+				p.swept = true
+			}
+		}
+		w.mu.Unlock()
+	}
 	return nil
 }
 

@@ -217,10 +217,12 @@ func TestRecordErrorPolicy(t *testing.T) {
 // the fault-injecting storage tests cover the real backends' retries.
 type failingStore struct{ calls int }
 
-func (f *failingStore) Replace(context.Context, string, []byte, map[string]string) error {
+func (f *failingStore) ReplaceOwned(context.Context, string, string, []byte, map[string]string) error {
 	f.calls++
 	return errors.New("injected: bucket unreachable")
 }
+
+func (f *failingStore) RemoveAbandonedOwned(context.Context, string, []string) error { return nil }
 
 func TestStorageErrorCommitsNothing(t *testing.T) {
 	tpl, _ := naming.Parse("{{key}}")
@@ -342,5 +344,90 @@ func TestConcurrentWritesAndFlushes(t *testing.T) {
 		if got[k] != v {
 			t.Fatalf("%s holds %q, want the last value %q", k, got[k], v)
 		}
+	}
+}
+
+// TestFirstFlushRemovesDeadWritersTemps: with a template that doesn't name
+// the partition, the first flush of a partition's new owner removes the
+// temp file a writer of that partition left when it died mid-write (a
+// kill -9), and leaves a live writer's temp file of another partition in
+// the same directory, and its own. Three buckets on one directory stand
+// for three processes: the dead one's writer is never committed, the live
+// one's is committed after the flush.
+func TestFirstFlushRemovesDeadWritersTemps(t *testing.T) {
+	root := t.TempDir()
+	proc := func() *storage.Bucket {
+		b, err := storage.Open(context.Background(), "file://"+root, storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	dead, live := proc(), proc()
+	c := ctx(t)
+	start := func(b *storage.Bucket, key, owner string) *storage.Writer {
+		wr, err := b.NewReplacingWriter(c, key, owner, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wr.Write([]byte("unfinished\n")); err != nil {
+			t.Fatal(err)
+		}
+		return wr
+	}
+	deadW := start(dead, "out/x.json", "t/1")
+	t.Cleanup(deadW.Abort)
+	liveW := start(live, "out/y.json", "t/2")
+	temps := func() []string {
+		var out []string
+		ents, err := os.ReadDir(filepath.Join(root, "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	if n := len(temps()); n != 2 {
+		t.Fatalf("%d temp files before the flush, want the dead and the live writer's: %v", n, temps())
+	}
+
+	tpl, err := naming.Parse("{{key}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcfg := config.Default().Format
+	fcfg.Fields, fcfg.Envelope = []string{"value"}, false
+	w := New(Config{
+		Template: tpl, Prefix: "out/", Extension: ".json", Concurrency: 2,
+		NewEncoder:    func(wr io.Writer) (Encoder, error) { return format.NewEncoder(fcfg, wr) },
+		NewCompressor: func(wr io.Writer) (io.WriteCloser, error) { return format.NewCompressor("none", wr) },
+		ErrRecord:     format.ErrRecord,
+		NullValues:    "write",
+		Policy:        errpolicy.Policy{Tolerance: "none", Log: slog.New(slog.DiscardHandler)},
+	}, proc(), budget.New(64<<20, 0), slog.New(slog.DiscardHandler))
+	t.Cleanup(w.Close)
+	if err := w.Write(c, []*kgo.Record{rec(1, 0, "a", `1`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
+		t.Fatal(err)
+	}
+	// One left, and it is the live writer's: its commit needs it.
+	if left := temps(); len(left) != 1 {
+		t.Fatalf("temp files after the new owner's flush: %v, want only the live writer's", left)
+	}
+	if err := liveW.Commit(); err != nil {
+		t.Fatalf("the live writer of partition 2 lost its temp file: %v", err)
+	}
+	if got := objects(t, filepath.Join(root, "out")); !maps.Equal(got, map[string]string{"a.json": "1", "y.json": "unfinished"}) {
+		t.Fatalf("stored %v", got)
+	}
+	if left := temps(); len(left) != 0 {
+		t.Fatalf("temp files left: %v", left)
 	}
 }

@@ -302,13 +302,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		opts.OnStart(progress)
 	}
 	if cfg.Admin.Listen != "" {
+		access, err := admin.LoadAccess(cfg.Admin.Token, cfg.Admin.TokenFile, cfg.Admin.TLS.CertFile, cfg.Admin.TLS.KeyFile)
+		if err != nil {
+			return err
+		}
 		// Bind before consuming: a taken port is a startup error, not a
 		// warning nobody reads while the sink runs blind.
 		ln, err := net.Listen("tcp", cfg.Admin.Listen)
 		if err != nil {
 			return fmt.Errorf("admin.listen %q: %w; choose a free host:port, or \"\" to disable the endpoint", cfg.Admin.Listen, err)
 		}
-		srv := admin.NewWithListener(ln, admin.SourceFunc(progress.Status), log, storageMetrics, kafkaMetrics)
+		srv := admin.NewWithListener(ln, admin.SourceFunc(progress.Status), log, storageMetrics, kafkaMetrics).WithAccess(access)
 		actx, stopAdmin := context.WithCancel(context.Background())
 		adminDone := make(chan error, 1)
 		go func() { adminDone <- srv.Run(actx) }()

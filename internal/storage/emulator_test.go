@@ -461,7 +461,7 @@ func TestEmulatorWriterMemory(t *testing.T) {
 				return int64(sample[0].Value.Uint64())
 			}
 			base := live()
-			w, err := r.newWriter(ctx, key, nil, false)
+			w, err := r.newWriter(ctx, key, nil, writeOpts{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -21,8 +24,27 @@ const chunkSize = 256 << 10
 // that the final rename is atomic, and List skips them.
 const tmpPrefix = ".spillway-tmp-"
 
+// ownedTmpPrefix marks the temp files of writes with an owner
+// (ReplaceOwned). The final name doesn't say which partition writes it,
+// so the temp file's name says so instead: ownedTmpPrefix, ownerTag,
+// ".", a random suffix. removeAbandoned never takes them for its own
+// (their prefix differs from tmpPrefix).
+const ownedTmpPrefix = ".spillway-tmp@"
+
+// ownerTag is what an owned temp file's name holds of its owner: 64 bits
+// of its SHA-256, in hex. A topic name alone may take 249 of a file name's
+// 255 bytes, so the owner can't be written out; two owners of one
+// directory share a tag with odds of about n²/2⁶⁵ for n owners.
+func ownerTag(owner string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(sum[:8])
+}
+
 type local struct {
 	root string
+	// fileMode is what a committed file gets: 0666 less the process's
+	// umask, as open(2) would give it, since os.CreateTemp makes 0600.
+	fileMode os.FileMode
 
 	// writing holds this process's temp files still being written or
 	// committed: removeTemps must not take them for a dead writer's when
@@ -32,10 +54,43 @@ type local struct {
 }
 
 func openLocal(dir string) (*local, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("storage: create directory %s: %w", dir, err)
 	}
-	return &local{root: filepath.Clean(dir), writing: map[string]bool{}}, nil
+	return &local{root: filepath.Clean(dir), fileMode: 0o666 &^ processUmask(), writing: map[string]bool{}}, nil
+}
+
+// defaultUmask is assumed where the umask can't be read without changing
+// it: the usual one, which gives 0644 files.
+const defaultUmask os.FileMode = 0o022
+
+// processUmask reads the umask from /proc/self/status (Linux 4.7 and
+// later). syscall.Umask can only read it by setting it, and the umask is
+// the process's: a file another goroutine created between the two calls
+// would get the wrong mode.
+func processUmask() os.FileMode {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return defaultUmask
+	}
+	return parseUmask(string(b))
+}
+
+// parseUmask takes the "Umask:" line of a /proc/<pid>/status text, or
+// defaultUmask without one.
+func parseUmask(status string) os.FileMode {
+	for line := range strings.Lines(status) {
+		v, ok := strings.CutPrefix(line, "Umask:")
+		if !ok {
+			continue
+		}
+		m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+		if err != nil || m > 0o777 {
+			return defaultUmask
+		}
+		return os.FileMode(m)
+	}
+	return defaultUmask
 }
 
 func (l *local) path(key string) (string, error) {
@@ -46,25 +101,37 @@ func (l *local) path(key string) (string, error) {
 	return p, nil
 }
 
-func (l *local) newWriter(_ context.Context, key string, _ map[string]string, replace bool) (objectWriter, error) {
+func (l *local) newWriter(_ context.Context, key string, _ map[string]string, o writeOpts) (objectWriter, error) {
 	final, err := l.path(key)
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o777); err != nil { // less the umask, as mkdir -p
 		return nil, err
 	}
 	// The final name is in the temp name, so a later owner of the partition
-	// can tell which abandoned temp files are its to remove.
-	f, err := os.CreateTemp(dir, tmpPrefix+filepath.Base(final)+".*")
+	// can tell which abandoned temp files are its to remove; or, when the
+	// final name doesn't say, the owner is.
+	pattern := tmpPrefix + filepath.Base(final) + ".*"
+	if o.owner != "" {
+		pattern = ownedTmpPrefix + ownerTag(o.owner) + ".*"
+	}
+	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return nil, err
+	}
+	// CreateTemp makes the file 0600 whatever the umask; readers of the
+	// output (another user, a group) expect what other writers give.
+	if err := f.Chmod(l.fileMode); err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("chmod %s: %w", f.Name(), err)
 	}
 	l.mu.Lock()
 	l.writing[f.Name()] = true
 	l.mu.Unlock()
-	return &localWriter{f: f, final: final, l: l, replace: replace}, nil
+	return &localWriter{f: f, final: final, l: l, replace: o.replace}, nil
 }
 
 type localWriter struct {
@@ -269,11 +336,47 @@ func (l *local) close() error { return nil }
 
 // removeAbandoned deletes temp files left by a process that died while
 // writing, whose final key starts with prefix and belongs(key) says is
-// ours. A file's temp file is in its final directory, which can be any
-// directory under the prefix's (a template with a variable before
-// {{start_offset}}, or a "/" after it): the walk goes into every
-// directory whose keys can start with prefix, and into no other.
+// ours.
 func (l *local) removeAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error {
+	return l.walkTemps(ctx, prefix, func(p, key, name string) bool {
+		name, ok := strings.CutPrefix(name, tmpPrefix)
+		if !ok {
+			return false
+		}
+		// Strip CreateTemp's random suffix.
+		if i := strings.LastIndexByte(name, '.'); i > 0 {
+			name = name[:i]
+		}
+		final := path.Join(path.Dir(key), name)
+		return strings.HasPrefix(final, prefix) && belongs(final)
+	})
+}
+
+// removeOwned deletes the temp files of owned writes (ownedTmpPrefix)
+// under prefix whose owner is one of owners.
+func (l *local) removeOwned(ctx context.Context, prefix string, owners []string) error {
+	tags := make(map[string]bool, len(owners))
+	for _, o := range owners {
+		tags[ownerTag(o)] = true
+	}
+	return l.walkTemps(ctx, prefix, func(_, _, name string) bool {
+		rest, ok := strings.CutPrefix(name, ownedTmpPrefix)
+		if !ok {
+			return false
+		}
+		tag, _, ok := strings.Cut(rest, ".")
+		return ok && tags[tag]
+	})
+}
+
+// walkTemps removes the hidden files, under the directories whose keys can
+// start with prefix, that remove(path, key, base name) accepts, except
+// those this process is writing. A file's temp file is in its final
+// directory, which can be any directory under the prefix's (a template
+// with a variable before {{start_offset}}, or a "/" after it): the walk
+// goes into every directory whose keys can start with prefix, and into no
+// other.
+func (l *local) walkTemps(ctx context.Context, prefix string, remove func(p, key, name string) bool) error {
 	start := l.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		var err error
@@ -302,19 +405,13 @@ func (l *local) removeAbandoned(ctx context.Context, prefix string, belongs func
 			}
 			return nil
 		}
-		name, ok := strings.CutPrefix(d.Name(), tmpPrefix)
-		if !ok {
+		if !strings.HasPrefix(d.Name(), ".") || !remove(p, key, d.Name()) {
 			return nil
 		}
-		// Strip CreateTemp's random suffix.
-		if i := strings.LastIndexByte(name, '.'); i > 0 {
-			name = name[:i]
-		}
-		final := path.Join(path.Dir(key), name)
 		l.mu.Lock()
 		ours := l.writing[p]
 		l.mu.Unlock()
-		if ours || !strings.HasPrefix(final, prefix) || !belongs(final) {
+		if ours {
 			return nil
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -541,5 +543,60 @@ func TestRemoveAbandonedInFolders(t *testing.T) {
 	}
 	if want := []string{"out/t/2026/0-5.jsonl", "out/t-0-5/part.jsonl"}; !slices.Equal(asked, want) {
 		t.Errorf("asked about %q, want %q", asked, want)
+	}
+}
+
+// TestLocalFileModeFollowsUmask writes objects in a child process (the
+// umask is the process's, so a test can't change it in place) under
+// several umasks: a committed file is 0666 less the umask, as open(2) and
+// other writers make it, not os.CreateTemp's 0600; a directory is 0777
+// less the umask, as mkdir -p makes it.
+func TestLocalFileModeFollowsUmask(t *testing.T) {
+	if want := os.Getenv("SPILLWAY_TEST_UMASK_WANT"); want != "" {
+		umaskChild(t, want)
+		return
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skipf("the umask is read from /proc/self/status: %v", err)
+	}
+	for _, umask := range []string{"0002", "0027", "0077"} {
+		t.Run(umask, func(t *testing.T) {
+			mask, _ := strconv.ParseUint(umask, 8, 32)
+			cmd := exec.Command("sh", "-c", "umask "+umask+` && exec "$0" -test.run='^TestLocalFileModeFollowsUmask$' -test.v`, os.Args[0])
+			cmd.Env = append(os.Environ(), fmt.Sprintf("SPILLWAY_TEST_UMASK_WANT=%o", mask))
+			out, err := cmd.CombinedOutput()
+			if err != nil || !bytes.Contains(out, []byte("--- PASS: TestLocalFileModeFollowsUmask")) {
+				t.Fatalf("under umask %s: %v\n%s", umask, err, out)
+			}
+		})
+	}
+}
+
+// umaskChild is TestLocalFileModeFollowsUmask in the child process.
+func umaskChild(t *testing.T, want string) {
+	mask, err := strconv.ParseUint(want, 8, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, dir := openLocal(t, storage.Options{})
+	put(t, b, "topic/part/events-0-0.jsonl", []byte("x\n"))
+	if err := b.Replace(context.Background(), "topic/latest.json", []byte("{}"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rel  string
+		mode fs.FileMode
+	}{
+		{"topic/part/events-0-0.jsonl", 0o666 &^ fs.FileMode(mask)},
+		{"topic/latest.json", 0o666 &^ fs.FileMode(mask)},
+		{"topic/part", fs.ModeDir | 0o777&^fs.FileMode(mask)},
+	} {
+		info, err := os.Stat(filepath.Join(dir, c.rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode() != c.mode {
+			t.Errorf("%s: mode %v under umask %04o, want %v", c.rel, info.Mode(), mask, c.mode)
+		}
 	}
 }

@@ -90,7 +90,8 @@ func (e hiddenError) Error() string {
 
 func (e hiddenError) Unwrap() error { return e.err }
 
-func (r *remote) newWriter(ctx context.Context, key string, meta map[string]string, replace bool) (objectWriter, error) {
+func (r *remote) newWriter(ctx context.Context, key string, meta map[string]string, o writeOpts) (objectWriter, error) {
+	replace := o.replace
 	// Cancelling wctx is how gocloud aborts an upload.
 	wctx, cancel := context.WithCancel(ctx)
 	w, err := r.b.NewWriter(wctx, key, &blob.WriterOptions{
@@ -200,5 +201,8 @@ func (r *remote) read(ctx context.Context, key string) (io.ReadCloser, error) {
 // removeAbandoned has nothing to do: an unfinished remote upload is never
 // visible, and is aborted or expires on its own.
 func (r *remote) removeAbandoned(context.Context, string, func(string) bool) error { return nil }
+
+// removeOwned has nothing to do, as removeAbandoned.
+func (r *remote) removeOwned(context.Context, string, []string) error { return nil }
 
 func (r *remote) close() error { return r.b.Close() }

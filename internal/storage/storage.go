@@ -103,7 +103,9 @@ type backend interface {
 	// A commit is create-only (ErrExists when key is taken) unless replace
 	// is set: then it replaces what is under key, as one atomic step, and
 	// readers see either the old object or the new one, never a mix.
-	newWriter(ctx context.Context, key string, meta map[string]string, replace bool) (objectWriter, error)
+	//
+	// A non-empty owner names who writes key, for removeOwned.
+	newWriter(ctx context.Context, key string, meta map[string]string, o writeOpts) (objectWriter, error)
 	list(ctx context.Context, prefix string, fn func(Object) error) error
 	// listDir calls fn, in lexical order, for each name directly under
 	// prefix up to the next "/": a file (Object.Key the full key) or a
@@ -122,6 +124,10 @@ type backend interface {
 	// belongs accepts, never those of writes this process still has open.
 	// The remote backend has none: an unfinished upload is never visible.
 	removeAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error
+	// removeOwned deletes the leftovers, under prefix, of writes made for
+	// one of owners (see Bucket.ReplaceOwned), never those of writes this
+	// process still has open.
+	removeOwned(ctx context.Context, prefix string, owners []string) error
 	close() error
 }
 
@@ -267,11 +273,20 @@ func (b *Bucket) String() string { return b.url }
 // NewWriter starts an object. Nothing is visible under key until Commit
 // returns nil. ctx bounds the whole upload.
 func (b *Bucket) NewWriter(ctx context.Context, key string, meta map[string]string) (*Writer, error) {
-	return b.newWriter(ctx, key, meta, false)
+	return b.newWriter(ctx, key, meta, writeOpts{})
 }
 
-func (b *Bucket) newWriter(ctx context.Context, key string, meta map[string]string, replace bool) (*Writer, error) {
-	w, err := b.be.newWriter(ctx, key, meta, replace)
+// writeOpts are a write's options besides its key and metadata.
+type writeOpts struct {
+	// replace: the commit replaces what is under the key, instead of
+	// failing with ErrExists.
+	replace bool
+	// owner names who writes (ReplaceOwned); "" for none.
+	owner string
+}
+
+func (b *Bucket) newWriter(ctx context.Context, key string, meta map[string]string, o writeOpts) (*Writer, error) {
+	w, err := b.be.newWriter(ctx, key, meta, o)
 	if err != nil {
 		return nil, fmt.Errorf("storage: start %s: %w", key, err)
 	}
@@ -320,11 +335,11 @@ func (b *Bucket) Stat(ctx context.Context, key string) (Object, bool, error) {
 // Put stores a small object create-only, durably: ErrExists when the key is
 // taken.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte, meta map[string]string) error {
-	return b.put(ctx, key, data, meta, false)
+	return b.put(ctx, key, data, meta, writeOpts{})
 }
 
-func (b *Bucket) put(ctx context.Context, key string, data []byte, meta map[string]string, replace bool) error {
-	w, err := b.newWriter(ctx, key, meta, replace)
+func (b *Bucket) put(ctx context.Context, key string, data []byte, meta map[string]string, o writeOpts) error {
+	w, err := b.newWriter(ctx, key, meta, o)
 	if err != nil {
 		return err
 	}
@@ -340,7 +355,16 @@ func (b *Bucket) put(ctx context.Context, key string, data []byte, meta map[stri
 // for layouts whose objects are meant to be overwritten (one object per
 // record key), where writing the same object again is harmless.
 func (b *Bucket) Replace(ctx context.Context, key string, data []byte, meta map[string]string) error {
-	return b.put(ctx, key, data, meta, true)
+	return b.put(ctx, key, data, meta, writeOpts{replace: true})
+}
+
+// ReplaceOwned is Replace for a key whose name doesn't say who writes it
+// (one object per record key, from any partition): owner does, such as
+// "topic/partition". A local directory's temp file carries it, so that
+// the next owner can remove what a writer that died mid-write left, with
+// RemoveAbandonedOwned.
+func (b *Bucket) ReplaceOwned(ctx context.Context, key, owner string, data []byte, meta map[string]string) error {
+	return b.put(ctx, key, data, meta, writeOpts{replace: true, owner: owner})
 }
 
 // RemoveAbandoned deletes what a writer that died mid-write left under
@@ -351,6 +375,27 @@ func (b *Bucket) Replace(ctx context.Context, key string, data []byte, meta map[
 func (b *Bucket) RemoveAbandoned(ctx context.Context, prefix string, belongs func(key string) bool) error {
 	if err := b.be.removeAbandoned(ctx, prefix, belongs); err != nil {
 		return fmt.Errorf("storage: remove abandoned temp files under %q: %w", prefix, err)
+	}
+	return nil
+}
+
+// NewReplacingWriter starts an object that replaces what is under key at
+// Commit, as ReplaceOwned stores it, streamed.
+func (b *Bucket) NewReplacingWriter(ctx context.Context, key, owner string, meta map[string]string) (*Writer, error) {
+	return b.newWriter(ctx, key, meta, writeOpts{replace: true, owner: owner})
+}
+
+// RemoveAbandonedOwned deletes what writers that died mid-write left
+// under prefix, for the owners given to ReplaceOwned: temp files of a
+// local directory. Call it only for owners (partitions) this process owns
+// now, before writing for them: a paused former owner's write in flight
+// is lost, as with RemoveAbandoned.
+func (b *Bucket) RemoveAbandonedOwned(ctx context.Context, prefix string, owners []string) error {
+	if len(owners) == 0 {
+		return nil
+	}
+	if err := b.be.removeOwned(ctx, prefix, owners); err != nil {
+		return fmt.Errorf("storage: remove abandoned temp files of %q under %q: %w", owners, prefix, err)
 	}
 	return nil
 }
