@@ -19,8 +19,8 @@ import (
 
 // PreflightTimeout bounds the whole startup check, so that an endpoint that
 // never answers (a firewall dropping packets, a wrong host) fails startup
-// with a message instead of hanging it. Six small requests fit in it many
-// times over, with the SDKs' own retries.
+// with a message instead of hanging it. Its few small requests (nine at
+// most, on S3) fit in it many times over, with the SDKs' own retries.
 const PreflightTimeout = 30 * time.Second
 
 // preflightPrefix starts the base name of the probe object, which lives in
@@ -46,6 +46,9 @@ type PreflightReport struct {
 	// an object instead of failing with ErrExists. See CreateOnlyLoss for
 	// what that costs.
 	CreateOnlyIgnored bool
+	// ignoredBy is the write the store took, for the message; "" is a
+	// second write like the first.
+	ignoredBy string
 }
 
 // CreateOnlyLoss says what is lost on a store that ignores create-only
@@ -75,18 +78,23 @@ func createOnlyRequest(scheme string) string {
 // CreateOnlyIgnoredMessage says what the preflight saw when
 // rep.CreateOnlyIgnored is set: which store, which probe, which request.
 func (b *Bucket) CreateOnlyIgnoredMessage(rep PreflightReport) string {
-	return fmt.Sprintf("%s ignores create-only writes: the preflight wrote %q twice with %s and the store replaced the first object instead of refusing the second (412 Precondition Failed)",
-		b.url, rep.Probe, createOnlyRequest(b.scheme))
+	again := rep.ignoredBy
+	if again == "" {
+		again = "wrote it again the same way"
+	}
+	return fmt.Sprintf("%s ignores create-only writes: the preflight wrote %q with %s, then %s, and the store took that too instead of refusing it as taken",
+		b.url, rep.Probe, createOnlyRequest(b.scheme), again)
 }
 
 // Preflight checks, before any record is consumed, that the bucket can do
 // what Spillway will ask of it: list under prefix (resuming from storage
 // lists a partition's files), write a new object create-only under prefix,
 // read it back (resuming reads the last file), and refuse a second
-// create-only write of it (PreflightReport.CreateOnlyIgnored when the
-// store took it instead). It then deletes the probe object, whose name is
-// random: many instances may check one prefix at once. It takes at most
-// PreflightTimeout, or ctx's deadline if sooner.
+// create-only write of it, and on S3 a create-only multipart upload to it
+// too (PreflightReport.CreateOnlyIgnored when the store took either). It
+// then deletes the probe object, whose name is random: many instances may
+// check one prefix at once. It takes at most PreflightTimeout, or ctx's
+// deadline if sooner.
 //
 // The error, when not nil, says what to fix: a *FatalError for a missing
 // bucket, refused credentials, a denied permission or a wrong region; or a
@@ -152,6 +160,16 @@ func (r *remote) preflight(ctx context.Context, prefix string, rep *PreflightRep
 	if err != nil {
 		_ = r.b.Delete(ctx, probe)
 		return r.explain(err, fmt.Sprintf("write %q a second time, create-only", probe))
+	}
+	if !rep.CreateOnlyIgnored {
+		rep.CreateOnlyIgnored, _, err = s3MultipartTakesTakenName(ctx, r.b, r.name, probe)
+		if err != nil {
+			_ = r.b.Delete(ctx, probe)
+			return r.explain(err, fmt.Sprintf("complete a multipart upload to %q, create-only", probe))
+		}
+		if rep.CreateOnlyIgnored {
+			rep.ignoredBy = "completed a one-part multipart upload to it the same way (CompleteMultipartUpload)"
+		}
 	}
 	if err := r.b.Delete(ctx, probe); err != nil {
 		rep.Leftover = r.explain(err, fmt.Sprintf("delete %q", probe))

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
 )
@@ -114,12 +116,46 @@ func TestEmulatorPreflightCreateOnlyIgnored(t *testing.T) {
 		t.Errorf("after preflight the bucket holds %v, want nothing", got)
 	}
 	msg := b.CreateOnlyIgnoredMessage(rep)
-	for _, w := range []string{"s3://" + name, rep.Probe, "If-None-Match: *", "ignores create-only writes"} {
+	for _, w := range []string{"s3://" + name, rep.Probe, "If-None-Match: *", "ignores create-only writes", "wrote it again"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("message does not say %q: %s", w, msg)
 		}
 	}
 	t.Log(msg)
+	strip.Release()
+
+	// A store can honour the header on PutObject and ignore it on
+	// CompleteMultipartUpload, as gofakes3 v1.2.0 does: then every file
+	// of a part or more replaces what is under its name.
+	multipart := p.Inject(faultproxy.Rule{
+		Match: func(r *http.Request) bool { return faultproxy.Conditional(r) && r.URL.Query().Has("uploadId") },
+		Fault: faultproxy.Fault{Kind: faultproxy.Strip, Strip: []string{"If-None-Match"}},
+	})
+	rep, err = b.Preflight(ctx, "raw/")
+	if err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	if !rep.CreateOnlyIgnored || multipart.Count() != 1 {
+		t.Errorf("multipart completion without If-None-Match: CreateOnlyIgnored %v, headers dropped %d, want true and 1", rep.CreateOnlyIgnored, multipart.Count())
+	}
+	if msg := b.CreateOnlyIgnoredMessage(rep); !strings.Contains(msg, "CompleteMultipartUpload") {
+		t.Errorf("message does not say the multipart upload was taken: %s", msg)
+	}
+	if got := listKeys(t, ctx, b, ""); len(got) != 0 {
+		t.Errorf("after preflight the bucket holds %v, want nothing", got)
+	}
+	// The honest runs' refused completions left no upload open.
+	var c *s3.Client
+	if !b.be.(*remote).b.As(&c) {
+		t.Fatal("not an s3 bucket")
+	}
+	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Uploads) != 0 {
+		t.Errorf("%d multipart uploads left open", len(ups.Uploads))
+	}
 }
 
 // TestEmulatorPreflightMissingBucket: a bucket that does not exist fails the
