@@ -79,9 +79,13 @@ func TestCreateOnlyIgnored(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs lockedBuffer
-		err := Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{})
-		if err == nil {
-			t.Fatal("Run started against a store that ignores create-only writes")
+		rctx, stop := context.WithCancel(ctx)
+		defer stop()
+		var started atomic.Bool
+		// A run that starts is stopped at once: the test fails, not hangs.
+		err := Run(rctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{OnStart: func(*Progress) { started.Store(true); stop() }})
+		if err == nil || started.Load() {
+			t.Fatalf("Run started against a store that ignores create-only writes (err %v)", err)
 		}
 		t.Logf("%v", err)
 		for _, w := range []string{
@@ -107,6 +111,7 @@ func TestCreateOnlyIgnored(t *testing.T) {
 
 	t.Run("acknowledged", func(t *testing.T) {
 		cfg := *cfg
+		cfg.Kafka.Group = "sink-test-acknowledged"
 		cfg.Storage.ConditionalWrites = "unsafe_ignore"
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
@@ -120,7 +125,11 @@ func TestCreateOnlyIgnored(t *testing.T) {
 			done <- Run(rctx, &cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{OnStart: progress.Store})
 		}()
 		waitCommitted(t, cl, cfg.Kafka.Group, end)
-		warnings := progress.Load().Status().Warnings
+		pr := progress.Load()
+		if pr == nil {
+			t.Fatal("offsets committed before Run said it started")
+		}
+		warnings := pr.Status().Warnings
 		stop()
 		if err := <-done; err != nil {
 			t.Fatalf("Run: %v\n%s", err, logs.String())
