@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
 )
@@ -150,4 +152,38 @@ func TestCreateOnlyIgnored(t *testing.T) {
 		}
 		t.Log(warn)
 	})
+}
+
+// TestCreateOnlyPolicy: what the preflight's finding means for each
+// setting and layout. A one-object-per-key template replaces its objects
+// by design, so a store without create-only writes costs it nothing.
+func TestCreateOnlyPolicy(t *testing.T) {
+	b, err := storage.Open(context.Background(), "file://"+t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ignored := storage.PreflightReport{Probe: "raw/_spillway/.spillway-preflight-1", CreateOnlyIgnored: true}
+	for _, tc := range []struct {
+		name, setting string
+		pf            storage.PreflightReport
+		latest        bool
+		wantWarn      bool
+		wantErr       bool
+	}{
+		{"honest store", "required", storage.PreflightReport{}, false, false, false},
+		{"honest store, acknowledged anyway", "unsafe_ignore", storage.PreflightReport{}, false, false, false},
+		{"ignored, required", "required", ignored, false, false, true},
+		{"ignored, acknowledged", "unsafe_ignore", ignored, false, true, false},
+		{"ignored, one object per key", "required", ignored, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Storage.ConditionalWrites = tc.setting
+			w, err := createOnlyPolicy(cfg, b, tc.pf, tc.latest, testLogger(t))
+			if (w != "") != tc.wantWarn || (err != nil) != tc.wantErr {
+				t.Errorf("warning %q, err %v", w, err)
+			}
+		})
+	}
 }
