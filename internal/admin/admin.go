@@ -154,6 +154,10 @@ type Status struct {
 	RecentCloses []FileClose `json:"recent_closes"`
 	// Version is the build's version, for spillway_build_info.
 	Version string `json:"version"`
+	// Warnings are what the process was started despite, for as long as
+	// it runs (a store that ignores create-only writes, acknowledged by
+	// storage.conditional_writes: unsafe_ignore).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RegistryStatus is the schema registry client's state. While Waiting,

@@ -89,6 +89,12 @@ type Storage struct {
 	// offset, and verify counts those files apart instead of reporting
 	// them.
 	EarlierFiles string `koanf:"earlier_files"`
+	// ConditionalWrites says what to do when the startup check finds
+	// that the store ignores create-only writes (an S3-compatible store
+	// without If-None-Match): "required" stops with exit 1;
+	// "unsafe_ignore" runs without the fencing and the protection of
+	// foreign objects they give, with a warning.
+	ConditionalWrites string `koanf:"conditional_writes"`
 }
 
 // File decides how records are grouped into files.

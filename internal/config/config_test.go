@@ -231,6 +231,8 @@ func TestRejects(t *testing.T) {
 			[]string{`storage.max_retries: "51" is out of range; use 0 (fail on the first error) to 50`}},
 		{"bad topic id policy", "storage:\n  topic_id_change: adopt\n", nil,
 			[]string{`storage.topic_id_change: "adopt" is not valid; use fail or start_fresh`}},
+		{"bad conditional writes policy", "storage:\n  conditional_writes: skip\n", nil,
+			[]string{`storage.conditional_writes: "skip" is not valid; use required or unsafe_ignore`}},
 
 		// file
 		{"file limits out of range", "file:\n  max_records: -1\n  max_bytes: 512B\n  max_age: 500ms\n", nil, []string{
@@ -506,7 +508,7 @@ func TestDefaults(t *testing.T) {
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
 			StartOffset: "earliest", ClientID: "spillway", SessionTimeout: 45 * time.Second, StartupTimeout: time.Minute,
 		},
-		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail", EarlierFiles: "none"},
+		Storage: Storage{URL: "file:///tmp/spillway-out", PartSize: 8 << 20, UploadConcurrency: 4, MaxRetries: 9, TopicIDChange: "fail", EarlierFiles: "none", ConditionalWrites: "required"},
 		File: File{
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",
 			TimestampSource: "wallclock", Timezone: "UTC", Extension: "auto",
@@ -591,7 +593,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout", "kafka.startup_timeout",
 		"kafka.tls.enabled", "kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file",
 		"kafka.sasl.mechanism", "kafka.sasl.username", "kafka.sasl.password",
-		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change", "storage.earlier_files",
+		"storage.url", "storage.prefix", "storage.part_size", "storage.upload_concurrency", "storage.max_retries", "storage.topic_id_change", "storage.earlier_files", "storage.conditional_writes",
 		"file.name_template", "file.timestamp_source", "file.timezone", "file.extension", "file.max_records", "file.max_bytes", "file.max_age",
 		"format.type", "format.compression", "format.fields", "format.value_encoding", "format.envelope", "format.bytes_separator",
 		"schema_registry.url", "schema_registry.username", "schema_registry.password", "schema_registry.decode",

@@ -28,6 +28,7 @@ func Default() *Config {
 			MaxRetries:        9,
 			TopicIDChange:     "fail",
 			EarlierFiles:      "none",
+			ConditionalWrites: "required",
 		},
 		File: File{
 			NameTemplate:    "{{topic}}-{{partition}}-{{start_offset}}",

@@ -37,6 +37,7 @@ storage:
   max_retries: 9
   topic_id_change: fail
   earlier_files: none
+  conditional_writes: required
 file:
   name_template: '{{topic}}-{{partition}}-{{start_offset}}'
   timestamp_source: wallclock
@@ -124,7 +125,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			TLS:  TLS{Enabled: true, CAFile: files[0], CertFile: files[1], KeyFile: files[2]},
 			SASL: SASL{Mechanism: "PLAIN", Username: "u", Password: "hunter2"},
 		},
-		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh", EarlierFiles: "foreign"},
+		Storage: Storage{URL: "s3://bucket?region=eu-west-1&use_path_style=true", Prefix: "raw/", PartSize: 5_000_000 + 1<<20, UploadConcurrency: 2, TopicIDChange: "start_fresh", EarlierFiles: "foreign", ConditionalWrites: "unsafe_ignore"},
 		File: File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", TimestampSource: "event", Timezone: "Europe/Berlin",
 			MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
 		Format: Format{Type: "bytes", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false, BytesSeparator: `\r\n`},

@@ -366,6 +366,7 @@ func (s *Storage) check(ps *problems) {
 	}
 	ps.oneOf("storage.topic_id_change", s.TopicIDChange, []string{"fail", "start_fresh"})
 	ps.oneOf("storage.earlier_files", s.EarlierFiles, []string{"none", "spillway", "foreign"})
+	ps.oneOf("storage.conditional_writes", s.ConditionalWrites, []string{"required", "unsafe_ignore"})
 }
 
 // checkURL validates storage.url and returns its scheme. Values are shown

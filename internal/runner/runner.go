@@ -60,6 +60,8 @@ type Progress struct {
 	mon     *monitor
 	version string
 	reg     *registry.Registry // nil without schema_registry.url
+	// warnings are shown on /status for as long as the process runs.
+	warnings []string
 }
 
 // writer is what the runner drives: the sink, or for the one-object-per-key
@@ -177,6 +179,15 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if pf.Leftover != nil {
 		log.Warn("storage preflight could not delete its probe object; it is harmless (no file name matches it) and may be deleted by hand",
 			"key", pf.Probe, "err", pf.Leftover)
+	}
+	var warnings []string
+	w, err := createOnlyPolicy(cfg, bucket, pf, names.Template.LatestPerKey(), log)
+	if err != nil {
+		return err
+	}
+	if w != "" {
+		log.Warn(w)
+		warnings = append(warnings, w)
 	}
 	// Also before the consumer exists: the consumer retries a broker it
 	// can't reach, refused credentials or a missing topic forever and in
@@ -297,7 +308,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			log.Warn("exiting without a clean close of the Kafka client", "err", err)
 		}
 	}()
-	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b, mon: mon, version: opts.Version, reg: reg}
+	progress := &Progress{Plan: plan, sink: snk, source: src, budget: b, mon: mon, version: opts.Version, reg: reg, warnings: warnings}
 	if opts.OnStart != nil {
 		opts.OnStart(progress)
 	}

@@ -70,6 +70,7 @@ func (p *Progress) Status() admin.Status {
 	s.Pauses = src.Pauses
 	s.PausedSeconds = src.PausedFor.Seconds()
 	s.Version = p.version
+	s.Warnings = p.warnings
 	var open []sink.OpenFile
 	if of, ok := p.sink.(interface{ OpenFiles() []sink.OpenFile }); ok {
 		open = of.OpenFiles()

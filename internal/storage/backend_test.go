@@ -15,10 +15,11 @@ type seamBackend struct {
 	prefix              string
 }
 
-func (s *seamBackend) preflight(_ context.Context, prefix, _ string) (error, error) {
+func (s *seamBackend) preflight(_ context.Context, prefix string, rep *PreflightReport) error {
 	s.preflights++
 	s.prefix = prefix
-	return errLeftover, nil
+	rep.Leftover = errLeftover
+	return nil
 }
 
 func (s *seamBackend) removeAbandoned(_ context.Context, prefix string, belongs func(string) bool) error {

@@ -13,17 +13,22 @@ import (
 	"time"
 
 	"gocloud.dev/blob"
+
+	"github.com/spillway/spillway/internal/naming"
 )
 
 // PreflightTimeout bounds the whole startup check, so that an endpoint that
 // never answers (a firewall dropping packets, a wrong host) fails startup
-// with a message instead of hanging it. Four small requests fit in it many
-// times over, with the SDKs' own retries.
+// with a message instead of hanging it. Its few small requests (nine at
+// most, on S3) fit in it many times over, with the SDKs' own retries.
 const PreflightTimeout = 30 * time.Second
 
-// preflightPrefix starts the name of the probe object. It begins with a dot
-// so that the local backend's List skips it, and no name template can match
-// it (a template needs a numeric partition where "preflight" stands).
+// preflightPrefix starts the base name of the probe object, which lives in
+// the prefix's state directory (naming.StateDir) beside the ledger: Hive,
+// Spark, Trino and DuckDB skip a directory starting with '_', verify skips
+// the state directory and dot names, and the local backend's List skips
+// dot names. The ledger lists only its own subdirectory, so a probe left
+// over is never taken for an entry.
 const preflightPrefix = ".spillway-preflight-"
 
 // PreflightReport says what Preflight checked and what it could not clean.
@@ -35,13 +40,61 @@ type PreflightReport struct {
 	// it) but visible. Spillway never deletes objects otherwise, so a
 	// policy without delete permission is legitimate: warn, don't fail.
 	Leftover error
+	// CreateOnlyIgnored is set when the store accepted a second
+	// create-only write of the probe: it ignores conditional writes (an
+	// S3-compatible store without If-None-Match), so a commit can replace
+	// an object instead of failing with ErrExists. See CreateOnlyLoss for
+	// what that costs.
+	CreateOnlyIgnored bool
+	// ignoredBy is the write the store took, for the message; "" is a
+	// second write like the first.
+	ignoredBy string
+}
+
+// CreateOnlyLoss says what is lost on a store that ignores create-only
+// writes (PreflightReport.CreateOnlyIgnored), for the message that refuses
+// to start and the warning of a run that goes on regardless.
+const CreateOnlyLoss = "fencing against a paused previous owner of a partition is gone " +
+	"(an instance that stalls past kafka.session_timeout and wakes up replaces the ledger entries and files its successor wrote, " +
+	"so records are lost or written twice, silently), " +
+	"and an object another writer put under the name of a Spillway file is silently replaced"
+
+// createOnlyRequest names what a create-only write sends to the store of
+// scheme, for messages.
+func createOnlyRequest(scheme string) string {
+	switch scheme {
+	case "s3":
+		return "If-None-Match: *"
+	case "gs":
+		return "ifGenerationMatch=0"
+	case "azblob":
+		return "If-None-Match: *"
+	case "file":
+		return "link(2), which never replaces"
+	}
+	return "create-only"
+}
+
+// CreateOnlyIgnoredMessage says what the preflight saw when
+// rep.CreateOnlyIgnored is set: which store, which probe, which request.
+func (b *Bucket) CreateOnlyIgnoredMessage(rep PreflightReport) string {
+	again := rep.ignoredBy
+	if again == "" {
+		again = "wrote it again the same way"
+	}
+	return fmt.Sprintf("%s ignores create-only writes: the preflight wrote %q with %s, then %s, and the store took that too instead of refusing it as taken",
+		b.url, rep.Probe, createOnlyRequest(b.scheme), again)
 }
 
 // Preflight checks, before any record is consumed, that the bucket can do
 // what Spillway will ask of it: list under prefix (resuming from storage
 // lists a partition's files), write a new object create-only under prefix,
-// and read it back (resuming reads the last file). It then deletes the probe
-// object. It takes at most PreflightTimeout, or ctx's deadline if sooner.
+// read it back (resuming reads the last file), and refuse a second
+// create-only write of it, and on S3 a create-only multipart upload to it
+// too (PreflightReport.CreateOnlyIgnored when the store took either). It
+// then deletes the probe object, whose name is random: many instances may
+// check one prefix at once. It takes at most PreflightTimeout, or ctx's
+// deadline if sooner.
 //
 // The error, when not nil, says what to fix: a *FatalError for a missing
 // bucket, refused credentials, a denied permission or a wrong region; or a
@@ -55,11 +108,10 @@ func (b *Bucket) preflight(ctx context.Context, prefix string, timeout time.Dura
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return PreflightReport{}, fmt.Errorf("storage: preflight: %w", err)
 	}
-	rep := PreflightReport{Probe: prefix + preflightPrefix + hex.EncodeToString(rnd[:])}
+	rep := PreflightReport{Probe: prefix + naming.StateDir + "/" + preflightPrefix + hex.EncodeToString(rnd[:])}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var err error
-	rep.Leftover, err = b.be.preflight(pctx, prefix, rep.Probe)
+	err := b.be.preflight(pctx, prefix, &rep)
 	if err == nil {
 		return rep, nil
 	}
@@ -77,21 +129,23 @@ func (b *Bucket) preflight(ctx context.Context, prefix string, timeout time.Dura
 // finds one left over.
 const preflightData = "spillway preflight: checks that this bucket is writable; safe to delete\n"
 
-// preflight lists one key under prefix, writes the probe create-only, reads
-// it back and deletes it. A failed delete is returned as leftover, not err.
-func (r *remote) preflight(ctx context.Context, prefix, probe string) (leftover error, err error) {
+// preflight lists one key under prefix, writes the probe create-only,
+// reads it back, writes it create-only again and deletes it. A failed
+// delete is reported as leftover, not err.
+func (r *remote) preflight(ctx context.Context, prefix string, rep *PreflightReport) error {
+	probe := rep.Probe
 	// One page of one key: listing must work, but the bucket may hold
 	// millions of objects.
 	if _, _, err := r.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: prefix}); err != nil {
-		return nil, r.explain(err, fmt.Sprintf("list objects under %q", prefix))
+		return r.explain(err, fmt.Sprintf("list objects under %q", prefix))
 	}
-	err = r.b.WriteAll(ctx, probe, []byte(preflightData), &blob.WriterOptions{
+	err := r.b.WriteAll(ctx, probe, []byte(preflightData), &blob.WriterOptions{
 		ContentType:                 "text/plain",
 		DisableContentTypeDetection: true,
 		IfNotExist:                  true, // what every real write sends
 	})
 	if err != nil {
-		return nil, r.explain(err, fmt.Sprintf("write %q", probe))
+		return r.explain(err, fmt.Sprintf("write %q", probe))
 	}
 	got, err := r.b.ReadAll(ctx, probe)
 	if err == nil && string(got) != preflightData {
@@ -100,12 +154,52 @@ func (r *remote) preflight(ctx context.Context, prefix, probe string) (leftover 
 	if err != nil {
 		// Delete anyway: the probe should not outlive a failed check.
 		_ = r.b.Delete(ctx, probe)
-		return nil, r.explain(err, fmt.Sprintf("read %q", probe))
+		return r.explain(err, fmt.Sprintf("read %q", probe))
+	}
+	rep.CreateOnlyIgnored, err = writeAgain(ctx, r, probe)
+	if err != nil {
+		_ = r.b.Delete(ctx, probe)
+		return r.explain(err, fmt.Sprintf("write %q a second time, create-only", probe))
+	}
+	if !rep.CreateOnlyIgnored {
+		rep.CreateOnlyIgnored, _, err = s3MultipartTakesTakenName(ctx, r.b, r.name, probe)
+		if err != nil {
+			_ = r.b.Delete(ctx, probe)
+			return r.explain(err, fmt.Sprintf("complete a multipart upload to %q, create-only", probe))
+		}
+		if rep.CreateOnlyIgnored {
+			rep.ignoredBy = "completed a one-part multipart upload to it the same way (CompleteMultipartUpload)"
+		}
 	}
 	if err := r.b.Delete(ctx, probe); err != nil {
-		return r.explain(err, fmt.Sprintf("delete %q", probe)), nil
+		rep.Leftover = r.explain(err, fmt.Sprintf("delete %q", probe))
 	}
-	return nil, nil
+	return nil
+}
+
+// writeAgain writes probe, which exists, create-only once more through
+// be's own writer, the path of every data file and ledger entry, and
+// reports whether the store took it: a store that honours create-only
+// writes refuses with ErrExists. Spillway's fencing rests on that refusal,
+// and an S3-compatible store that ignores If-None-Match gives no sign of
+// it otherwise.
+func writeAgain(ctx context.Context, be backend, probe string) (accepted bool, err error) {
+	w, err := be.newWriter(ctx, probe, nil, writeOpts{})
+	if err != nil {
+		return false, err
+	}
+	if _, err := w.Write([]byte(preflightData)); err != nil {
+		w.abort()
+		return false, err
+	}
+	err = w.commit()
+	if errors.Is(err, ErrExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // explain classifies err like wrap, and says which step failed. Missing
@@ -144,14 +238,15 @@ func noAWSCredentials(err error) (string, bool) {
 }
 
 // preflight checks that a file can be created, written, synced and
-// removed in the directory of probe: the directory is created if needed,
-// as every write would. A local probe is always removed.
-func (l *local) preflight(_ context.Context, _, probe string) (leftover, err error) {
-	return nil, l.probe(probe)
+// removed in the directory of the probe, and that a second create-only
+// write of it fails: the directory is created if needed, as every write
+// would. A local probe is always removed.
+func (l *local) preflight(ctx context.Context, _ string, rep *PreflightReport) error {
+	return l.probe(ctx, rep)
 }
 
-func (l *local) probe(probe string) error {
-	p, err := l.path(probe)
+func (l *local) probe(ctx context.Context, rep *PreflightReport) error {
+	p, err := l.path(rep.Probe)
 	if err != nil {
 		return err
 	}
@@ -172,6 +267,11 @@ func (l *local) probe(probe string) error {
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		// link(2) never replaces, but a file system mounted through FUSE
+		// or a network share need not keep that promise.
+		rep.CreateOnlyIgnored, err = writeAgain(ctx, l, rep.Probe)
 	}
 	if rerr := os.Remove(p); err == nil {
 		err = rerr

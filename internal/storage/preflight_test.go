@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/faultproxy"
 )
 
 // wantFatal checks that err is a *FatalError of kind, that IsFatal says so,
@@ -54,14 +57,105 @@ func TestEmulatorPreflight(t *testing.T) {
 			if rep.Leftover != nil {
 				t.Errorf("Preflight(%q) could not delete %s: %v", prefix, rep.Probe, rep.Leftover)
 			}
-			if !strings.HasPrefix(rep.Probe, prefix+preflightPrefix) {
-				t.Errorf("probe key %q is not under %q", rep.Probe, prefix)
+			if !strings.HasPrefix(rep.Probe, prefix+"_spillway/"+preflightPrefix) {
+				t.Errorf("probe key %q is not in %q's state directory", rep.Probe, prefix)
+			}
+			if rep.CreateOnlyIgnored {
+				t.Errorf("Preflight(%q): %s took a second create-only write of %s", prefix, e.name, rep.Probe)
 			}
 		}
 		if got := listKeys(t, ctx, b, ""); len(got) != 0 {
 			t.Errorf("after preflight the bucket holds %v, want nothing", got)
 		}
 	})
+}
+
+// TestEmulatorPreflightCreateOnlyIgnored: on an S3-compatible store that
+// ignores If-None-Match, the preflight's second create-only write of its
+// probe succeeds, and the report says so; the probe is still cleaned up.
+// The emulators all honour create-only writes, and such stores can't be
+// had here, so the store is versitygw behind a proxy that drops the header
+// from every request that carries one and signs the request again (S3's
+// signature covers If-None-Match), as a store that doesn't know the header
+// ignores it. That the proxy really dropped it is counted, and without the
+// rule the same proxy gives the honest answer.
+func TestEmulatorPreflightCreateOnlyIgnored(t *testing.T) {
+	e := s3Emulator(t)
+	testkit.WaitIdleConns(t)
+	ctx := testCtx(t)
+	_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
+	p := faultproxy.New(t, os.Getenv("SPILLWAY_TEST_S3_ENDPOINT"), faultproxy.Options{PreserveHost: true,
+		ResignS3: &faultproxy.S3Credentials{AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), Secret: os.Getenv("AWS_SECRET_ACCESS_KEY"), Region: "us-east-1"}})
+	u := "s3://" + name + "?endpoint=" + p.URL() + "&use_path_style=true&region=us-east-1"
+	b, err := Open(ctx, u, Options{PartSize: emuPartSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	rep, err := b.Preflight(ctx, "raw/")
+	if err != nil || rep.CreateOnlyIgnored || rep.Leftover != nil {
+		t.Fatalf("through the proxy, before any header is dropped: report %+v, err %v; want an honest store", rep, err)
+	}
+
+	strip := p.Inject(faultproxy.DropIfNoneMatch())
+	rep, err = b.Preflight(ctx, "raw/")
+	if err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	if !rep.CreateOnlyIgnored {
+		t.Errorf("Preflight did not see the second create-only write of %s succeed", rep.Probe)
+	}
+	if n := strip.Count(); n != 2 {
+		t.Errorf("the proxy dropped If-None-Match from %d requests, want the probe's 2 writes", n)
+	}
+	if rep.Leftover != nil {
+		t.Errorf("probe left over: %v", rep.Leftover)
+	}
+	if got := listKeys(t, ctx, b, ""); len(got) != 0 {
+		t.Errorf("after preflight the bucket holds %v, want nothing", got)
+	}
+	msg := b.CreateOnlyIgnoredMessage(rep)
+	for _, w := range []string{"s3://" + name, rep.Probe, "If-None-Match: *", "ignores create-only writes", "wrote it again"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message does not say %q: %s", w, msg)
+		}
+	}
+	t.Log(msg)
+	strip.Release()
+
+	// A store can honour the header on PutObject and ignore it on
+	// CompleteMultipartUpload, as gofakes3 v1.2.0 does: then every file
+	// of a part or more replaces what is under its name.
+	multipart := p.Inject(faultproxy.Rule{
+		Match: func(r *http.Request) bool { return faultproxy.Conditional(r) && r.URL.Query().Has("uploadId") },
+		Fault: faultproxy.Fault{Kind: faultproxy.Strip, Strip: []string{"If-None-Match"}},
+	})
+	rep, err = b.Preflight(ctx, "raw/")
+	if err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	if !rep.CreateOnlyIgnored || multipart.Count() != 1 {
+		t.Errorf("multipart completion without If-None-Match: CreateOnlyIgnored %v, headers dropped %d, want true and 1", rep.CreateOnlyIgnored, multipart.Count())
+	}
+	if msg := b.CreateOnlyIgnoredMessage(rep); !strings.Contains(msg, "CompleteMultipartUpload") {
+		t.Errorf("message does not say the multipart upload was taken: %s", msg)
+	}
+	if got := listKeys(t, ctx, b, ""); len(got) != 0 {
+		t.Errorf("after preflight the bucket holds %v, want nothing", got)
+	}
+	// The honest runs' refused completions left no upload open.
+	var c *s3.Client
+	if !b.be.(*remote).b.As(&c) {
+		t.Fatal("not an s3 bucket")
+	}
+	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Uploads) != 0 {
+		t.Errorf("%d multipart uploads left open", len(ups.Uploads))
+	}
 }
 
 // TestEmulatorPreflightMissingBucket: a bucket that does not exist fails the
@@ -280,8 +374,12 @@ func TestLocalPreflight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := b.Preflight(context.Background(), "raw/x/"); err != nil {
+	rep, err := b.Preflight(context.Background(), "raw/x/")
+	if err != nil {
 		t.Fatalf("Preflight: %v", err)
+	}
+	if rep.CreateOnlyIgnored {
+		t.Errorf("a local directory took a second create-only write of %s", rep.Probe)
 	}
 	var left []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

@@ -1,12 +1,19 @@
 package storage
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob"
 )
 
@@ -86,4 +93,54 @@ func s3StreamingHook(b *blob.Bucket, partSize int64, storageClass string) func(f
 		})
 		return nil
 	}
+}
+
+// s3MultipartTakesTakenName completes a one-part multipart upload to key,
+// which exists, with If-None-Match: *, and reports whether the store took
+// it (then key holds the same bytes again). A store can honour the header on PutObject and ignore it on
+// CompleteMultipartUpload (gofakes3 v1.2.0 does): files of a part or more
+// would then replace what is under their names, while small writes are
+// refused. The last (here the only) part may be smaller than S3's 5 MiB
+// minimum, so the check costs three small requests. ok is false when b is
+// not an S3 bucket.
+func s3MultipartTakesTakenName(ctx context.Context, b *blob.Bucket, bucket, key string) (accepted, ok bool, err error) {
+	var c *s3.Client
+	if !b.As(&c) {
+		return false, false, nil
+	}
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key,
+		ChecksumAlgorithm: s3types.ChecksumAlgorithmCrc32})
+	if err != nil {
+		return false, true, err
+	}
+	completed := false
+	defer func() {
+		if completed {
+			return
+		}
+		// An upload refused at completion stays open, billed until a
+		// lifecycle rule removes it.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s3AbortTimeout)
+		defer cancel()
+		_, _ = c.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId})
+	}()
+	part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: strings.NewReader(preflightData), ChecksumAlgorithm: s3types.ChecksumAlgorithmCrc32})
+	if err != nil {
+		return false, true, err
+	}
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId,
+		IfNoneMatch: aws.String("*"),
+		MultipartUpload: &s3types.CompletedMultipartUpload{Parts: []s3types.CompletedPart{
+			{ETag: part.ETag, PartNumber: aws.Int32(1), ChecksumCRC32: part.ChecksumCRC32},
+		}}})
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && (re.HTTPStatusCode() == http.StatusPreconditionFailed || re.HTTPStatusCode() == http.StatusConflict) {
+		return false, true, nil
+	}
+	if err != nil {
+		return false, true, err
+	}
+	completed = true
+	return true, true, nil
 }

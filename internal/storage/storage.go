@@ -116,9 +116,10 @@ type backend interface {
 	// read opens a committed object.
 	read(ctx context.Context, key string) (io.ReadCloser, error)
 	// preflight checks, under prefix, what Spillway will ask of the store
-	// (see Bucket.Preflight), using probe as a throw-away key. A probe it
-	// could write but not delete is reported as leftover, not err.
-	preflight(ctx context.Context, prefix, probe string) (leftover, err error)
+	// (see Bucket.Preflight), using rep.Probe as a throw-away key, and
+	// fills in rep: a probe it could write but not delete is reported as
+	// rep.Leftover, not an error.
+	preflight(ctx context.Context, prefix string, rep *PreflightReport) error
 	// removeAbandoned deletes the leftovers of writers that died mid-write
 	// under prefix (the local backend's temp files), for the final keys
 	// belongs accepts, never those of writes this process still has open.

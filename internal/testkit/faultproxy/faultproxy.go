@@ -3,7 +3,8 @@
 // injects the faults a real object store shows under load: throttling and
 // 5xx answers with the backend's own error bodies, stalls that hold
 // requests until released, connection resets in the middle of an upload's
-// body, and slow bandwidth.
+// body, and slow bandwidth. It can also drop request headers, standing in
+// for an S3-compatible store that ignores them (If-None-Match).
 //
 // Faults are programmed at runtime with rules (Proxy.Inject): which
 // requests they hit (a Match function such as PartUploads), how often
@@ -29,6 +30,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
 // Kind is a kind of fault.
@@ -51,6 +55,12 @@ const (
 	// Slow forwards the request with its body, and the response's,
 	// throttled to Fault.BytesPerSecond.
 	Slow
+	// Strip forwards the request without the headers named in
+	// Fault.Strip, as a store that doesn't know them behaves: an
+	// S3-compatible store without conditional writes ignores
+	// If-None-Match. S3 signs such headers, so the proxy needs
+	// Options.ResignS3 to strip them from S3 requests.
+	Strip
 	numKinds
 )
 
@@ -64,6 +74,8 @@ func (k Kind) String() string {
 		return "reset"
 	case Slow:
 		return "slow"
+	case Strip:
+		return "strip"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -81,6 +93,8 @@ type Fault struct {
 	ResetAfter int64
 	// BytesPerSecond is the bandwidth of a Slow fault.
 	BytesPerSecond int64
+	// Strip names the headers a Strip fault removes.
+	Strip []string
 }
 
 // Rule picks requests and says what fault they get.
@@ -159,6 +173,15 @@ type Options struct {
 	// one fails every signature. fake-gcs-server needs the opposite: it
 	// serves objects only under its configured public host.
 	PreserveHost bool
+	// ResignS3, when set, signs a request a Strip fault changed again
+	// with these credentials (SigV4): the client's signature covers the
+	// headers stripped, and the backend would refuse it.
+	ResignS3 *S3Credentials
+}
+
+// S3Credentials are what ResignS3 signs with.
+type S3Credentials struct {
+	AccessKey, Secret, Region string
 }
 
 // Proxy is a fault-injecting reverse proxy. Its methods are safe for
@@ -196,6 +219,9 @@ func Start(target string, opts Options) (*Proxy, error) {
 			pr.SetURL(u)
 			if opts.PreserveHost {
 				pr.Out.Host = pr.In.Host
+			}
+			if f, ok := pr.In.Context().Value(faultKey{}).(Fault); ok && f.Kind == Strip && opts.ResignS3 != nil {
+				resignS3(pr.Out, opts.ResignS3)
 			}
 		},
 		Transport:      tr,
@@ -317,6 +343,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, rp *httputil.Rever
 			_ = tc.SetLinger(0) // close with RST, not FIN
 		}
 		_ = conn.Close()
+	case Strip:
+		r = r.WithContext(context.WithValue(r.Context(), faultKey{}, f))
+		for _, h := range f.Strip {
+			r.Header.Del(h)
+		}
+		rp.ServeHTTP(w, r)
 	case Slow:
 		// The body is still being read, slowly, when the backend's answer
 		// starts coming back: without full duplex, net/http closes the
@@ -345,6 +377,22 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		resp.Body = &slowBody{ReadCloser: resp.Body, ctx: resp.Request.Context(), bps: f.BytesPerSecond}
 	}
 	return nil
+}
+
+// resignS3 replaces r's SigV4 signature with one over the headers it has
+// now. The payload hash is the one the client declared (a hash, or
+// UNSIGNED-PAYLOAD): the body is not changed. A failure leaves the old
+// signature, which the backend refuses: the test sees it.
+func resignS3(r *http.Request, c *S3Credentials) {
+	hash := r.Header.Get("X-Amz-Content-Sha256")
+	if hash == "" {
+		return
+	}
+	r.Header.Del("Authorization")
+	creds := aws.Credentials{AccessKeyID: c.AccessKey, SecretAccessKey: c.Secret}
+	// S3 paths are signed as they are sent, not escaped twice.
+	signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
+	_ = signer.SignHTTP(r.Context(), creds, r, hash, "s3", c.Region, time.Now())
 }
 
 // slowBody reads at most bps bytes per second, in pieces of a twentieth
@@ -389,6 +437,19 @@ func PartUploads(r *http.Request) bool {
 		return q.Has("upload_id")
 	}
 	return false
+}
+
+// Conditional matches the requests that carry If-None-Match: a create-only
+// write (S3 PutObject or CompleteMultipartUpload, an Azure block list
+// commit).
+func Conditional(r *http.Request) bool { return r.Header.Get("If-None-Match") != "" }
+
+// DropIfNoneMatch is the rule of an S3-compatible store without
+// conditional writes: every create-only write reaches the backend without
+// its If-None-Match, and replaces whatever is under its name. S3 needs
+// Options.ResignS3 with it.
+func DropIfNoneMatch() Rule {
+	return Rule{Match: Conditional, Fault: Fault{Kind: Strip, Strip: []string{"If-None-Match"}}}
 }
 
 // Writes matches every request that changes the store: PUT, POST and

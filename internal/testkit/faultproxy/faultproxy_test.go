@@ -205,3 +205,47 @@ func TestHostAndLocation(t *testing.T) {
 		}
 	}
 }
+
+// TestStripIfNoneMatch: DropIfNoneMatch removes the header from the
+// requests that carry it, counts them, and leaves the others alone; with
+// ResignS3 the request reaches the backend signed again, without the
+// header among the signed ones.
+func TestStripIfNoneMatch(t *testing.T) {
+	var seen, auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(r.Header.Get("If-None-Match"))
+		auth.Store(r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(srv.Close)
+	p := New(t, srv.URL, Options{ResignS3: &S3Credentials{AccessKey: "k", Secret: "s", Region: "us-east-1"}})
+	in := p.Inject(DropIfNoneMatch())
+	c := client(t)
+	send := func(inm string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPut, p.URL()+"/bucket/key", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD")
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=k/20260101/us-east-1/s3/aws4_request, SignedHeaders=host;if-none-match, Signature=0")
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	send("*")
+	if got := seen.Load().(string); got != "" {
+		t.Errorf("backend saw If-None-Match %q, want none", got)
+	}
+	if a := auth.Load().(string); strings.Contains(a, "if-none-match") || !strings.Contains(a, "SignedHeaders=") {
+		t.Errorf("not signed again without the header: %s", a)
+	}
+	send("")
+	if in.Count() != 1 || p.Injected(Strip) != 1 {
+		t.Errorf("stripped %d (proxy: %d), want 1: only the request that carried the header", in.Count(), p.Injected(Strip))
+	}
+}
