@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -28,24 +26,6 @@ import (
 // stored, or the run stops and says why, or it is reported loudly (an
 // ERROR line, a metric, the run's last line, verify exiting 1). The
 // ledger, not the group's commit, is the truth of what is stored.
-
-// lockedBuffer collects a run's log lines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // runLogged runs the pipeline with its log in a buffer until want offsets
 // are committed, then stops it gracefully, and returns the log.
