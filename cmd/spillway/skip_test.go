@@ -16,15 +16,21 @@ import (
 	"github.com/spillway/spillway/internal/testkit"
 )
 
-// drainOnce runs the pipeline until the group's commit reaches the log
-// end, then stops it gracefully.
+// drainOnce runs the pipeline of the config at cfgPath until the group's
+// commit reaches the log end, then stops it gracefully.
 func drainOnce(t *testing.T, cl *kgo.Client, cfgPath string) {
 	t.Helper()
 	cfg, err := config.Load(cfgPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := testkit.EndOffsets(t, cl, "events")
+	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
+}
+
+// drainConfig runs cfg's pipeline until the group's commit of events
+// reaches end, then stops it gracefully.
+func drainConfig(t *testing.T, cl *kgo.Client, cfg *config.Config, end map[int32]int64) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()

@@ -4,23 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/layout"
-	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -106,22 +102,7 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !maps.Equal(testkit.CommittedOffsets(t, cl, "verify-test", "events"), end) {
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatal("committed offsets never reached the end offsets")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	drainConfig(t, cl, cfg, end)
 
 	code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitOK, out, errOut)

@@ -1,22 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -50,22 +44,7 @@ backpressure: {memory_limit: 128MiB}
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
-			deadline := time.Now().Add(2 * time.Minute)
-			for !maps.Equal(testkit.CommittedOffsets(t, cl, group, "events"), end) {
-				if time.Now().After(deadline) {
-					cancel()
-					<-done
-					t.Fatal("committed offsets never reached the end offsets")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			drainConfig(t, cl, cfg, end)
 
 			code, out, errOut := verifyCLI(t, dir, "--config", cfgPath, "--json", "--deep")
 			wantCode(t, code, exitOK, out, errOut)

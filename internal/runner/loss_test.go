@@ -103,6 +103,22 @@ func ledgerEntries(t *testing.T, dir string) []layout.Entry {
 	return out
 }
 
+// storedThenMore stores 1,000 records of events/0 (files of 400) with a
+// run that stops cleanly, then produces more records that nothing stored
+// yet: where each case below begins.
+func storedThenMore(t *testing.T, more int) (cl *kgo.Client, dir string, cfg *config.Config) {
+	t.Helper()
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl = cluster.Client(t)
+	dir = t.TempDir()
+	cfg = testConfig(cluster.Addrs(), dir)
+	cfg.File.MaxRecords = 400
+	testkit.Produce(t, cl, "events", 1000, oneRecord)
+	runLogged(t, cl, cfg, map[int32]int64{0: 1000})
+	testkit.Produce(t, cl, "events", more, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+	return cl, dir, cfg
+}
+
 // TestRetentionGapIsRecorded (case 1): records deleted from the log while
 // Spillway was down (DeleteRecords, as retention or an unclean leader
 // election would) are recorded in the ledger as a gap with its cause, not
@@ -111,19 +127,10 @@ func ledgerEntries(t *testing.T, dir string) []layout.Entry {
 // naming them. Before, the next entry claimed [1000, 2000) for a file that
 // starts at 1500, and verify said all was stored.
 func TestRetentionGapIsRecorded(t *testing.T) {
-	cluster := testkit.NewCluster(t, 1, "events")
-	cl := cluster.Client(t)
-	dir := t.TempDir()
-	cfg := testConfig(cluster.Addrs(), dir)
-	cfg.File.MaxRecords = 400
-	cfg.Format.Compression = "none"
-
-	testkit.Produce(t, cl, "events", 1000, oneRecord)
-	runLogged(t, cl, cfg, map[int32]int64{0: 1000})
-
+	t.Parallel()
 	// While it is down: more records, then the log start moves past the
 	// ledger's end.
-	testkit.Produce(t, cl, "events", 1000, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+	cl, dir, cfg := storedThenMore(t, 1000)
 	del := kadm.Offsets{}
 	del.AddOffset("events", 0, 1500, -1)
 	resp, err := kadm.NewClient(cl).DeleteRecords(context.Background(), del)
@@ -158,7 +165,7 @@ func TestRetentionGapIsRecorded(t *testing.T) {
 		t.Fatalf("ledger gaps %+v, want one retention gap [1000, 1500)", gaps)
 	}
 
-	rep := verifyReport(t, cl, cfg, ".jsonl")
+	rep := verifyReport(t, cl, cfg, ".jsonl.zst")
 	if rep.OK {
 		t.Fatal("verify says ok, but 500 records were lost")
 	}
@@ -192,15 +199,10 @@ func TestRetentionGapIsRecorded(t *testing.T) {
 // with a message that names the partition, both offsets and the fix.
 // Before, the client reset and every record below was dropped, exit 0.
 func TestCommitPastLogEnd(t *testing.T) {
+	t.Parallel()
 	t.Run("with a ledger", func(t *testing.T) {
-		cluster := testkit.NewCluster(t, 1, "events")
-		cl := cluster.Client(t)
-		dir := t.TempDir()
-		cfg := testConfig(cluster.Addrs(), dir)
-		cfg.File.MaxRecords = 400
-		testkit.Produce(t, cl, "events", 1000, oneRecord)
-		runLogged(t, cl, cfg, map[int32]int64{0: 1000})
-		testkit.Produce(t, cl, "events", 500, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+		t.Parallel()
+		cl, dir, cfg := storedThenMore(t, 500)
 		commitAt(t, cl, cfg.Kafka.Group, 90_000)
 		logs := runLogged(t, cl, cfg, map[int32]int64{0: 1500})
 		if !strings.Contains(logs, "past the log end") {
@@ -209,6 +211,7 @@ func TestCommitPastLogEnd(t *testing.T) {
 		testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", map[int32]int64{0: 1500})
 	})
 	t.Run("without a ledger", func(t *testing.T) {
+		t.Parallel()
 		cluster := testkit.NewCluster(t, 1, "events")
 		cl := cluster.Client(t)
 		cfg := testConfig(cluster.Addrs(), t.TempDir())
@@ -233,14 +236,8 @@ func TestCommitPastLogEnd(t *testing.T) {
 // stored, and the run says why. Before, they were written into the ledger
 // as skipped and verify passed.
 func TestCommitAheadOfLedger(t *testing.T) {
-	cluster := testkit.NewCluster(t, 1, "events")
-	cl := cluster.Client(t)
-	dir := t.TempDir()
-	cfg := testConfig(cluster.Addrs(), dir)
-	cfg.File.MaxRecords = 400
-	testkit.Produce(t, cl, "events", 1000, oneRecord)
-	runLogged(t, cl, cfg, map[int32]int64{0: 1000})
-	testkit.Produce(t, cl, "events", 1000, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+	t.Parallel()
+	cl, dir, cfg := storedThenMore(t, 1000)
 	commitAt(t, cl, cfg.Kafka.Group, 1700)
 	logs := runLogged(t, cl, cfg, map[int32]int64{0: 2000})
 	if !strings.Contains(logs, "ahead of what the ledger says is stored") {
@@ -258,6 +255,7 @@ func TestCommitAheadOfLedger(t *testing.T) {
 // a warning names it, and verify reports it without saying resume ignores
 // it when resume reads it back.
 func TestStrayFileDoesNotMoveResume(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
 	dir := t.TempDir()
@@ -288,13 +286,8 @@ func TestStrayFileDoesNotMoveResume(t *testing.T) {
 // message that names what differs and the real cause, instead of being
 // told another instance owns the partition, or mixing formats.
 func TestAnotherDeploymentIsRefused(t *testing.T) {
-	cluster := testkit.NewCluster(t, 1, "events")
-	cl := cluster.Client(t)
-	dir := t.TempDir()
-	cfg := testConfig(cluster.Addrs(), dir)
-	cfg.File.MaxRecords = 400
-	testkit.Produce(t, cl, "events", 1000, oneRecord)
-	runLogged(t, cl, cfg, map[int32]int64{0: 1000})
+	t.Parallel()
+	_, _, cfg := storedThenMore(t, 0)
 
 	other := *cfg
 	other.Kafka.Group = "another-deployment"
