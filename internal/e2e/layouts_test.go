@@ -241,7 +241,7 @@ func checkLatestObjects(t *testing.T, out string, seen map[int]int, files int) {
 			t.Fatalf("record %d stored %d times; want only each pair's last record, once", i, n)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, "_spillway")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(out, "_spillway", "ledger")); !os.IsNotExist(err) {
 		t.Fatalf("a ledger was written for the one-object-per-key layout: %v", err)
 	}
 }

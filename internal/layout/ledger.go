@@ -139,13 +139,14 @@ type Deployment struct {
 	Template string `json:"template,omitempty"` // file.name_template
 }
 
-// Differs says which of d's fields another deployment o has otherwise,
-// as "key: o's value, not d's", or "" when none does. An empty field of o
-// (an entry of an older build) matches anything.
+// Differs says which of d's format and template another deployment o has
+// otherwise, as "key o's value, not d's", or "" when none does. An empty
+// field of o (an entry of an older build) matches anything. The group is
+// not compared here: a group may be renamed, or its commits lost, so
+// resume asks whether the other group still has members.
 func (d Deployment) Differs(o Deployment) string {
 	var out []string
 	for _, f := range []struct{ key, mine, theirs string }{
-		{"kafka.group", d.Group, o.Group},
 		{"format (type, compression, file.extension)", d.Format, o.Format},
 		{"file.name_template", d.Template, o.Template},
 	} {

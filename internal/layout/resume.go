@@ -19,6 +19,12 @@ type ResumeOptions struct {
 	// Deployment, when set, is this run's: a last entry written by another
 	// one stops the run (DeploymentError).
 	Deployment Deployment
+	// GroupActive, when set, tells whether a consumer group has members
+	// now: a ledger written by another group that still has members is
+	// another deployment's (DeploymentError); one without members is
+	// taken over (a renamed group, or commits lost), and Point.Note says
+	// so.
+	GroupActive func(ctx context.Context, group string) (bool, error)
 	// StartFresh lets a topic whose id changed (deleted and recreated)
 	// start a new ledger beside the old topic's, instead of stopping.
 	StartFresh bool
@@ -40,6 +46,8 @@ type Point struct {
 	// Found is false when storage holds nothing of the partition: then
 	// State says nothing, and the group's commit or start_offset decides.
 	Found bool
+	// Note is what a log should say, at WARN, of how the point was found.
+	Note string
 }
 
 // Resume finds where a partition stands in storage: its last ledger entry,
@@ -84,6 +92,25 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 	if d := opts.Deployment.Differs(e.Deployment); d != "" {
 		return Point{}, &DeploymentError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Seq: e.Seq, Writer: e.Writer, Differs: d}
 	}
+	note := ""
+	if g, mine := e.Group, opts.Deployment.Group; g != "" && mine != "" && g != mine && opts.GroupActive != nil {
+		active, err := opts.GroupActive(ctx, g)
+		if err != nil {
+			return Point{}, fmt.Errorf("ledger entry %d was written by kafka.group %q: is that group still running? %w", e.Seq, g, err)
+		}
+		if active {
+			return Point{}, &DeploymentError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Seq: e.Seq, Writer: e.Writer,
+				Differs: fmt.Sprintf("kafka.group %q, which has members now, not %q", g, mine)}
+		}
+		note = fmt.Sprintf("the partition's ledger was written by kafka.group %q, which has no members now: group %q takes it over (a renamed group, or one whose commits were lost)", g, mine)
+	}
+	p, err := l.resumeEntry(ctx, id, log, e)
+	p.Note = note
+	return p, err
+}
+
+// resumeEntry is where a partition stands whose last entry is e.
+func (l *Ledger) resumeEntry(ctx context.Context, id Identity, log Log, e *Entry) (Point, error) {
 	if !e.HasFile() {
 		// An entry of gaps alone: nothing to publish, so it holds.
 		p := Point{State: e.After(), Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d (gaps %s)", e.Seq, FormatRanges(e.GapRanges())), Found: true}

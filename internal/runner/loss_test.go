@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -282,19 +283,39 @@ func TestStrayFileDoesNotMoveResume(t *testing.T) {
 }
 
 // TestAnotherDeploymentIsRefused: a second deployment on the same prefix
-// (another group), or this one restarted with another format, stops with a
-// message that names what differs and the real cause, instead of being
-// told another instance owns the partition, or mixing formats.
+// (another group, while the first runs), or this one restarted with
+// another format, stops with a message that names what differs and the
+// real cause, instead of being told another instance owns the partition,
+// or mixing formats. A group that has no members any more (renamed, or its
+// commits lost) is taken over, with a warning.
 func TestAnotherDeploymentIsRefused(t *testing.T) {
 	t.Parallel()
-	_, _, cfg := storedThenMore(t, 0)
+	cl, _, cfg := storedThenMore(t, 0)
 
+	_, stop := started(t, cfg)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		active, err := source.GroupActive(context.Background(), cl, cfg.Kafka.Group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first deployment never joined its group")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	other := *cfg
 	other.Kafka.Group = "another-deployment"
 	err := runToFailure(t, &other)
 	var de *layout.DeploymentError
-	if !errors.As(err, &de) || !strings.Contains(err.Error(), `kafka.group "sink-test", not "another-deployment"`) || !strings.Contains(err.Error(), "its own storage.prefix") {
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), `kafka.group "sink-test", which has members now, not "another-deployment"`) || !strings.Contains(err.Error(), "its own storage.prefix") {
 		t.Errorf("another group: %v, want a DeploymentError naming both groups and the fix", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 
 	reformatted := *cfg
@@ -302,5 +323,13 @@ func TestAnotherDeploymentIsRefused(t *testing.T) {
 	err = runToFailure(t, &reformatted)
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "jsonl+zstd") || !strings.Contains(err.Error(), "csv+zstd") {
 		t.Errorf("another format: %v, want a DeploymentError naming both formats", err)
+	}
+
+	renamed := *cfg
+	renamed.Kafka.Group = "renamed"
+	testkit.Produce(t, cl, "events", 400, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+	logs := runLogged(t, cl, &renamed, map[int32]int64{0: 1400})
+	if !strings.Contains(logs, `written by kafka.group \"sink-test\", which has no members now`) {
+		t.Errorf("the renamed group's run does not say it took the ledger over:\n%s", logs)
 	}
 }

@@ -277,7 +277,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 			scfg.Spool = sp
 		}
 		snk = sink.New(scfg, sink.FromStorage(bucket), b, log)
-		resume = resumer(cfg, bucket, names, ledger, log)
+		resume = resumer(cfg, bucket, names, ledger, log, func(ctx context.Context, group string) (bool, error) {
+			return source.GroupActive(ctx, src.Client(), group)
+		})
 	}
 	defer snk.Close()
 	var feed source.Sink = snk
@@ -468,7 +470,7 @@ func writerName(cfg *config.Config) string {
 // run. With the default (none), a partition without a ledger starts at
 // the group's commit, and a file named like one of its own is only
 // reported.
-func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, ledger *layout.Ledger, log *slog.Logger) source.Resumer {
+func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, ledger *layout.Ledger, log *slog.Logger, groupActive func(context.Context, string) (bool, error)) source.Resumer {
 	_, listable := names.PartitionPrefix("t", 0)
 	readable := listable && slices.Contains(cfg.Format.Fields, "offset") && (cfg.Format.Type == "jsonl" || cfg.Format.Type == "json")
 	stray := func(ctx context.Context, topic string, partition int32) (string, error) {
@@ -489,7 +491,7 @@ func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, led
 		}
 		return found, err
 	}
-	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Deployment: Deployment(cfg, names.Ext)}
+	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Deployment: Deployment(cfg, names.Ext), GroupActive: groupActive}
 	switch cfg.Storage.EarlierFiles {
 	case "spillway":
 		opts.Legacy = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {

@@ -778,6 +778,9 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 // cluster) never makes records be skipped. Without a ledger the commit is
 // all there is, and a commit past the log end stops the run.
 func (s *Source) checkCommit(tp sink.TopicPartition, p *layout.Point, at int64, log layout.Log) error {
+	if p.Note != "" {
+		s.log.Warn(p.Note, "topic", tp.Topic, "partition", tp.Partition)
+	}
 	if !p.Found {
 		if at > log.End {
 			return &CommitPastEndError{TP: tp, Committed: at, End: log.End}
@@ -796,6 +799,21 @@ func (s *Source) checkCommit(tp sink.TopicPartition, p *layout.Point, at int64, 
 			"topic", tp.Topic, "partition", tp.Partition, "committed", at, "resume_at", p.State.Next, "from", p.From)
 	}
 	return nil
+}
+
+// GroupActive tells whether a consumer group has members now.
+func GroupActive(ctx context.Context, cl *kgo.Client, group string) (bool, error) {
+	groups, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+	if err == nil {
+		err = groups.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	return len(groups[group].Members) > 0, nil
 }
 
 // CommitPastEndError is a group commit past the log end of a partition of
