@@ -20,10 +20,9 @@ type ResumeOptions struct {
 	// one stops the run (DeploymentError).
 	Deployment Deployment
 	// GroupActive, when set, tells whether a consumer group has members
-	// now: a ledger written by another group that still has members is
-	// another deployment's (DeploymentError); one without members is
-	// taken over (a renamed group, or commits lost), and Point.Note says
-	// so.
+	// now, so that Point.Note can say whether a ledger written by another
+	// group is taken over (a renamed group, or commits lost) or may be
+	// another deployment's.
 	GroupActive func(ctx context.Context, group string) (bool, error)
 	// StartFresh lets a topic whose id changed (deleted and recreated)
 	// start a new ledger beside the old topic's, instead of stopping.
@@ -98,11 +97,14 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 		if err != nil {
 			return Point{}, fmt.Errorf("ledger entry %d was written by kafka.group %q: is that group still running? %w", e.Seq, g, err)
 		}
-		if active {
-			return Point{}, &DeploymentError{Bucket: l.bucket(), Prefix: l.prefix, ID: id, Seq: e.Seq, Writer: e.Writer,
-				Differs: fmt.Sprintf("kafka.group %q, which has members now, not %q", g, mine)}
-		}
+		// A member may be a crashed instance that its session has not
+		// timed out yet: not a reason to stop. Two deployments that do
+		// write at once collide on an entry, and the one that loses says
+		// so, naming the other group (sink.writeEntry).
 		note = fmt.Sprintf("the partition's ledger was written by kafka.group %q, which has no members now: group %q takes it over (a renamed group, or one whose commits were lost)", g, mine)
+		if active {
+			note = fmt.Sprintf("the partition's ledger was written by kafka.group %q, which has members now: if that is another deployment writing into this prefix, the two fence each other off and one stops; give each its own storage.prefix. Group %q resumes from the ledger", g, mine)
+		}
 	}
 	p, err := l.resumeEntry(ctx, id, log, e)
 	p.Note = note

@@ -282,47 +282,110 @@ func TestStrayFileDoesNotMoveResume(t *testing.T) {
 	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", map[int32]int64{0: 1000})
 }
 
-// TestAnotherDeploymentIsRefused: a second deployment on the same prefix
-// (another group, while the first runs), or this one restarted with
-// another format, stops with a message that names what differs and the
-// real cause, instead of being told another instance owns the partition,
-// or mixing formats. A group that has no members any more (renamed, or its
-// commits lost) is taken over, with a warning.
-func TestAnotherDeploymentIsRefused(t *testing.T) {
-	t.Parallel()
-	cl, _, cfg := storedThenMore(t, 0)
+// goRun runs cfg's pipeline in the background until cancel; its error
+// arrives on the channel. A test that takes it puts it back, for the
+// cleanup.
+func goRun(t *testing.T, cfg *config.Config) (chan error, context.CancelFunc) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, testLogger(t), Options{}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Error("a run did not stop within 2 minutes of its cancel")
+		}
+	})
+	return done, cancel
+}
 
-	_, stop := started(t, cfg)
+// waitMembers waits until group has members.
+func waitMembers(t *testing.T, cl *kgo.Client, group string) {
+	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		active, err := source.GroupActive(context.Background(), cl, cfg.Kafka.Group)
+		active, err := source.GroupActive(context.Background(), cl, group)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if active {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the first deployment never joined its group")
+			t.Fatalf("group %s never had members", group)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestAnotherDeploymentIsRefused: a second deployment on the same prefix
+// (another group, both running) collides with the first on a ledger entry,
+// and the one that loses stops with a message that names the other group
+// and the fix, instead of being told another instance owns the partition.
+// This one restarted with another format stops before it writes, naming
+// both formats, instead of mixing them. A group that has no members any
+// more (renamed, or its commits lost) takes the ledger over, with a
+// warning.
+func TestAnotherDeploymentIsRefused(t *testing.T) {
+	t.Parallel()
+	cl, _, cfg := storedThenMore(t, 0)
+	// Files close at 400 records only: both deployments hold the next
+	// file open until its last record arrives, then both publish it.
+	cfg.File.MaxAge = time.Hour
 	other := *cfg
 	other.Kafka.Group = "another-deployment"
-	err := runToFailure(t, &other)
-	var de *layout.DeploymentError
-	if !errors.As(err, &de) || !strings.Contains(err.Error(), `kafka.group "sink-test", which has members now, not "another-deployment"`) || !strings.Contains(err.Error(), "its own storage.prefix") {
-		t.Errorf("another group: %v, want a DeploymentError naming both groups and the fix", err)
-	}
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
 
+	doneA, _ := goRun(t, cfg)
+	waitMembers(t, cl, cfg.Kafka.Group)
+	testkit.Produce(t, cl, "events", 399, func(i int) *kgo.Record { return oneRecord(1000 + i) })
+	doneB, _ := goRun(t, &other)
+	waitMembers(t, cl, other.Kafka.Group)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		got := testkit.CommittedOffsets(t, cl, other.Kafka.Group, "events")
+		if got[0] == 1000 { // B resumed from the ledger
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second deployment never resumed: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	testkit.Produce(t, cl, "events", 1, func(int) *kgo.Record { return oneRecord(1399) })
+	var err error
+	var wantGroup string
+	select {
+	case err = <-doneA:
+		wantGroup = other.Kafka.Group
+		doneA <- err
+	case err = <-doneB:
+		wantGroup = cfg.Kafka.Group
+		doneB <- err
+	case <-time.After(2 * time.Minute):
+		t.Fatal("neither deployment stopped: they did not collide")
+	}
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("another deployment, kafka.group %q", wantGroup)) || !strings.Contains(err.Error(), "its own storage.prefix") {
+		t.Fatalf("the deployment that lost stopped with %v, want it to name kafka.group %q and the fix", err, wantGroup)
+	}
+}
+
+// TestAnotherFormatIsRefused: this deployment restarted with another format
+// stops before it writes, naming both formats, instead of mixing them; a
+// group without members (renamed) takes the ledger over, with a warning.
+func TestAnotherFormatIsRefused(t *testing.T) {
+	t.Parallel()
+	cl, _, cfg := storedThenMore(t, 0)
 	reformatted := *cfg
 	reformatted.Format.Type = "csv"
-	err = runToFailure(t, &reformatted)
-	if !errors.As(err, &de) || !strings.Contains(err.Error(), "jsonl+zstd") || !strings.Contains(err.Error(), "csv+zstd") {
-		t.Errorf("another format: %v, want a DeploymentError naming both formats", err)
+	err := runToFailure(t, &reformatted)
+	var de *layout.DeploymentError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "jsonl+zstd") || !strings.Contains(err.Error(), "csv+zstd") || !strings.Contains(err.Error(), "new storage.prefix") {
+		t.Errorf("another format: %v, want a DeploymentError naming both formats and the fix", err)
 	}
 
 	renamed := *cfg

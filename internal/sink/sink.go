@@ -911,6 +911,10 @@ func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 	}
 	if err := s.cfg.Ledger.Append(s.ctx, e); err != nil {
 		if errors.Is(err, storage.ErrExists) {
+			if other, rerr := s.cfg.Ledger.Read(s.ctx, lp.id, s.cfg.Ledger.EntryKey(lp.id, e.Seq)); rerr == nil && other.Group != "" && e.Group != "" && other.Group != e.Group {
+				return fmt.Errorf("ledger entry %d of %s/%d: %w: another deployment, kafka.group %q (%s), wrote it first: two deployments write into this prefix, and they fence each other off. Give each its own storage.prefix",
+					e.Seq, lp.id.Topic, lp.id.Partition, err, other.Group, other.Writer)
+			}
 			return fmt.Errorf("ledger entry %d: %w: another instance wrote it first, so it owns the partition now; this one stops, and a restart resumes from the ledger", e.Seq, err)
 		}
 		return fmt.Errorf("ledger entry %d: %w", e.Seq, err)
