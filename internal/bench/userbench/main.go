@@ -76,6 +76,7 @@ func run() int {
 	wideRecords := flag.Int("wide-records", envInt("SPILLWAY_BENCH_WIDE_RECORDS", 400_000), "records of the 1,000-partition topic")
 	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 2), "rounds; each contender's best is shown")
 	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p")
+	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
 	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
 	brokers := flag.String("brokers", "", "internal (-child): the broker")
 	topic := flag.String("topic", "", "internal (-child): the topic")
@@ -114,6 +115,7 @@ func run() int {
 		wideRecords: int64(*wideRecords / (2 * wideParts) * (2 * wideParts)),
 		rounds:      *rounds,
 		want:        want,
+		keep:        *keep,
 	}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "userbench: %v\n", err)
@@ -141,10 +143,12 @@ type bench struct {
 	records, wideRecords int64
 	rounds               int
 	want                 map[string]bool
+	keep                 bool
 
 	tmp            string
 	spillway, self string
 	brokerAddr     string
+	brokerPid      int
 	adm            *kadm.Client
 	seq            int
 }
@@ -161,6 +165,7 @@ type contender struct {
 
 type result struct {
 	wall, cpu time.Duration
+	broker    time.Duration // the broker's CPU over the run
 }
 
 func (b *bench) run(ctx context.Context) error {
@@ -168,7 +173,11 @@ func (b *bench) run(ctx context.Context) error {
 	if b.tmp, err = os.MkdirTemp("", "userbench-"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(b.tmp)
+	if b.keep {
+		fmt.Fprintf(os.Stderr, "work directory (kept): %s\n", b.tmp)
+	} else {
+		defer os.RemoveAll(b.tmp)
+	}
 	if b.self, err = os.Executable(); err != nil {
 		return fmt.Errorf("finding this program to run its baselines: %w", err)
 	}
@@ -239,7 +248,7 @@ func (b *bench) run(ctx context.Context) error {
 				return fmt.Errorf("round %d, %s %s: %w", r+1, c.workload, c.name, err)
 			}
 			c.results = append(c.results, res)
-			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds())
+			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs  broker cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.broker.Seconds())
 		}
 	}
 	b.print(cs)
@@ -283,7 +292,7 @@ func (b *bench) startBroker(ctx context.Context, path string) (stop func(), err 
 			stop()
 			return nil, fmt.Errorf("kfakebroker printed %q, want LISTEN host:port (log in %s)", s, logf.Name())
 		}
-		b.brokerAddr = addr
+		b.brokerAddr, b.brokerPid = addr, cmd.Process.Pid
 		return stop, nil
 	case <-time.After(time.Minute):
 		stop()
@@ -404,20 +413,21 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return result{}, err
 	}
+	// The data goes, the log stays for -keep.
 	defer os.RemoveAll(out)
 	cmd, err := c.start(ctx, group, out)
 	if err != nil {
 		return result{}, err
 	}
-	logPath := out + ".log"
+	logPath := filepath.Join(b.tmp, fmt.Sprintf("run-%d-%s-%s.log", b.seq, strings.ReplaceAll(c.workload, " ", "-"), c.name))
 	logf, err := os.Create(logPath)
 	if err != nil {
 		return result{}, err
 	}
 	defer logf.Close()
-	defer os.Remove(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
 
+	broker0 := procCPU(b.brokerPid)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return result{}, err
@@ -471,7 +481,28 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 		}
 	}
 	st := cmd.ProcessState
-	return result{wall: caughtUp, cpu: st.UserTime() + st.SystemTime()}, nil
+	return result{wall: caughtUp, cpu: st.UserTime() + st.SystemTime(), broker: procCPU(b.brokerPid) - broker0}, nil
+}
+
+// procCPU is the user+sys time of process pid so far, from /proc (the
+// broker runs on, so its rusage at exit can't serve), or 0 where there is
+// no /proc.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: utime and stime are the 14th and 15th fields of the line.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	// USER_HZ is 100 on Linux everywhere Go runs.
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // committed says whether group's commit equals ends. An error (the group
@@ -503,7 +534,7 @@ func (b *bench) print(cs []*contender) {
 	best := func(c *contender) result {
 		r := c.results[0]
 		for _, x := range c.results[1:] {
-			r.wall, r.cpu = min(r.wall, x.wall), min(r.cpu, x.cpu)
+			r.wall, r.cpu, r.broker = min(r.wall, x.wall), min(r.cpu, x.cpu), min(r.broker, x.broker)
 		}
 		return r
 	}
@@ -521,7 +552,7 @@ func (b *bench) print(cs []*contender) {
 	fmt.Printf("\nuserbench %s, %s, %d CPUs; 16p: %d records, 1000p: %d records, 1 KiB values; best of %d rounds\n\n",
 		time.Now().Format("2006-01-02 15:04"), host, runtime.NumCPU(), b.records, b.wideRecords, b.rounds)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "workload\tcontender\trecords/s\tseconds\tvs naive\tCPU-s/M rec\t")
+	fmt.Fprintln(w, "workload\tcontender\trecords/s\tseconds\tvs naive\tCPU-s/M rec\tbroker CPU-s/M rec\t")
 	rates := map[string]float64{}
 	for _, c := range cs {
 		r := best(c)
@@ -537,8 +568,9 @@ func (b *bench) print(cs []*contender) {
 		} else if n > 0 {
 			ratio = "1.00"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.2f\t%s\t%.2f\t\n", c.workload, c.name, rate, r.wall.Seconds(), ratio,
-			r.cpu.Seconds()/(float64(c.records)/1e6))
+		m := float64(c.records) / 1e6
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.2f\t%s\t%.2f\t%.2f\t\n", c.workload, c.name, rate, r.wall.Seconds(), ratio,
+			r.cpu.Seconds()/m, r.broker.Seconds()/m)
 	}
 	_ = w.Flush()
 	if a, z := rates["1000p jsonl/spillway"], rates["16p jsonl/spillway"]; a > 0 && z > 0 {
@@ -549,7 +581,8 @@ func (b *bench) print(cs []*contender) {
 		fmt.Println()
 	}
 	fmt.Println("\nvs naive: the naive writer's seconds over the contender's (above 1 is faster); 16p zstd compares with naive-zstd.")
-	fmt.Println("seconds: from the process's start until its group's commit equals the log end; CPU: user+sys of the process.")
+	fmt.Println("seconds: from the process's start until its group's commit equals the log end.")
+	fmt.Println("CPU: user+sys of the contender's process; broker CPU: the broker process's over the same run (polls of the commit included).")
 }
 
 // ------------------------------------------------------------------- child --
@@ -680,7 +713,7 @@ func (f *naiveFile) write(v []byte) {
 		f.err = err
 		return
 	}
-	_, f.err = f.w.Write([]byte{'\n'})
+	_, f.err = f.w.Write(newline)
 }
 
 func (f *naiveFile) close() error {
@@ -698,6 +731,10 @@ func (f *naiveFile) close() error {
 }
 
 // ------------------------------------------------------------------- data --
+
+// newline is written after each value; a literal at the call would be
+// allocated per record through the io.Writer interface.
+var newline = []byte{'\n'}
 
 var benchWords = []string{
 	"checkout", "login", "logout", "search", "click", "view", "purchase", "refund",
