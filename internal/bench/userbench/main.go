@@ -165,6 +165,7 @@ type contender struct {
 
 type result struct {
 	wall, cpu time.Duration
+	sys       time.Duration // the part of cpu spent in the kernel
 	broker    time.Duration // the broker's CPU over the run
 }
 
@@ -248,7 +249,7 @@ func (b *bench) run(ctx context.Context) error {
 				return fmt.Errorf("round %d, %s %s: %w", r+1, c.workload, c.name, err)
 			}
 			c.results = append(c.results, res)
-			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs  broker cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.broker.Seconds())
+			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs (sys %.2fs)  broker cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.sys.Seconds(), res.broker.Seconds())
 		}
 	}
 	b.print(cs)
@@ -481,7 +482,7 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 		}
 	}
 	st := cmd.ProcessState
-	return result{wall: caughtUp, cpu: st.UserTime() + st.SystemTime(), broker: procCPU(b.brokerPid) - broker0}, nil
+	return result{wall: caughtUp, cpu: st.UserTime() + st.SystemTime(), sys: st.SystemTime(), broker: procCPU(b.brokerPid) - broker0}, nil
 }
 
 // procCPU is the user+sys time of process pid so far, from /proc (the
@@ -618,6 +619,8 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 		}
 	})
 
+	start := time.Now()
+	first := true
 	files := map[int32]*naiveFile{}
 	var writeErr error
 	next := map[int32]int64{}
@@ -634,6 +637,10 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if len(p.Records) == 0 {
 				return
+			}
+			if first {
+				first = false
+				fmt.Fprintf(os.Stderr, "first records after %s\n", time.Since(start).Round(time.Millisecond))
 			}
 			if mode == "naive" {
 				for _, r := range p.Records {
@@ -670,6 +677,7 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		return fmt.Errorf("committing: %w", err)
 	}
+	fmt.Fprintf(os.Stderr, "committed after %s\n", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
