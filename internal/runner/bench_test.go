@@ -24,6 +24,13 @@ import (
 	"github.com/spillway/spillway/internal/testkit"
 )
 
+// Not the figures to quote against a baseline: in this one process the
+// broker and the consumers share a warm runtime, which makes the consumer
+// path about twice as cheap as with the broker in its own process and so
+// flatters Spillway over the fsync-bound naive writer (spillway/naive 1.45 to
+// 1.65 here against 1.05 to 1.23 from outside, docs/bench.md). Ratios come
+// from internal/bench/userbench.
+//
 // End-to-end throughput: one kfake broker loaded once with benchRecords 1 KiB
 // JSON values over 16 partitions, then drained several ways, each with its
 // own consumer group (so each pays the same ~1 s group join):

@@ -1,0 +1,775 @@
+// Command userbench measures Spillway the way a user measures it: the
+// broker in its own process (kfakebroker), Spillway as the real binary,
+// timed from the start of its process until the group's committed offsets
+// equal the log end, against baselines run the same way on the same broker
+// and data, in the same run. It prints records/s, seconds, the ratio to the
+// naive writer and CPU-seconds per million records of every contender.
+//
+// Run it from anywhere in the module, without -race:
+//
+//	go run ./internal/bench/userbench
+//
+// Flags (or environment variables) set the size:
+//
+//	-records N       SPILLWAY_BENCH_RECORDS       records of the 16-partition topic (default 1,000,000)
+//	-wide-records N  SPILLWAY_BENCH_WIDE_RECORDS  records of the 1,000-partition topic (default 400,000)
+//	-rounds R        SPILLWAY_BENCH_ROUNDS        rounds; each contender's best is shown (default 2)
+//	-workloads LIST                               any of 16p,zstd,1000p (default all)
+//
+// The contenders, each a child process with its own consumer group, started
+// in turn and interleaved across rounds so that the machine's drift falls on
+// all alike:
+//
+//	raw:        a franz-go group consumer that reads to the log end and discards
+//	naive:      the same consumer writing each partition's values, one per line,
+//	            to files of the same record count as Spillway's, one fsync per
+//	            file when it is complete
+//	naive-zstd: naive through klauspost's zstd encoder at SpeedFastest
+//	spillway:   `spillway run` (jsonl, file://, file.max_records so that every
+//	            file closes by count and nothing waits for file.max_age)
+//
+// Every baseline commits its offsets once it has written and synced
+// everything, so all contenders are timed to the same event. The baselines are
+// this same program run with -child.
+//
+// The program is never run by `go test`: it is a main package without tests.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	narrowTopic      = "events"
+	narrowPartitions = 16
+	wideTopic        = "wide"
+	wideParts        = 1000
+	valueSize        = 1024
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	records := flag.Int("records", envInt("SPILLWAY_BENCH_RECORDS", 1_000_000), "records of the 16-partition topic")
+	wideRecords := flag.Int("wide-records", envInt("SPILLWAY_BENCH_WIDE_RECORDS", 400_000), "records of the 1,000-partition topic")
+	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 2), "rounds; each contender's best is shown")
+	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p")
+	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
+	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
+	brokers := flag.String("brokers", "", "internal (-child): the broker")
+	topic := flag.String("topic", "", "internal (-child): the topic")
+	group := flag.String("group", "", "internal (-child): the consumer group")
+	dir := flag.String("dir", "", "internal (-child naive): where the files go")
+	perFile := flag.Int64("per-file", 0, "internal (-child naive): records per file")
+	useZstd := flag.Bool("zstd", false, "internal (-child naive): compress with zstd")
+	flag.Parse()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	if *child != "" {
+		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd); err != nil {
+			fmt.Fprintf(os.Stderr, "userbench -child %s: %v\n", *child, err)
+			return 1
+		}
+		return 0
+	}
+	if *records < narrowPartitions || *wideRecords < 2*wideParts || *rounds < 1 {
+		fmt.Fprintf(os.Stderr, "userbench: want -records >= %d, -wide-records >= %d and -rounds >= 1\n", narrowPartitions, 2*wideParts)
+		return 2
+	}
+	want := map[string]bool{}
+	for _, w := range strings.Split(*workloads, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "16p", "zstd", "1000p":
+			want[w] = true
+		default:
+			fmt.Fprintf(os.Stderr, "userbench: -workloads: unknown workload %q; want 16p, zstd or 1000p\n", w)
+			return 2
+		}
+	}
+	b := &bench{
+		// Whole files per partition: every file closes by count.
+		records:     int64(*records / narrowPartitions * narrowPartitions),
+		wideRecords: int64(*wideRecords / (2 * wideParts) * (2 * wideParts)),
+		rounds:      *rounds,
+		want:        want,
+		keep:        *keep,
+	}
+	if err := b.run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "userbench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func envInt(name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		fmt.Fprintf(os.Stderr, "userbench: %s=%q: want a positive integer\n", name, s)
+		os.Exit(2)
+	}
+	return n
+}
+
+// ------------------------------------------------------------------ parent --
+
+type bench struct {
+	records, wideRecords int64
+	rounds               int
+	want                 map[string]bool
+	keep                 bool
+
+	tmp            string
+	spillway, self string
+	brokerAddr     string
+	brokerPid      int
+	adm            *kadm.Client
+	seq            int
+}
+
+// contender is one row of the table: how to start it and what it drains.
+type contender struct {
+	workload, name string
+	topic          string
+	records        int64
+	start          func(ctx context.Context, group, out string) (*exec.Cmd, error)
+	stop           bool // SIGTERM once caught up (Spillway runs until told to stop)
+	results        []result
+}
+
+type result struct {
+	wall, cpu time.Duration
+	sys       time.Duration // the part of cpu spent in the kernel
+	broker    time.Duration // the broker's CPU over the run
+}
+
+func (b *bench) run(ctx context.Context) error {
+	var err error
+	if b.tmp, err = os.MkdirTemp("", "userbench-"); err != nil {
+		return err
+	}
+	if b.keep {
+		fmt.Fprintf(os.Stderr, "work directory (kept): %s\n", b.tmp)
+	} else {
+		defer os.RemoveAll(b.tmp)
+	}
+	if b.self, err = os.Executable(); err != nil {
+		return fmt.Errorf("finding this program to run its baselines: %w", err)
+	}
+
+	t0 := time.Now()
+	bin := filepath.Join(b.tmp, "bin")
+	b.spillway = filepath.Join(bin, "spillway")
+	broker := filepath.Join(bin, "kfakebroker")
+	for out, pkg := range map[string]string{
+		b.spillway: "github.com/spillway/spillway/cmd/spillway",
+		broker:     "github.com/spillway/spillway/internal/testkit/kfakebroker",
+	} {
+		if msg, err := exec.CommandContext(ctx, "go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "built spillway and kfakebroker in %s\n", time.Since(t0).Round(100*time.Millisecond))
+
+	stopBroker, err := b.startBroker(ctx, broker)
+	if err != nil {
+		return err
+	}
+	defer stopBroker()
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.brokerAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	b.adm = kadm.NewClient(cl)
+
+	var cs []*contender
+	if b.want["16p"] || b.want["zstd"] {
+		if err := b.load(ctx, cl, narrowTopic, narrowPartitions, b.records); err != nil {
+			return err
+		}
+		per := b.records / narrowPartitions
+		cs = append(cs, b.baseline("16p jsonl", "raw", "raw", narrowTopic, b.records, per, false))
+		if b.want["16p"] {
+			cs = append(cs,
+				b.baseline("16p jsonl", "naive", "naive", narrowTopic, b.records, per, false),
+				b.spillwayRun("16p jsonl", narrowTopic, b.records, per, "none"))
+		}
+		if b.want["zstd"] {
+			cs = append(cs,
+				b.baseline("16p zstd", "naive-zstd", "naive", narrowTopic, b.records, per, true),
+				b.spillwayRun("16p zstd", narrowTopic, b.records, per, "zstd"))
+		}
+	}
+	if b.want["1000p"] {
+		if _, err := b.adm.CreateTopic(ctx, wideParts, 1, nil, wideTopic); err != nil {
+			return fmt.Errorf("creating %s: %w", wideTopic, err)
+		}
+		if err := b.load(ctx, cl, wideTopic, wideParts, b.wideRecords); err != nil {
+			return err
+		}
+		per := b.wideRecords / wideParts / 2
+		cs = append(cs,
+			b.baseline("1000p jsonl", "raw", "raw", wideTopic, b.wideRecords, per, false),
+			b.baseline("1000p jsonl", "naive", "naive", wideTopic, b.wideRecords, per, false),
+			b.spillwayRun("1000p jsonl", wideTopic, b.wideRecords, per, "none"))
+	}
+
+	for r := range b.rounds {
+		for _, c := range cs {
+			res, err := b.measure(ctx, c)
+			if err != nil {
+				return fmt.Errorf("round %d, %s %s: %w", r+1, c.workload, c.name, err)
+			}
+			c.results = append(c.results, res)
+			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs (sys %.2fs)  broker cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.sys.Seconds(), res.broker.Seconds())
+		}
+	}
+	b.print(cs)
+	return nil
+}
+
+// startBroker starts kfakebroker with the 16-partition topic and waits for
+// its LISTEN line.
+func (b *bench) startBroker(ctx context.Context, path string) (stop func(), err error) {
+	cmd := exec.Command(path, "-port", "0", "-partitions", strconv.Itoa(narrowPartitions), "-topics", narrowTopic)
+	logf, err := os.Create(filepath.Join(b.tmp, "broker.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stderr = logf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting kfakebroker: %w", err)
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line := make(chan string, 1)
+	go func() { s, _ := bufio.NewReader(out).ReadString('\n'); line <- s }()
+	select {
+	case s := <-line:
+		addr, ok := strings.CutPrefix(strings.TrimSpace(s), "LISTEN ")
+		if !ok {
+			stop()
+			return nil, fmt.Errorf("kfakebroker printed %q, want LISTEN host:port (log in %s)", s, logf.Name())
+		}
+		b.brokerAddr, b.brokerPid = addr, cmd.Process.Pid
+		return stop, nil
+	case <-time.After(time.Minute):
+		stop()
+		return nil, errors.New("kfakebroker did not listen within a minute")
+	case <-ctx.Done():
+		stop()
+		return nil, ctx.Err()
+	}
+}
+
+// load produces n 1 KiB JSON records to topic, record i to partition
+// i % partitions, and checks the end offsets.
+func (b *bench) load(ctx context.Context, cl *kgo.Client, topic string, partitions int, n int64) error {
+	t0 := time.Now()
+	rng := rand.New(rand.NewPCG(7, 11))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Partition: int32(i % int64(partitions)),
+			Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: benchValue(rng, int(i), valueSize)}
+		wg.Add(1)
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				firstErr = cmpOr(firstErr, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("producing to %s: %w", topic, firstErr)
+	}
+	ends, err := b.ends(ctx, topic)
+	if err != nil {
+		return err
+	}
+	var sum int64
+	for _, e := range ends {
+		sum += e
+	}
+	if sum != n || len(ends) != partitions {
+		return fmt.Errorf("%s holds %d records in %d partitions, want %d in %d", topic, sum, len(ends), n, partitions)
+	}
+	fmt.Fprintf(os.Stderr, "loaded %d records into %s (%d partitions) in %s\n", n, topic, partitions, time.Since(t0).Round(100*time.Millisecond))
+	return nil
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func (b *bench) ends(ctx context.Context, topic string) (map[int32]int64, error) {
+	l, err := b.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("listing end offsets of %s: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	l.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}
+
+func (b *bench) baseline(workload, name, mode, topic string, records, perFile int64, useZstd bool) *contender {
+	return &contender{workload: workload, name: name, topic: topic, records: records,
+		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
+			return exec.CommandContext(ctx, b.self, "-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
+				"-group", group, "-dir", out, "-per-file", strconv.FormatInt(perFile, 10),
+				"-zstd="+strconv.FormatBool(useZstd)), nil
+		}}
+}
+
+func (b *bench) spillwayRun(workload, topic string, records, perFile int64, compression string) *contender {
+	return &contender{workload: workload, name: "spillway", topic: topic, records: records, stop: true,
+		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
+			// The defaults a user gets, but for the file boundaries (by
+			// count, so that nothing waits for max_age) and no admin port
+			// (the machine is shared).
+			cfg := fmt.Sprintf(`kafka:
+  brokers: [%q]
+  group: %q
+  topics: [%q]
+storage:
+  url: %q
+file:
+  max_records: %d
+format:
+  type: jsonl
+  compression: %s
+admin:
+  listen: ""
+`, b.brokerAddr, group, topic, "file://"+out, perFile, compression)
+			path := out + ".yaml"
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				return nil, err
+			}
+			cmd := exec.CommandContext(ctx, b.spillway, "run", "--config", path)
+			cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
+			return cmd, nil
+		}}
+}
+
+// measure runs c once: from its start until its group's commit equals the
+// log end. A process still running then (Spillway) is stopped with SIGTERM;
+// its CPU time is its user+sys at exit.
+func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
+	ends, err := b.ends(ctx, c.topic)
+	if err != nil {
+		return result{}, err
+	}
+	b.seq++
+	group := fmt.Sprintf("bench-%d", b.seq)
+	out := filepath.Join(b.tmp, fmt.Sprintf("run-%d", b.seq))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return result{}, err
+	}
+	// The data goes, the log stays for -keep.
+	defer os.RemoveAll(out)
+	cmd, err := c.start(ctx, group, out)
+	if err != nil {
+		return result{}, err
+	}
+	logPath := filepath.Join(b.tmp, fmt.Sprintf("run-%d-%s-%s.log", b.seq, strings.ReplaceAll(c.workload, " ", "-"), c.name))
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return result{}, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+
+	broker0 := procCPU(b.brokerPid)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	exited := false
+	var exitedAt time.Time
+	var caughtUp time.Duration
+	deadline := time.Now().Add(10 * time.Minute)
+	for caughtUp == 0 {
+		select {
+		case err := <-done:
+			exited, exitedAt = true, time.Now()
+			if err != nil {
+				return result{}, fmt.Errorf("exited before its commit reached the end: %w\n%s", err, tail(logPath))
+			}
+		case <-time.After(20 * time.Millisecond):
+		}
+		if b.committed(ctx, group, c.topic, ends) {
+			caughtUp = time.Since(start)
+			break
+		}
+		// The coordinator may answer a fetch of offsets with a retriable
+		// error while the member leaves: a process that exited is given a
+		// few seconds of polls.
+		if exited && time.Since(exitedAt) > 5*time.Second {
+			return result{}, fmt.Errorf("exited 0 but its commit is short of the end\n%s", tail(logPath))
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			return result{}, fmt.Errorf("not caught up within 10 minutes\n%s", tail(logPath))
+		}
+	}
+	if !exited {
+		// Spillway runs until told to stop; a baseline exits by itself
+		// once it has committed.
+		if c.stop {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				return result{}, fmt.Errorf("stopping: %w\n%s", err, tail(logPath))
+			}
+		case <-time.After(2 * time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+			return result{}, fmt.Errorf("did not exit within 2 minutes of its commit\n%s", tail(logPath))
+		}
+	}
+	st := cmd.ProcessState
+	return result{wall: caughtUp, cpu: st.UserTime() + st.SystemTime(), sys: st.SystemTime(), broker: procCPU(b.brokerPid) - broker0}, nil
+}
+
+// procCPU is the user+sys time of process pid so far, from /proc (the
+// broker runs on, so its rusage at exit can't serve), or 0 where there is
+// no /proc.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: utime and stime are the 14th and 15th fields of the line.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	// USER_HZ is 100 on Linux everywhere Go runs.
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// committed says whether group's commit equals ends. An error (the group
+// may not exist yet) is a no.
+func (b *bench) committed(ctx context.Context, group, topic string, ends map[int32]int64) bool {
+	r, err := b.adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return false
+	}
+	for p, e := range ends {
+		o, ok := r.Lookup(topic, p)
+		if e == 0 {
+			continue
+		}
+		if !ok || o.Err != nil || o.At < e {
+			return false
+		}
+	}
+	return true
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+func (b *bench) print(cs []*contender) {
+	best := func(c *contender) result {
+		r := c.results[0]
+		for _, x := range c.results[1:] {
+			r.wall, r.cpu, r.broker = min(r.wall, x.wall), min(r.cpu, x.cpu), min(r.broker, x.broker)
+		}
+		return r
+	}
+	naive := map[string]time.Duration{}
+	var naive16 time.Duration
+	for _, c := range cs {
+		if strings.HasPrefix(c.name, "naive") {
+			naive[c.workload] = best(c).wall
+			if c.workload == "16p jsonl" {
+				naive16 = best(c).wall
+			}
+		}
+	}
+	host, _ := os.Hostname()
+	fmt.Printf("\nuserbench %s, %s, %d CPUs; 16p: %d records, 1000p: %d records, 1 KiB values; best of %d rounds\n\n",
+		time.Now().Format("2006-01-02 15:04"), host, runtime.NumCPU(), b.records, b.wideRecords, b.rounds)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "workload\tcontender\trecords/s\tseconds\tvs naive\tCPU-s/M rec\tbroker CPU-s/M rec\t")
+	rates := map[string]float64{}
+	for _, c := range cs {
+		r := best(c)
+		rate := float64(c.records) / r.wall.Seconds()
+		rates[c.workload+"/"+c.name] = rate
+		ratio := "-"
+		n := naive[c.workload]
+		if c.workload == "16p zstd" && c.name == "raw" {
+			n = naive16
+		}
+		if n > 0 && !strings.HasPrefix(c.name, "naive") {
+			ratio = fmt.Sprintf("%.2f", n.Seconds()/r.wall.Seconds())
+		} else if n > 0 {
+			ratio = "1.00"
+		}
+		m := float64(c.records) / 1e6
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.2f\t%s\t%.2f\t%.2f\t\n", c.workload, c.name, rate, r.wall.Seconds(), ratio,
+			r.cpu.Seconds()/m, r.broker.Seconds()/m)
+	}
+	_ = w.Flush()
+	if a, z := rates["1000p jsonl/spillway"], rates["16p jsonl/spillway"]; a > 0 && z > 0 {
+		fmt.Printf("\nrecords/s, 1000 vs 16 partitions: spillway %.2f", a/z)
+		if ra, rz := rates["1000p jsonl/raw"], rates["16p jsonl/raw"]; ra > 0 && rz > 0 {
+			fmt.Printf(", raw consumer %.2f", ra/rz)
+		}
+		fmt.Println()
+	}
+	fmt.Println("\nvs naive: the naive writer's seconds over the contender's (above 1 is faster); 16p zstd compares with naive-zstd.")
+	fmt.Println("seconds: from the process's start until its group's commit equals the log end.")
+	fmt.Println("CPU: user+sys of the contender's process; broker CPU: the broker process's over the same run (polls of the commit included).")
+}
+
+// ------------------------------------------------------------------- child --
+
+// runChild is a baseline: it consumes topic in group from the start to the
+// end offsets listed when it starts, writes (naive) or discards (raw), and
+// commits what it read once every file is synced.
+func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd bool) error {
+	if mode != "raw" && mode != "naive" {
+		return fmt.Errorf("unknown mode %q; want raw or naive", mode)
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	l, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("listing end offsets: %w", err)
+	}
+	end := map[int32]int64{}
+	left := 0
+	l.Each(func(o kadm.ListedOffset) {
+		end[o.Partition] = o.Offset
+		if o.Offset > 0 {
+			left++
+		}
+	})
+
+	start := time.Now()
+	first := true
+	files := map[int32]*naiveFile{}
+	var writeErr error
+	next := map[int32]int64{}
+	for left > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return ferr
+		}
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			if first {
+				first = false
+				fmt.Fprintf(os.Stderr, "first records after %s\n", time.Since(start).Round(time.Millisecond))
+			}
+			if mode == "naive" {
+				for _, r := range p.Records {
+					f := files[p.Partition]
+					if f == nil {
+						if f, err = openNaive(dir, topic, p.Partition, r.Offset, useZstd); err != nil {
+							writeErr = cmpOr(writeErr, err)
+							return
+						}
+						files[p.Partition] = f
+					}
+					f.write(r.Value)
+					if f.n++; f.n == perFile {
+						writeErr = cmpOr(writeErr, f.close())
+						delete(files, p.Partition)
+					}
+				}
+			}
+			before := next[p.Partition]
+			next[p.Partition] = p.Records[len(p.Records)-1].Offset + 1
+			if e := end[p.Partition]; before < e && next[p.Partition] >= e {
+				left--
+			}
+		})
+		if writeErr != nil {
+			return writeErr
+		}
+	}
+	for _, f := range files {
+		if err := f.close(); err != nil {
+			return err
+		}
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "committed after %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// naiveFile is one output file: values one per line through a 1 MiB
+// buffer, optionally zstd-compressed, fsynced once when complete.
+type naiveFile struct {
+	f   *os.File
+	buf *bufio.Writer
+	z   *zstd.Encoder
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func openNaive(dir, topic string, p int32, offset int64, useZstd bool) (*naiveFile, error) {
+	name := fmt.Sprintf("%s-%d-%d.jsonl", topic, p, offset)
+	if useZstd {
+		name += ".zst"
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	nf := &naiveFile{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	nf.w = nf.buf
+	if useZstd {
+		if nf.z, err = zstd.NewWriter(nf.buf, zstd.WithEncoderLevel(zstd.SpeedFastest)); err != nil {
+			f.Close()
+			return nil, err
+		}
+		nf.w = nf.z
+	}
+	return nf, nil
+}
+
+func (f *naiveFile) write(v []byte) {
+	if f.err != nil {
+		return
+	}
+	if _, err := f.w.Write(v); err != nil {
+		f.err = err
+		return
+	}
+	_, f.err = f.w.Write(newline)
+}
+
+func (f *naiveFile) close() error {
+	err := f.err
+	if f.z != nil {
+		err = cmpOr(err, f.z.Close())
+	}
+	err = cmpOr(err, f.buf.Flush())
+	err = cmpOr(err, f.f.Sync())
+	err = cmpOr(err, f.f.Close())
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", f.f.Name(), err)
+	}
+	return nil
+}
+
+// ------------------------------------------------------------------- data --
+
+// newline is written after each value; a literal at the call would be
+// allocated per record through the io.Writer interface.
+var newline = []byte{'\n'}
+
+var benchWords = []string{
+	"checkout", "login", "logout", "search", "click", "view", "purchase", "refund",
+	"mobile", "desktop", "tablet", "chrome", "firefox", "safari", "eu-west-1",
+	"us-east-2", "ap-south-1", "premium", "free", "trial", "banner", "email",
+	"cart", "wishlist", "recommendation", "latency", "timeout", "retry", "ok",
+	"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "lorem",
+	"ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit",
+}
+
+// benchValue builds a JSON object of exactly size bytes, with varied fields
+// and free text, so that no two values are alike. It is the value of
+// internal/runner's BenchmarkDrain, so that the two measure the same data.
+func benchValue(r *rand.Rand, i, size int) []byte {
+	v := make([]byte, 0, size)
+	v = fmt.Appendf(v, `{"id":%d,"ts":"2025-01-%02dT%02d:%02d:%02d.%03dZ","user":"u-%06d","event":"%s","device":"%s","region":"%s","amount":%d.%02d,"tags":["%s","%s"],"text":"`,
+		i, 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), r.IntN(1_000_000),
+		benchWords[r.IntN(8)], benchWords[8+r.IntN(6)], benchWords[14+r.IntN(3)],
+		r.IntN(1000), r.IntN(100), benchWords[r.IntN(len(benchWords))], benchWords[r.IntN(len(benchWords))])
+	for len(v) < size-2 {
+		w := benchWords[r.IntN(len(benchWords))]
+		if len(v)+len(w)+1 > size-2 {
+			w = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"[:size-2-len(v)]
+		} else if len(v) > 0 && v[len(v)-1] != '"' {
+			v = append(v, ' ')
+		}
+		v = append(v, w...)
+	}
+	return append(v, '"', '}')
+}
