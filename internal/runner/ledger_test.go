@@ -239,9 +239,9 @@ func dataFiles(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestPrefixWithoutLedger: files written before the ledger existed resume
-// as they did, by reading the last file back, when they can be (offset in
-// format.fields); when they can't, the run stops with a clear error rather
+// TestPrefixWithoutLedger: with storage.earlier_files: spillway, files
+// written before the ledger existed resume as they did, by reading the
+// last file back, when they can be (offset in format.fields); when they can't, the run stops with a clear error rather
 // than write them again or skip them.
 func TestPrefixWithoutLedger(t *testing.T) {
 	for _, tc := range []struct {
@@ -259,6 +259,9 @@ func TestPrefixWithoutLedger(t *testing.T) {
 			dir := t.TempDir()
 			cfg := testConfig(cluster.Addrs(), dir)
 			cfg.Format.Fields = tc.fields
+			// Read back by name: unledgered files never move a resume
+			// point otherwise (TestStrayFileDoesNotMoveResume).
+			cfg.Storage.EarlierFiles = "spillway"
 			testkit.Produce(t, cl, "events", 1000, oneRecord)
 			_, stop := started(t, cfg)
 			waitCommitted(t, cl, cfg.Kafka.Group, map[int32]int64{0: 1000})
