@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/bench/benchdata"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -95,35 +96,6 @@ func benchRecords(b *testing.B) int {
 		b.Fatalf("SPILLWAY_BENCH_RECORDS=%q: want a positive integer", s)
 	}
 	return n
-}
-
-var benchWords = []string{
-	"checkout", "login", "logout", "search", "click", "view", "purchase", "refund",
-	"mobile", "desktop", "tablet", "chrome", "firefox", "safari", "eu-west-1",
-	"us-east-2", "ap-south-1", "premium", "free", "trial", "banner", "email",
-	"cart", "wishlist", "recommendation", "latency", "timeout", "retry", "ok",
-	"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "lorem",
-	"ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit",
-}
-
-// benchValue builds a JSON object of exactly size bytes, with varied fields
-// and free text, so that no two values are alike.
-func benchValue(r *rand.Rand, i, size int) []byte {
-	v := make([]byte, 0, size)
-	v = fmt.Appendf(v, `{"id":%d,"ts":"2025-01-%02dT%02d:%02d:%02d.%03dZ","user":"u-%06d","event":"%s","device":"%s","region":"%s","amount":%d.%02d,"tags":["%s","%s"],"text":"`,
-		i, 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), r.IntN(1_000_000),
-		benchWords[r.IntN(8)], benchWords[8+r.IntN(6)], benchWords[14+r.IntN(3)],
-		r.IntN(1000), r.IntN(100), benchWords[r.IntN(len(benchWords))], benchWords[r.IntN(len(benchWords))])
-	for len(v) < size-2 {
-		w := benchWords[r.IntN(len(benchWords))]
-		if len(v)+len(w)+1 > size-2 {
-			w = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"[:size-2-len(v)]
-		} else if len(v) > 0 && v[len(v)-1] != '"' {
-			v = append(v, ' ')
-		}
-		v = append(v, w...)
-	}
-	return append(v, '"', '}')
 }
 
 // benchCPU is the user and system CPU time of this process so far.
@@ -227,7 +199,7 @@ func BenchmarkDrain(b *testing.B) {
 	d.admin = d.cluster.Client(b)
 	rng := rand.New(rand.NewPCG(7, 11))
 	testkit.Produce(b, d.admin, "events", n, func(i int) *kgo.Record {
-		v := benchValue(rng, i, benchValueSize)
+		v := benchdata.Value(rng, i, benchValueSize)
 		d.valueBytes += int64(len(v))
 		return &kgo.Record{Partition: int32(i % benchPartitions), Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: v}
 	})
@@ -367,7 +339,7 @@ func BenchmarkDrain(b *testing.B) {
 		}
 		rng := rand.New(rand.NewPCG(7, 11))
 		testkit.Produce(b, d.admin, "wide", n, func(i int) *kgo.Record {
-			return &kgo.Record{Partition: int32(i % benchWidePartitions), Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: benchValue(rng, i, benchValueSize)}
+			return &kgo.Record{Partition: int32(i % benchWidePartitions), Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: benchdata.Value(rng, i, benchValueSize)}
 		})
 		if got := testkit.EndOffsets(b, d.admin, "wide"); len(got) != benchWidePartitions {
 			b.Fatalf("wide has %d partitions", len(got))

@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/bench/benchdata"
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
@@ -29,7 +30,7 @@ func TestParquetRowGroupsFromTheBudget(t *testing.T) {
 	cl := cluster.Client(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	testkit.Produce(t, cl, "events", n, func(i int) *kgo.Record {
-		return &kgo.Record{Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i), Value: benchValue(rng, i, 1024)}
+		return &kgo.Record{Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i), Value: benchdata.Value(rng, i, 1024)}
 	})
 	end := testkit.EndOffsets(t, cl, "events")
 

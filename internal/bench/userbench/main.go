@@ -57,6 +57,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/bench/benchdata"
 )
 
 const (
@@ -314,7 +316,7 @@ func (b *bench) load(ctx context.Context, cl *kgo.Client, topic string, partitio
 	var firstErr error
 	for i := range n {
 		r := &kgo.Record{Topic: topic, Partition: int32(i % int64(partitions)),
-			Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: benchValue(rng, int(i), valueSize)}
+			Key: fmt.Appendf(nil, "u-%d", i%10_000), Value: benchdata.Value(rng, int(i), valueSize)}
 		wg.Add(1)
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			defer wg.Done()
@@ -743,33 +745,3 @@ func (f *naiveFile) close() error {
 // newline is written after each value; a literal at the call would be
 // allocated per record through the io.Writer interface.
 var newline = []byte{'\n'}
-
-var benchWords = []string{
-	"checkout", "login", "logout", "search", "click", "view", "purchase", "refund",
-	"mobile", "desktop", "tablet", "chrome", "firefox", "safari", "eu-west-1",
-	"us-east-2", "ap-south-1", "premium", "free", "trial", "banner", "email",
-	"cart", "wishlist", "recommendation", "latency", "timeout", "retry", "ok",
-	"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "lorem",
-	"ipsum", "dolor", "sit", "amet", "consectetur", "adipiscing", "elit",
-}
-
-// benchValue builds a JSON object of exactly size bytes, with varied fields
-// and free text, so that no two values are alike. It is the value of
-// internal/runner's BenchmarkDrain, so that the two measure the same data.
-func benchValue(r *rand.Rand, i, size int) []byte {
-	v := make([]byte, 0, size)
-	v = fmt.Appendf(v, `{"id":%d,"ts":"2025-01-%02dT%02d:%02d:%02d.%03dZ","user":"u-%06d","event":"%s","device":"%s","region":"%s","amount":%d.%02d,"tags":["%s","%s"],"text":"`,
-		i, 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1000), r.IntN(1_000_000),
-		benchWords[r.IntN(8)], benchWords[8+r.IntN(6)], benchWords[14+r.IntN(3)],
-		r.IntN(1000), r.IntN(100), benchWords[r.IntN(len(benchWords))], benchWords[r.IntN(len(benchWords))])
-	for len(v) < size-2 {
-		w := benchWords[r.IntN(len(benchWords))]
-		if len(v)+len(w)+1 > size-2 {
-			w = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"[:size-2-len(v)]
-		} else if len(v) > 0 && v[len(v)-1] != '"' {
-			v = append(v, ' ')
-		}
-		v = append(v, w...)
-	}
-	return append(v, '"', '}')
-}
