@@ -396,3 +396,46 @@ func TestAnotherFormatIsRefused(t *testing.T) {
 		t.Errorf("the renamed group's run does not say it took the ledger over:\n%s", logs)
 	}
 }
+
+// TestGapNotCommittedBeforeItsEntry: the group's offset never passes
+// offsets the log deleted before their ledger entry records them, so that a
+// crash before that entry finds the gap again. Here storage holds nothing
+// of the partition and the group's commit (200) is below the log start
+// (500): while the first file is still open, the gap is logged and the
+// commit stays at 200. Before, the assignment committed the log start at
+// once, and a crash then passed [200, 500) in silence.
+func TestGapNotCommittedBeforeItsEntry(t *testing.T) {
+	t.Parallel()
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	cfg := testConfig(cluster.Addrs(), t.TempDir())
+	cfg.File.MaxRecords = 0
+	cfg.File.MaxAge = time.Hour
+	testkit.Produce(t, cl, "events", 1000, oneRecord)
+	commitAt(t, cl, cfg.Kafka.Group, 200)
+	del := kadm.Offsets{}
+	del.AddOffset("events", 0, 500, -1)
+	if resp, err := kadm.NewClient(cl).DeleteRecords(context.Background(), del); err != nil || resp.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, resp.Error())
+	}
+	var logs lockedBuffer
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), Options{})
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(logs.String(), "offsets=[200,500)") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gap was never logged:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"); got[0] != 200 {
+		t.Fatalf("the group's commit is %d while the gap's entry is not written, want 200", got[0])
+	}
+}

@@ -26,6 +26,7 @@ type unit struct {
 	gap     bool
 	gaps    []layout.Gap
 	adopted []*unit
+	by      *unit // the unit that adopted this gap unit
 }
 
 // piece is a run of offsets [start, end) and the unit that accounts for
@@ -99,6 +100,7 @@ func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
 	if u != nil && len(p.orphans) > 0 {
 		for _, g := range p.orphans {
 			u.gaps = append(u.gaps, g.gaps...)
+			g.by = u
 		}
 		u.adopted = append(u.adopted, p.orphans...)
 		p.orphans = nil
@@ -318,11 +320,17 @@ func (t *tracker) pendingUnits(tps map[TopicPartition]bool) []*unit {
 			continue
 		}
 		for _, pc := range p.pieces {
-			// A gap waits on the file that adopted it, or on one not
-			// routed yet: nothing to wait for.
-			if !handled(pc.u) && !pc.u.gap && !seen[pc.u] {
-				seen[pc.u] = true
-				out = append(out, pc.u)
+			// A gap waits on the file that adopted it, which may hold
+			// no piece of its own any more (its records all skipped by
+			// the error policy, its entry still to write); an orphan gap
+			// waits on a file not routed yet: nothing to wait for.
+			u := pc.u
+			if u != nil && u.gap {
+				u = u.by
+			}
+			if u != nil && !handled(u) && !seen[u] {
+				seen[u] = true
+				out = append(out, u)
 			}
 		}
 	}

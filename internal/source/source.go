@@ -163,9 +163,12 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 		// kafka.start_offset is where a group without a commit starts.
 		// An offset out of range (the log start passed it, or the log was
 		// truncated under it) always resumes at the log start: what the
-		// log deleted is then recorded as lost (Sink.LogStart), and what
-		// was read before is skipped by the tracker. Resetting per
-		// start_offset would pass every record to the log end in silence.
+		// log deleted is then recorded as lost (Sink.LogStart). Resetting
+		// per start_offset would pass every record to the log end in
+		// silence. A log truncated below what this process already read,
+		// then written again, is not told apart while it runs: its new
+		// records at reused offsets count as read; resume's check against
+		// the log end catches it at the next assignment.
 		kgo.ConsumeStartOffset(start),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -728,14 +731,14 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 			s.stopWith(err)
 			return
 		}
-		// Consume from where storage stands, or from the log start when
-		// the log deleted records from there first: the sink records
-		// those as lost when the first fetch shows the log start. Without
-		// a commit, fetching would start per kafka.start_offset.
+		// Consume from where storage stands. Where the log deleted
+		// records from there first, the fetch is out of range and resumes
+		// at the log start (ConsumeResetOffset), and the sink records the
+		// offsets between as lost when that fetch shows the log start.
+		// The commit is never moved past them before their ledger entry
+		// is written: a crash before it would pass them in silence.
+		// Without a commit, fetching starts per kafka.start_offset.
 		from := p.State.Next
-		if from >= 0 && r.log.Start > from {
-			from = r.log.Start
-		}
 		if from >= 0 && from != at {
 			if moved[tp.Topic] == nil {
 				moved[tp.Topic] = map[int32]kgo.EpochOffset{}
