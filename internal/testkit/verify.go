@@ -330,3 +330,26 @@ func assertExactlyOnce(t testing.TB, recs []StoredRecord, topic string, want map
 	}
 	t.Errorf("%s", text)
 }
+
+// AssertStoredExcept checks that every offset of topic's partition below
+// end is stored exactly once, except those in [gap[0], gap[1]), which must
+// not be stored at all: what a run that passed a gap (retention, an
+// operator's skip) leaves.
+func AssertStoredExcept(t testing.TB, recs []StoredRecord, topic string, partition int32, end int64, gap [2]int64) {
+	t.Helper()
+	seen := map[int64]int{}
+	for _, r := range recs {
+		if r.Topic == topic && r.Partition == partition {
+			seen[r.Offset]++
+		}
+	}
+	for o := range end {
+		want := 1
+		if o >= gap[0] && o < gap[1] {
+			want = 0
+		}
+		if seen[o] != want {
+			t.Fatalf("testkit.AssertStoredExcept: %s/%d offset %d is stored %d times, want %d", topic, partition, o, seen[o], want)
+		}
+	}
+}
