@@ -93,17 +93,20 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 	}
 	note := ""
 	if g, mine := e.Group, opts.Deployment.Group; g != "" && mine != "" && g != mine && opts.GroupActive != nil {
+		// Whether the other group runs only words the warning: a member
+		// may be a crashed instance that its session has not timed out
+		// yet, not a reason to stop, and two deployments that do write at
+		// once collide on an entry, and the one that loses says so,
+		// naming the other group (sink.writeEntry). So a group this
+		// principal may not describe (an ACL) is no reason to stop either.
 		active, err := opts.GroupActive(ctx, g)
-		if err != nil {
-			return Point{}, fmt.Errorf("ledger entry %d was written by kafka.group %q: is that group still running? %w", e.Seq, g, err)
-		}
-		// A member may be a crashed instance that its session has not
-		// timed out yet: not a reason to stop. Two deployments that do
-		// write at once collide on an entry, and the one that loses says
-		// so, naming the other group (sink.writeEntry).
-		note = fmt.Sprintf("the partition's ledger was written by kafka.group %q, which has no members now: group %q takes it over (a renamed group, or one whose commits were lost)", g, mine)
-		if active {
+		switch {
+		case err != nil:
+			note = fmt.Sprintf("the partition's ledger was written by kafka.group %q, and whether that group has members could not be told (%v): group %q resumes from the ledger; if another deployment writes into this prefix, the two fence each other off and one stops, so give each its own storage.prefix", g, err, mine)
+		case active:
 			note = fmt.Sprintf("the partition's ledger was written by kafka.group %q, which has members now: if that is another deployment writing into this prefix, the two fence each other off and one stops; give each its own storage.prefix. Group %q resumes from the ledger", g, mine)
+		default:
+			note = fmt.Sprintf("the partition's ledger was written by kafka.group %q, which has no members now: group %q takes it over (a renamed group, or one whose commits were lost)", g, mine)
 		}
 	}
 	p, err := l.resumeEntry(ctx, id, log, e)

@@ -593,3 +593,46 @@ func TestResumeZombiePublishedFirstAfterOtherFiles(t *testing.T) {
 		t.Fatalf("Resume = %v, want the duplicated offsets and the file to delete", err)
 	}
 }
+
+// TestResumeOtherGroup: a ledger written by another kafka.group is taken
+// over, and the point's note says whether that group runs. A group this
+// principal may not describe (an ACL, a broker that does not answer) only
+// words the note: the run goes on, fenced by the ledger's create-only
+// entries, instead of stopping on a check that decides nothing.
+func TestResumeOtherGroup(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openStore(t)
+	l := layout.NewLedger(st, testPrefix)
+	e := entryFor(idA, 0)
+	e.Deployment = layout.Deployment{Group: "old"}
+	if err := l.Append(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, e.File.Key, e.File.Bytes)
+	for _, c := range []struct {
+		active bool
+		err    error
+		want   string
+	}{
+		{false, nil, "which has no members now"},
+		{true, nil, "which has members now"},
+		{false, errors.New("GROUP_AUTHORIZATION_FAILED"), "could not be told (GROUP_AUTHORIZATION_FAILED)"},
+	} {
+		opts := noLegacy(t)
+		opts.Deployment = layout.Deployment{Group: "new"}
+		opts.GroupActive = func(_ context.Context, g string) (bool, error) {
+			if g != "old" {
+				t.Errorf("GroupActive(%q), want the ledger's group", g)
+			}
+			return c.active, c.err
+		}
+		p, err := l.Resume(ctx, idA, layout.Log{End: 10}, opts)
+		if err != nil {
+			t.Fatalf("active %v, err %v: Resume: %v", c.active, c.err, err)
+		}
+		wantPoint(t, p, true, 10, nil, 1)
+		if !strings.Contains(p.Note, c.want) || !strings.Contains(p.Note, `kafka.group "old"`) {
+			t.Errorf("active %v, err %v: note %q, want it to say %q", c.active, c.err, p.Note, c.want)
+		}
+	}
+}

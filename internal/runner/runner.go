@@ -278,6 +278,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		}
 		snk = sink.New(scfg, sink.FromStorage(bucket), b, log)
 		resume = resumer(cfg, bucket, names, ledger, log, func(ctx context.Context, group string) (bool, error) {
+			// It only words a warning (layout.ResumeOptions): a group
+			// coordinator that does not answer must not hold the resume.
+			ctx, cancel := context.WithTimeout(ctx, groupCheckTimeout)
+			defer cancel()
 			return source.GroupActive(ctx, src.Client(), group)
 		})
 	}
@@ -460,6 +464,10 @@ func writerName(cfg *config.Config) string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
+
+// groupCheckTimeout bounds asking whether another group that wrote a
+// partition's ledger has members.
+const groupCheckTimeout = 15 * time.Second
 
 // resumer reads where a partition stands from the ledger. Files that no
 // ledger entry names never move a resume point, unless the user asked by

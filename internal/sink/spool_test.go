@@ -308,9 +308,7 @@ func TestSpoolDirRemoved(t *testing.T) {
 	b.SetDiskLimit(1 << 30)
 	h := newHarness(t, withBudget(b), withSpool(t, t.TempDir()), withConfig(func(c *sink.Config) { c.MaxRecords = 50 }))
 	h.write(recs("t", 0, 0, 120)...) // two files closed, one open on the spool
-	if err := os.RemoveAll(h.cfg.Spool.Dir()); err != nil {
-		t.Fatal(err)
-	}
+	removeSpoolDir(t, h.cfg.Spool.Dir())
 	h.write(recs("t", 1, 0, 120)...) // new files: no spool to create them in
 	h.write(recs("t", 0, 120, 200)...)
 	h.flush()
@@ -333,7 +331,14 @@ func TestSpoolDirReplaced(t *testing.T) {
 	b.SetDiskLimit(1 << 30)
 	w := &warnings{}
 	h := newHarness(t, withBudget(b), withSpool(t, root), withLog(slog.New(w)), withConfig(func(c *sink.Config) { c.MaxRecords = 50 }))
-	h.write(recs("t", 0, 0, 60)...)
+	// One file, closed and published, and none open: no file goroutine
+	// creates a spool file while the directory is replaced, so every
+	// spool file after it fails.
+	h.write(recs("t", 0, 0, 50)...)
+	h.eventually("the closed file published and its spool file removed", func() bool {
+		spooled, _ := filepath.Glob(filepath.Join(root, "*", "*.spool"))
+		return len(h.objects()) == 1 && len(spooled) == 0
+	})
 	if err := os.RemoveAll(root); err != nil {
 		t.Fatal(err)
 	}
@@ -341,6 +346,7 @@ func TestSpoolDirReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.write(recs("t", 1, 0, 60)...)
+	h.write(recs("t", 0, 50, 60)...)
 	h.flush()
 	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 60, tp("t", 1): 60})
 	if st := h.s.Stats(); st.SpoolFaults == 0 {
@@ -413,4 +419,19 @@ func TestSpoolWaitsForRoom(t *testing.T) {
 	if st := h.s.Stats(); st.SpoolWaiting != 0 {
 		t.Fatalf("%d files still waiting after the flush", st.SpoolWaiting)
 	}
+}
+
+// removeSpoolDir removes a running sink's spool directory. A file
+// goroutine may create its spool file in it while it is being removed
+// (they append after the write returns), and the directory is then not
+// empty: removing again takes that file too.
+func removeSpoolDir(t *testing.T, dir string) {
+	t.Helper()
+	var err error
+	for range 100 {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+	}
+	t.Fatal(err)
 }

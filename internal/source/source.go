@@ -109,6 +109,14 @@ type Source struct {
 	fatal      error
 	cancelPoll context.CancelFunc
 
+	// resuming bounds a resume from storage in onAssigned, whose context
+	// from the client is canceled only at the end of its Close, after
+	// leaving the group, which waits for that very callback: a request of
+	// the resume that a broker holds would hold the stop past its
+	// deadline. It is canceled when a stop begins, and by Close.
+	resuming    context.Context
+	endResuming context.CancelFunc
+
 	health health
 }
 
@@ -145,6 +153,7 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}, regex: k.TopicRegex}
+	src.resuming, src.endResuming = context.WithCancel(context.Background())
 	src.stats.Committed = map[sink.TopicPartition]int64{}
 	src.stats.HighWatermarks = map[sink.TopicPartition]int64{}
 	src.stats.FirstFetched = map[sink.TopicPartition]int64{}
@@ -237,6 +246,7 @@ const pausedEndsInterval = 2 * time.Second
 func (s *Source) Run(stop, hard context.Context) error {
 	stop, cancelPoll := context.WithCancel(stop)
 	defer cancelPoll()
+	defer context.AfterFunc(stop, s.endResuming)()
 	s.fatalMu.Lock()
 	s.cancelPoll = cancelPoll
 	s.fatalMu.Unlock()
@@ -569,6 +579,7 @@ func (s *Source) Shutdown(ctx context.Context) error {
 // and a broker that stopped answering would hold it for minutes: past ctx,
 // Close returns and leaves the client to the process's exit.
 func (s *Source) Close(ctx context.Context) error {
+	s.endResuming()
 	done := make(chan struct{})
 	go func() { s.cl.Close(); close(done) }()
 	select {
@@ -714,8 +725,17 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	if s.resumer == nil || len(assigned) == 0 {
 		return
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.resuming, cancel)()
 	points, committed, err := s.resumeAll(ctx, cl, assigned)
 	if err != nil {
+		if s.resuming.Err() != nil {
+			// Stopping: the poll loop has ended, so no record of these
+			// partitions is written, and the stop is not this error.
+			s.log.Info("a stop ended the resume from storage of the assigned partitions", "err", err)
+			return
+		}
 		s.stopWith(err)
 		return
 	}

@@ -118,6 +118,55 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	}
 }
 
+// TestStopEndsAHeldResume: a resume from storage that a broker or the
+// store holds (a request that never answers) ends when the run stops, and
+// Close returns with the client closed. The resume once ran on the
+// client's context, which its Close cancels only after leaving the group,
+// and leaving waits for the callback that runs the resume: the stop ran
+// out of its deadline and left the callback running (goleak checks).
+func TestStopEndsAHeldResume(t *testing.T) {
+	c := testkit.NewCluster(t, 1, "events")
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	held := make(chan struct{})
+	var once sync.Once
+	resumer := func(ctx context.Context, _ layout.Identity, _ layout.Log) (layout.Point, error) {
+		once.Do(func() { close(held) })
+		<-ctx.Done()
+		return layout.Point{}, fmt.Errorf("held resume: %w", ctx.Err())
+	}
+	src, err := source.New(k, budget.Plan{}, &recordingSink{}, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- src.Run(stop, context.Background()) }()
+	select {
+	case <-held:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the partition was never assigned")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v after a stop during the resume, want nil: the stop is not the resume's error", err)
+		}
+	case <-time.After(2 * time.Minute):
+		// The client is left to the process's end, as a run does.
+		t.Fatal("Run did not return within 2 minutes of the stop: the held resume held it")
+	}
+	// Far past any resume's own retries: only a resume that ignored the
+	// stop holds Close this long.
+	cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+	defer ccancel()
+	if err := src.Close(cctx); err != nil {
+		t.Fatalf("Close: %v: the held resume held the client's close", err)
+	}
+}
+
 // TestSinkFailureStopsIdleRun: an upload that fails while no record
 // arrives (the last file of an idle partition) ends Run with its error.
 // The error once waited for the next record, so an idle run stayed up,

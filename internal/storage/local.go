@@ -192,6 +192,11 @@ func (w *localWriter) commit() error {
 			err = fmt.Errorf("object %s already exists: %w", w.final, ErrExists)
 		}
 	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Lstat(w.f.Name()); errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("the file's temporary copy %s was removed while it was written: another process took the partition over (a partition's new owner removes its dead writers' temporary files), or another deployment writes into this directory, which must have its own storage.prefix: %w", w.f.Name(), err)
+		}
+	}
 	rmErr := os.Remove(w.f.Name())
 	if err == nil {
 		err = rmErr

@@ -170,6 +170,29 @@ func TestLocalCreateOnly(t *testing.T) {
 	}
 }
 
+// TestLocalTempRemovedIsNamed: a commit whose temporary file another
+// process removed (a partition's new owner sweeps a dead writer's) says
+// so, and what it means, instead of a bare link error.
+func TestLocalTempRemovedIsNamed(t *testing.T) {
+	b, dir := openLocal(t, storage.Options{})
+	w, err := b.NewWriter(context.Background(), "t/0/file.jsonl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeChunks(t, w, []byte("record\n"))
+	temps := files(t, dir)
+	if len(temps) != 1 {
+		t.Fatalf("files while writing = %v, want the temporary file", temps)
+	}
+	if err := os.Remove(filepath.Join(dir, temps[0])); err != nil {
+		t.Fatal(err)
+	}
+	err = w.Commit()
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "temporary copy") || !strings.Contains(err.Error(), "storage.prefix") {
+		t.Fatalf("Commit = %v, want it to say the temporary copy was removed, and the fix", err)
+	}
+}
+
 func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
 	b, dir := openLocal(t, storage.Options{})
 	const key = "k.jsonl"
