@@ -242,7 +242,38 @@ func noAWSCredentials(err error) (string, bool) {
 // write of it fails: the directory is created if needed, as every write
 // would. A local probe is always removed.
 func (l *local) preflight(ctx context.Context, _ string, rep *PreflightReport) error {
-	return l.probe(ctx, rep)
+	if err := l.probe(ctx, rep); err != nil {
+		return err
+	}
+	l.removeStaleProbes(rep.Probe)
+	return nil
+}
+
+// removeStaleProbes removes what probes of earlier starts left beside
+// probe, in the state directory: a process killed during its check leaves
+// its probe or the probe's temp file. Only those older than
+// PreflightTimeout go: a check in flight, of another process starting now,
+// is younger, since no check outlives it. A file that can't be removed
+// stays, harmless: the next start tries again.
+func (l *local) removeStaleProbes(probe string) {
+	p, err := l.path(probe)
+	if err != nil {
+		return
+	}
+	dir := filepath.Dir(p)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, preflightPrefix) && !strings.HasPrefix(name, tmpPrefix+preflightPrefix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && time.Since(info.ModTime()) > PreflightTimeout {
+			_ = os.Remove(filepath.Join(dir, name))
+		}
+	}
 }
 
 func (l *local) probe(ctx context.Context, rep *PreflightReport) error {

@@ -391,6 +391,37 @@ func TestLocalPreflight(t *testing.T) {
 	if len(left) != 0 {
 		t.Errorf("preflight left %v", left)
 	}
+	// What a process killed during its check left: a probe and a probe's
+	// temp file. The next start removes them once older than any check
+	// can run, and leaves a fresh one, of a check in flight, alone.
+	state := filepath.Join(dir, "raw", "x", "_spillway")
+	old := []string{preflightPrefix + "0123456789abcdef", tmpPrefix + preflightPrefix + "0123456789abcdef.42"}
+	fresh := filepath.Join(state, preflightPrefix+"fedcba9876543210")
+	for _, name := range old {
+		p := filepath.Join(state, name)
+		if err := os.WriteFile(p, []byte(preflightData), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		then := time.Now().Add(-2 * PreflightTimeout)
+		if err := os.Chtimes(p, then, then); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(fresh, []byte(preflightData), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Preflight(context.Background(), "raw/x/"); err != nil {
+		t.Fatalf("Preflight: %v", err)
+	}
+	for _, name := range old {
+		if _, err := os.Stat(filepath.Join(state, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a stale probe left by an earlier start is still there: %s (%v)", name, err)
+		}
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("the probe of a check in flight was removed: %v", err)
+	}
+
 	// A regular file where the prefix needs a directory (root ignores
 	// permission bits, so modes can't make the test fail).
 	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
