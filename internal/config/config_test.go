@@ -501,8 +501,9 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// docs/design.md's defaults, written out rather than taken from Default(),
-	// so that a changed default fails here.
+	// The defaults users rely on, written out rather than taken from
+	// Default() (which docs/config.md is generated from), so that a
+	// changed default fails here and not only in the reference.
 	want := &Config{
 		Kafka: Kafka{
 			Brokers: []string{"127.0.0.1:9092"}, Group: "spillway", Topics: []string{"events"},
@@ -586,8 +587,9 @@ storage:
 	}
 }
 
-// TestKeysAreTheContract pins docs/design.md's key names and their variables:
-// users, docs and tests rely on them.
+// TestKeysAreTheContract pins the key names and their variables, as
+// docs/config.md lists them: users' configs and deployments rely on them,
+// so a rename fails here before it reaches the generated reference.
 func TestKeysAreTheContract(t *testing.T) {
 	design := []string{
 		"kafka.brokers", "kafka.group", "kafka.topics", "kafka.topic_regex", "kafka.start_offset", "kafka.client_id", "kafka.instance_id", "kafka.session_timeout", "kafka.startup_timeout",

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// Default returns the built-in defaults, exactly as docs/design.md lists them.
-// It is not a valid config on its own: storage.url and kafka.topics (or
+// Default returns the built-in defaults. docs/config.md is generated from
+// them (doc.go), so a default changed here changes the reference. It is not
+// a valid config on its own: storage.url and kafka.topics (or
 // kafka.topic_regex) have no sensible default and must be set.
 func Default() *Config {
 	return &Config{
@@ -89,7 +90,7 @@ var secretKeys = []string{"kafka.sasl.password", "schema_registry.password", "ad
 // environment and rendered by YAML without touching this file. It is never
 // mutated after package initialisation.
 type keyTable struct {
-	leaves   []*keySpec          // in struct order, which is docs/design.md's order
+	leaves   []*keySpec          // in struct order, which is docs/config.md's order
 	byKey    map[string]*keySpec // "kafka.brokers"
 	byEnv    map[string]*keySpec // "SPILLWAY_KAFKA_BROKERS"
 	sections []string            // "kafka", "kafka.tls", ... in struct order

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// updateGoldenEnv rewrites docs/config.md when set to 1, as it rewrites
+// the golden files of internal/format: one variable for every generated
+// file, and it works under go test ./... where a flag would not.
+const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
+
+// TestConfigDoc regenerates docs/config.md from the key table and fails when
+// the file in the tree differs, so the reference can't drift from the keys
+// the config accepts.
+func TestConfigDoc(t *testing.T) {
+	want, err := referenceDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "..", docPath)
+	if os.Getenv(updateGoldenEnv) == "1" {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (write it with %s=1 go test -run TestConfigDoc ./internal/config)", err, updateGoldenEnv)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		line := 0
+		for line < len(gl) && line < len(wl) && gl[line] == wl[line] {
+			line++
+		}
+		at := func(l []string) string {
+			if line < len(l) {
+				return l[line]
+			}
+			return "(end of file)"
+		}
+		t.Errorf("%s is not what the key table generates: it is edited by hand, or a key, default or text in internal/config/doc.go changed.\n"+
+			"Change the text in doc.go, not the file, then regenerate it with\n"+
+			"  %s=1 go test -run TestConfigDoc ./internal/config\n"+
+			"and review the diff. First difference, line %d:\n  file:      %s\n  generated: %s",
+			docPath, updateGoldenEnv, line+1, at(gl), at(wl))
+	}
+}
+
+// TestConfigDocCoversEveryKey: every key the config accepts has a row, so a
+// field added to Config without text in keyDocs fails here by name.
+func TestConfigDocCoversEveryKey(t *testing.T) {
+	doc, err := referenceDoc()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range keys.leaves {
+		if !bytes.Contains(doc, []byte("| `"+s.key+"`")) || !bytes.Contains(doc, []byte("`"+s.env+"`")) {
+			t.Errorf("docs/config.md has no row for %s (%s)", s.key, s.env)
+		}
+	}
+}
