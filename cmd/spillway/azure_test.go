@@ -17,7 +17,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -64,7 +64,7 @@ func downloadContainer(t *testing.T, cc *container.Client) string {
 			t.Fatalf("list blobs: %v", err)
 		}
 		for _, it := range page.Segment.BlobItems {
-			if strings.HasPrefix(*it.Name, layout.LedgerDir) {
+			if strings.HasPrefix(*it.Name, ledger.StateDir) {
 				continue // Spillway's own state, not a data file
 			}
 			resp, err := cc.NewBlobClient(*it.Name).DownloadStream(ctx, nil)

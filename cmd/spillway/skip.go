@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
@@ -54,7 +54,7 @@ group with members.`,
 			}
 			g := e.Gaps[0]
 			_, err = fmt.Fprintf(stdout, "%s/%d: skipped %s (%d offsets), ledger entry %d; the group's offset is %d\n",
-				topic, partition, layout.FormatRanges(g.Ranges), g.Ranges.Count(), e.Seq, e.After().Next)
+				topic, partition, offsets.FormatRanges(g.Ranges), g.Ranges.Count(), e.Seq, e.After().Next)
 			return err
 		},
 	}
@@ -66,12 +66,8 @@ group with members.`,
 	return c
 }
 
-func runSkip(ctx context.Context, cfg *config.Config, topic string, partition int32, to int64, reason string) (*layout.Entry, error) {
-	loc, err := naming.LoadLocation(cfg.File.Timezone)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("file.timezone: %w", err)}
-	}
-	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
+func runSkip(ctx context.Context, cfg *config.Config, topic string, partition int32, to int64, reason string) (*ledger.Entry, error) {
+	names, err := cfg.Names()
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -131,10 +127,10 @@ func runSkip(ctx context.Context, cfg *config.Config, topic string, partition in
 		return nil, err
 	}
 	defer b.Close()
-	id := layout.Identity{Cluster: meta.Cluster, Topic: topic, TopicID: base64.RawURLEncoding.EncodeToString(td.ID[:]), Partition: partition}
+	id := ledger.Identity{Cluster: meta.Cluster, Topic: topic, TopicID: base64.RawURLEncoding.EncodeToString(td.ID[:]), Partition: partition}
 	host, _ := os.Hostname()
-	ro := layout.ResumeOptions{Deployment: runner.Deployment(cfg, names.Ext)}
-	e, err := layout.NewLedger(b, cfg.Storage.Prefix).Skip(ctx, id, layout.Log{Start: st.Offset, End: en.Offset}, ro, to, reason, fmt.Sprintf("spillway skip on %s", host))
+	ro := ledger.ResumeOptions{Deployment: runner.Deployment(cfg, names.Ext)}
+	e, err := ledger.New(b, cfg.Storage.Prefix).Skip(ctx, id, ledger.Log{Start: st.Offset, End: en.Offset}, ro, to, reason, fmt.Sprintf("spillway skip on %s", host))
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/verify"
@@ -74,13 +73,9 @@ It writes and deletes nothing, and exits 1 on any problem.`,
 }
 
 func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Report, error) {
-	loc, err := naming.LoadLocation(cfg.File.Timezone)
+	names, err := cfg.Names()
 	if err != nil {
-		return verify.Report{}, usageError{fmt.Errorf("file.timezone: %w", err)}
-	}
-	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
-	if err != nil {
-		return verify.Report{}, usageError{err} // it names the template
+		return verify.Report{}, usageError{err}
 	}
 	b, err := storage.Open(ctx, cfg.Storage.URL, storage.Options{Retry: storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1}})
 	if err != nil {
@@ -117,7 +112,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 	}
 	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign", ReadsBack: cfg.Storage.EarlierFiles == "spillway"}
 	if deep {
-		vo.Deep = &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
+		vo.Deep = &ledger.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}
 	return verify.Run(ctx, b, adm, cfg.Kafka.Group, topics, vo)
 }

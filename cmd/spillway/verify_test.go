@@ -16,7 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -205,7 +206,7 @@ func TestVerify(t *testing.T) {
 		}},
 		{"duplicate file", false, func(dir string) []string {
 			// Another file and ledger entry claiming offsets 250-499.
-			var e layout.Entry
+			var e ledger.Entry
 			if err := json.Unmarshal(read(dir, entryKey(dir, 0, 3)), &e); err != nil {
 				t.Fatal(err)
 			}
@@ -213,8 +214,8 @@ func TestVerify(t *testing.T) {
 			write(dir, "events-0-250-again.jsonl", data)
 			// Valid on its own (runs that overlap the entry's own state
 			// before are a corrupt entry): a racing writer's older state.
-			e.Seq, e.Before = 4, layout.State{Next: 250}
-			e.File = layout.FileInfo{Key: "events-0-250-again.jsonl", Ranges: layout.Ranges{{250, 500}}, Records: 250, Bytes: int64(len(data))}
+			e.Seq, e.Before = 4, offsets.State{Next: 250}
+			e.File = ledger.FileInfo{Key: "events-0-250-again.jsonl", Ranges: offsets.Ranges{{250, 500}}, Records: 250, Bytes: int64(len(data))}
 			out, err := json.Marshal(&e)
 			if err != nil {
 				t.Fatal(err)

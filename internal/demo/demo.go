@@ -23,7 +23,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/verify"
@@ -212,7 +214,7 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 		return sum, err
 	}
 	defer b.Close()
-	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression)
+	names, err := naming.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression)
 	if err != nil {
 		return sum, err
 	}
@@ -223,7 +225,7 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 	defer cl.Close()
 	rep, err := verify.Run(ctx, b, kadm.NewClient(cl), cfg.Kafka.Group, cfg.Kafka.Topics, verify.Options{
 		Names: names,
-		Deep:  &layout.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
+		Deep:  &ledger.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
 	})
 	if err != nil {
 		return sum, err
@@ -237,7 +239,7 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 		}
 		// Every offset of the log in a published file: records missing
 		// at the tail show here, where no commit covers them.
-		sum.Missing += layout.Ranges{{p.LogStart, p.End}}.Subtract(p.Ranges).Count()
+		sum.Missing += offsets.Ranges{{p.LogStart, p.End}}.Subtract(p.Ranges).Count()
 		committed = committed && p.Committed == p.End
 	}
 	sum.Problems = rep.ProblemCount()

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -65,7 +65,7 @@ func readerRecords(n int, lines bool) []*kgo.Record {
 // sink chains them, into dir, and returns the file's path.
 func writeFile(t *testing.T, dir string, cfg config.Format, recs []*kgo.Record) string {
 	t.Helper()
-	path := filepath.Join(dir, cfg.Type+"-"+cfg.Compression+layout.Extension(cfg.Type, cfg.Compression))
+	path := filepath.Join(dir, cfg.Type+"-"+cfg.Compression+naming.Extension(cfg.Type, cfg.Compression))
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)

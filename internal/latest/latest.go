@@ -38,8 +38,9 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/errpolicy"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 )
 
@@ -61,7 +62,7 @@ type Store interface {
 }
 
 // owner is how a partition is named to Store.
-func owner(tp sink.TopicPartition) string {
+func owner(tp offsets.TopicPartition) string {
 	return tp.Topic + "/" + strconv.Itoa(int(tp.Partition))
 }
 
@@ -92,7 +93,7 @@ type Config struct {
 	Policy     errpolicy.Policy
 	// OnClose, when set, is told of every object a flush stored, with
 	// the writer's lock held: it must only record.
-	OnClose func(sink.Closed)
+	OnClose func(offsets.Closed)
 }
 
 // heldCost is what one held object costs besides its bytes: the map entry,
@@ -102,7 +103,7 @@ const heldCost = 256
 // held is the newest encoded object for one name.
 type held struct {
 	data []byte
-	tp   sink.TopicPartition
+	tp   offsets.TopicPartition
 	meta map[string]string
 	cost int64
 }
@@ -132,7 +133,7 @@ type Writer struct {
 	mu      sync.Mutex
 	held    map[string]*held
 	oldest  time.Time // when the oldest held object was first held
-	parts   map[sink.TopicPartition]*part
+	parts   map[offsets.TopicPartition]*part
 	gen     uint64
 	stats   sink.Stats
 	err     error
@@ -159,23 +160,23 @@ func New(cfg Config, store Store, b *budget.Budget, log *slog.Logger) *Writer {
 	w := &Writer{
 		cfg: cfg, store: store, budget: b, log: log,
 		held:  map[string]*held{},
-		parts: map[sink.TopicPartition]*part{},
+		parts: map[offsets.TopicPartition]*part{},
 		wake:  make(chan struct{}),
 		ctx:   ctx, stop: stop,
 	}
-	w.stats.Closed = map[sink.Reason]int64{}
+	w.stats.Closed = map[offsets.Reason]int64{}
 	return w
 }
 
 // Assign is called for a partition resumed from a ledger; this layout keeps
 // none, so it only starts tracking the partition.
-func (w *Writer) Assign(tp sink.TopicPartition, _ layout.Identity, p layout.Point) {
+func (w *Writer) Assign(tp offsets.TopicPartition, _ ledger.Identity, p ledger.Point) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.partLocked(tp, p.State.Next)
 }
 
-func (w *Writer) partLocked(tp sink.TopicPartition, at int64) *part {
+func (w *Writer) partLocked(tp offsets.TopicPartition, at int64) *part {
 	p := w.parts[tp]
 	if p == nil {
 		p = &part{seen: at, durable: at, reported: at, gen: w.gen}
@@ -188,7 +189,7 @@ func (w *Writer) partLocked(tp sink.TopicPartition, at int64) *part {
 // to the log start (or first) as lost: the log deleted them before they
 // were handled, so a key's latest value may be missing. This layout keeps
 // no ledger to record them in.
-func (w *Writer) LogStart(tp sink.TopicPartition, logStart, first int64) {
+func (w *Writer) LogStart(tp offsets.TopicPartition, logStart, first int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p := w.parts[tp]
@@ -200,9 +201,9 @@ func (w *Writer) LogStart(tp sink.TopicPartition, logStart, first int64) {
 	if w.stats.Lost == nil {
 		w.stats.Lost = map[string]int64{}
 	}
-	w.stats.Lost[layout.GapRetention] += n
+	w.stats.Lost[offsets.GapRetention] += n
 	w.log.Error("records were deleted from the log before Spillway stored them: they are lost, and a key's latest value may be missing",
-		"topic", tp.Topic, "partition", tp.Partition, "offsets", layout.FormatRanges(layout.Ranges{{p.seen, to}}), "count", n,
+		"topic", tp.Topic, "partition", tp.Partition, "offsets", offsets.FormatRanges(offsets.Ranges{{p.seen, to}}), "count", n,
 		"fix", "keep the topic's retention above the longest time Spillway may be down or behind")
 }
 
@@ -233,7 +234,7 @@ func (w *Writer) Stats() sink.Stats {
 	st := w.stats
 	st.FilesOpen = len(w.held)
 	st.Lost = maps.Clone(w.stats.Lost)
-	st.Closed = map[sink.Reason]int64{}
+	st.Closed = map[offsets.Reason]int64{}
 	for k, v := range w.stats.Closed {
 		st.Closed[k] = v
 	}
@@ -257,10 +258,10 @@ func (w *Writer) WriteSome(ctx context.Context, recs []*kgo.Record) (int, error)
 		}
 		switch {
 		case w.cfg.MaxRecords > 0 && int64(len(w.held)) >= w.cfg.MaxRecords:
-			w.startFlushLocked(sink.ReasonRecords)
+			w.startFlushLocked(offsets.ReasonRecords)
 		case w.budget.Over():
 			w.pressed = true
-			w.startFlushLocked(sink.ReasonPressure)
+			w.startFlushLocked(offsets.ReasonPressure)
 			return i + 1, nil
 		}
 	}
@@ -284,7 +285,7 @@ func (w *Writer) Write(ctx context.Context, recs []*kgo.Record) error {
 }
 
 func (w *Writer) writeOneLocked(ctx context.Context, r *kgo.Record, now time.Time) error {
-	tp := sink.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	tp := offsets.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 	p := w.partLocked(tp, r.Offset)
 	handled := func() { p.seen = r.Offset + 1 }
 	if r.Value == nil {
@@ -379,13 +380,13 @@ func (w *Writer) encode(r *kgo.Record) ([]byte, error) {
 // committable once stored.
 type flushBatch struct {
 	objs map[string]*held
-	upto map[sink.TopicPartition]part
-	why  sink.Reason
+	upto map[offsets.TopicPartition]part
+	why  offsets.Reason
 }
 
 // takeLocked moves every held object into a batch.
-func (w *Writer) takeLocked(why sink.Reason) *flushBatch {
-	b := &flushBatch{objs: w.held, upto: map[sink.TopicPartition]part{}, why: why}
+func (w *Writer) takeLocked(why offsets.Reason) *flushBatch {
+	b := &flushBatch{objs: w.held, upto: map[offsets.TopicPartition]part{}, why: why}
 	for tp, p := range w.parts {
 		b.upto[tp] = *p
 	}
@@ -395,7 +396,7 @@ func (w *Writer) takeLocked(why sink.Reason) *flushBatch {
 
 // startFlushLocked flushes in the background, unless a flush runs already:
 // what is held now waits for the next one.
-func (w *Writer) startFlushLocked(why sink.Reason) {
+func (w *Writer) startFlushLocked(why offsets.Reason) {
 	if w.flowing || len(w.held) == 0 {
 		return
 	}
@@ -420,7 +421,7 @@ func (w *Writer) startFlushLocked(why sink.Reason) {
 		// The consumer stopped for the budget during this flush and waits
 		// for it to drain; what it held since can only drain by a flush.
 		if w.pressed {
-			w.startFlushLocked(sink.ReasonPressure)
+			w.startFlushLocked(offsets.ReasonPressure)
 		}
 	}()
 }
@@ -493,7 +494,7 @@ feed:
 // says which partition an unfinished object is for, so only its owner
 // can tell it is abandoned. Partitions under one prefix take one walk.
 func (w *Writer) sweep(ctx context.Context, b *flushBatch) error {
-	byPrefix := map[string][]sink.TopicPartition{}
+	byPrefix := map[string][]offsets.TopicPartition{}
 	for tp, p := range b.upto {
 		if !p.swept {
 			pp, _ := w.cfg.Template.PartitionPrefix(tp.Topic, tp.Partition)
@@ -532,7 +533,7 @@ func (w *Writer) finish(b *flushBatch) {
 	w.stats.Closed[b.why] += int64(len(b.objs))
 	if w.cfg.OnClose != nil {
 		for name, h := range b.objs {
-			w.cfg.OnClose(sink.Closed{Key: name, Partition: h.tp, Reason: b.why, Records: 1})
+			w.cfg.OnClose(offsets.Closed{Key: name, Partition: h.tp, Reason: b.why, Records: 1})
 		}
 	}
 	close(w.wake)
@@ -543,7 +544,7 @@ func (w *Writer) finish(b *flushBatch) {
 // every partition's objects, not only those of tps: an object of one
 // partition may hold a record that superseded another partition's, so
 // storing only some could commit an offset whose value is held elsewhere.
-func (w *Writer) Flush(ctx context.Context, _ map[sink.TopicPartition]bool, why sink.Reason) error {
+func (w *Writer) Flush(ctx context.Context, _ map[offsets.TopicPartition]bool, why offsets.Reason) error {
 	done := make(chan error, 1)
 	w.inflight.Add(1)
 	go func() {
@@ -583,7 +584,7 @@ func (w *Writer) Tick(_ context.Context, now time.Time) error {
 		return w.err
 	}
 	if w.cfg.MaxAge > 0 && len(w.held) > 0 && now.Sub(w.oldest) >= w.cfg.MaxAge {
-		w.startFlushLocked(sink.ReasonAge)
+		w.startFlushLocked(offsets.ReasonAge)
 	}
 	return nil
 }
@@ -593,10 +594,10 @@ func (w *Writer) RunTicker(ctx context.Context) { sink.RunTicks(ctx, w.cfg.MaxAg
 
 // Committable pops, per partition (only those in only, unless it is nil),
 // the offset to commit when it advanced.
-func (w *Writer) Committable(only map[sink.TopicPartition]bool) map[sink.TopicPartition]int64 {
+func (w *Writer) Committable(only map[offsets.TopicPartition]bool) map[offsets.TopicPartition]int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := map[sink.TopicPartition]int64{}
+	out := map[offsets.TopicPartition]int64{}
 	for tp, p := range w.parts {
 		if only != nil && !only[tp] {
 			continue
@@ -619,7 +620,7 @@ func (w *Writer) Durable() <-chan struct{} {
 // Drop forgets partitions this process no longer owns. Their held objects
 // are let go (the new owner reads their records again), and a flush under
 // way no longer makes their offsets committable.
-func (w *Writer) Drop(tps map[sink.TopicPartition]bool) {
+func (w *Writer) Drop(tps map[offsets.TopicPartition]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gen++

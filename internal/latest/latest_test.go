@@ -23,7 +23,7 @@ import (
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/naming"
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -110,14 +110,14 @@ func TestLatestValueWins(t *testing.T) {
 	if got := objects(t, dir); len(got) != 0 {
 		t.Fatalf("stored before any flush: %v", got)
 	}
-	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
+	if err := w.Flush(c, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"t/0/a.json": "3", "t/0/b.json": "2", "t/0/c!2Fd.json": "4", "t/1/a.json": `"p1"`}
 	if got := objects(t, dir); !maps.Equal(got, want) {
 		t.Fatalf("stored %v, want %v", got, want)
 	}
-	wantOff := map[sink.TopicPartition]int64{{Topic: "t", Partition: 0}: 4, {Topic: "t", Partition: 1}: 8}
+	wantOff := map[offsets.TopicPartition]int64{{Topic: "t", Partition: 0}: 4, {Topic: "t", Partition: 1}: 8}
 	if got := w.Committable(nil); !maps.Equal(got, wantOff) {
 		t.Fatalf("committable %v, want %v", got, wantOff)
 	}
@@ -129,7 +129,7 @@ func TestLatestValueWins(t *testing.T) {
 	if err := w.Write(c, []*kgo.Record{rec(0, 4, "a", `5`), rec(0, 5, "b", `2`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
+	if err := w.Flush(c, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	want["t/0/a.json"] = "5"
@@ -169,16 +169,16 @@ func TestPressureFlushes(t *testing.T) {
 	if !early {
 		t.Fatal("400 KiB of objects in a 64 KiB budget never stopped WriteSome")
 	}
-	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
+	if err := w.Flush(c, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(objects(t, dir)); got != 400 {
 		t.Fatalf("stored %d objects, want 400", got)
 	}
-	if got := w.Committable(nil)[sink.TopicPartition{Topic: "t"}]; got != 400 {
+	if got := w.Committable(nil)[offsets.TopicPartition{Topic: "t"}]; got != 400 {
 		t.Fatalf("committable %d, want 400", got)
 	}
-	if st := w.Stats(); st.Closed[sink.ReasonPressure] == 0 {
+	if st := w.Stats(); st.Closed[offsets.ReasonPressure] == 0 {
 		t.Fatalf("no flush counted for pressure: %+v", st.Closed)
 	}
 }
@@ -201,13 +201,13 @@ func TestRecordErrorPolicy(t *testing.T) {
 	if err := w.Write(c, []*kgo.Record{rec(0, 0, "a", `1`), rec(0, 1, "a", "\xff\xfe")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
+	if err := w.Flush(c, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	if got := objects(t, dir); !maps.Equal(got, map[string]string{"t/0/a.json": "1"}) {
 		t.Fatalf("stored %v", got)
 	}
-	if got := w.Committable(nil)[sink.TopicPartition{Topic: "t"}]; got != 2 {
+	if got := w.Committable(nil)[offsets.TopicPartition{Topic: "t"}]; got != 2 {
 		t.Fatalf("committable %d, want 2 (the skipped record is handled)", got)
 	}
 }
@@ -238,7 +238,7 @@ func TestStorageErrorCommitsNothing(t *testing.T) {
 	if err := w.Write(c, []*kgo.Record{rec(0, 0, "a", `1`), rec(0, 1, "b", `2`)}); err != nil {
 		t.Fatal(err)
 	}
-	err := w.Flush(c, nil, sink.ReasonShutdown)
+	err := w.Flush(c, nil, offsets.ReasonShutdown)
 	if err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("Flush err = %v, want the storage error", err)
 	}
@@ -258,15 +258,15 @@ func TestDropLetsGo(t *testing.T) {
 	if err := w.Write(c, []*kgo.Record{rec(0, 0, "a", `1`), rec(1, 0, "b", `2`)}); err != nil {
 		t.Fatal(err)
 	}
-	w.Drop(map[sink.TopicPartition]bool{{Topic: "t", Partition: 1}: true})
-	if err := w.Flush(c, nil, sink.ReasonRevoke); err != nil {
+	w.Drop(map[offsets.TopicPartition]bool{{Topic: "t", Partition: 1}: true})
+	if err := w.Flush(c, nil, offsets.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
 	if got := objects(t, dir); !maps.Equal(got, map[string]string{"t/0/a.json": "1"}) {
 		t.Fatalf("stored %v", got)
 	}
 	got := w.Committable(nil)
-	if len(got) != 1 || got[sink.TopicPartition{Topic: "t"}] != 1 {
+	if len(got) != 1 || got[offsets.TopicPartition{Topic: "t"}] != 1 {
 		t.Fatalf("committable %v, want only t/0 at 1", got)
 	}
 }
@@ -299,7 +299,7 @@ func TestAgeFlush(t *testing.T) {
 	if got := objects(t, dir); len(got) != 1 {
 		t.Fatalf("stored %v", got)
 	}
-	if w.Stats().Closed[sink.ReasonAge] != 1 {
+	if w.Stats().Closed[offsets.ReasonAge] != 1 {
 		t.Fatalf("closed by reason: %v", w.Stats().Closed)
 	}
 }
@@ -322,7 +322,7 @@ func TestConcurrentWritesAndFlushes(t *testing.T) {
 			default:
 			}
 			_ = w.Tick(c, time.Now())
-			_ = w.Flush(c, nil, sink.ReasonRevoke)
+			_ = w.Flush(c, nil, offsets.ReasonRevoke)
 		}
 	}()
 	last := map[string]string{}
@@ -336,7 +336,7 @@ func TestConcurrentWritesAndFlushes(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
+	if err := w.Flush(c, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	got := objects(t, dir)
@@ -414,7 +414,7 @@ func TestFirstFlushRemovesDeadWritersTemps(t *testing.T) {
 	if err := w.Write(c, []*kgo.Record{rec(1, 0, "a", `1`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Flush(c, nil, sink.ReasonShutdown); err != nil {
+	if err := w.Flush(c, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	// One left, and it is the live writer's: its commit needs it.

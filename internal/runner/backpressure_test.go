@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -205,8 +205,8 @@ func TestRecordCountThreshold(t *testing.T) {
 	}
 	closed := p.Sink().Closed
 	t.Logf("files closed by reason: %v", closed)
-	if closed[sink.ReasonPressure] < 5 {
-		t.Errorf("10000 records with max_buffered_records 1000 closed %d files for pressure, want >= 5 (%v)", closed[sink.ReasonPressure], closed)
+	if closed[offsets.ReasonPressure] < 5 {
+		t.Errorf("10000 records with max_buffered_records 1000 closed %d files for pressure, want >= 5 (%v)", closed[offsets.ReasonPressure], closed)
 	}
 	if snap := p.Budget(); snap.Peak >= snap.Limit/2 {
 		t.Errorf("the byte budget was not the trigger here, yet peak %d is near the limit %d", snap.Peak, snap.Limit)

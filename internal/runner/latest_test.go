@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/verify"
@@ -87,7 +87,7 @@ func TestLatestPerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, ".jsonl.gz")
+	names, err := naming.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, ".jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}

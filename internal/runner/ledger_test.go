@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -87,9 +87,9 @@ func TestRecreatedTopicStops(t *testing.T) {
 	testkit.Produce(t, fcl, "events", 1000, oneRecord)
 	cfg = testConfig(fresh.Addrs(), dir)
 	err := runToFailure(t, cfg)
-	var fe *layout.ForeignError
+	var fe *ledger.ForeignError
 	if !errors.As(err, &fe) {
-		t.Fatalf("run over a prefix of a recreated topic: %v, want a *layout.ForeignError", err)
+		t.Fatalf("run over a prefix of a recreated topic: %v, want a *ledger.ForeignError", err)
 	}
 	for _, want := range []string{dir, oldIDs[0], fe.ID.TopicID, "storage.prefix", "storage.topic_id_change: start_fresh"} {
 		if !strings.Contains(err.Error(), want) {

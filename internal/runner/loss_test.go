@@ -16,7 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
@@ -68,7 +70,7 @@ func verifyReport(t *testing.T, cl *kgo.Client, cfg *config.Config, ext string) 
 		t.Fatal(err)
 	}
 	defer b.Close()
-	names, err := layout.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, ext)
+	names, err := naming.NewNames(cfg.Storage.Prefix, cfg.File.NameTemplate, ext)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +82,9 @@ func verifyReport(t *testing.T, cl *kgo.Client, cfg *config.Config, ext string) 
 }
 
 // ledgerEntries reads every ledger entry of events/0 under dir.
-func ledgerEntries(t *testing.T, dir string) []layout.Entry {
+func ledgerEntries(t *testing.T, dir string) []ledger.Entry {
 	t.Helper()
-	var out []layout.Entry
+	var out []ledger.Entry
 	err := filepath.WalkDir(filepath.Join(dir, "_spillway", "ledger"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
 			return err
@@ -91,7 +93,7 @@ func ledgerEntries(t *testing.T, dir string) []layout.Entry {
 		if err != nil {
 			return err
 		}
-		var e layout.Entry
+		var e ledger.Entry
 		if err := json.Unmarshal(data, &e); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
@@ -153,7 +155,7 @@ func TestRetentionGapIsRecorded(t *testing.T) {
 		t.Errorf("the run's last line does not name the loss: %s", last)
 	}
 
-	var gaps []layout.Gap
+	var gaps []offsets.Gap
 	for _, e := range ledgerEntries(t, dir) {
 		gaps = append(gaps, e.Gaps...)
 		for _, r := range e.File.Ranges {
@@ -162,7 +164,7 @@ func TestRetentionGapIsRecorded(t *testing.T) {
 			}
 		}
 	}
-	if len(gaps) != 1 || gaps[0].Cause != layout.GapRetention || layout.FormatRanges(gaps[0].Ranges) != "[1000,1500)" {
+	if len(gaps) != 1 || gaps[0].Cause != offsets.GapRetention || offsets.FormatRanges(gaps[0].Ranges) != "[1000,1500)" {
 		t.Fatalf("ledger gaps %+v, want one retention gap [1000, 1500)", gaps)
 	}
 
@@ -172,7 +174,7 @@ func TestRetentionGapIsRecorded(t *testing.T) {
 	}
 	var lost bool
 	for _, p := range rep.Partitions[0].Problems {
-		if p.Kind == layout.ProblemLost && layout.FormatRanges(p.Offsets) == "[1000,1500)" {
+		if p.Kind == ledger.ProblemLost && offsets.FormatRanges(p.Offsets) == "[1000,1500)" {
 			lost = true
 		}
 	}
@@ -260,7 +262,7 @@ func TestStrayFileDoesNotMoveResume(t *testing.T) {
 		t.Errorf("the run does not warn of the stray file:\n%s", logs)
 	}
 	rep := verifyReport(t, cl, cfg, ".jsonl")
-	if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != layout.ProblemUnknownFile ||
+	if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != ledger.ProblemUnknownFile ||
 		!strings.Contains(rep.Problems[0].Message, "never moves where resume starts") {
 		t.Errorf("verify problems %+v, want the stray file, saying it never moves where resume starts", rep.Problems)
 	}
@@ -377,7 +379,7 @@ func TestAnotherFormatIsRefused(t *testing.T) {
 	reformatted := *cfg
 	reformatted.Format.Type = "csv"
 	err := runToFailure(t, &reformatted)
-	var de *layout.DeploymentError
+	var de *ledger.DeploymentError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "jsonl+zstd") || !strings.Contains(err.Error(), "csv+zstd") || !strings.Contains(err.Error(), "new storage.prefix") {
 		t.Errorf("another format: %v, want a DeploymentError naming both formats and the fix", err)
 	}

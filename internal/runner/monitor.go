@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/admin"
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/offsets"
 )
 
 const (
@@ -55,7 +55,7 @@ func newMonitor(stallTimeout time.Duration) *monitor {
 }
 
 // onClose records a closed file; the sink calls it with its lock held.
-func (m *monitor) onClose(c sink.Closed) {
+func (m *monitor) onClose(c offsets.Closed) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closes[m.nextC] = admin.FileClose{Time: m.now(), Key: c.Key, Topic: c.Partition.Topic, Part: c.Partition.Partition,

@@ -27,8 +27,7 @@ import (
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/latest"
-	"github.com/spillway/spillway/internal/layout"
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
@@ -118,13 +117,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	log.Info("memory plan", "from", where, "plan", plan.String())
 
-	loc, err := naming.LoadLocation(cfg.File.Timezone)
+	names, err := cfg.Names()
 	if err != nil {
-		return fmt.Errorf("file.timezone: %w", err)
-	}
-	names, err := layout.NewConfiguredNames(cfg.Storage.Prefix, cfg.File.NameTemplate, cfg.File.Extension, cfg.Format.Type, cfg.Format.Compression, naming.Location(loc))
-	if err != nil {
-		return fmt.Errorf("file.name_template: %w", err)
+		return err
 	}
 	for _, w := range memoryWarnings(cfg, plan, where) {
 		log.Warn(w)
@@ -269,20 +264,29 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		}
 		snk = latest.New(latestConfig(cfg, scfg, log), bucket, b, log)
 	} else {
-		ledger := layout.NewLedger(bucket, cfg.Storage.Prefix)
-		scfg.Ledger = ledger
+		led := ledger.New(bucket, cfg.Storage.Prefix)
+		scfg.Ledger = led
 		scfg.Writer = writerName(cfg)
 		scfg.Deployment = Deployment(cfg, names.Ext)
 		if sp != nil {
 			scfg.Spool = sp
 		}
 		snk = sink.New(scfg, sink.FromStorage(bucket), b, log)
-		resume = resumer(cfg, bucket, names, ledger, log, func(ctx context.Context, group string) (bool, error) {
-			// It only words a warning (layout.ResumeOptions): a group
-			// coordinator that does not answer must not hold the resume.
-			ctx, cancel := context.WithTimeout(ctx, groupCheckTimeout)
-			defer cancel()
-			return source.GroupActive(ctx, src.Client(), group)
+		resume = ledger.Resumer(led, bucket, names, ledger.ResumerOptions{
+			ResumeOptions: ledger.ResumeOptions{
+				StartFresh: cfg.Storage.TopicIDChange == "start_fresh",
+				Deployment: Deployment(cfg, names.Ext),
+				GroupActive: func(ctx context.Context, group string) (bool, error) {
+					// It only words a warning (ledger.ResumeOptions): a group
+					// coordinator that does not answer must not hold the resume.
+					ctx, cancel := context.WithTimeout(ctx, groupCheckTimeout)
+					defer cancel()
+					return source.GroupActive(ctx, src.Client(), group)
+				},
+			},
+			EarlierFiles: cfg.Storage.EarlierFiles,
+			Readable:     slices.Contains(cfg.Format.Fields, "offset") && (cfg.Format.Type == "jsonl" || cfg.Format.Type == "json"),
+			Log:          log,
 		})
 	}
 	defer snk.Close()
@@ -447,8 +451,8 @@ func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest
 // Deployment is what ledger entries record of the config, so that a
 // prefix written by another deployment is refused: ext is the files'
 // extension.
-func Deployment(cfg *config.Config, ext string) layout.Deployment {
-	return layout.Deployment{
+func Deployment(cfg *config.Config, ext string) ledger.Deployment {
+	return ledger.Deployment{
 		Group:    cfg.Kafka.Group,
 		Format:   cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
 		Template: cfg.File.NameTemplate,
@@ -468,92 +472,6 @@ func writerName(cfg *config.Config) string {
 // groupCheckTimeout bounds asking whether another group that wrote a
 // partition's ledger has members.
 const groupCheckTimeout = 15 * time.Second
-
-// resumer reads where a partition stands from the ledger. Files that no
-// ledger entry names never move a resume point, unless the user asked by
-// name (storage.earlier_files: spillway) to read back the files of an
-// earlier version, which resumed from its last file: that is still done
-// where it worked (a template that lists one partition's files, with
-// offset in format.fields), and where it can't be, such files stop the
-// run. With the default (none), a partition without a ledger starts at
-// the group's commit, and a file named like one of its own is only
-// reported.
-func resumer(cfg *config.Config, bucket *storage.Bucket, names layout.Names, ledger *layout.Ledger, log *slog.Logger, groupActive func(context.Context, string) (bool, error)) source.Resumer {
-	_, listable := names.PartitionPrefix("t", 0)
-	readable := listable && slices.Contains(cfg.Format.Fields, "offset") && (cfg.Format.Type == "jsonl" || cfg.Format.Type == "json")
-	stray := func(ctx context.Context, topic string, partition int32) (string, error) {
-		if !listable {
-			return "", nil
-		}
-		pp, _ := names.PartitionPrefix(topic, partition)
-		found := ""
-		err := bucket.List(ctx, pp, func(o storage.Object) error {
-			if _, ok := names.ParsePartition(o.Key, topic, partition); ok {
-				found = o.Key
-				return errFound
-			}
-			return nil
-		})
-		if errors.Is(err, errFound) {
-			err = nil
-		}
-		return found, err
-	}
-	opts := layout.ResumeOptions{StartFresh: cfg.Storage.TopicIDChange == "start_fresh", Deployment: Deployment(cfg, names.Ext), GroupActive: groupActive}
-	switch cfg.Storage.EarlierFiles {
-	case "spillway":
-		opts.Legacy = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
-			if readable {
-				return layout.LegacyNextOffset(ctx, bucket, names, topic, partition)
-			}
-			found, err := stray(ctx, topic, partition)
-			if err == nil && found != "" {
-				err = fmt.Errorf("%s is stored without a ledger entry, and its records can't be read back to find their offsets (format.fields has no offset, or the format is not jsonl or json)", found)
-			}
-			return 0, false, err
-		}
-	case "none":
-		opts.Legacy = func(ctx context.Context, topic string, partition int32) (int64, bool, error) {
-			found, err := stray(ctx, topic, partition)
-			if err == nil && found != "" {
-				log.Warn("a file named like one of this partition's is stored, but no ledger entry names it: Spillway did not write it (or wrote it before the ledger), so it does not move where the partition resumes; verify reports it. Move it out of storage.prefix, or set storage.earlier_files: spillway to read back an earlier version's files, or foreign for Kafka Connect's",
-					"topic", topic, "partition", partition, "file", found)
-			}
-			return 0, false, err
-		}
-	}
-	// foreign: another writer's files (Kafka Connect's, before the
-	// cut-over): the group's commit says where they end.
-	return func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error) {
-		// A previous owner that died mid-write left temp files (on a
-		// local directory): they hold nothing published, and this process
-		// owns the partition now. Every name carries the topic and
-		// partition, so its files are told apart from other partitions'
-		// under the widest prefix too (a template that isn't listable per
-		// partition).
-		pp, _ := names.PartitionPrefix(id.Topic, id.Partition)
-		err := bucket.RemoveAbandoned(ctx, pp, func(key string) bool {
-			_, ok := names.ParsePartition(key, id.Topic, id.Partition)
-			return ok
-		})
-		if err != nil {
-			return layout.Point{}, err
-		}
-		p, err := ledger.Resume(ctx, id, log, opts)
-		if err != nil {
-			return p, err
-		}
-		// And what it left of the ledger entry it was writing.
-		for _, dir := range ledger.EntryDirs(id, p.Seq) {
-			if err := bucket.RemoveAbandoned(ctx, dir, func(string) bool { return true }); err != nil {
-				return layout.Point{}, err
-			}
-		}
-		return p, nil
-	}
-}
-
-var errFound = errors.New("found")
 
 // deadLetter produces a record that could not be written to the dead-letter
 // topic, with the cause and origin in headers, and waits until it is acked.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -66,10 +66,10 @@ func TestSpoolEndToEnd(t *testing.T) {
 				t.Errorf("committed %v, want %v", got, end)
 			}
 			st := p.Sink()
-			if st.Closed[sink.ReasonPressure] != 0 || st.Closed[sink.ReasonOpenFiles] != 0 {
+			if st.Closed[offsets.ReasonPressure] != 0 || st.Closed[offsets.ReasonOpenFiles] != 0 {
 				t.Errorf("files closed early with a spool: %v", st.Closed)
 			}
-			if st.Closed[sink.ReasonBytes] == 0 {
+			if st.Closed[offsets.ReasonBytes] == 0 {
 				t.Errorf("no file closed by max_bytes: %v", st.Closed)
 			}
 			b := p.Budget()

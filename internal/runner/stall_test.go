@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/admin"
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -68,7 +68,7 @@ func TestMonitorHistory(t *testing.T) {
 		m.sample(progressMark{written: int64(i+1) * 50, bytes: int64(i+1) * 500}, int64(i))
 	}
 	for i := range closesKept + 2 {
-		m.onClose(sink.Closed{Key: strings.Repeat("k", i+1), Reason: sink.ReasonAge})
+		m.onClose(offsets.Closed{Key: strings.Repeat("k", i+1), Reason: offsets.ReasonAge})
 	}
 	s, c := m.history()
 	if len(s) != samples || s[0].LagRecords != 3 || s[len(s)-1].LagRecords != samples+2 {

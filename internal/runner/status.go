@@ -5,12 +5,10 @@ import (
 	"slices"
 
 	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 )
-
-var allReasons = []sink.Reason{sink.ReasonRecords, sink.ReasonBytes, sink.ReasonAge, sink.ReasonPressure,
-	sink.ReasonOpenFiles, sink.ReasonRevoke, sink.ReasonShutdown, sink.ReasonSchema}
 
 // Status adapts the pipeline's counters to what the admin endpoint serves.
 func (p *Progress) Status() admin.Status {
@@ -57,7 +55,7 @@ func (p *Progress) Status() admin.Status {
 	for _, h := range b.By {
 		s.BudgetHeldBytes[string(h.Holder)] = h.Bytes
 	}
-	for _, r := range allReasons {
+	for _, r := range offsets.Reasons {
 		s.FilesClosed[string(r)] = st.Closed[r]
 	}
 	for tp, off := range src.Committed {
@@ -117,9 +115,9 @@ func markOf(st sink.Stats, src source.Stats) progressMark {
 // offset the last fetch saw (or the source listed, while fetching is
 // paused) minus the committed offset, or minus the first offset fetched
 // before this process committed any.
-func partitions(assigned []sink.TopicPartition, src source.Stats, open []sink.OpenFile) []admin.Partition {
+func partitions(assigned []offsets.TopicPartition, src source.Stats, open []sink.OpenFile) []admin.Partition {
 	out := make([]admin.Partition, 0, len(assigned))
-	idx := map[sink.TopicPartition]int{}
+	idx := map[offsets.TopicPartition]int{}
 	for _, tp := range assigned {
 		pt := admin.Partition{Topic: tp.Topic, Partition: tp.Partition, Paused: src.Paused, Committed: -1, HighWatermark: -1}
 		if off, ok := src.Committed[tp]; ok {

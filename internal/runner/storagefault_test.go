@@ -27,8 +27,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"gocloud.dev/blob"
 
-	"github.com/spillway/spillway/internal/layout"
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
@@ -158,7 +158,7 @@ func readBack(t *testing.T, rawURL string) string {
 	var keys []string
 	// Data files only: the ledger is Spillway's own state.
 	err = b.List(ctx, "", func(o storage.Object) error {
-		if !strings.HasPrefix(o.Key, layout.LedgerDir) {
+		if !strings.HasPrefix(o.Key, ledger.StateDir) {
 			keys = append(keys, o.Key)
 		}
 		return nil
@@ -265,7 +265,7 @@ func storageFaultRun(t *testing.T, backend string) {
 	failed.Release()
 	t.Logf("run 1: %d records, %d files closed %v, budget peak %d MiB of %d; injected %d throttled parts, %d resets, %d 5xx writes",
 		run1.Records, run1.FilesUploaded, run1.Closed, budget1.Peak>>20, budget1.Limit>>20, throttled.Count(), resets.Count(), failed.Count())
-	if want := map[sink.Reason]int64{sink.ReasonRecords: faultFiles}; !maps.Equal(run1.Closed, want) {
+	if want := map[offsets.Reason]int64{offsets.ReasonRecords: faultFiles}; !maps.Equal(run1.Closed, want) {
 		t.Fatalf("run 1 closed files %v, want %v: its files must be of %d records, several parts each", run1.Closed, want, faultFileRecords)
 	}
 	if throttled.Count() == 0 || resets.Count() == 0 || failed.Count() == 0 {

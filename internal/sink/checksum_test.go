@@ -13,7 +13,9 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -30,14 +32,14 @@ func TestLedgerEntryChecksum(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
 	cfg := baseConfig(t)
-	cfg.Extension = layout.Extension("jsonl", "zstd")
+	cfg.Extension = naming.Extension("jsonl", "zstd")
 	cfg.NewCompressor = func(w io.Writer) (io.WriteCloser, error) { return format.NewCompressor("zstd", w) }
 	cfg.MaxRecords = 100
-	cfg.Ledger = layout.NewLedger(bucket, "")
+	cfg.Ledger = ledger.New(bucket, "")
 	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
 	t.Cleanup(s.Close)
-	id := layout.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
-	s.Assign(tp("t", 0), id, layout.Point{State: layout.State{Next: 0}})
+	id := ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
+	s.Assign(tp("t", 0), id, ledger.Point{State: offsets.State{Next: 0}})
 	var recs []*kgo.Record
 	for o := range int64(250) {
 		recs = append(recs, rec("t", 0, o))
@@ -45,11 +47,11 @@ func TestLedgerEntryChecksum(t *testing.T) {
 	if err := s.Write(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx, nil, sink.ReasonShutdown); err != nil {
+	if err := s.Flush(ctx, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	err = cfg.Ledger.Entries(ctx, id, func(key string, e *layout.Entry, err error) error {
+	err = cfg.Ledger.Entries(ctx, id, func(key string, e *ledger.Entry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -58,7 +60,7 @@ func TestLedgerEntryChecksum(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if sum := layout.FormatCRC32C(crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))); int64(len(data)) != e.File.Bytes || sum != e.File.CRC32C {
+		if sum := ledger.FormatCRC32C(crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))); int64(len(data)) != e.File.Bytes || sum != e.File.CRC32C {
 			t.Errorf("%s: %s holds %d bytes of CRC-32C %s, its entry says %d of %q", key, e.File.Key, len(data), sum, e.File.Bytes, e.File.CRC32C)
 		}
 		return nil

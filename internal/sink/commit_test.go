@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -35,10 +36,10 @@ func TestNothingCommittableBeforeFlush(t *testing.T) {
 		t.Fatal("Durable did not fire after files became durable")
 	}
 	// only limits the partitions popped.
-	if got := h.s.Committable(map[sink.TopicPartition]bool{tp("t", 1): true}); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 103}) {
+	if got := h.s.Committable(map[offsets.TopicPartition]bool{tp("t", 1): true}); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 1): 103}) {
 		t.Fatalf("Committable(only t/1) = %v", got)
 	}
-	want := map[sink.TopicPartition]int64{tp("t", 0): 5, tp("u", 0): 8}
+	want := map[offsets.TopicPartition]int64{tp("t", 0): 5, tp("u", 0): 8}
 	if got := h.s.Committable(nil); !maps.Equal(got, want) {
 		t.Fatalf("Committable = %v, want %v", got, want)
 	}
@@ -51,10 +52,10 @@ func TestNothingCommittableBeforeFlush(t *testing.T) {
 		t.Fatalf("Committable with a new open file = %v", got)
 	}
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 6}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 6}) {
 		t.Fatalf("Committable = %v", got)
 	}
-	h.contiguous(h.objects()[:2], map[sink.TopicPartition]int64{tp("t", 0): 6})
+	h.contiguous(h.objects()[:2], map[offsets.TopicPartition]int64{tp("t", 0): 6})
 }
 
 func TestFlushSomePartitions(t *testing.T) {
@@ -63,14 +64,14 @@ func TestFlushSomePartitions(t *testing.T) {
 	h.write(recs("t", 1, 0, 4)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.s.Flush(ctx, map[sink.TopicPartition]bool{tp("t", 1): true}, sink.ReasonRevoke); err != nil {
+	if err := h.s.Flush(ctx, map[offsets.TopicPartition]bool{tp("t", 1): true}, offsets.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 4}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 1): 4}) {
 		t.Fatalf("Committable = %v, want only the flushed partition", got)
 	}
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonRevoke] != 1 || st.FilesOpen != 1 {
+	if st.Closed[offsets.ReasonRevoke] != 1 || st.FilesOpen != 1 {
 		t.Fatalf("%+v", st)
 	}
 	if objs := h.objects(); len(objs) != 1 || objs[0].key != key("t", 1, 0) {
@@ -123,13 +124,13 @@ func TestPartitionFilesPublishInOrder(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Durable never fired after the held upload completed")
 	}
-	var got map[sink.TopicPartition]int64
+	var got map[offsets.TopicPartition]int64
 	h.eventually("offset 111 to be committable", func() bool {
 		got = h.committed(got)
 		return got[tp("t", 0)] == 111
 	})
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 112}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 112}) {
 		t.Fatalf("Committable after Flush = %v, want 112", got)
 	}
 	if len(h.gate.files()) != 3 {
@@ -150,7 +151,7 @@ func TestFailedFileAbandonsLaterFiles(t *testing.T) {
 	h.write(recs("t", 1, 0, 5)...)  // another partition, unaffected
 	h.gate.awaitCommit(t, key("t", 0, 0))
 	release()
-	err := h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+	err := h.s.Flush(context.Background(), nil, offsets.ReasonShutdown)
 	if err == nil || !strings.Contains(err.Error(), "injected") {
 		t.Fatalf("Flush = %v, want the injected failure", err)
 	}
@@ -173,7 +174,7 @@ func TestDropAbandonsUnpublishedFiles(t *testing.T) {
 	defer release()
 	h.write(recs("t", 0, 0, 10)...)
 	h.gate.awaitCommit(t, key("t", 0, 0))
-	h.s.Drop(map[sink.TopicPartition]bool{tp("t", 0): true})
+	h.s.Drop(map[offsets.TopicPartition]bool{tp("t", 0): true})
 	release()
 	// Back again, resumed at 5 (say the new owner had stored [0,5)).
 	h.write(recs("t", 0, 5, 10)...)
@@ -214,12 +215,12 @@ func TestRotationDoesNotWaitForStorage(t *testing.T) {
 		t.Fatalf("budget %d does not count the files waiting for storage (base %d)", used, base)
 	}
 	h.eventually("the other partition's file to be stored", func() bool { return h.s.Stats().FilesUploaded == 1 })
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 1}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 1): 1}) {
 		t.Fatalf("Committable = %v while t/0's first file is still held, want only t/1", got)
 	}
 	release()
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 2}) {
 		t.Fatalf("Committable = %v, want 2", got)
 	}
 	h.eventually("the budget to drain", func() bool { return h.b.Snapshot().Used == base })
@@ -232,7 +233,7 @@ func TestFlushCancelledWhileUploading(t *testing.T) {
 	h.write(rec("t", 0, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.s.Flush(ctx, nil, sink.ReasonShutdown) }()
+	go func() { done <- h.s.Flush(ctx, nil, offsets.ReasonShutdown) }()
 	h.gate.awaitCommit(t, key("t", 0, 0))
 	cancel()
 	select {
@@ -248,7 +249,7 @@ func TestFlushCancelledWhileUploading(t *testing.T) {
 	}
 	release()
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 1}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 1}) {
 		t.Fatalf("Committable = %v", got)
 	}
 }
@@ -275,7 +276,7 @@ func TestUploadErrorIsFatal(t *testing.T) {
 	h.write(recs("t", 1, 0, 3)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := h.s.Flush(ctx, nil, sink.ReasonShutdown)
+	err := h.s.Flush(ctx, nil, offsets.ReasonShutdown)
 	if !errors.Is(err, storage.ErrExists) {
 		t.Fatalf("Flush = %v, want the upload's ErrExists", err)
 	}
@@ -286,7 +287,7 @@ func TestUploadErrorIsFatal(t *testing.T) {
 		t.Fatal("Write accepted records after a fatal upload error")
 	}
 	// Partition 1 was stored; partition 0 never becomes committable.
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 1): 3}) {
 		t.Fatalf("Committable = %v, want only t/1", got)
 	}
 	if got := h.localFiles(); strings.Join(got, " ") != key("t", 0, 0)+" "+key("t", 1, 0) {
@@ -304,7 +305,9 @@ func TestFlushPartitionsWaitsOnlyForItsFiles(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- h.s.Flush(ctx, map[sink.TopicPartition]bool{tp("t", 0): true}, sink.ReasonRevoke) }()
+	go func() {
+		done <- h.s.Flush(ctx, map[offsets.TopicPartition]bool{tp("t", 0): true}, offsets.ReasonRevoke)
+	}()
 	h.gate.awaitCommit(t, key("t", 0, 0))
 	h.write(rec("t", 0, 2)) // opens a new file while Flush waits
 	release()
@@ -319,7 +322,7 @@ func TestFlushPartitionsReturnsUploadError(t *testing.T) {
 	h.write(recs("t", 0, 0, 3)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := h.s.Flush(ctx, map[sink.TopicPartition]bool{tp("t", 0): true}, sink.ReasonRevoke)
+	err := h.s.Flush(ctx, map[offsets.TopicPartition]bool{tp("t", 0): true}, offsets.ReasonRevoke)
 	if !errors.Is(err, storage.ErrExists) {
 		t.Fatalf("Flush(t/0) = %v, want the upload's ErrExists", err)
 	}
@@ -351,7 +354,7 @@ func TestConcurrentCallers(t *testing.T) {
 		}
 	}()
 	var mu sync.Mutex
-	committed := map[sink.TopicPartition]int64{}
+	committed := map[offsets.TopicPartition]int64{}
 	wg.Add(1)
 	go func() { // committer
 		defer wg.Done()
@@ -380,7 +383,7 @@ func TestConcurrentCallers(t *testing.T) {
 			default:
 			}
 			fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := h.s.Flush(fctx, map[sink.TopicPartition]bool{tp("t", int32(i%parts)): true}, sink.ReasonRevoke)
+			err := h.s.Flush(fctx, map[offsets.TopicPartition]bool{tp("t", int32(i%parts)): true}, offsets.ReasonRevoke)
 			cancel()
 			if err != nil {
 				t.Error(err)
@@ -404,7 +407,7 @@ func TestConcurrentCallers(t *testing.T) {
 	wg.Wait()
 	h.flush()
 	committed = h.committed(committed)
-	want := map[sink.TopicPartition]int64{}
+	want := map[offsets.TopicPartition]int64{}
 	for p := int32(0); p < parts; p++ {
 		want[tp("t", p)] = n
 	}

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -39,11 +41,11 @@ func TestNoLaterFileStoredAfterFailedUpload(t *testing.T) {
 	if err := h.s.Tick(ctx, time.Now().Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.s.Flush(ctx, nil, sink.ReasonShutdown); !errors.Is(err, refuse) {
+	if err := h.s.Flush(ctx, nil, offsets.ReasonShutdown); !errors.Is(err, refuse) {
 		t.Fatalf("Flush = %v, want the failed upload's error", err)
 	}
 	if objs := h.objects(); len(objs) != 0 {
-		next, _, _ := layout.LegacyNextOffset(ctx, h.bucket, layout.Names{Template: h.cfg.Template}, "t", 0)
+		next, _, _ := ledger.LegacyNextOffset(ctx, h.bucket, naming.Names{Template: h.cfg.Template}, "t", 0)
 		t.Fatalf("%s stored after the upload of [0,3) failed: a restart would resume at %d and lose offsets 0-2", objs[0].key, next)
 	}
 	if got := h.s.Committable(nil); len(got) != 0 {

@@ -23,8 +23,8 @@ import (
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
-	"github.com/spillway/spillway/internal/layout"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -178,7 +178,7 @@ func baseConfig(t *testing.T) sink.Config {
 func baseConfigFor(tmpl *naming.Template) sink.Config {
 	return sink.Config{
 		Template:     tmpl,
-		Extension:    layout.Extension(jsonlFormat.Type, jsonlFormat.Compression),
+		Extension:    naming.Extension(jsonlFormat.Type, jsonlFormat.Compression),
 		MaxOpenFiles: 100,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
 			return format.NewEncoder(jsonlFormat, w)
@@ -290,7 +290,7 @@ func (h *harness) flush() {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := h.s.Flush(ctx, nil, sink.ReasonShutdown); err != nil {
+	if err := h.s.Flush(ctx, nil, offsets.ReasonShutdown); err != nil {
 		h.t.Fatalf("Flush: %v", err)
 	}
 }
@@ -309,9 +309,9 @@ func (h *harness) eventually(what string, cond func() bool) {
 }
 
 // committed accumulates Committable results, as the committer does.
-func (h *harness) committed(into map[sink.TopicPartition]int64) map[sink.TopicPartition]int64 {
+func (h *harness) committed(into map[offsets.TopicPartition]int64) map[offsets.TopicPartition]int64 {
 	if into == nil {
-		into = map[sink.TopicPartition]int64{}
+		into = map[offsets.TopicPartition]int64{}
 	}
 	for tp, off := range h.s.Committable(nil) {
 		if prev, ok := into[tp]; ok && off <= prev {
@@ -333,7 +333,7 @@ type line struct {
 
 type file struct {
 	key       string
-	tp        sink.TopicPartition
+	tp        offsets.TopicPartition
 	start     int64 // from the name
 	size      int
 	lines     []line
@@ -368,7 +368,7 @@ func (h *harness) objects() []file {
 		if !ok {
 			h.t.Fatalf("object %q does not match the template", key)
 		}
-		f := file{key: key, tp: sink.TopicPartition{Topic: v.Topic, Partition: v.Partition}, start: v.StartOffset, size: len(data)}
+		f := file{key: key, tp: offsets.TopicPartition{Topic: v.Topic, Partition: v.Partition}, start: v.StartOffset, size: len(data)}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(nil, 1<<24)
 		for sc.Scan() {
@@ -400,9 +400,9 @@ func (h *harness) objects() []file {
 // offsets returns the record offsets stored per partition, in file order,
 // and checks each file holds only its own partition's records in
 // increasing order, starting at or after its name's start offset.
-func (h *harness) offsets(files []file) map[sink.TopicPartition][]int64 {
+func (h *harness) offsets(files []file) map[offsets.TopicPartition][]int64 {
 	h.t.Helper()
-	out := map[sink.TopicPartition][]int64{}
+	out := map[offsets.TopicPartition][]int64{}
 	for _, f := range files {
 		prev := f.start - 1
 		for _, l := range f.lines {
@@ -422,9 +422,9 @@ func (h *harness) offsets(files []file) map[sink.TopicPartition][]int64 {
 
 // contiguous checks that every file holds consecutive offsets starting at
 // its name's start offset, and that the files of a partition tile [0, n).
-func (h *harness) contiguous(files []file, want map[sink.TopicPartition]int64) {
+func (h *harness) contiguous(files []file, want map[offsets.TopicPartition]int64) {
 	h.t.Helper()
-	next := map[sink.TopicPartition]int64{}
+	next := map[offsets.TopicPartition]int64{}
 	for _, f := range files {
 		if len(f.lines) == 0 {
 			h.t.Fatalf("%s is empty", f.key)
@@ -511,8 +511,8 @@ func null(topic string, p int32, off int64) *kgo.Record {
 	return r
 }
 
-func tp(topic string, p int32) sink.TopicPartition {
-	return sink.TopicPartition{Topic: topic, Partition: p}
+func tp(topic string, p int32) offsets.TopicPartition {
+	return offsets.TopicPartition{Topic: topic, Partition: p}
 }
 
 func key(topic string, p int32, start int64) string {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 )
 
@@ -16,7 +17,7 @@ func TestDropAbandonsOpenFiles(t *testing.T) {
 	h.write(recs("t", 1, 0, 3)...)
 	h.write(null("t", 2, 0), null("t", 2, 1)) // skipped, durable, not yet popped
 
-	h.s.Drop(map[sink.TopicPartition]bool{tp("t", 0): true, tp("t", 2): true})
+	h.s.Drop(map[offsets.TopicPartition]bool{tp("t", 0): true, tp("t", 2): true})
 	st := h.s.Stats()
 	if st.FilesOpen != 1 || st.FilesUploaded != 0 {
 		t.Fatalf("after Drop: %+v", st)
@@ -25,7 +26,7 @@ func TestDropAbandonsOpenFiles(t *testing.T) {
 		t.Fatalf("Committable after Drop = %v, want nothing (t/2's skips are forgotten too)", got)
 	}
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 1): 3}) {
 		t.Fatalf("Committable = %v, want only t/1", got)
 	}
 	if got := h.localFiles(); len(got) != 1 || got[0] != key("t", 1, 0) {
@@ -39,13 +40,13 @@ func TestDropAbandonsOpenFiles(t *testing.T) {
 	// object in the way.
 	h.write(recs("t", 0, 0, 2)...)
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 2}) {
 		t.Fatalf("Committable = %v", got)
 	}
-	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 2, tp("t", 1): 3})
+	h.contiguous(h.objects(), map[offsets.TopicPartition]int64{tp("t", 0): 2, tp("t", 1): 3})
 
 	// Dropping partitions with nothing open is harmless.
-	h.s.Drop(map[sink.TopicPartition]bool{tp("x", 9): true})
+	h.s.Drop(map[offsets.TopicPartition]bool{tp("x", 9): true})
 	h.s.Drop(nil)
 }
 
@@ -135,7 +136,7 @@ func TestPressureRecordTrigger(t *testing.T) {
 	h := newHarness(t, withBudget(b))
 	h.write(rec("t", 0, 0), rec("t", 0, 1), rec("t", 0, 2), rec("t", 1, 0), rec("t", 1, 1))
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonPressure] != 1 || st.FilesOpen != 1 {
+	if st.Closed[offsets.ReasonPressure] != 1 || st.FilesOpen != 1 {
 		t.Fatalf("%+v, want the larger file (t/0) closed under pressure", st)
 	}
 	if b.Over() {
@@ -145,7 +146,7 @@ func TestPressureRecordTrigger(t *testing.T) {
 		t.Fatalf("Records = %d, want t/1's 2", r)
 	}
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 2}) {
 		t.Fatalf("Committable = %v", got)
 	}
 	if objs := h.objects(); len(objs) != 2 {
@@ -163,20 +164,20 @@ func TestPressureBytes(t *testing.T) {
 		t.Skip("the local bucket reports writer memory; this test sizes the budget in compressor units")
 	}
 	h.write(recs("t", 0, 0, 5)...) // 9 units: at the watermark, not over
-	if st := h.s.Stats(); st.Closed[sink.ReasonPressure] != 0 {
+	if st := h.s.Stats(); st.Closed[offsets.ReasonPressure] != 0 {
 		t.Fatalf("closed under pressure at exactly the watermark: %v", st.Closed)
 	}
 	h.write(recs("t", 1, 0, 2)...) // 10 units: over
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonPressure] != 1 || st.FilesOpen != 1 {
+	if st.Closed[offsets.ReasonPressure] != 1 || st.FilesOpen != 1 {
 		t.Fatalf("%+v, want one file closed under pressure", st)
 	}
 	ctx := t.Context()
 	// The larger file (t/0, 5 records) went first.
-	if err := h.s.Flush(ctx, map[sink.TopicPartition]bool{tp("t", 0): true}, sink.ReasonRevoke); err != nil {
+	if err := h.s.Flush(ctx, map[offsets.TopicPartition]bool{tp("t", 0): true}, offsets.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if st := h.s.Stats(); st.Closed[sink.ReasonRevoke] != 0 || st.FilesOpen != 1 {
+	if st := h.s.Stats(); st.Closed[offsets.ReasonRevoke] != 0 || st.FilesOpen != 1 {
 		t.Fatalf("t/0 was still open: %+v", st)
 	}
 	h.flush()
@@ -189,8 +190,8 @@ func TestStatsIsACopy(t *testing.T) {
 	h := newHarness(t, withConfig(func(c *sink.Config) { c.MaxRecords = 1 }))
 	h.write(rec("t", 0, 0))
 	st := h.s.Stats()
-	st.Closed[sink.ReasonRecords] = 99
-	if h.s.Stats().Closed[sink.ReasonRecords] != 1 {
+	st.Closed[offsets.ReasonRecords] = 99
+	if h.s.Stats().Closed[offsets.ReasonRecords] != 1 {
 		t.Fatal("changing a Stats copy changed the sink's counters")
 	}
 }
@@ -211,7 +212,7 @@ func TestNoRoomRelievesToLow(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("WriteSome wrote %d records: want none, the budget has no room for t/2's file", n)
 	}
-	if st := h.s.Stats(); st.Closed[sink.ReasonPressure] == 0 {
+	if st := h.s.Stats(); st.Closed[offsets.ReasonPressure] == 0 {
 		t.Fatalf("no file closed while a file can't open and the source waits for the low watermark: %+v", st.Closed)
 	}
 	h.eventually("the budget below its low watermark", b.MemoryLow)
@@ -225,7 +226,7 @@ func TestRelieveWhenIdle(t *testing.T) {
 	if err := h.s.Relieve(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if st := h.s.Stats(); st.Closed[sink.ReasonPressure] != 1 {
+	if st := h.s.Stats(); st.Closed[offsets.ReasonPressure] != 1 {
 		t.Fatalf("closed %v: want one file closed under pressure", st.Closed)
 	}
 	h.eventually("the budget below its low watermark", b.MemoryLow)

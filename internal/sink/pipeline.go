@@ -125,7 +125,7 @@ func (s *Sink) send(ctx context.Context, f *openFile, b batch) error {
 		f.lost = true
 		err := fmt.Errorf("write %s: %w", f.key, ctx.Err())
 		s.fail(err)
-		s.tracker.fail(err)
+		s.tracker.Fail(err)
 		return err
 	}
 }
@@ -264,7 +264,7 @@ func (s *Sink) fileFailed(f *openFile, err error) {
 		f.err = err
 	}
 	s.fail(err)
-	s.tracker.fail(err)
+	s.tracker.Fail(err)
 }
 
 // chargeChain counts f's encoder and storage writer in the budget.
@@ -420,7 +420,7 @@ func (s *Sink) skipLate(ctx context.Context, f *openFile, r *kgo.Record, cause e
 		s.lateDeadLettered.Add(1)
 	}
 	s.lateSkipped.Add(1)
-	s.tracker.unroute(f.tp, r.Offset, f.u)
+	s.tracker.Unroute(f.tp, r.Offset, f.u)
 	return nil
 }
 

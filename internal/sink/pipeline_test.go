@@ -15,8 +15,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -64,7 +65,7 @@ func TestPropPipeline(t *testing.T) {
 		skip := make([]map[int64]bool, parts) // bad records and tombstones
 		for p := range parts {
 			skip[p] = map[int64]bool{}
-			s.Assign(tpOf(p), layout.Identity{}, layout.Point{State: layout.State{Next: 0}})
+			s.Assign(tpOf(p), ledger.Identity{}, ledger.Point{State: offsets.State{Next: 0}})
 		}
 		record := func(p int, off int64) *kgo.Record {
 			r := rec(propTopic, int32(p), off)
@@ -125,10 +126,10 @@ func TestPropPipeline(t *testing.T) {
 		// from its commit, as a rebalance that gives it back does.
 		revoke := func() {
 			p := rapid.IntRange(0, parts-1).Draw(rt, "revoked")
-			tps := map[sink.TopicPartition]bool{tpOf(p): true}
+			tps := map[offsets.TopicPartition]bool{tpOf(p): true}
 			fctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
-			if err := s.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
+			if err := s.Flush(fctx, tps, offsets.ReasonRevoke); err != nil {
 				rt.Fatalf("Flush t/%d: %v", p, err)
 			}
 			commit()
@@ -136,7 +137,7 @@ func TestPropPipeline(t *testing.T) {
 				rt.Fatalf("t/%d committed %d after its flush, fed %d", p, committed[p], fed[p])
 			}
 			s.Drop(tps)
-			s.Assign(tpOf(p), layout.Identity{}, layout.Point{State: layout.State{Next: committed[p]}})
+			s.Assign(tpOf(p), ledger.Identity{}, ledger.Point{State: offsets.State{Next: committed[p]}})
 		}
 		steps := rapid.IntRange(1, 8).Draw(rt, "steps")
 		for range steps {
@@ -155,7 +156,7 @@ func TestPropPipeline(t *testing.T) {
 		}
 		fctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if err := s.Flush(fctx, nil, sink.ReasonShutdown); err != nil {
+		if err := s.Flush(fctx, nil, offsets.ReasonShutdown); err != nil {
 			rt.Fatalf("Flush: %v", err)
 		}
 		commit()

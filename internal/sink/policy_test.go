@@ -14,7 +14,8 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -26,7 +27,7 @@ func TestBadRecordToleranceNone(t *testing.T) {
 	h := newHarness(t)
 	err := h.s.Write(context.Background(), []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1), rec("t", 0, 2)})
 	if err == nil {
-		err = h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+		err = h.s.Flush(context.Background(), nil, offsets.ReasonShutdown)
 	}
 	if err == nil {
 		t.Fatal("Write accepted a record the format cannot encode")
@@ -49,7 +50,7 @@ func TestBadRecordToleranceNone(t *testing.T) {
 		t.Fatalf("%+v", st)
 	}
 	// Whatever Flush does now, the bad record is never committable.
-	_ = h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+	_ = h.s.Flush(context.Background(), nil, offsets.ReasonShutdown)
 	if off, ok := h.s.Committable(nil)[tp("t", 0)]; ok && off > 1 {
 		t.Fatalf("committable %d passes the failed record at offset 1", off)
 	}
@@ -68,7 +69,7 @@ func TestBadRecordToleranceAll(t *testing.T) {
 	if h.s.Err() != nil {
 		t.Fatal(h.s.Err())
 	}
-	want := map[sink.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 3}
+	want := map[offsets.TopicPartition]int64{tp("t", 0): 3, tp("t", 1): 3}
 	if got := h.s.Committable(nil); !maps.Equal(got, want) {
 		t.Fatalf("Committable = %v, want %v (past the skipped records)", got, want)
 	}
@@ -103,7 +104,7 @@ func TestDeadLetter(t *testing.T) {
 	if st := h.s.Stats(); st.DeadLettered != 1 || st.Records != 2 {
 		t.Fatalf("%+v", st)
 	}
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 3}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 3}) {
 		t.Fatalf("Committable = %v", got)
 	}
 	if got := h.offsets(h.objects())[tp("t", 0)]; !slices.Equal(got, []int64{0, 2}) {
@@ -119,7 +120,7 @@ func TestDeadLetterFailureIsFatal(t *testing.T) {
 	}))
 	err := h.s.Write(context.Background(), []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1)})
 	if err == nil {
-		err = h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+		err = h.s.Flush(context.Background(), nil, offsets.ReasonShutdown)
 	}
 	if !errors.Is(err, dlqErr) || !strings.Contains(err.Error(), "dead-letter") {
 		t.Fatalf("Write = %v, want the dead-letter error", err)
@@ -127,7 +128,7 @@ func TestDeadLetterFailureIsFatal(t *testing.T) {
 	if h.s.Err() == nil {
 		t.Fatal("sink not failed")
 	}
-	_ = h.s.Flush(context.Background(), nil, sink.ReasonShutdown)
+	_ = h.s.Flush(context.Background(), nil, offsets.ReasonShutdown)
 	if off, ok := h.s.Committable(nil)[tp("t", 0)]; ok && off > 1 {
 		t.Fatalf("committable %d passes the record that was neither stored nor dead-lettered", off)
 	}
@@ -151,7 +152,7 @@ func TestNullValues(t *testing.T) {
 		h := newHarness(t, withConfig(func(c *sink.Config) { c.NullValues = "ignore" }))
 		// With no file open, an ignored record is committable at once.
 		h.write(null("t", 0, 0), null("t", 0, 1))
-		if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+		if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 2}) {
 			t.Fatalf("Committable = %v, want 2 before any Flush: nothing needs storing", got)
 		}
 		h.write(rec("t", 0, 2), null("t", 0, 3), rec("t", 0, 4), null("t", 0, 5))
@@ -159,7 +160,7 @@ func TestNullValues(t *testing.T) {
 			t.Fatalf("Committable = %v with records 2 and 4 open", got)
 		}
 		h.flush()
-		if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 6}) {
+		if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 6}) {
 			t.Fatalf("Committable = %v, want 6", got)
 		}
 		if got := h.offsets(h.objects())[tp("t", 0)]; !slices.Equal(got, []int64{2, 4}) {
@@ -190,7 +191,7 @@ func TestNullValues(t *testing.T) {
 		h := newHarness(t, withConfig(func(c *sink.Config) { c.NullValues = "fail"; c.Tolerance = "all" }))
 		h.write(rec("t", 0, 0), null("t", 0, 1), rec("t", 0, 2))
 		h.flush()
-		if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 3}) {
+		if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 3}) {
 			t.Fatalf("Committable = %v", got)
 		}
 		if st := h.s.Stats(); st.Skipped != 1 {
@@ -210,7 +211,7 @@ func TestNullValues(t *testing.T) {
 			t.Fatalf("dead letters %v", got)
 		}
 		h.flush()
-		if c := h.s.Committable(nil); !maps.Equal(c, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+		if c := h.s.Committable(nil); !maps.Equal(c, map[offsets.TopicPartition]int64{tp("t", 0): 2}) {
 			t.Fatalf("Committable = %v", c)
 		}
 	})
@@ -224,7 +225,7 @@ func TestSkippedBetweenFiles(t *testing.T) {
 	h.write(null("t", 0, 2))       // no file open: skipped at once
 	h.write(recs("t", 0, 3, 5)...) // file [3,5)
 	h.flush()
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 5}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 5}) {
 		t.Fatalf("Committable = %v", got)
 	}
 	files := h.objects()
@@ -239,7 +240,7 @@ func TestAllSkippedFileStoresNothing(t *testing.T) {
 	h := newHarness(t, withConfig(func(c *sink.Config) { c.Tolerance = "all" }))
 	h.write(bad("t", 0, 0), bad("t", 0, 1))
 	h.flush()
-	if got, want := h.s.Committable(nil), map[sink.TopicPartition]int64{tp("t", 0): 2}; !maps.Equal(got, want) {
+	if got, want := h.s.Committable(nil), map[offsets.TopicPartition]int64{tp("t", 0): 2}; !maps.Equal(got, want) {
 		t.Fatalf("Committable = %v, want %v", got, want)
 	}
 	if files := h.objects(); len(files) != 0 {
@@ -264,22 +265,22 @@ func TestBadRecordLeavesTheFilesLedgerEntry(t *testing.T) {
 	t.Cleanup(func() { _ = bucket.Close() })
 	cfg := baseConfig(t)
 	cfg.Tolerance = "all"
-	cfg.Ledger = layout.NewLedger(bucket, "")
+	cfg.Ledger = ledger.New(bucket, "")
 	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
 	t.Cleanup(s.Close)
-	id := layout.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
-	s.Assign(tp("t", 0), id, layout.Point{State: layout.State{Next: 0}})
+	id := ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
+	s.Assign(tp("t", 0), id, ledger.Point{State: offsets.State{Next: 0}})
 	if err := s.Write(ctx, []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1), rec("t", 0, 2)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx, nil, sink.ReasonShutdown); err != nil {
+	if err := s.Flush(ctx, nil, offsets.ReasonShutdown); err != nil {
 		t.Fatal(err)
 	}
 	e, err := cfg.Ledger.Last(ctx, id)
 	if err != nil || e == nil {
 		t.Fatalf("last entry: %v, %v", e, err)
 	}
-	if want := (layout.Ranges{{0, 1}, {2, 3}}); !slices.Equal(e.File.Ranges, want) || e.File.Records != 2 {
+	if want := (offsets.Ranges{{0, 1}, {2, 3}}); !slices.Equal(e.File.Ranges, want) || e.File.Records != 2 {
 		t.Errorf("entry claims %v (%d records), want %v (2)", e.File.Ranges, e.File.Records, want)
 	}
 	if after := e.After(); after.Next != 3 {

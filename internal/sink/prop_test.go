@@ -25,8 +25,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -59,7 +60,7 @@ import (
 // The test plays the source's part (internal/source) by hand: it feeds
 // records in offset order from the resume point, commits what Committable
 // returns, flushes, commits and drops on revoke, drops on lost, and on
-// assignment resumes the way onAssigned does: layout.Ledger.Resume, then
+// assignment resumes the way onAssigned does: ledger.Ledger.Resume, then
 // the group's commit reconciled with the stored state, then Sink.Assign.
 // Commits of a lost or revoked partition still waiting at storage complete
 // or fail before this process resumes the partition again
@@ -209,7 +210,7 @@ type propModel struct {
 type generation struct {
 	bucket *storage.Bucket
 	s      *sink.Sink
-	ledger *layout.Ledger
+	ledger *ledger.Ledger
 	gate   *commitGate
 }
 
@@ -346,7 +347,7 @@ func (m *propModel) parseData(key string) (dataKey, bool) {
 
 // ledgerDir is where the ledger of partition p lives.
 func ledgerDir(p int32) string {
-	return fmt.Sprintf("%sledger/%s/%s/%d/", layout.LedgerDir, propTopic, propTopicID, p)
+	return fmt.Sprintf("%sledger/%s/%s/%d/", ledger.StateDir, propTopic, propTopicID, p)
 }
 
 // keyPartition is the partition a data file or ledger entry belongs to, or
@@ -365,7 +366,7 @@ func (m *propModel) keyPartition(key string) int32 {
 
 // describe names a commit for the log: which of the two steps it is.
 func describe(key string) string {
-	if strings.HasPrefix(key, layout.LedgerDir) {
+	if strings.HasPrefix(key, ledger.StateDir) {
 		return "ledger entry " + key
 	}
 	return "file " + key
@@ -385,7 +386,7 @@ func (m *propModel) start(rt *rapid.T, why string) {
 	if err != nil {
 		rt.Fatal(err)
 	}
-	ledger := layout.NewLedger(bucket, "")
+	ledger := ledger.New(bucket, "")
 	cfg := m.cfg
 	cfg.Ledger = ledger
 	// Each process draws its file sizes, as a restart with another
@@ -422,14 +423,14 @@ func (m *propModel) closeGeneration(killed bool) {
 	m.gen = nil
 }
 
-func identity(p int) layout.Identity {
-	return layout.Identity{Cluster: propCluster, Topic: propTopic, TopicID: propTopicID, Partition: int32(p)}
+func identity(p int) ledger.Identity {
+	return ledger.Identity{Cluster: propCluster, Topic: propTopic, TopicID: propTopicID, Partition: int32(p)}
 }
 
 // resume asks the ledger where partition p stands, as the runner's
 // resumer does for a prefix that has a ledger.
-func (m *propModel) resume(p int) (layout.Point, error) {
-	return m.gen.ledger.Resume(context.Background(), identity(p), layout.Log{Start: 0, End: m.logEnd[p]}, layout.ResumeOptions{})
+func (m *propModel) resume(p int) (ledger.Point, error) {
+	return m.gen.ledger.Resume(context.Background(), identity(p), ledger.Log{Start: 0, End: m.logEnd[p]}, ledger.ResumeOptions{})
 }
 
 // assign resumes partition p as the source's onAssigned does: from the
@@ -443,10 +444,10 @@ func (m *propModel) assign(rt *rapid.T, p int) {
 	at := m.committed[p]
 	switch {
 	case !pt.Found:
-		pt.State = layout.State{Next: at}
+		pt.State = offsets.State{Next: at}
 	case at > pt.State.Next:
 		// Past a tail of records handled without a file (tombstones).
-		pt.State = layout.State{Next: at, Above: pt.State.Above.From(at)}
+		pt.State = offsets.State{Next: at, Above: pt.State.Above.From(at)}
 	case pt.State.Next > at:
 		rt.Logf("  t/%d: storage ends at %d, ahead of the commit %d: commit %d", p, pt.State.Next, at, pt.State.Next)
 		m.committed[p] = pt.State.Next
@@ -558,14 +559,14 @@ func (m *propModel) eligible(f func(p int) bool) []int {
 	return out
 }
 
-func tpOf(p int) sink.TopicPartition {
-	return sink.TopicPartition{Topic: propTopic, Partition: int32(p)}
+func tpOf(p int) offsets.TopicPartition {
+	return offsets.TopicPartition{Topic: propTopic, Partition: int32(p)}
 }
 
 // commit records Committable's offsets as the group's, checking what the
 // source relies on: only owned partitions, never backwards within one
 // ownership.
-func (m *propModel) commit(rt *rapid.T, only map[sink.TopicPartition]bool) {
+func (m *propModel) commit(rt *rapid.T, only map[offsets.TopicPartition]bool) {
 	offs := m.gen.s.Committable(only)
 	for p := range m.parts {
 		off, ok := offs[tpOf(p)]
@@ -689,7 +690,7 @@ func (m *propModel) Rotate(rt *rapid.T) {
 		// waiting for them.
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = m.gen.s.Flush(ctx, map[sink.TopicPartition]bool{tpOf(p): true}, sink.ReasonAge)
+		_ = m.gen.s.Flush(ctx, map[offsets.TopicPartition]bool{tpOf(p): true}, offsets.ReasonAge)
 		rt.Logf("rotate: t/%d's open files closed", p)
 	}
 	m.settle(rt)
@@ -747,7 +748,7 @@ func (m *propModel) Restart(rt *rapid.T) {
 	rt.Logf("graceful restart")
 	m.gen.gate.setApprove(func(string) bool { return true })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	err := m.gen.s.Flush(ctx, nil, sink.ReasonShutdown)
+	err := m.gen.s.Flush(ctx, nil, offsets.ReasonShutdown)
 	cancel()
 	if errors.Is(err, context.DeadlineExceeded) {
 		rt.Fatalf("restart: Flush did not finish with every upload let through")
@@ -769,18 +770,18 @@ func (m *propModel) Revoke(rt *rapid.T) {
 	}
 	p := rapid.SampledFrom(ps).Draw(rt, "p")
 	timeout := rapid.IntRange(0, 3).Draw(rt, "timeout") == 3
-	tps := map[sink.TopicPartition]bool{tpOf(p): true}
+	tps := map[offsets.TopicPartition]bool{tpOf(p): true}
 	if timeout {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		err := m.gen.s.Flush(ctx, tps, sink.ReasonRevoke)
+		err := m.gen.s.Flush(ctx, tps, offsets.ReasonRevoke)
 		rt.Logf("revoke t/%d: the flush times out (%v)", p, err)
 	} else {
 		// Storage lets this partition's entries and files through while
 		// the flush waits for them.
 		m.gen.gate.setApprove(func(key string) bool { return m.keyPartition(key) == int32(p) })
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := m.gen.s.Flush(ctx, tps, sink.ReasonRevoke)
+		err := m.gen.s.Flush(ctx, tps, offsets.ReasonRevoke)
 		cancel()
 		m.gen.gate.setApprove(nil)
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -802,7 +803,7 @@ func (m *propModel) Lose(rt *rapid.T) {
 		rt.Skip("nothing assigned")
 	}
 	p := rapid.SampledFrom(ps).Draw(rt, "p")
-	m.gen.s.Drop(map[sink.TopicPartition]bool{tpOf(p): true})
+	m.gen.s.Drop(map[offsets.TopicPartition]bool{tpOf(p): true})
 	m.assigned[p] = false
 	rt.Logf("lost t/%d", p)
 	m.settle(rt)
@@ -826,7 +827,7 @@ func (m *propModel) LoseCommit(rt *rapid.T) {
 	rt.Logf("t/%d: the commit %d is lost, the group's commit is %d", p, m.committed[p], to)
 	m.committed[p] = to
 	if m.assigned[p] {
-		m.gen.s.Drop(map[sink.TopicPartition]bool{tpOf(p): true})
+		m.gen.s.Drop(map[offsets.TopicPartition]bool{tpOf(p): true})
 		m.assigned[p] = false
 		rt.Logf("  t/%d lost and assigned again", p)
 		m.settle(rt)
@@ -911,7 +912,7 @@ func (m *propModel) checkLedger(rt *rapid.T, p int, stored map[int64]string) {
 		rt.Fatalf("t/%d: the ledger can't be resumed from now: %v (stored: %s)", p, err, ranges(stored))
 	}
 	if !pt.Found {
-		pt.State = layout.State{}
+		pt.State = offsets.State{}
 	}
 	for off := range max(pt.State.End(), m.logEnd[p]) {
 		_, ok := stored[off]
@@ -1080,7 +1081,7 @@ func (m *propModel) drain(rt *rapid.T) {
 			// Close every file; its commits wait at the gate.
 			closing, stop := context.WithCancel(ctx)
 			stop()
-			_ = m.gen.s.Flush(closing, nil, sink.ReasonShutdown)
+			_ = m.gen.s.Flush(closing, nil, offsets.ReasonShutdown)
 			m.settle(rt)
 			// Let them through one at a time, checking storage and the
 			// ledger after each: the drain is where a resume with runs
@@ -1090,7 +1091,7 @@ func (m *propModel) drain(rt *rapid.T) {
 				m.settle(rt)
 				m.Check(rt)
 			}
-			err = m.gen.s.Flush(ctx, nil, sink.ReasonShutdown)
+			err = m.gen.s.Flush(ctx, nil, offsets.ReasonShutdown)
 		}
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -1145,7 +1146,7 @@ func (m *propModel) drain(rt *rapid.T) {
 			m.fed[p] = m.logEnd[p]
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := m.gen.s.Flush(ctx, nil, sink.ReasonShutdown)
+		err := m.gen.s.Flush(ctx, nil, offsets.ReasonShutdown)
 		cancel()
 		if err != nil {
 			rt.Fatalf("%s: Flush: %v", why, err)

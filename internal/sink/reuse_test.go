@@ -7,6 +7,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 )
 
@@ -41,5 +42,5 @@ func TestRotationReusesEncoders(t *testing.T) {
 	if held := holder(b.Snapshot(), budget.FileEncoders); held != 0 {
 		t.Fatalf("file encoders hold %d after a full flush, want 0", held)
 	}
-	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 5 * files})
+	h.contiguous(h.objects(), map[offsets.TopicPartition]int64{tp("t", 0): 5 * files})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 )
 
@@ -31,7 +32,7 @@ func TestRotateOnMaxRecords(t *testing.T) {
 				all = all[n:]
 			}
 			st := h.s.Stats()
-			if st.Closed[sink.ReasonRecords] != 4 || st.FilesOpen != 2 || st.Records != 20 {
+			if st.Closed[offsets.ReasonRecords] != 4 || st.FilesOpen != 2 || st.Records != 20 {
 				t.Fatalf("before Flush: %+v, want 4 files closed by records, 2 open, 20 records", st)
 			}
 			h.flush()
@@ -45,7 +46,7 @@ func TestRotateOnMaxRecords(t *testing.T) {
 			if strings.Join(names, " ") != strings.Join(want, " ") {
 				t.Fatalf("objects %v, want %v", names, want)
 			}
-			h.contiguous(files, map[sink.TopicPartition]int64{tp("t", 0): 10, tp("t", 1): 10})
+			h.contiguous(files, map[offsets.TopicPartition]int64{tp("t", 0): 10, tp("t", 1): 10})
 			for _, f := range files {
 				if n := len(f.lines); n > 4 {
 					t.Fatalf("%s holds %d records, max_records is 4", f.key, n)
@@ -57,11 +58,11 @@ func TestRotateOnMaxRecords(t *testing.T) {
 			for _, f := range files {
 				bytes += f.size
 			}
-			if st.Closed[sink.ReasonRecords] != 4 || st.Closed[sink.ReasonShutdown] != 2 || st.FilesOpen != 0 ||
+			if st.Closed[offsets.ReasonRecords] != 4 || st.Closed[offsets.ReasonShutdown] != 2 || st.FilesOpen != 0 ||
 				st.FilesUploaded != 6 || st.BytesUploaded != int64(bytes) || st.Uploading != 0 || st.Skipped != 0 {
 				t.Fatalf("after Flush: %+v (stored bytes %d)", st, bytes)
 			}
-			if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 10, tp("t", 1): 10}) {
+			if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 10, tp("t", 1): 10}) {
 				t.Fatalf("Committable = %v, want 10 for both", got)
 			}
 		})
@@ -83,7 +84,7 @@ func TestRotateOnMaxBytes(t *testing.T) {
 	if len(files) < 5 {
 		t.Fatalf("%d files for ~%d bytes at max_bytes %d", len(files), n*150, maxBytes)
 	}
-	h.contiguous(files, map[sink.TopicPartition]int64{tp("t", 0): n})
+	h.contiguous(files, map[offsets.TopicPartition]int64{tp("t", 0): n})
 	for i, f := range files {
 		last := f.lineSizes[len(f.lineSizes)-1]
 		if f.size-last >= maxBytes {
@@ -94,7 +95,7 @@ func TestRotateOnMaxBytes(t *testing.T) {
 		}
 	}
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonBytes] != int64(len(files)-1) || st.Closed[sink.ReasonShutdown] > 1 {
+	if st.Closed[offsets.ReasonBytes] != int64(len(files)-1) || st.Closed[offsets.ReasonShutdown] > 1 {
 		t.Fatalf("Closed = %v for %d files", st.Closed, len(files))
 	}
 }
@@ -123,7 +124,7 @@ func TestRotateOnMaxBytesWaitsSeldom(t *testing.T) {
 	t.Logf("%d waits", waits)
 	h.flush()
 	files := h.objects()
-	h.contiguous(files, map[sink.TopicPartition]int64{tp("t", 0): n})
+	h.contiguous(files, map[offsets.TopicPartition]int64{tp("t", 0): n})
 	for i, f := range files {
 		last := f.lineSizes[len(f.lineSizes)-1]
 		if f.size-last >= maxBytes {
@@ -154,7 +155,7 @@ func TestRotateOnMaxAge(t *testing.T) {
 	if err := h.s.Tick(ctx, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if st := h.s.Stats(); st.FilesOpen != 2 || st.Closed[sink.ReasonAge] != 0 {
+	if st := h.s.Stats(); st.FilesOpen != 2 || st.Closed[offsets.ReasonAge] != 0 {
 		t.Fatalf("young files closed: %+v", st)
 	}
 
@@ -164,19 +165,19 @@ func TestRotateOnMaxAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonAge] != 1 || st.FilesOpen != 1 {
+	if st.Closed[offsets.ReasonAge] != 1 || st.FilesOpen != 1 {
 		t.Fatalf("after max_age of the idle file: %+v, want partition 0 closed by age and 1 open", st)
 	}
 	// Its upload completes without any further record.
 	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := h.s.Flush(waitCtx, map[sink.TopicPartition]bool{tp("t", 0): true}, sink.ReasonRevoke); err != nil {
+	if err := h.s.Flush(waitCtx, map[offsets.TopicPartition]bool{tp("t", 0): true}, offsets.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 2}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 2}) {
 		t.Fatalf("Committable = %v, want only partition 0 at 2", got)
 	}
-	if st := h.s.Stats(); st.Closed[sink.ReasonRevoke] != 0 {
+	if st := h.s.Stats(); st.Closed[offsets.ReasonRevoke] != 0 {
 		t.Fatalf("Flush of an already closed partition closed something: %v", st.Closed)
 	}
 
@@ -184,12 +185,12 @@ func TestRotateOnMaxAge(t *testing.T) {
 	if err := h.s.Tick(ctx, time.Now().Add(maxAge)); err != nil {
 		t.Fatal(err)
 	}
-	if st := h.s.Stats(); st.Closed[sink.ReasonAge] != 2 || st.FilesOpen != 0 {
+	if st := h.s.Stats(); st.Closed[offsets.ReasonAge] != 2 || st.FilesOpen != 0 {
 		t.Fatalf("after max_age of the busy file: %+v", st)
 	}
 	h.flush()
-	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 2, tp("t", 1): 3})
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 3}) {
+	h.contiguous(h.objects(), map[offsets.TopicPartition]int64{tp("t", 0): 2, tp("t", 1): 3})
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 1): 3}) {
 		t.Fatalf("Committable = %v", got)
 	}
 }
@@ -214,10 +215,10 @@ func TestRunTickerClosesIdleFiles(t *testing.T) {
 
 	h.write(rec("t", 0, 0))
 	h.eventually("the ticker to upload the idle file", func() bool { return h.s.Stats().FilesUploaded == 1 })
-	if st := h.s.Stats(); st.Closed[sink.ReasonAge] != 1 {
+	if st := h.s.Stats(); st.Closed[offsets.ReasonAge] != 1 {
 		t.Fatalf("Closed = %v", st.Closed)
 	}
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 0): 1}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 1}) {
 		t.Fatalf("Committable = %v", got)
 	}
 }
@@ -228,7 +229,7 @@ func TestMaxOpenFiles(t *testing.T) {
 		t.Fatalf("MaxOpenFiles = %d", h.s.MaxOpenFiles())
 	}
 	const parts, per = 5, 10
-	want := map[sink.TopicPartition]int64{}
+	want := map[offsets.TopicPartition]int64{}
 	for off := int64(0); off < per; off++ {
 		for p := int32(0); p < parts; p++ {
 			h.write(rec("t", p, off))
@@ -239,7 +240,7 @@ func TestMaxOpenFiles(t *testing.T) {
 		}
 	}
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonOpenFiles] != parts*per-2 {
+	if st.Closed[offsets.ReasonOpenFiles] != parts*per-2 {
 		t.Fatalf("Closed = %v; round-robin over 5 partitions with 2 slots evicts on every record but the first two", st.Closed)
 	}
 	h.flush()
@@ -260,19 +261,19 @@ func TestMaxOpenFilesEvictsLeastRecentlyUsed(t *testing.T) {
 	h.write(rec("t", 0, 1)) // partition 1 is now the least recently used
 	h.write(rec("t", 2, 0))
 	st := h.s.Stats()
-	if st.FilesOpen != 2 || st.Closed[sink.ReasonOpenFiles] != 1 {
+	if st.FilesOpen != 2 || st.Closed[offsets.ReasonOpenFiles] != 1 {
 		t.Fatalf("%+v", st)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Partition 1 has nothing open: Flush only waits for its upload.
-	if err := h.s.Flush(ctx, map[sink.TopicPartition]bool{tp("t", 1): true}, sink.ReasonRevoke); err != nil {
+	if err := h.s.Flush(ctx, map[offsets.TopicPartition]bool{tp("t", 1): true}, offsets.ReasonRevoke); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.s.Committable(nil); !maps.Equal(got, map[sink.TopicPartition]int64{tp("t", 1): 1}) {
+	if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 1): 1}) {
 		t.Fatalf("Committable = %v, want partition 1 evicted and durable, 0 and 2 still open", got)
 	}
-	if st := h.s.Stats(); st.FilesOpen != 2 || st.Closed[sink.ReasonRevoke] != 0 {
+	if st := h.s.Stats(); st.FilesOpen != 2 || st.Closed[offsets.ReasonRevoke] != 0 {
 		t.Fatalf("%+v", st)
 	}
 }

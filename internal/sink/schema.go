@@ -6,10 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ReasonSchema: the partition's next record has other registry schemas
-// than its open file, whose columns are those of its first record.
-const ReasonSchema Reason = "schema"
-
 // Schemas types files by the schema-registry schemas of their records
 // (format.Typed). It only reads schemas resolved before Write: it never
 // waits on the registry, since it runs under the sink's lock.

@@ -37,8 +37,9 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/errpolicy"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/spool"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -105,11 +106,11 @@ type Config struct {
 	EventTime bool
 	// Ledger, when set, gets an entry before each file is published, for
 	// partitions that were given an identity by Assign.
-	Ledger *layout.Ledger
+	Ledger *ledger.Ledger
 	// Writer names this process in ledger entries, and Deployment its
 	// configuration.
 	Writer     string
-	Deployment layout.Deployment
+	Deployment ledger.Deployment
 
 	// NewEncoder and NewCompressor build a file's chain. CompressorMemory is
 	// what one compressor plus encoder holds, for the budget.
@@ -144,21 +145,13 @@ type Config struct {
 	DeadLetter func(ctx context.Context, r *kgo.Record, cause error) error
 	// OnClose, when set, is told of every file closed, with the sink's
 	// lock held: it must only record, never block or call the sink.
-	OnClose func(Closed)
-}
-
-// Closed describes a file the sink closed, for OnClose.
-type Closed struct {
-	Key       string
-	Partition TopicPartition
-	Reason    Reason
-	Records   int64
+	OnClose func(offsets.Closed)
 }
 
 // OpenFile describes a file being written, for OpenFiles.
 type OpenFile struct {
 	Key       string
-	Partition TopicPartition
+	Partition offsets.TopicPartition
 	Records   int64
 	Opened    time.Time
 }
@@ -174,20 +167,6 @@ func (s *Sink) OpenFiles() []OpenFile {
 	return out
 }
 
-// Reason says why a file was closed.
-type Reason string
-
-// Rotation reasons, as counted in metrics.
-const (
-	ReasonRecords   Reason = "records"
-	ReasonBytes     Reason = "bytes"
-	ReasonAge       Reason = "age"
-	ReasonPressure  Reason = "pressure"
-	ReasonOpenFiles Reason = "open_files"
-	ReasonRevoke    Reason = "revoke"
-	ReasonShutdown  Reason = "shutdown"
-)
-
 // Stats are counters for progress and metrics.
 type Stats struct {
 	Records       int64 // records written to files (some may be dropped with their partition)
@@ -199,7 +178,7 @@ type Stats struct {
 	FilesUploaded int64
 	BytesUploaded int64
 	Uploading     int64
-	Closed        map[Reason]int64
+	Closed        map[offsets.Reason]int64
 	// SpoolFaults counts spool files that could not be created or
 	// appended to, whose files were then written without the spool.
 	SpoolFaults int64
@@ -207,7 +186,7 @@ type Stats struct {
 	// memory budget to be encoded (see spool.go).
 	SpoolWaiting int64
 	// Lost counts offsets passed without being stored, by cause
-	// (layout.GapRetention): the log had deleted them first.
+	// (offsets.GapRetention): the log had deleted them first.
 	Lost map[string]int64
 }
 
@@ -216,14 +195,14 @@ type Sink struct {
 	cfg     Config
 	bucket  Bucket
 	budget  *budget.Budget
-	tracker *tracker
+	tracker *offsets.Tracker
 	log     *slog.Logger
 
 	mu    sync.Mutex
 	files map[fileID]*openFile
 	// groups indexes files by partition, then group, so that finding a
 	// record's file allocates nothing (m[string(bytes)] does not copy).
-	groups map[TopicPartition]map[string]*openFile
+	groups map[offsets.TopicPartition]map[string]*openFile
 	// groupBuf renders group names without allocating per record.
 	groupBuf []byte
 	stats    Stats
@@ -262,15 +241,15 @@ type Sink struct {
 	// before it: storage then always holds a gap-free run of a partition's
 	// offsets, which is what resuming from the last stored file relies on.
 	pubMu       sync.Mutex
-	unpublished map[TopicPartition][]*openFile
+	unpublished map[offsets.TopicPartition][]*openFile
 	// failed marks the partitions one of whose uploads failed. None of
 	// their later files may be published, not even one closed after the
 	// failed file left the queue: a restart would resume after it and skip
 	// the failed file's records.
-	failed map[TopicPartition]bool
+	failed map[offsets.TopicPartition]bool
 	// ledgered holds, per partition given by Assign, its identity and
 	// the sequence number of its next ledger entry.
-	ledgered map[TopicPartition]*ledgerPart
+	ledgered map[offsets.TopicPartition]*ledgerPart
 
 	errMu sync.Mutex
 	err   error
@@ -280,12 +259,12 @@ type Sink struct {
 
 // fileID names an open file: its partition and its group.
 type fileID struct {
-	tp    TopicPartition
+	tp    offsets.TopicPartition
 	group string
 }
 
 type ledgerPart struct {
-	id  layout.Identity
+	id  ledger.Identity
 	seq int64
 }
 
@@ -294,13 +273,13 @@ type ledgerPart struct {
 // and gate belong to the file's goroutine once it runs.
 type openFile struct {
 	id       fileID
-	tp       TopicPartition
+	tp       offsets.TopicPartition
 	key      string
 	w        Writer
 	comp     io.WriteCloser
 	enc      Encoder
 	gate     *gate // between comp and w
-	u        *unit
+	u        *offsets.Unit
 	start    int64
 	records  int64 // routed to the file, for rotation and the budget's count
 	created  time.Time
@@ -361,17 +340,17 @@ type openFile struct {
 func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Sink{
-		cfg: cfg, bucket: bucket, budget: b, tracker: newTracker(), log: log,
+		cfg: cfg, bucket: bucket, budget: b, tracker: offsets.NewTracker(), log: log,
 		files:       map[fileID]*openFile{},
-		groups:      map[TopicPartition]map[string]*openFile{},
-		unpublished: map[TopicPartition][]*openFile{},
-		failed:      map[TopicPartition]bool{},
-		ledgered:    map[TopicPartition]*ledgerPart{},
+		groups:      map[offsets.TopicPartition]map[string]*openFile{},
+		unpublished: map[offsets.TopicPartition][]*openFile{},
+		failed:      map[offsets.TopicPartition]bool{},
+		ledgered:    map[offsets.TopicPartition]*ledgerPart{},
 		fileMem:     cfg.CompressorMemory + bucket.WriterMemory(),
 		ctx:         ctx, stop: stop,
 	}
 	s.openCost = s.fileMem
-	s.stats.Closed = map[Reason]int64{}
+	s.stats.Closed = map[offsets.Reason]int64{}
 	if cfg.Spool != nil {
 		s.openCost = budget.SpoolFileCost
 		s.spooling.init(cfg.EncodeSlots)
@@ -390,8 +369,8 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 // st are never written again, and, with a ledger, each file's entry is
 // written under id from sequence number seq on. Call it before the
 // partition's first record.
-func (s *Sink) Assign(tp TopicPartition, id layout.Identity, p layout.Point) {
-	s.tracker.assign(tp, p.State)
+func (s *Sink) Assign(tp offsets.TopicPartition, id ledger.Identity, p ledger.Point) {
+	s.tracker.Assign(tp, p.State)
 	s.pubMu.Lock()
 	s.ledgered[tp] = &ledgerPart{id: id, seq: p.Seq}
 	s.pubMu.Unlock()
@@ -435,7 +414,7 @@ func (s *Sink) Stats() Stats {
 	for k, v := range s.stats.Lost {
 		st.Lost[k] = v
 	}
-	st.Closed = make(map[Reason]int64, len(s.stats.Closed))
+	st.Closed = make(map[offsets.Reason]int64, len(s.stats.Closed))
 	for k, v := range s.stats.Closed {
 		st.Closed[k] = v
 	}
@@ -449,19 +428,19 @@ func (s *Sink) Stats() Stats {
 // election. They are recorded as a gap in the ledger entry of the
 // partition's next file, logged at ERROR and counted, never passed
 // silently. The poll loop calls it, before it writes the fetch's records.
-func (s *Sink) LogStart(tp TopicPartition, logStart, first int64) {
+func (s *Sink) LogStart(tp offsets.TopicPartition, logStart, first int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lost := s.tracker.lose(tp, min(logStart, first), layout.GapRetention)
+	lost := s.tracker.Lose(tp, min(logStart, first), offsets.GapRetention)
 	if len(lost) == 0 {
 		return
 	}
 	if s.stats.Lost == nil {
 		s.stats.Lost = map[string]int64{}
 	}
-	s.stats.Lost[layout.GapRetention] += lost.Count()
+	s.stats.Lost[offsets.GapRetention] += lost.Count()
 	s.log.Error("records were deleted from the log before Spillway stored them: they are lost; the ledger records the gap and verify reports it",
-		"topic", tp.Topic, "partition", tp.Partition, "offsets", layout.FormatRanges(lost), "count", lost.Count(),
+		"topic", tp.Topic, "partition", tp.Partition, "offsets", offsets.FormatRanges(lost), "count", lost.Count(),
 		"cause", "retention, DeleteRecords or an unclean leader election moved the log start to "+strconv.FormatInt(logStart, 10),
 		"fix", "keep the topic's retention above the longest time Spillway may be down or behind")
 }
@@ -556,10 +535,10 @@ var errNoRoom = errors.New("no room in the budget for another file")
 // writeOne writes one record. roomFor, when set, is asked before a file is
 // opened; if it says no, writeOne returns errNoRoom and writes nothing.
 func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomFor func() bool) error {
-	tp := TopicPartition{r.Topic, r.Partition}
-	if s.tracker.has(tp, r.Offset) {
+	tp := offsets.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	if s.tracker.Has(tp, r.Offset) {
 		// Stored before this process resumed the partition.
-		s.tracker.route(tp, r.Offset, nil)
+		s.tracker.Route(tp, r.Offset, nil)
 		s.stats.Resumed++
 		return nil
 	}
@@ -578,7 +557,7 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomF
 	// Routed now, in poll order; the file goroutine encodes it later and,
 	// should the record turn out not to be writable, hands its offset back
 	// to the error policy (skipLate).
-	s.tracker.route(tp, r.Offset, f.u)
+	s.tracker.Route(tp, r.Offset, f.u)
 	f.records++
 	f.lastUsed = now
 	s.stats.Records++
@@ -587,7 +566,7 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomF
 		return err
 	}
 	if s.cfg.MaxRecords > 0 && f.records >= s.cfg.MaxRecords {
-		return s.closeLocked(ctx, f, ReasonRecords)
+		return s.closeLocked(ctx, f, offsets.ReasonRecords)
 	}
 	if s.cfg.MaxBytes > 0 {
 		n, err := s.sizeLocked(ctx, f, s.cfg.MaxBytes)
@@ -595,7 +574,7 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomF
 			return err
 		}
 		if n >= s.cfg.MaxBytes {
-			return s.closeLocked(ctx, f, ReasonBytes)
+			return s.closeLocked(ctx, f, offsets.ReasonBytes)
 		}
 	}
 	return nil
@@ -615,7 +594,7 @@ func (s *Sink) reportRecordsLocked() {
 }
 
 // recordError applies the error policy to one record.
-func (s *Sink) recordError(ctx context.Context, tp TopicPartition, r *kgo.Record, cause error) error {
+func (s *Sink) recordError(ctx context.Context, tp offsets.TopicPartition, r *kgo.Record, cause error) error {
 	dead, err := s.policy(ctx, r, cause)
 	if err != nil {
 		return err
@@ -636,9 +615,9 @@ func (s *Sink) policy(ctx context.Context, r *kgo.Record, cause error) (dead boo
 
 // skip accounts for a record that is handled without being stored, so its
 // offset can still be committed.
-func (s *Sink) skip(_ context.Context, tp TopicPartition, r *kgo.Record, _ error) error {
+func (s *Sink) skip(_ context.Context, tp offsets.TopicPartition, r *kgo.Record, _ error) error {
 	s.stats.Skipped++
-	s.tracker.route(tp, r.Offset, nil)
+	s.tracker.Route(tp, r.Offset, nil)
 	return nil
 }
 
@@ -653,7 +632,7 @@ func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t, Key: r.Key}
 }
 
-func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
+func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
 	v := s.vars(r, now)
 	s.groupBuf = s.groupBuf[:0]
 	if s.cfg.Template.SplitsPartition() {
@@ -663,7 +642,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		if !s.schemaChanged(f, r) {
 			return f, nil
 		}
-		if err := s.closeLocked(ctx, f, ReasonSchema); err != nil {
+		if err := s.closeLocked(ctx, f, offsets.ReasonSchema); err != nil {
 			return nil, err
 		}
 	}
@@ -672,7 +651,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 		return nil, errNoRoom
 	}
 	if len(s.files) >= s.cfg.MaxOpenFiles {
-		if err := s.closeLocked(ctx, s.leastRecentLocked(), ReasonOpenFiles); err != nil {
+		if err := s.closeLocked(ctx, s.leastRecentLocked(), offsets.ReasonOpenFiles); err != nil {
 			return nil, err
 		}
 	}
@@ -683,7 +662,7 @@ func (s *Sink) fileFor(ctx context.Context, tp TopicPartition, r *kgo.Record, no
 	// The file's goroutine opens its writer and encoder (see open): a
 	// local bucket creates a file, which the poll loop need not wait for.
 	f := &openFile{id: id, tp: tp, key: key, start: r.Offset,
-		created: now, lastUsed: now, u: &unit{}, lp: lp, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
+		created: now, lastUsed: now, u: &offsets.Unit{}, lp: lp, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
 		schemas: s.schemasOf(r), spooled: s.cfg.Spool != nil}
 	if f.spooled {
 		// Its encoder and writer are charged when it goes direct.
@@ -731,11 +710,11 @@ const pendingCost = 16 << 10
 // neither for the encoder nor for storage: what the file still holds stays
 // counted in the budget, and the budget is what slows consumption. The
 // file takes its place in its partition's publication order now.
-func (s *Sink) closeLocked(ctx context.Context, f *openFile, why Reason) error {
+func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason) error {
 	s.forgetLocked(f)
 	s.stats.Closed[why]++
 	if s.cfg.OnClose != nil {
-		s.cfg.OnClose(Closed{Key: f.key, Partition: f.tp, Reason: why, Records: f.records})
+		s.cfg.OnClose(offsets.Closed{Key: f.key, Partition: f.tp, Reason: why, Records: f.records})
 	}
 	s.reportRecordsLocked()
 	s.budget.AddRecords(-f.records)
@@ -802,7 +781,7 @@ func (s *Sink) upload(f *openFile, err error) {
 		s.pubMu.Unlock()
 		err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
 		s.fail(err)
-		s.tracker.fail(err)
+		s.tracker.Fail(err)
 	}
 	if err != nil {
 		if f.w != nil {
@@ -836,7 +815,7 @@ func (s *Sink) upload(f *openFile, err error) {
 		// nothing, but let its offsets be committed; a gap it adopted
 		// still needs its entry.
 		f.w.Abort()
-		if len(s.tracker.gaps(f.u)) > 0 {
+		if len(s.tracker.Gaps(f.u)) > 0 {
 			if err := s.writeEntry(f, 0, 0); err != nil {
 				if !errors.Is(err, errLostOwnership) {
 					failUpload(err)
@@ -845,7 +824,7 @@ func (s *Sink) upload(f *openFile, err error) {
 			}
 		}
 		f.durable = true
-		s.tracker.markDurable(f.u)
+		s.tracker.MarkDurable(f.u)
 		return
 	}
 	n := f.w.Written()
@@ -870,7 +849,7 @@ func (s *Sink) upload(f *openFile, err error) {
 	s.filesUploaded.Add(1)
 	s.bytesUploaded.Add(n)
 	s.storedRecords.Add(f.encoded)
-	s.tracker.markDurable(f.u)
+	s.tracker.MarkDurable(f.u)
 }
 
 // errLostOwnership: the file's partition was dropped before its entry.
@@ -898,16 +877,16 @@ func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 		// ownership, whose state the tracker no longer holds.
 		return errLostOwnership
 	}
-	e := &layout.Entry{
+	e := &ledger.Entry{
 		Cluster: lp.id.Cluster, Topic: lp.id.Topic, TopicID: lp.id.TopicID, Partition: lp.id.Partition,
 		Seq: lp.seq, Writer: s.cfg.Writer, Deployment: s.cfg.Deployment, Time: time.Now().UTC(),
-		Before: s.tracker.state(f.tp),
-		File:   layout.FileInfo{Key: f.key, Ranges: s.tracker.ranges(f.u), Records: f.encoded, Bytes: n, CRC32C: layout.FormatCRC32C(sum)},
-		Gaps:   s.tracker.gaps(f.u),
+		Before: s.tracker.State(f.tp),
+		File:   ledger.FileInfo{Key: f.key, Ranges: s.tracker.Ranges(f.u), Records: f.encoded, Bytes: n, CRC32C: ledger.FormatCRC32C(sum)},
+		Gaps:   s.tracker.Gaps(f.u),
 	}
 	if f.encoded == 0 {
 		// Only its gaps are recorded: nothing is published.
-		e.File = layout.FileInfo{}
+		e.File = ledger.FileInfo{}
 	}
 	if err := s.cfg.Ledger.Append(s.ctx, e); err != nil {
 		if errors.Is(err, storage.ErrExists) {
@@ -1016,7 +995,7 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 		if !still() || i >= (len(files)+1)/2 {
 			break
 		}
-		if err := s.closeLocked(ctx, f, ReasonPressure); err != nil {
+		if err := s.closeLocked(ctx, f, offsets.ReasonPressure); err != nil {
 			return err
 		}
 		s.awaitFinishingLocked(ctx)
@@ -1034,7 +1013,7 @@ func (s *Sink) Tick(ctx context.Context, now time.Time) error {
 	defer s.mu.Unlock()
 	for _, f := range s.filesLocked() {
 		if now.Sub(f.created) >= s.cfg.MaxAge {
-			if err := s.closeLocked(ctx, f, ReasonAge); err != nil {
+			if err := s.closeLocked(ctx, f, offsets.ReasonAge); err != nil {
 				s.fail(err)
 				return err
 			}
@@ -1088,7 +1067,7 @@ func RunTicks(ctx context.Context, maxAge time.Duration, tick func(context.Conte
 
 // Flush closes the open files of the given partitions (all when tps is nil)
 // and waits until they are durable.
-func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reason) error {
+func (s *Sink) Flush(ctx context.Context, tps map[offsets.TopicPartition]bool, why offsets.Reason) error {
 	s.mu.Lock()
 	for _, f := range s.filesLocked() {
 		if tps == nil || tps[f.tp] {
@@ -1112,7 +1091,7 @@ func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reaso
 		return s.Err()
 	}
 	// Wait only for what exists now, not for files a later Write opens.
-	if err := s.tracker.waitDurable(ctx, s.tracker.pendingUnits(tps)); err != nil {
+	if err := s.tracker.WaitDurable(ctx, s.tracker.PendingUnits(tps)); err != nil {
 		return fmt.Errorf("wait for uploads: %w", err)
 	}
 	return s.Err()
@@ -1120,8 +1099,8 @@ func (s *Sink) Flush(ctx context.Context, tps map[TopicPartition]bool, why Reaso
 
 // Committable pops what became durable: per partition, the offset to commit.
 // only limits it to some partitions; nil means all.
-func (s *Sink) Committable(only map[TopicPartition]bool) map[TopicPartition]int64 {
-	return s.tracker.committable(only)
+func (s *Sink) Committable(only map[offsets.TopicPartition]bool) map[offsets.TopicPartition]int64 {
+	return s.tracker.Committable(only)
 }
 
 // Durable returns a channel closed the next time a file becomes durable.
@@ -1130,7 +1109,7 @@ func (s *Sink) Durable() <-chan struct{} { return s.tracker.Wake() }
 // Drop forgets partitions this instance no longer owns: open files are
 // abandoned (their offsets were never committed, so nothing is lost) and
 // their offsets are never committed.
-func (s *Sink) Drop(tps map[TopicPartition]bool) {
+func (s *Sink) Drop(tps map[offsets.TopicPartition]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for id, f := range s.files {
@@ -1159,14 +1138,14 @@ func (s *Sink) Drop(tps map[TopicPartition]bool) {
 		delete(s.ledgered, tp)
 	}
 	s.pubMu.Unlock()
-	s.tracker.drop(tps)
+	s.tracker.Drop(tps)
 }
 
 // Close abandons open files and stops the file goroutines. Call Flush
 // first for a graceful stop.
 func (s *Sink) Close() {
 	s.mu.Lock()
-	all := map[TopicPartition]bool{}
+	all := map[offsets.TopicPartition]bool{}
 	for id := range s.files {
 		all[id.tp] = true
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/spool"
 	"github.com/spillway/spillway/internal/storage"
@@ -71,8 +72,8 @@ func padded(topic string, p int32, off int64, size int) *kgo.Record {
 
 // drain writes n records to each of parts partitions, in polls of step
 // records per partition, as a consumer draining a backlog gets them.
-func drain(h *harness, parts int32, n, step int64, size int) map[sink.TopicPartition]int64 {
-	want := map[sink.TopicPartition]int64{}
+func drain(h *harness, parts int32, n, step int64, size int) map[offsets.TopicPartition]int64 {
+	want := map[offsets.TopicPartition]int64{}
 	for from := int64(0); from < n; from += step {
 		var poll []*kgo.Record
 		for p := range parts {
@@ -131,18 +132,18 @@ func TestSpoolManyPartitions(t *testing.T) {
 	files := h.objects()
 	h.contiguous(files, want)
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonPressure] != 0 || st.Closed[sink.ReasonOpenFiles] != 0 {
+	if st.Closed[offsets.ReasonPressure] != 0 || st.Closed[offsets.ReasonOpenFiles] != 0 {
 		t.Fatalf("files closed early: %v", st.Closed)
 	}
-	if st.Closed[sink.ReasonBytes] < parts {
-		t.Fatalf("closed by bytes %d, want at least one per partition (%d): %v", st.Closed[sink.ReasonBytes], parts, st.Closed)
+	if st.Closed[offsets.ReasonBytes] < parts {
+		t.Fatalf("closed by bytes %d, want at least one per partition (%d): %v", st.Closed[offsets.ReasonBytes], parts, st.Closed)
 	}
 	if st.Stored != parts*n {
 		t.Fatalf("stored %d records, want %d", st.Stored, parts*n)
 	}
 	// max_bytes is reached approximately: no file far above it, and the
 	// files closed by it not far below.
-	last := map[sink.TopicPartition]string{}
+	last := map[offsets.TopicPartition]string{}
 	for _, f := range files {
 		last[f.tp] = f.key
 	}
@@ -175,7 +176,7 @@ func TestSpoolDiskPressure(t *testing.T) {
 	h.flush()
 	h.contiguous(h.objects(), want)
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonPressure] == 0 {
+	if st.Closed[offsets.ReasonPressure] == 0 {
 		t.Fatalf("%d KiB spooled against a disk limit of 256 KiB, and no file closed under pressure: %v", parts*n*330>>10, st.Closed)
 	}
 	if s := b.Snapshot(); s.Disk.Used != 0 {
@@ -239,7 +240,7 @@ func TestSpoolReadBackFails(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := h.s.Flush(ctx, nil, sink.ReasonShutdown)
+	err := h.s.Flush(ctx, nil, offsets.ReasonShutdown)
 	if !errors.Is(err, spool.ErrCorrupt) {
 		t.Fatalf("Flush: %v, want the spool's read error", err)
 	}
@@ -259,14 +260,14 @@ func TestRelieveByMemory(t *testing.T) {
 	pq.Type = "parquet"
 	b := budget.New(1<<30, 0)
 	var mu sync.Mutex
-	closed := map[int32]sink.Reason{}
+	closed := map[int32]offsets.Reason{}
 	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) {
 		c.Extension = ".parquet"
 		c.NewBufferedEncoder = func(w io.Writer, flush int64, grow func(int64)) (sink.Encoder, error) {
 			return format.NewBufferedEncoder(pq, w, format.Memory{FlushBytes: flush, Grow: grow})
 		}
 		c.FlushBytes = 1 << 20
-		c.OnClose = func(c sink.Closed) {
+		c.OnClose = func(c offsets.Closed) {
 			mu.Lock()
 			defer mu.Unlock()
 			closed[c.Partition.Partition] = c.Reason
@@ -295,7 +296,7 @@ func TestRelieveByMemory(t *testing.T) {
 	h.write(padded("t", 0, 900, 10))
 	mu.Lock()
 	defer mu.Unlock()
-	if closed[0] != sink.ReasonPressure || closed[1] != "" {
+	if closed[0] != offsets.ReasonPressure || closed[1] != "" {
 		t.Fatalf("closed %v: want partition 0 (its row group is the larger) closed under pressure, and 1 open", closed)
 	}
 }
@@ -312,7 +313,7 @@ func TestSpoolDirRemoved(t *testing.T) {
 	h.write(recs("t", 1, 0, 120)...) // new files: no spool to create them in
 	h.write(recs("t", 0, 120, 200)...)
 	h.flush()
-	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 200, tp("t", 1): 120})
+	h.contiguous(h.objects(), map[offsets.TopicPartition]int64{tp("t", 0): 200, tp("t", 1): 120})
 	if st := h.s.Stats(); st.SpoolFaults != 0 {
 		t.Errorf("%d spool faults: the directory was not created again", st.SpoolFaults)
 	}
@@ -348,7 +349,7 @@ func TestSpoolDirReplaced(t *testing.T) {
 	h.write(recs("t", 1, 0, 60)...)
 	h.write(recs("t", 0, 50, 60)...)
 	h.flush()
-	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 60, tp("t", 1): 60})
+	h.contiguous(h.objects(), map[offsets.TopicPartition]int64{tp("t", 0): 60, tp("t", 1): 60})
 	if st := h.s.Stats(); st.SpoolFaults == 0 {
 		t.Fatalf("no spool fault counted with a file in the spool directory's place: %+v", st)
 	}
@@ -376,14 +377,14 @@ func TestSpoolRecordTrigger(t *testing.T) {
 	}
 	h.write(poll...)
 	st := h.s.Stats()
-	if st.Closed[sink.ReasonPressure] == 0 {
+	if st.Closed[offsets.ReasonPressure] == 0 {
 		t.Fatalf("%d records buffered against max_buffered_records 500, and no file closed: %v", st.Records, st.Closed)
 	}
 	if b.OverRecords() {
 		t.Fatal("still over the record trigger after relief")
 	}
 	h.flush()
-	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 150, tp("t", 1): 160, tp("t", 2): 170, tp("t", 3): 180})
+	h.contiguous(h.objects(), map[offsets.TopicPartition]int64{tp("t", 0): 150, tp("t", 1): 160, tp("t", 2): 170, tp("t", 3): 180})
 }
 
 // TestSpoolWaitsForRoom: a closed spooled file goes direct only once its
@@ -415,7 +416,7 @@ func TestSpoolWaitsForRoom(t *testing.T) {
 	}
 	free()
 	h.flush()
-	h.contiguous(h.objects(), map[sink.TopicPartition]int64{tp("t", 0): 2000})
+	h.contiguous(h.objects(), map[offsets.TopicPartition]int64{tp("t", 0): 2000})
 	if st := h.s.Stats(); st.SpoolWaiting != 0 {
 		t.Fatalf("%d files still waiting after the flush", st.SpoolWaiting)
 	}

@@ -3,7 +3,7 @@ package sink_test
 import (
 	"testing"
 
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/offsets"
 )
 
 // Stored counts the records in published files only: records written to a
@@ -12,7 +12,7 @@ import (
 func TestStatsStoredCountsPublishedRecordsOnly(t *testing.T) {
 	h := newHarness(t)
 	h.write(recs("t", 0, 0, 10)...)
-	h.s.Drop(map[sink.TopicPartition]bool{tp("t", 0): true})
+	h.s.Drop(map[offsets.TopicPartition]bool{tp("t", 0): true})
 	h.write(recs("t", 0, 0, 10)...)
 	h.flush()
 	st := h.s.Stats()

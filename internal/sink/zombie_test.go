@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -42,22 +43,22 @@ func TestZombiePublishedAfterResume(t *testing.T) {
 	cfg := baseConfig(t)
 	cfg.MaxRecords = 2
 	cfg.MaxAge = time.Hour
-	cfg.Ledger = layout.NewLedger(bucket, "")
+	cfg.Ledger = ledger.New(bucket, "")
 	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
 	t.Cleanup(s.Close)
-	id := layout.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
-	tps := map[sink.TopicPartition]bool{tp("t", 0): true}
-	resume := func() (layout.Point, error) {
-		return cfg.Ledger.Resume(ctx, id, layout.Log{End: 2}, layout.ResumeOptions{})
+	id := ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
+	tps := map[offsets.TopicPartition]bool{tp("t", 0): true}
+	resume := func() (ledger.Point, error) {
+		return cfg.Ledger.Resume(ctx, id, ledger.Log{End: 2}, ledger.ResumeOptions{})
 	}
-	assign := func() layout.Point {
+	assign := func() ledger.Point {
 		t.Helper()
 		pt, err := resume()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !pt.Found {
-			pt.State = layout.State{Next: 0}
+			pt.State = offsets.State{Next: 0}
 		}
 		s.Assign(tp("t", 0), id, pt)
 		return pt
@@ -71,7 +72,7 @@ func TestZombiePublishedAfterResume(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	_ = s.Flush(cancelled, tps, sink.ReasonAge)
+	_ = s.Flush(cancelled, tps, offsets.ReasonAge)
 	zombie := <-arrived
 
 	// The partition is lost and assigned again: it resumes before the file.
@@ -103,7 +104,7 @@ func TestZombiePublishedAfterResume(t *testing.T) {
 	owner <- nil
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
-	if err := s.Flush(wctx, nil, sink.ReasonShutdown); err == nil {
+	if err := s.Flush(wctx, nil, offsets.ReasonShutdown); err == nil {
 		t.Fatal("the new owner published over the zombie's file")
 	}
 

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/spillway/spillway/internal/sink"
 )
 
 // Health is what the consumer knows of its own readiness.
@@ -22,7 +21,7 @@ type Health struct {
 	// Partitions is the number of partitions assigned; Assigned lists
 	// them.
 	Partitions int
-	Assigned   []sink.TopicPartition
+	Assigned   []offsets.TopicPartition
 	// Unreachable lists the brokers whose last connection attempt failed,
 	// each with the error.
 	Unreachable []string
@@ -57,7 +56,7 @@ type health struct {
 	group      string
 	joined     bool
 	why        string // why not joined
-	partitions map[sink.TopicPartition]bool
+	partitions map[offsets.TopicPartition]bool
 	// unreachable holds, per broker node, the error of its last failed
 	// connection; a successful one removes it.
 	unreachable map[int32]string
@@ -66,7 +65,7 @@ type health struct {
 func (h *health) init(group string) {
 	h.group = group
 	h.why = fmt.Sprintf("joining consumer group %q", group)
-	h.partitions = map[sink.TopicPartition]bool{}
+	h.partitions = map[offsets.TopicPartition]bool{}
 	h.unreachable = map[int32]string{}
 }
 

@@ -23,8 +23,8 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 )
 
 // Sink is what the source feeds and asks about durability.
@@ -32,12 +32,12 @@ type Sink interface {
 	// WriteSome takes records until the budget stays full; it returns how
 	// many it took.
 	WriteSome(ctx context.Context, recs []*kgo.Record) (int, error)
-	Flush(ctx context.Context, tps map[sink.TopicPartition]bool, why sink.Reason) error
-	Committable(only map[sink.TopicPartition]bool) map[sink.TopicPartition]int64
+	Flush(ctx context.Context, tps map[offsets.TopicPartition]bool, why offsets.Reason) error
+	Committable(only map[offsets.TopicPartition]bool) map[offsets.TopicPartition]int64
 	Durable() <-chan struct{}
-	Drop(tps map[sink.TopicPartition]bool)
+	Drop(tps map[offsets.TopicPartition]bool)
 	// Assign starts a partition from where storage stands.
-	Assign(tp sink.TopicPartition, id layout.Identity, p layout.Point)
+	Assign(tp offsets.TopicPartition, id ledger.Identity, p ledger.Point)
 	// Err is the sink's first fatal error (a failed upload), if any. The
 	// source stops on it even when no record arrives to meet it.
 	Err() error
@@ -49,12 +49,12 @@ type Sink interface {
 	// returned its records from first on: the offsets from where the
 	// partition stands up to it were deleted before they were stored.
 	// The poll loop calls it before it writes the fetch's records.
-	LogStart(tp sink.TopicPartition, logStart, first int64)
+	LogStart(tp offsets.TopicPartition, logStart, first int64)
 }
 
 // Resumer tells where storage stands for a partition of the log id, whose
 // offsets now run from log.Start to log.End.
-type Resumer func(ctx context.Context, id layout.Identity, log layout.Log) (layout.Point, error)
+type Resumer func(ctx context.Context, id ledger.Identity, log ledger.Log) (ledger.Point, error)
 
 // TopicCheck refuses a topic the consumer must not write (its files would
 // go where Spillway keeps its state): config.Config.CheckTopic.
@@ -78,11 +78,11 @@ type Source struct {
 	revokeTimeout time.Duration
 
 	commitMu sync.Mutex
-	pending  map[sink.TopicPartition]int64 // durable, not yet committed
+	pending  map[offsets.TopicPartition]int64 // durable, not yet committed
 	// forgotten counts revokes and losses, and when each partition was
 	// last forgotten: records polled before that are no longer ours.
 	forgotten   uint64
-	forgottenAt map[sink.TopicPartition]uint64
+	forgottenAt map[offsets.TopicPartition]uint64
 	stats       Stats
 	statsMu     sync.Mutex
 	pausedAt    time.Time // when the pause in progress began
@@ -95,7 +95,7 @@ type Source struct {
 	plan budget.Plan
 	// oversized holds the partitions already warned of a record larger
 	// than plan.RecordRoom: once each is enough.
-	oversized map[sink.TopicPartition]bool
+	oversized map[offsets.TopicPartition]bool
 
 	// stopEnds stops the end offset watch of the pause in progress
 	// (watchEnds), and waits for it; nil when none runs. Only the poll
@@ -123,7 +123,7 @@ type Source struct {
 // Stats are the source's counters.
 type Stats struct {
 	Fetched   int64
-	Committed map[sink.TopicPartition]int64
+	Committed map[offsets.TopicPartition]int64
 	Pauses    int64
 	Paused    bool
 	// PausedFor is the time fetching spent paused by back pressure,
@@ -133,8 +133,8 @@ type Stats struct {
 	// of each told them, or, while fetching is paused, as listed every
 	// pausedEndsInterval; FirstFetched the offset of the first record
 	// this process fetched of each, for lag before its first commit.
-	HighWatermarks map[sink.TopicPartition]int64
-	FirstFetched   map[sink.TopicPartition]int64
+	HighWatermarks map[offsets.TopicPartition]int64
+	FirstFetched   map[offsets.TopicPartition]int64
 }
 
 // New builds the consumer. It does not connect until Run.
@@ -151,12 +151,12 @@ type Stats struct {
 // extra are added to the client's options last (metrics hooks).
 func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
-		pending: map[sink.TopicPartition]int64{}, topics: map[string]bool{},
-		forgottenAt: map[sink.TopicPartition]uint64{}, plan: plan, oversized: map[sink.TopicPartition]bool{}, regex: k.TopicRegex}
+		pending: map[offsets.TopicPartition]int64{}, topics: map[string]bool{},
+		forgottenAt: map[offsets.TopicPartition]uint64{}, plan: plan, oversized: map[offsets.TopicPartition]bool{}, regex: k.TopicRegex}
 	src.resuming, src.endResuming = context.WithCancel(context.Background())
-	src.stats.Committed = map[sink.TopicPartition]int64{}
-	src.stats.HighWatermarks = map[sink.TopicPartition]int64{}
-	src.stats.FirstFetched = map[sink.TopicPartition]int64{}
+	src.stats.Committed = map[offsets.TopicPartition]int64{}
+	src.stats.HighWatermarks = map[offsets.TopicPartition]int64{}
+	src.stats.FirstFetched = map[offsets.TopicPartition]int64{}
 	src.health.init(k.Group)
 	opts, err := ClientOptions(k)
 	if err != nil {
@@ -313,7 +313,7 @@ func (s *Source) Run(stop, hard context.Context) error {
 		// must show the records waiting in it.
 		s.statsMu.Lock()
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			tp := sink.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+			tp := offsets.TopicPartition{Topic: p.Topic, Partition: p.Partition}
 			if p.HighWatermark > 0 {
 				s.stats.HighWatermarks[tp] = p.HighWatermark
 			}
@@ -324,7 +324,7 @@ func (s *Source) Run(stop, hard context.Context) error {
 		s.statsMu.Unlock()
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			if len(p.Records) > 0 && p.LogStartOffset >= 0 {
-				s.sink.LogStart(sink.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p.LogStartOffset, p.Records[0].Offset)
+				s.sink.LogStart(offsets.TopicPartition{Topic: p.Topic, Partition: p.Partition}, p.LogStartOffset, p.Records[0].Offset)
 			}
 		})
 		err := s.write(stop, hard, recs)
@@ -378,7 +378,7 @@ func (s *Source) write(stop, hard context.Context, recs []*kgo.Record) error {
 		s.commitMu.Lock()
 		kept := recs[:0:0]
 		for _, r := range recs {
-			if s.forgottenAt[sink.TopicPartition{Topic: r.Topic, Partition: r.Partition}] <= seen {
+			if s.forgottenAt[offsets.TopicPartition{Topic: r.Topic, Partition: r.Partition}] <= seen {
 				kept = append(kept, r)
 			}
 		}
@@ -410,7 +410,7 @@ func (s *Source) fatalErr() error {
 // budget's room: it takes memory over the limit while it is written.
 func (s *Source) warnOversized(r *kgo.Record, size int64) {
 	room := s.plan.RecordRoom()
-	tp := sink.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	tp := offsets.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 	if s.plan.FetchMax <= 0 || size <= room || s.oversized[tp] {
 		return
 	}
@@ -485,7 +485,7 @@ func (s *Source) watchEnds(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		assigned := map[sink.TopicPartition]bool{}
+		assigned := map[offsets.TopicPartition]bool{}
 		topics := map[string]bool{}
 		for _, tp := range s.Health().Assigned {
 			assigned[tp] = true
@@ -505,7 +505,7 @@ func (s *Source) watchEnds(ctx context.Context) {
 		}
 		s.statsMu.Lock()
 		ends.Each(func(o kadm.ListedOffset) {
-			if tp := (sink.TopicPartition{Topic: o.Topic, Partition: o.Partition}); o.Err == nil && assigned[tp] {
+			if tp := (offsets.TopicPartition{Topic: o.Topic, Partition: o.Partition}); o.Err == nil && assigned[tp] {
 				s.stats.HighWatermarks[tp] = o.Offset
 			}
 		})
@@ -555,7 +555,7 @@ func (e *ShutdownError) Unwrap() []error {
 // all within ctx. Its error is a *ShutdownError.
 func (s *Source) Shutdown(ctx context.Context) error {
 	var e ShutdownError
-	e.Stored = s.sink.Flush(ctx, nil, sink.ReasonShutdown)
+	e.Stored = s.sink.Flush(ctx, nil, offsets.ReasonShutdown)
 	// What is durable is committed even when the rest is not.
 	e.Committed = s.commit(ctx, nil)
 	if e.Committed == nil && e.Stored == nil {
@@ -615,41 +615,41 @@ func (s *Source) commitLoop(ctx context.Context) {
 
 // commit commits what the sink reports durable, for the given partitions
 // (all when only is nil). It keeps what failed for the next attempt.
-func (s *Source) commit(ctx context.Context, only map[sink.TopicPartition]bool) error {
+func (s *Source) commit(ctx context.Context, only map[offsets.TopicPartition]bool) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	for tp, off := range s.sink.Committable(only) {
 		s.pending[tp] = off
 	}
-	offsets := map[string]map[int32]kgo.EpochOffset{}
+	toCommit := map[string]map[int32]kgo.EpochOffset{}
 	n := 0
 	for tp, off := range s.pending {
 		if only != nil && !only[tp] {
 			continue
 		}
-		if offsets[tp.Topic] == nil {
-			offsets[tp.Topic] = map[int32]kgo.EpochOffset{}
+		if toCommit[tp.Topic] == nil {
+			toCommit[tp.Topic] = map[int32]kgo.EpochOffset{}
 		}
-		offsets[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+		toCommit[tp.Topic][tp.Partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
 		n++
 	}
 	if n == 0 {
 		return nil
 	}
 	var cerr error
-	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	s.cl.CommitOffsetsSync(ctx, toCommit, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
 			cerr = err
 			return
 		}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				tp := sink.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+				tp := offsets.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 				if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
 					cerr = fmt.Errorf("commit %s/%d: %w", t.Topic, p.Partition, e)
 					continue
 				}
-				off := offsets[t.Topic][p.Partition].Offset
+				off := toCommit[t.Topic][p.Partition].Offset
 				if s.pending[tp] == off {
 					delete(s.pending, tp)
 				}
@@ -665,11 +665,11 @@ func (s *Source) commit(ctx context.Context, only map[sink.TopicPartition]bool) 
 	return nil
 }
 
-func toSet(m map[string][]int32) map[sink.TopicPartition]bool {
-	out := map[sink.TopicPartition]bool{}
+func toSet(m map[string][]int32) map[offsets.TopicPartition]bool {
+	out := map[offsets.TopicPartition]bool{}
 	for t, ps := range m {
 		for _, p := range ps {
-			out[sink.TopicPartition{Topic: t, Partition: p}] = true
+			out[offsets.TopicPartition{Topic: t, Partition: p}] = true
 		}
 	}
 	return out
@@ -687,7 +687,7 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		// client's close revokes: nothing more can be stored. What is
 		// durable is still committed below.
 		s.log.Debug("revoked partitions not flushed: the sink stopped on an error", "partitions", len(tps))
-	} else if err := s.sink.Flush(fctx, tps, sink.ReasonRevoke); err != nil {
+	} else if err := s.sink.Flush(fctx, tps, offsets.ReasonRevoke); err != nil {
 		// Only what was not stored is abandoned: a file stored already is
 		// in the ledger, and the new owner resumes after it.
 		msg := "revoked partitions not flushed: files not yet stored are abandoned, and their records are consumed again by the new owner"
@@ -741,7 +741,7 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	}
 	moved := map[string]map[int32]kgo.EpochOffset{}
 	n := 0
-	for _, tp := range slices.SortedFunc(maps.Keys(points), func(a, b sink.TopicPartition) int {
+	for _, tp := range slices.SortedFunc(maps.Keys(points), func(a, b offsets.TopicPartition) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	}) {
 		r := points[tp]
@@ -800,7 +800,7 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 // reset tool, another consumer of the group, a truncated log or another
 // cluster) never makes records be skipped. Without a ledger the commit is
 // all there is, and a commit past the log end stops the run.
-func (s *Source) checkCommit(tp sink.TopicPartition, p *layout.Point, at int64, log layout.Log) error {
+func (s *Source) checkCommit(tp offsets.TopicPartition, p *ledger.Point, at int64, log ledger.Log) error {
 	if p.Note != "" {
 		s.log.Warn(p.Note, "topic", tp.Topic, "partition", tp.Partition)
 	}
@@ -810,7 +810,7 @@ func (s *Source) checkCommit(tp sink.TopicPartition, p *layout.Point, at int64, 
 		}
 		// Nothing stored: start where the group's commit, or
 		// kafka.start_offset without one, says.
-		p.State = layout.State{Next: at}
+		p.State = offsets.State{Next: at}
 		return nil
 	}
 	switch {
@@ -843,7 +843,7 @@ func GroupActive(ctx context.Context, cl *kgo.Client, group string) (bool, error
 // which storage holds nothing: consuming from it would skip every record
 // up to it.
 type CommitPastEndError struct {
-	TP        sink.TopicPartition
+	TP        offsets.TopicPartition
 	Committed int64
 	End       int64
 }
@@ -854,15 +854,15 @@ func (e *CommitPastEndError) Error() string {
 }
 
 type resumed struct {
-	id    layout.Identity
-	log   layout.Log
-	point layout.Point
+	id    ledger.Identity
+	log   ledger.Log
+	point ledger.Point
 }
 
 // resumeAll reads, for every assigned partition, its log's identity and
 // offsets from Kafka and where it stands in storage. committed is -1 for a
 // partition without a commit.
-func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) (map[sink.TopicPartition]resumed, map[sink.TopicPartition]int64, error) {
+func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) (map[offsets.TopicPartition]resumed, map[offsets.TopicPartition]int64, error) {
 	adm := kadm.NewClient(cl)
 	topics := make([]string, 0, len(assigned))
 	for t := range assigned {
@@ -894,19 +894,19 @@ func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[str
 		return nil, nil, fmt.Errorf("resume from storage: read the group's committed offsets: %w", err)
 	}
 	type job struct {
-		tp  sink.TopicPartition
-		id  layout.Identity
-		log layout.Log
+		tp  offsets.TopicPartition
+		id  ledger.Identity
+		log ledger.Log
 	}
 	var jobs []job
-	committed := map[sink.TopicPartition]int64{}
+	committed := map[offsets.TopicPartition]int64{}
 	for topic, parts := range assigned {
 		td, ok := meta.Topics[topic]
 		if !ok || td.Err != nil {
 			return nil, nil, fmt.Errorf("resume from storage: topic %s: no metadata: %v", topic, td.Err)
 		}
 		for _, p := range parts {
-			tp := sink.TopicPartition{Topic: topic, Partition: p}
+			tp := offsets.TopicPartition{Topic: topic, Partition: p}
 			committed[tp] = -1
 			if o, found := offs.Lookup(topic, p); found && o.Err == nil {
 				committed[tp] = o.At
@@ -914,11 +914,11 @@ func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[str
 			e, _ := ends.Lookup(topic, p)
 			st, _ := starts.Lookup(topic, p)
 			jobs = append(jobs, job{tp: tp,
-				id:  layout.Identity{Cluster: meta.Cluster, Topic: topic, TopicID: base64.RawURLEncoding.EncodeToString(td.ID[:]), Partition: p},
-				log: layout.Log{Start: st.Offset, End: e.Offset}})
+				id:  ledger.Identity{Cluster: meta.Cluster, Topic: topic, TopicID: base64.RawURLEncoding.EncodeToString(td.ID[:]), Partition: p},
+				log: ledger.Log{Start: st.Offset, End: e.Offset}})
 		}
 	}
-	out := make(map[sink.TopicPartition]resumed, len(jobs))
+	out := make(map[offsets.TopicPartition]resumed, len(jobs))
 	var mu sync.Mutex
 	var firstErr error
 	sem := make(chan struct{}, resumeConcurrency)
@@ -956,7 +956,7 @@ func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 	s.forget(tps)
 }
 
-func (s *Source) forget(tps map[sink.TopicPartition]bool) {
+func (s *Source) forget(tps map[offsets.TopicPartition]bool) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.sink.Drop(tps)

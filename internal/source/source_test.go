@@ -16,8 +16,8 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
-	"github.com/spillway/spillway/internal/sink"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -40,11 +40,11 @@ func (s *recordingSink) WriteSome(_ context.Context, recs []*kgo.Record) (int, e
 	return len(recs), nil
 }
 
-func (s *recordingSink) Flush(context.Context, map[sink.TopicPartition]bool, sink.Reason) error {
+func (s *recordingSink) Flush(context.Context, map[offsets.TopicPartition]bool, offsets.Reason) error {
 	return nil
 }
 
-func (s *recordingSink) Committable(map[sink.TopicPartition]bool) map[sink.TopicPartition]int64 {
+func (s *recordingSink) Committable(map[offsets.TopicPartition]bool) map[offsets.TopicPartition]int64 {
 	return nil
 }
 func (s *recordingSink) Durable() <-chan struct{} {
@@ -63,8 +63,8 @@ func (s *recordingSink) Err() error {
 }
 
 // Relieve has nothing to close: recordingSink holds no files.
-func (s *recordingSink) Relieve(context.Context) error              { return nil }
-func (s *recordingSink) LogStart(sink.TopicPartition, int64, int64) {}
+func (s *recordingSink) Relieve(context.Context) error                 { return nil }
+func (s *recordingSink) LogStart(offsets.TopicPartition, int64, int64) {}
 
 // fail is an upload failing in the background: the error, then a wake.
 func (s *recordingSink) fail(err error) {
@@ -77,8 +77,8 @@ func (s *recordingSink) fail(err error) {
 	}
 }
 
-func (s *recordingSink) Drop(map[sink.TopicPartition]bool)                         {}
-func (s *recordingSink) Assign(sink.TopicPartition, layout.Identity, layout.Point) {}
+func (s *recordingSink) Drop(map[offsets.TopicPartition]bool)                         {}
+func (s *recordingSink) Assign(offsets.TopicPartition, ledger.Identity, ledger.Point) {}
 
 // When it can't learn where storage ends for an assigned partition, the
 // source stops with that error before writing any record: consuming from the
@@ -92,8 +92,8 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	rec := &recordingSink{}
 	listErr := errors.New("injected: list refused")
-	resumer := func(context.Context, layout.Identity, layout.Log) (layout.Point, error) {
-		return layout.Point{}, listErr
+	resumer := func(context.Context, ledger.Identity, ledger.Log) (ledger.Point, error) {
+		return ledger.Point{}, listErr
 	}
 	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -130,10 +130,10 @@ func TestStopEndsAHeldResume(t *testing.T) {
 	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	held := make(chan struct{})
 	var once sync.Once
-	resumer := func(ctx context.Context, _ layout.Identity, _ layout.Log) (layout.Point, error) {
+	resumer := func(ctx context.Context, _ ledger.Identity, _ ledger.Log) (ledger.Point, error) {
 		once.Do(func() { close(held) })
 		<-ctx.Done()
-		return layout.Point{}, fmt.Errorf("held resume: %w", ctx.Err())
+		return ledger.Point{}, fmt.Errorf("held resume: %w", ctx.Err())
 	}
 	src, err := source.New(k, budget.Plan{}, &recordingSink{}, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))

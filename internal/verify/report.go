@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 )
 
 // PartitionReport compares one partition's storage with Kafka. Ranges are
@@ -23,28 +24,28 @@ type PartitionReport struct {
 	LedgerStart   int64 `json:"ledger_start_offset"`
 	// Handled and HandledAbove are what the ledger says is handled:
 	// everything below Handled, and the runs above it. -1: no ledger.
-	Handled      int64         `json:"handled_offset"`
-	HandledAbove layout.Ranges `json:"handled_above"`
+	Handled      int64          `json:"handled_offset"`
+	HandledAbove offsets.Ranges `json:"handled_above"`
 	// Files, Records and Bytes count published files, from their entries.
 	Files   int64 `json:"files"`
 	Records int64 `json:"records"`
 	Bytes   int64 `json:"bytes"`
 	// Ranges are the offsets in published files; Skipped those handled
 	// without a file (the error policy, or a group moved forward).
-	Ranges  layout.Ranges `json:"stored_ranges"`
-	Skipped layout.Ranges `json:"skipped_ranges"`
+	Ranges  offsets.Ranges `json:"stored_ranges"`
+	Skipped offsets.Ranges `json:"skipped_ranges"`
 	// Lost are offsets the ledger records as deleted from the log before
 	// they were stored (a problem); OperatorSkipped those an operator
 	// skipped on purpose with spillway skip (reported, not a problem).
-	Lost            layout.Ranges `json:"lost_ranges,omitempty"`
-	OperatorSkipped layout.Ranges `json:"operator_skipped_ranges,omitempty"`
+	Lost            offsets.Ranges `json:"lost_ranges,omitempty"`
+	OperatorSkipped offsets.Ranges `json:"operator_skipped_ranges,omitempty"`
 	// Gaps are offsets below the commit in none of the above.
-	Gaps            layout.Ranges `json:"gaps"`
-	Duplicates      int64         `json:"duplicates"`
-	DuplicateRanges layout.Ranges `json:"duplicate_ranges"`
+	Gaps            offsets.Ranges `json:"gaps"`
+	Duplicates      int64          `json:"duplicates"`
+	DuplicateRanges offsets.Ranges `json:"duplicate_ranges"`
 	// Deep is what a deep check read (--deep).
-	Deep     *layout.DeepStats `json:"deep,omitempty"`
-	Problems []layout.Problem  `json:"problems"`
+	Deep     *ledger.DeepStats `json:"deep,omitempty"`
+	Problems []ledger.Problem  `json:"problems"`
 	// Notes say what was found and explained, not a problem (a paused
 	// writer's file published late under a name entered again).
 	Notes []string `json:"notes,omitempty"`
@@ -63,7 +64,7 @@ type Report struct {
 	EarlierFiles int64 `json:"earlier_files,omitempty"`
 	// Problems are the prefix's own: unknown files, ledgers of other
 	// topic ids.
-	Problems []layout.Problem `json:"problems"`
+	Problems []ledger.Problem `json:"problems"`
 }
 
 // ProblemCount counts every problem of the report.
@@ -88,26 +89,26 @@ func (r Report) WriteText(w io.Writer) error {
 			status = "INCONSISTENT"
 		}
 		ew.printf("%s/%d: %s  files %d  records %d  stored %s  committed %d  end %d  log start %d",
-			p.Topic, p.Partition, status, p.Files, p.Records, layout.FormatRanges(p.Ranges), p.Committed, p.End, p.LogStart)
+			p.Topic, p.Partition, status, p.Files, p.Records, offsets.FormatRanges(p.Ranges), p.Committed, p.End, p.LogStart)
 		if p.LedgerStart >= 0 {
 			ew.printf("  ledger from %d, entries %d", p.LedgerStart, p.LedgerEntries)
 		} else {
 			ew.printf("  no ledger")
 		}
 		if len(p.Skipped) > 0 {
-			ew.printf("  skipped %s", layout.FormatRanges(p.Skipped))
+			ew.printf("  skipped %s", offsets.FormatRanges(p.Skipped))
 		}
 		if len(p.OperatorSkipped) > 0 {
-			ew.printf("  skipped by operator %s", layout.FormatRanges(p.OperatorSkipped))
+			ew.printf("  skipped by operator %s", offsets.FormatRanges(p.OperatorSkipped))
 		}
 		if len(p.Lost) > 0 {
-			ew.printf("  LOST %s", layout.FormatRanges(p.Lost))
+			ew.printf("  LOST %s", offsets.FormatRanges(p.Lost))
 		}
 		if p.Duplicates > 0 {
 			ew.printf("  duplicates %d", p.Duplicates)
 		}
 		if len(p.Gaps) > 0 {
-			ew.printf("  gaps %s", layout.FormatRanges(p.Gaps))
+			ew.printf("  gaps %s", offsets.FormatRanges(p.Gaps))
 		}
 		ew.printf("\n")
 		if d := p.Deep; d != nil {
@@ -136,7 +137,7 @@ func (r Report) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-func writeProblems(ew *errWriter, ps []layout.Problem) {
+func writeProblems(ew *errWriter, ps []ledger.Problem) {
 	shown := map[string]int{}
 	for _, p := range ps {
 		shown[p.Kind]++

@@ -16,10 +16,11 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/spillway/spillway/internal/layout"
 )
 
 // Log is what Kafka says of one partition.
@@ -94,9 +95,9 @@ func ReadKafka(ctx context.Context, adm *kadm.Client, group string, topics []str
 
 // Options say what to check.
 type Options struct {
-	Names layout.Names
+	Names naming.Names
 	// Deep, when set, reads every published file back.
-	Deep *layout.DeepOptions
+	Deep *ledger.DeepOptions
 	// Foreign says files no ledger entry names were written by another
 	// writer before Spillway took over (storage.earlier_files: foreign,
 	// after a cut-over from Kafka Connect): those below where their
@@ -111,7 +112,7 @@ type Options struct {
 }
 
 // Run reads Kafka, then storage, and reports.
-func Run(ctx context.Context, st layout.Store, adm *kadm.Client, group string, topics []string, opts Options) (Report, error) {
+func Run(ctx context.Context, st ledger.Store, adm *kadm.Client, group string, topics []string, opts Options) (Report, error) {
 	k, err := ReadKafka(ctx, adm, group, topics)
 	if err != nil {
 		return Report{}, err
@@ -135,8 +136,8 @@ const (
 )
 
 // Check scans storage and compares it with k. Read k before calling it.
-func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report, error) {
-	scan, err := layout.NewScan(ctx, st, opts.Names)
+func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report, error) {
+	scan, err := ledger.NewScan(ctx, st, opts.Names)
 	if err != nil {
 		return Report{}, err
 	}
@@ -159,7 +160,7 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 		}
 		sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
 		for _, p := range parts {
-			id := layout.Identity{Cluster: k.Cluster, Topic: t, TopicID: k.TopicIDs[t], Partition: p}
+			id := ledger.Identity{Cluster: k.Cluster, Topic: t, TopicID: k.TopicIDs[t], Partition: p}
 			ps, err := scan.Partition(ctx, id, opts.Deep)
 			if err != nil {
 				return Report{}, fmt.Errorf("%s/%d: %w", t, p, err)
@@ -176,7 +177,7 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 		r.Problems = append(r.Problems, foreign...)
 	}
 	for _, p := range scan.Unknown(configured) {
-		if n, ok := opts.Names.Parse(p.Key); ok && p.Kind == layout.ProblemUnknownFile {
+		if n, ok := opts.Names.Parse(p.Key); ok && p.Kind == ledger.ProblemUnknownFile {
 			start, known := ledgerStart[topicPartition{n.Vars.Topic, n.Vars.Partition}]
 			if opts.Foreign && known && (start < 0 || n.Vars.StartOffset < start) {
 				r.EarlierFiles++
@@ -192,7 +193,7 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 	}
 	r.OK = r.OK && len(r.Problems) == 0
 	if r.Problems == nil {
-		r.Problems = []layout.Problem{}
+		r.Problems = []ledger.Problem{}
 	}
 	return r, nil
 }
@@ -201,7 +202,7 @@ func Check(ctx context.Context, st layout.Store, k Kafka, opts Options) (Report,
 // its objects are replaced, so there are no offsets to account for: what
 // can be checked is that the commit doesn't pass the log end and that every
 // object under the prefix is named by the template.
-func checkKeyed(scan *layout.Scan, k Kafka, r Report) Report {
+func checkKeyed(scan *ledger.Scan, k Kafka, r Report) Report {
 	counts, unknown := scan.KeyedObjects()
 	for _, t := range sortedKeys(k.Logs) {
 		parts := make([]int32, 0, len(k.Logs[t]))
@@ -216,7 +217,7 @@ func checkKeyed(scan *layout.Scan, k Kafka, r Report) Report {
 				Topic: t, Partition: p, TopicID: k.TopicIDs[t],
 				LogStart: l.Start, End: l.End, Committed: l.Committed,
 				LedgerEntries: 0, LedgerStart: -1, Handled: -1,
-				Files: c[0], Bytes: c[1], Problems: []layout.Problem{},
+				Files: c[0], Bytes: c[1], Problems: []ledger.Problem{},
 			}
 			if l.Committed > l.End {
 				pr.Problems = append(pr.Problems, pastEnd(fmt.Sprintf("%s/%d", t, p), l))
@@ -226,7 +227,7 @@ func checkKeyed(scan *layout.Scan, k Kafka, r Report) Report {
 			r.Partitions = append(r.Partitions, pr)
 		}
 	}
-	r.Problems = append([]layout.Problem{}, unknown...)
+	r.Problems = append([]ledger.Problem{}, unknown...)
 	r.OK = r.OK && len(r.Problems) == 0
 	return r
 }
@@ -247,7 +248,7 @@ type topicPartition struct {
 
 // compare checks one partition's scan against its log. foreign is
 // Options.Foreign.
-func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
+func compare(ps *ledger.PartitionScan, l Log, foreign bool) PartitionReport {
 	pr := PartitionReport{
 		Topic: ps.ID.Topic, Partition: ps.ID.Partition, TopicID: ps.ID.TopicID,
 		LogStart: l.Start, End: l.End, Committed: l.Committed,
@@ -265,18 +266,18 @@ func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
 	}
 	for _, g := range ps.Gaps {
 		switch g.Cause {
-		case layout.GapRetention:
+		case offsets.GapRetention:
 			pr.Lost = pr.Lost.Union(g.Ranges)
-		case layout.GapOperator:
+		case offsets.GapOperator:
 			pr.OperatorSkipped = pr.OperatorSkipped.Union(g.Ranges)
-			note := fmt.Sprintf("offsets %s were skipped by an operator (ledger entry %s)", layout.FormatRanges(g.Ranges), g.Entry)
+			note := fmt.Sprintf("offsets %s were skipped by an operator (ledger entry %s)", offsets.FormatRanges(g.Ranges), g.Entry)
 			if g.Note != "" {
 				note += ": " + g.Note
 			}
 			pr.Notes = append(pr.Notes, note)
 		}
 	}
-	add := func(p layout.Problem) { pr.Problems = append(pr.Problems, p) }
+	add := func(p ledger.Problem) { pr.Problems = append(pr.Problems, p) }
 	name := fmt.Sprintf("%s/%d", ps.ID.Topic, ps.ID.Partition)
 	if l.Committed > l.End {
 		add(pastEnd(name, l))
@@ -292,50 +293,50 @@ func compare(ps *layout.PartitionScan, l Log, foreign bool) PartitionReport {
 		from = max(from, l.Committed)
 	}
 	if l.Committed > from {
-		want := layout.Ranges{{from, l.Committed}}
+		want := offsets.Ranges{{from, l.Committed}}
 		handled := ps.Handled.Ranges()
 		if ps.Start < 0 {
 			handled = nil
 		}
 		if past := want.Subtract(handled); len(past) > 0 {
-			add(layout.Problem{Kind: ProblemPastLedger, Offsets: past, Message: fmt.Sprintf(
+			add(ledger.Problem{Kind: ProblemPastLedger, Offsets: past, Message: fmt.Sprintf(
 				"the group committed %d in %s, but the ledger says only %s is handled: offsets %s were committed without being stored",
-				l.Committed, name, handledText(ps), layout.FormatRanges(past))})
+				l.Committed, name, handledText(ps), offsets.FormatRanges(past))})
 		}
 		if ps.Pending != nil {
 			if head := ps.Pending.File.Ranges.Overlap(want); len(head) > 0 {
-				add(layout.Problem{Kind: ProblemHeadMissing, Key: ps.Pending.File.Key, Offsets: head, Message: fmt.Sprintf(
+				add(ledger.Problem{Kind: ProblemHeadMissing, Key: ps.Pending.File.Key, Offsets: head, Message: fmt.Sprintf(
 					"%s, the last file of %s in the ledger (entry %d), is not in storage, but the group committed offsets %s of it: they are lost unless the file is restored",
-					ps.Pending.File.Key, name, ps.Pending.Seq, layout.FormatRanges(head))})
+					ps.Pending.File.Key, name, ps.Pending.Seq, offsets.FormatRanges(head))})
 			}
 		}
 		pr.Gaps = want.Subtract(ps.Stored).Subtract(ps.Skipped).Subtract(pr.Lost).Subtract(pr.OperatorSkipped)
 		if len(pr.Gaps) > 0 {
-			add(layout.Problem{Kind: ProblemGap, Offsets: pr.Gaps, Message: fmt.Sprintf(
+			add(ledger.Problem{Kind: ProblemGap, Offsets: pr.Gaps, Message: fmt.Sprintf(
 				"%d offsets of %s below the commit %d are in no published file and were not skipped: %s",
-				pr.Gaps.Count(), name, l.Committed, layout.FormatRanges(pr.Gaps))})
+				pr.Gaps.Count(), name, l.Committed, offsets.FormatRanges(pr.Gaps))})
 		}
 	}
 	pr.OK = len(pr.Problems) == 0
 	if pr.Problems == nil {
-		pr.Problems = []layout.Problem{}
+		pr.Problems = []ledger.Problem{}
 	}
 	return pr
 }
 
-func pastEnd(name string, l Log) layout.Problem {
-	return layout.Problem{Kind: ProblemPastEnd, Offsets: layout.Ranges{{l.End, l.Committed}}, Message: fmt.Sprintf(
+func pastEnd(name string, l Log) ledger.Problem {
+	return ledger.Problem{Kind: ProblemPastEnd, Offsets: offsets.Ranges{{l.End, l.Committed}}, Message: fmt.Sprintf(
 		"the group committed %d in %s, past the log end %d: the records there don't exist, so a future record below %d would never be consumed; reset the group's offset",
 		l.Committed, name, l.End, l.Committed)}
 }
 
-func handledText(ps *layout.PartitionScan) string {
+func handledText(ps *ledger.PartitionScan) string {
 	if ps.Start < 0 {
 		return "nothing (there is no ledger)"
 	}
 	s := fmt.Sprintf("everything below %d", ps.Handled.Next)
 	if len(ps.Handled.Above) > 0 {
-		s += " and " + layout.FormatRanges(ps.Handled.Above)
+		s += " and " + offsets.FormatRanges(ps.Handled.Above)
 	}
 	return s
 }

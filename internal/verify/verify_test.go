@@ -21,7 +21,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
@@ -41,7 +43,7 @@ type fixture struct {
 	cl    *kgo.Client
 	adm   *kadm.Client
 	dir   string
-	names layout.Names
+	names naming.Names
 	ends  map[int32]int64
 }
 
@@ -69,7 +71,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	var err error
-	if f.names, err = layout.NewNames(prefix, cfg.File.NameTemplate, layout.Extension(cfg.Format.Type, cfg.Format.Compression)); err != nil {
+	if f.names, err = naming.NewNames(prefix, cfg.File.NameTemplate, naming.Extension(cfg.Format.Type, cfg.Format.Compression)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,7 +152,7 @@ func (f *fixture) check(t *testing.T, dir string, deep bool) Report {
 	before := tree(t, dir)
 	opts := Options{Names: f.names}
 	if deep {
-		opts.Deep = &layout.DeepOptions{OffsetField: true}
+		opts.Deep = &ledger.DeepOptions{OffsetField: true}
 	}
 	r, err := Run(ctx, b, f.adm, group, []string{"events"}, opts)
 	if err != nil {
@@ -178,13 +180,13 @@ func (f *fixture) check(t *testing.T, dir string, deep bool) Report {
 	return r
 }
 
-func (f *fixture) id(t *testing.T, p int32) layout.Identity {
+func (f *fixture) id(t *testing.T, p int32) ledger.Identity {
 	t.Helper()
 	k, err := ReadKafka(context.Background(), f.adm, group, []string{"events"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return layout.Identity{Cluster: k.Cluster, Topic: "events", TopicID: k.TopicIDs["events"], Partition: p}
+	return ledger.Identity{Cluster: k.Cluster, Topic: "events", TopicID: k.TopicIDs["events"], Partition: p}
 }
 
 // problems lists "partition kind key" for every problem, sorted; the
@@ -274,7 +276,7 @@ func TestVerify(t *testing.T) {
 			}
 			for _, p := range r.Partitions {
 				if p.Files != 4 || p.Records != 1000 || p.LedgerEntries != 4 || p.LedgerStart != 0 || p.Handled != 1000 ||
-					p.Committed != 1000 || p.End != 1000 || !reflect.DeepEqual(p.Ranges, layout.Ranges{{0, 1000}}) ||
+					p.Committed != 1000 || p.End != 1000 || !reflect.DeepEqual(p.Ranges, offsets.Ranges{{0, 1000}}) ||
 					len(p.Gaps)+len(p.Skipped)+len(p.DuplicateRanges) != 0 || p.TopicID == "" {
 					t.Errorf("partition %+v", p)
 				}
@@ -290,7 +292,7 @@ func TestVerify(t *testing.T) {
 		removeAt(t, dir, prefix+"events-1-500.jsonl")
 		r := f.check(t, dir, false)
 		wantProblems(t, r, "1 file_missing data/events-1-500.jsonl", "1 gap")
-		if p := f.partition(t, r, 1); !reflect.DeepEqual(p.Gaps, layout.Ranges{{500, 750}}) {
+		if p := f.partition(t, r, 1); !reflect.DeepEqual(p.Gaps, offsets.Ranges{{500, 750}}) {
 			t.Errorf("gaps %v", p.Gaps)
 		}
 	})
@@ -300,7 +302,7 @@ func TestVerify(t *testing.T) {
 		removeAt(t, dir, prefix+"events-0-750.jsonl")
 		r := f.check(t, dir, false)
 		wantProblems(t, r, "0 head_missing data/events-0-750.jsonl", "0 committed_past_ledger", "0 gap")
-		if p := f.partition(t, r, 0); !reflect.DeepEqual(p.Gaps, layout.Ranges{{750, 1000}}) || p.Handled != 750 {
+		if p := f.partition(t, r, 0); !reflect.DeepEqual(p.Gaps, offsets.Ranges{{750, 1000}}) || p.Handled != 750 {
 			t.Errorf("gaps %v, handled %d", p.Gaps, p.Handled)
 		}
 	})
@@ -325,7 +327,7 @@ func TestVerify(t *testing.T) {
 
 	t.Run("corrupt ledger entry", func(t *testing.T) {
 		dir := f.copyOf(t)
-		key := layout.NewLedger(nil, prefix).EntryKey(f.id(t, 0), 1)
+		key := ledger.New(nil, prefix).EntryKey(f.id(t, 0), 1)
 		data := readAt(t, dir, key)
 		writeAt(t, dir, key, data[:len(data)-10])
 		r := f.check(t, dir, false)
@@ -347,10 +349,10 @@ func TestVerify(t *testing.T) {
 		data := readAt(t, dir, prefix+"events-0-250.jsonl")
 		writeAt(t, dir, prefix+"events-0-250-copy.jsonl", data)
 		id := f.id(t, 0)
-		e := &layout.Entry{Cluster: id.Cluster, Topic: id.Topic, TopicID: id.TopicID, Partition: 0, Seq: 4,
-			Before: layout.State{Next: 250},
-			File:   layout.FileInfo{Key: prefix + "events-0-250-copy.jsonl", Ranges: layout.Ranges{{250, 500}}, Records: 250, Bytes: int64(len(data))}}
-		if err := layout.NewLedger(b, prefix).Append(context.Background(), e); err != nil {
+		e := &ledger.Entry{Cluster: id.Cluster, Topic: id.Topic, TopicID: id.TopicID, Partition: 0, Seq: 4,
+			Before: offsets.State{Next: 250},
+			File:   ledger.FileInfo{Key: prefix + "events-0-250-copy.jsonl", Ranges: offsets.Ranges{{250, 500}}, Records: 250, Bytes: int64(len(data))}}
+		if err := ledger.New(b, prefix).Append(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
 		r := f.check(t, dir, true)
@@ -379,7 +381,7 @@ func TestVerify(t *testing.T) {
 		// name as entry 4, and lost the name to the late writer: resume
 		// takes the file as entry 3's (zombieFirst), and so must verify.
 		ctx := context.Background()
-		l := layout.NewLedger(b, prefix)
+		l := ledger.New(b, prefix)
 		id := f.id(t, 0)
 		e3, err := l.Read(ctx, id, l.EntryKey(id, 3))
 		if err != nil {
@@ -411,7 +413,7 @@ func TestVerify(t *testing.T) {
 		r := f.check(t, dir, true)
 		wantProblems(t, r, "1 checksum_mismatch "+key, "1 unreadable_record "+key)
 		for _, q := range f.partition(t, r, 1).Problems {
-			if q.Kind == layout.ProblemUnreadable && (q.Record == nil || *q.Record != 3) {
+			if q.Kind == ledger.ProblemUnreadable && (q.Record == nil || *q.Record != 3) {
 				t.Errorf("problem %+v, want record 3", q)
 			}
 		}
@@ -427,10 +429,10 @@ func TestVerify(t *testing.T) {
 		writeAt(t, dir, prefix+"events-0-5000.jsonl", []byte("{}\n"))
 		old := f.id(t, 0)
 		old.TopicID = "AAAAAAAAAAAAAAAAAAAAAA"
-		e := &layout.Entry{Cluster: old.Cluster, Topic: old.Topic, TopicID: old.TopicID, Partition: 0,
-			Before: layout.State{Next: 5000},
-			File:   layout.FileInfo{Key: prefix + "events-0-5000.jsonl", Ranges: layout.Ranges{{5000, 5001}}, Records: 1, Bytes: 3}}
-		if err := layout.NewLedger(b, prefix).Append(context.Background(), e); err != nil {
+		e := &ledger.Entry{Cluster: old.Cluster, Topic: old.Topic, TopicID: old.TopicID, Partition: 0,
+			Before: offsets.State{Next: 5000},
+			File:   ledger.FileInfo{Key: prefix + "events-0-5000.jsonl", Ranges: offsets.Ranges{{5000, 5001}}, Records: 1, Bytes: 3}}
+		if err := ledger.New(b, prefix).Append(context.Background(), e); err != nil {
 			t.Fatal(err)
 		}
 		r := f.check(t, dir, false)
@@ -457,7 +459,7 @@ func TestVerify(t *testing.T) {
 		defer commit(1000)
 		r := f.check(t, dir, false)
 		wantProblems(t, r, "1 committed_past_end", "1 committed_past_ledger", "1 gap")
-		if p := f.partition(t, r, 1); !reflect.DeepEqual(p.Gaps, layout.Ranges{{1000, 1100}}) || p.Committed != 1100 {
+		if p := f.partition(t, r, 1); !reflect.DeepEqual(p.Gaps, offsets.Ranges{{1000, 1100}}) || p.Committed != 1100 {
 			t.Errorf("gaps %v, committed %d", p.Gaps, p.Committed)
 		}
 	})

@@ -1,4 +1,4 @@
-package layout_test
+package ledger_test
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 )
 
 // bigLog is a log end past anything these tests store.
-var bigLog = layout.Log{Start: 0, End: 1 << 40}
+var bigLog = ledger.Log{Start: 0, End: 1 << 40}
 
-func wantPoint(t *testing.T, p layout.Point, found bool, next int64, above layout.Ranges, seq int64) {
+func wantPoint(t *testing.T, p ledger.Point, found bool, next int64, above offsets.Ranges, seq int64) {
 	t.Helper()
 	if p.Found != found || p.State.Next != next || !slices.Equal(p.State.Above, above) || p.Seq != seq {
 		t.Fatalf("Resume = %+v, want found %v, next %d, above %v, seq %d", p, found, next, above, seq)
@@ -22,8 +23,8 @@ func wantPoint(t *testing.T, p layout.Point, found bool, next int64, above layou
 }
 
 // noLegacy fails the test if Resume asks for files without a ledger.
-func noLegacy(t *testing.T) layout.ResumeOptions {
-	return layout.ResumeOptions{Legacy: func(context.Context, string, int32) (int64, bool, error) {
+func noLegacy(t *testing.T) ledger.ResumeOptions {
+	return ledger.ResumeOptions{Legacy: func(context.Context, string, int32) (int64, bool, error) {
 		t.Error("Legacy called for a partition with a ledger")
 		return 0, false, nil
 	}}
@@ -32,8 +33,8 @@ func noLegacy(t *testing.T) layout.ResumeOptions {
 func TestResumeNothingStored(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
-	p, err := l.Resume(ctx, idA, layout.Log{Start: 0, End: 0}, layout.ResumeOptions{})
+	l := ledger.New(st, testPrefix)
+	p, err := l.Resume(ctx, idA, ledger.Log{Start: 0, End: 0}, ledger.ResumeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestResumeNothingStored(t *testing.T) {
 func TestResumeLastFilePublished(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	for seq := int64(0); seq < 3; seq++ {
 		e := entryFor(idA, seq)
 		if err := l.Append(ctx, e); err != nil {
@@ -54,7 +55,7 @@ func TestResumeLastFilePublished(t *testing.T) {
 		}
 		putFile(t, st, e.File.Key, e.File.Bytes)
 	}
-	p, err := l.Resume(ctx, idA, layout.Log{End: 30}, noLegacy(t))
+	p, err := l.Resume(ctx, idA, ledger.Log{End: 30}, noLegacy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,23 +64,23 @@ func TestResumeLastFilePublished(t *testing.T) {
 	// Several open files per partition: the last entry's state has runs
 	// above Next, and its file fills part of the gap.
 	e := entryFor(idA, 3)
-	e.Before = layout.State{Next: 30, Above: layout.Ranges{{32, 34}, {40, 45}}}
-	e.File.Ranges = layout.Ranges{{30, 31}, {34, 36}}
+	e.Before = offsets.State{Next: 30, Above: offsets.Ranges{{32, 34}, {40, 45}}}
+	e.File.Ranges = offsets.Ranges{{30, 31}, {34, 36}}
 	if err := l.Append(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	putFile(t, st, e.File.Key, e.File.Bytes)
-	p, err = l.Resume(ctx, idA, layout.Log{End: 50}, noLegacy(t))
+	p, err = l.Resume(ctx, idA, ledger.Log{End: 50}, noLegacy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantPoint(t, p, true, 31, layout.Ranges{{32, 36}, {40, 45}}, 4)
+	wantPoint(t, p, true, 31, offsets.Ranges{{32, 36}, {40, 45}}, 4)
 }
 
 func TestResumeLastFileMissing(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	e0 := entryFor(idA, 0)
 	if err := l.Append(ctx, e0); err != nil {
 		t.Fatal(err)
@@ -87,24 +88,24 @@ func TestResumeLastFileMissing(t *testing.T) {
 	putFile(t, st, e0.File.Key, e0.File.Bytes)
 	// Entry 1 written, its file never published (a crash between the two).
 	e1 := entryFor(idA, 1)
-	e1.Before.Above = layout.Ranges{{15, 17}}
-	e1.File.Ranges = layout.Ranges{{10, 15}}
+	e1.Before.Above = offsets.Ranges{{15, 17}}
+	e1.File.Ranges = offsets.Ranges{{10, 15}}
 	if err := l.Append(ctx, e1); err != nil {
 		t.Fatal(err)
 	}
-	p, err := l.Resume(ctx, idA, layout.Log{End: 20}, noLegacy(t))
+	p, err := l.Resume(ctx, idA, ledger.Log{End: 20}, noLegacy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The state before entry 1's file, and entry 1's number is used up.
-	wantPoint(t, p, true, 10, layout.Ranges{{15, 17}}, 2)
+	wantPoint(t, p, true, 10, offsets.Ranges{{15, 17}}, 2)
 }
 
 func TestResumeWrongSize(t *testing.T) {
 	ctx := context.Background()
 	for _, size := range []int64{0, 99, 101, 1 << 20} {
 		st, _ := openStore(t)
-		l := layout.NewLedger(st, testPrefix)
+		l := ledger.New(st, testPrefix)
 		e := entryFor(idA, 0) // 100 bytes
 		if err := l.Append(ctx, e); err != nil {
 			t.Fatal(err)
@@ -123,23 +124,23 @@ func TestResumeWrongSize(t *testing.T) {
 func TestResumeCorruptLastEntry(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	if err := l.Append(ctx, entryFor(idA, 0)); err != nil {
 		t.Fatal(err)
 	}
 	key := l.EntryKey(idA, 1)
 	putRaw(t, st, key, []byte(`{"version":1,"seq":`))
 	_, err := l.Resume(ctx, idA, bigLog, noLegacy(t))
-	var ce *layout.CorruptError
+	var ce *ledger.CorruptError
 	if !errors.As(err, &ce) || ce.Key != key {
-		t.Fatalf("Resume with a corrupt last entry = %v, want a *layout.CorruptError for %s", err, key)
+		t.Fatalf("Resume with a corrupt last entry = %v, want a *ledger.CorruptError for %s", err, key)
 	}
 }
 
 func TestResumeForeignTopicID(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	// The old topic (id topicIDb) wrote here; topicIDa is the topic now.
 	idB := idA
 	idB.TopicID = "topicIDb"
@@ -149,11 +150,11 @@ func TestResumeForeignTopicID(t *testing.T) {
 	}
 	putFile(t, st, eb.File.Key, eb.File.Bytes)
 
-	for _, opts := range []layout.ResumeOptions{{}, noLegacy(t)} {
+	for _, opts := range []ledger.ResumeOptions{{}, noLegacy(t)} {
 		_, err := l.Resume(ctx, idA, bigLog, opts)
-		var fe *layout.ForeignError
+		var fe *ledger.ForeignError
 		if !errors.As(err, &fe) {
-			t.Fatalf("Resume over another topic id's ledger = %v, want a *layout.ForeignError", err)
+			t.Fatalf("Resume over another topic id's ledger = %v, want a *ledger.ForeignError", err)
 		}
 		if fe.Why != "topic id" || fe.Found != "topicIDb" || fe.Prefix != testPrefix || fe.ID != idA {
 			t.Fatalf("ForeignError = %+v", fe)
@@ -171,14 +172,14 @@ func TestResumeForeignTopicID(t *testing.T) {
 	if err := l.Append(ctx, entryFor(idC, 0)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Resume(ctx, idA, bigLog, layout.ResumeOptions{})
-	var fe *layout.ForeignError
+	_, err := l.Resume(ctx, idA, bigLog, ledger.ResumeOptions{})
+	var fe *ledger.ForeignError
 	if !errors.As(err, &fe) || !strings.Contains(fe.Found, "topicIDb") || !strings.Contains(fe.Found, "topicIDc") {
 		t.Fatalf("Resume over two other topic ids' ledgers = %v", err)
 	}
 
 	// StartFresh: the new topic starts a ledger beside the old ones.
-	p, err := l.Resume(ctx, idA, layout.Log{End: 10}, layout.ResumeOptions{StartFresh: true})
+	p, err := l.Resume(ctx, idA, ledger.Log{End: 10}, ledger.ResumeOptions{StartFresh: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestResumeForeignTopicID(t *testing.T) {
 	putFile(t, st, ea.File.Key, ea.File.Bytes)
 	// From then on the topic has its own ledger, and resumes from it even
 	// without StartFresh.
-	p, err = l.Resume(ctx, idA, layout.Log{End: 10}, noLegacy(t))
+	p, err = l.Resume(ctx, idA, ledger.Log{End: 10}, noLegacy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestResumeForeignTopicID(t *testing.T) {
 func TestResumeStartFreshIgnoresLegacy(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	idB := idA
 	idB.TopicID = "topicIDb"
 	eb := entryFor(idB, 250) // the old topic stored up to 2510
@@ -212,11 +213,11 @@ func TestResumeStartFreshIgnoresLegacy(t *testing.T) {
 	putFile(t, st, eb.File.Key, eb.File.Bytes)
 	// Legacy as the runner builds it: where the last data file of the
 	// partition ends, whoever wrote it.
-	opts := layout.ResumeOptions{StartFresh: true, Legacy: func(context.Context, string, int32) (int64, bool, error) {
+	opts := ledger.ResumeOptions{StartFresh: true, Legacy: func(context.Context, string, int32) (int64, bool, error) {
 		return 2510, true, nil
 	}}
 	// The new topic has 3000 records: resuming at 2510 would skip 2510 of them.
-	p, err := l.Resume(ctx, idA, layout.Log{End: 3000}, opts)
+	p, err := l.Resume(ctx, idA, ledger.Log{End: 3000}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestResumeStartFreshIgnoresLegacy(t *testing.T) {
 func TestResumeForeignCluster(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	other := idA
 	other.Cluster = "clusterB"
 	e := entryFor(other, 0)
@@ -234,11 +235,11 @@ func TestResumeForeignCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	putFile(t, st, e.File.Key, e.File.Bytes)
-	for _, opts := range []layout.ResumeOptions{noLegacy(t), {StartFresh: true}} {
+	for _, opts := range []ledger.ResumeOptions{noLegacy(t), {StartFresh: true}} {
 		_, err := l.Resume(ctx, idA, bigLog, opts)
-		var fe *layout.ForeignError
+		var fe *ledger.ForeignError
 		if !errors.As(err, &fe) {
-			t.Fatalf("Resume over another cluster's ledger = %v, want a *layout.ForeignError", err)
+			t.Fatalf("Resume over another cluster's ledger = %v, want a *ledger.ForeignError", err)
 		}
 		if fe.Why != "cluster id" || fe.Found != "clusterB" {
 			t.Fatalf("ForeignError = %+v", fe)
@@ -255,17 +256,17 @@ func TestResumeForeignCluster(t *testing.T) {
 func TestResumeForeignClusterAdvice(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	other := idA
 	other.Cluster = "clusterB"
 	if err := l.Append(ctx, entryFor(other, 0)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.Resume(ctx, idA, bigLog, layout.ResumeOptions{})
+	_, err := l.Resume(ctx, idA, bigLog, ledger.ResumeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "start_fresh") {
 		return // start_fresh is not offered: nothing to check
 	}
-	if _, err := l.Resume(ctx, idA, bigLog, layout.ResumeOptions{StartFresh: true}); err != nil {
+	if _, err := l.Resume(ctx, idA, bigLog, ledger.ResumeOptions{StartFresh: true}); err != nil {
 		t.Fatalf("the error offers start_fresh, but with StartFresh Resume still says: %v", err)
 	}
 }
@@ -273,14 +274,14 @@ func TestResumeForeignClusterAdvice(t *testing.T) {
 func TestResumePastEnd(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	e0 := entryFor(idA, 0)
 	if err := l.Append(ctx, e0); err != nil {
 		t.Fatal(err)
 	}
 	putFile(t, st, e0.File.Key, e0.File.Bytes)
 	e1 := entryFor(idA, 1)
-	e1.File.Ranges = layout.Ranges{{10, 12}, {20, 25}}
+	e1.File.Ranges = offsets.Ranges{{10, 12}, {20, 25}}
 	if err := l.Append(ctx, e1); err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +289,14 @@ func TestResumePastEnd(t *testing.T) {
 
 	// Up to the log end is fine; one past it is not, be it Next or a run
 	// above it.
-	if _, err := l.Resume(ctx, idA, layout.Log{End: 25}, noLegacy(t)); err != nil {
+	if _, err := l.Resume(ctx, idA, ledger.Log{End: 25}, noLegacy(t)); err != nil {
 		t.Fatalf("Resume with the log end at the stored end: %v", err)
 	}
 	for _, end := range []int64{24, 12, 0} {
-		_, err := l.Resume(ctx, idA, layout.Log{End: end}, noLegacy(t))
-		var pe *layout.PastEndError
+		_, err := l.Resume(ctx, idA, ledger.Log{End: end}, noLegacy(t))
+		var pe *ledger.PastEndError
 		if !errors.As(err, &pe) {
-			t.Fatalf("Resume with the log end at %d = %v, want a *layout.PastEndError", end, err)
+			t.Fatalf("Resume with the log end at %d = %v, want a *ledger.PastEndError", end, err)
 		}
 		if pe.Stored != 25 || pe.End != end || pe.ID != idA {
 			t.Fatalf("PastEndError = %+v", pe)
@@ -309,20 +310,20 @@ func TestResumePastEnd(t *testing.T) {
 
 	// The state before an unpublished file is checked too.
 	e2 := entryFor(idA, 2)
-	e2.Before = layout.State{Next: 12, Above: layout.Ranges{{20, 25}}}
-	e2.File.Ranges = layout.Ranges{{12, 20}}
+	e2.Before = offsets.State{Next: 12, Above: offsets.Ranges{{20, 25}}}
+	e2.File.Ranges = offsets.Ranges{{12, 20}}
 	if err := l.Append(ctx, e2); err != nil {
 		t.Fatal(err)
 	}
-	var pe *layout.PastEndError
-	if _, err := l.Resume(ctx, idA, layout.Log{End: 24}, noLegacy(t)); !errors.As(err, &pe) || pe.Stored != 25 {
+	var pe *ledger.PastEndError
+	if _, err := l.Resume(ctx, idA, ledger.Log{End: 24}, noLegacy(t)); !errors.As(err, &pe) || pe.Stored != 25 {
 		t.Fatalf("Resume before an unpublished file, past the end = %v", err)
 	}
 
 	// And what Legacy says.
 	st2, _ := openStore(t)
-	legacy := layout.ResumeOptions{Legacy: func(context.Context, string, int32) (int64, bool, error) { return 9000, true, nil }}
-	if _, err := layout.NewLedger(st2, testPrefix).Resume(ctx, idA, layout.Log{End: 2750}, legacy); !errors.As(err, &pe) || pe.Stored != 9000 {
+	legacy := ledger.ResumeOptions{Legacy: func(context.Context, string, int32) (int64, bool, error) { return 9000, true, nil }}
+	if _, err := ledger.New(st2, testPrefix).Resume(ctx, idA, ledger.Log{End: 2750}, legacy); !errors.As(err, &pe) || pe.Stored != 9000 {
 		t.Fatalf("Resume from legacy files past the end = %v", err)
 	}
 }
@@ -335,12 +336,12 @@ func TestResumeLegacy(t *testing.T) {
 	}
 	var calls []call
 	next, ok, lerr := int64(0), false, error(nil)
-	opts := layout.ResumeOptions{Legacy: func(_ context.Context, topic string, partition int32) (int64, bool, error) {
+	opts := ledger.ResumeOptions{Legacy: func(_ context.Context, topic string, partition int32) (int64, bool, error) {
 		calls = append(calls, call{topic, partition})
 		return next, ok, lerr
 	}}
 	st, root := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 
 	// No ledger, no legacy files.
 	p, err := l.Resume(ctx, idA, bigLog, opts)
@@ -422,11 +423,11 @@ func TestResumeCostIndependentOfEntries(t *testing.T) {
 	for _, n := range []int64{10, 1_000, 100_000} {
 		st, root := openBigStore(t)
 		cs := &countingStore{Store: st}
-		l := layout.NewLedger(cs, testPrefix)
+		l := ledger.New(cs, testPrefix)
 		start := time.Now()
 		writeLedger(t, root, l, idA, n)
 		t.Logf("%d entries written in %v", n, time.Since(start).Round(time.Millisecond))
-		p, err := l.Resume(ctx, idA, layout.Log{End: 10 * n}, layout.ResumeOptions{})
+		p, err := l.Resume(ctx, idA, ledger.Log{End: 10 * n}, ledger.ResumeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,16 +451,16 @@ func TestResumeCostIndependentOfEntries(t *testing.T) {
 func BenchmarkResume(b *testing.B) {
 	ctx := context.Background()
 	sizes := []int64{10, 1_000, 100_000}
-	ledgers := map[int64]*layout.Ledger{}
+	ledgers := map[int64]*ledger.Ledger{}
 	stores := map[int64]*countingStore{}
 	for _, n := range sizes {
 		st, root := openBigStore(b)
 		stores[n] = &countingStore{Store: st}
-		ledgers[n] = layout.NewLedger(stores[n], testPrefix)
+		ledgers[n] = ledger.New(stores[n], testPrefix)
 		writeLedger(b, root, ledgers[n], idA, n)
 	}
 	resume := func(b *testing.B, n int64) {
-		p, err := ledgers[n].Resume(ctx, idA, layout.Log{End: 10 * n}, layout.ResumeOptions{})
+		p, err := ledgers[n].Resume(ctx, idA, ledger.Log{End: 10 * n}, ledger.ResumeOptions{})
 		if err != nil || p.State.Next != 10*n {
 			b.Fatalf("Resume = %+v, %v", p, err)
 		}
@@ -501,7 +502,7 @@ func BenchmarkResume(b *testing.B) {
 func TestResumeZombiePublishedFirst(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	e0 := entryFor(idA, 0)
 	if err := l.Append(ctx, e0); err != nil {
 		t.Fatal(err)
@@ -518,7 +519,7 @@ func TestResumeZombiePublishedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	putFile(t, st, e1.File.Key, e1.File.Bytes) // the zombie wins the name
-	p, err := l.Resume(ctx, idA, layout.Log{End: 30}, noLegacy(t))
+	p, err := l.Resume(ctx, idA, ledger.Log{End: 30}, noLegacy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +535,7 @@ func TestResumeZombiePublishedFirst(t *testing.T) {
 func TestResumeZombiePublishedFirstAfterOtherFiles(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	e0 := entryFor(idA, 0) // [0,10)
 	if err := l.Append(ctx, e0); err != nil {
 		t.Fatal(err)
@@ -558,7 +559,7 @@ func TestResumeZombiePublishedFirstAfterOtherFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	putFile(t, st, e1.File.Key, e1.File.Bytes) // the zombie wins the name
-	p, err := l.Resume(ctx, idA, layout.Log{End: 40}, noLegacy(t))
+	p, err := l.Resume(ctx, idA, ledger.Log{End: 40}, noLegacy(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,8 +568,8 @@ func TestResumeZombiePublishedFirstAfterOtherFiles(t *testing.T) {
 	// If the new owner had stored some of the zombie's offsets under
 	// another name, storage holds them twice: an error naming the file.
 	st2, _ := openStore(t)
-	l2 := layout.NewLedger(st2, testPrefix)
-	for _, e := range []*layout.Entry{e0, e1} {
+	l2 := ledger.New(st2, testPrefix)
+	for _, e := range []*ledger.Entry{e0, e1} {
 		if err := l2.Append(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -576,19 +577,19 @@ func TestResumeZombiePublishedFirstAfterOtherFiles(t *testing.T) {
 	putFile(t, st2, e0.File.Key, e0.File.Bytes)
 	dup := entryFor(idA, 2)
 	dup.Before = e1.Before
-	dup.File.Ranges = layout.Ranges{{15, 30}}
+	dup.File.Ranges = offsets.Ranges{{15, 30}}
 	if err := l2.Append(ctx, dup); err != nil {
 		t.Fatal(err)
 	}
 	putFile(t, st2, dup.File.Key, dup.File.Bytes)
 	e3b := *e3
 	e3b.Before = dup.After()
-	e3b.File.Ranges = layout.Ranges{{10, 15}} // the rest went to dup's file
+	e3b.File.Ranges = offsets.Ranges{{10, 15}} // the rest went to dup's file
 	if err := l2.Append(ctx, &e3b); err != nil {
 		t.Fatal(err)
 	}
 	putFile(t, st2, e1.File.Key, e1.File.Bytes)
-	_, err = l2.Resume(ctx, idA, layout.Log{End: 40}, noLegacy(t))
+	_, err = l2.Resume(ctx, idA, ledger.Log{End: 40}, noLegacy(t))
 	if err == nil || !strings.Contains(err.Error(), "[15,20)") || !strings.Contains(err.Error(), "delete "+e1.File.Key) {
 		t.Fatalf("Resume = %v, want the duplicated offsets and the file to delete", err)
 	}
@@ -602,9 +603,9 @@ func TestResumeZombiePublishedFirstAfterOtherFiles(t *testing.T) {
 func TestResumeOtherGroup(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	e := entryFor(idA, 0)
-	e.Deployment = layout.Deployment{Group: "old"}
+	e.Deployment = ledger.Deployment{Group: "old"}
 	if err := l.Append(ctx, e); err != nil {
 		t.Fatal(err)
 	}
@@ -619,14 +620,14 @@ func TestResumeOtherGroup(t *testing.T) {
 		{false, errors.New("GROUP_AUTHORIZATION_FAILED"), "could not be told (GROUP_AUTHORIZATION_FAILED)"},
 	} {
 		opts := noLegacy(t)
-		opts.Deployment = layout.Deployment{Group: "new"}
+		opts.Deployment = ledger.Deployment{Group: "new"}
 		opts.GroupActive = func(_ context.Context, g string) (bool, error) {
 			if g != "old" {
 				t.Errorf("GroupActive(%q), want the ledger's group", g)
 			}
 			return c.active, c.err
 		}
-		p, err := l.Resume(ctx, idA, layout.Log{End: 10}, opts)
+		p, err := l.Resume(ctx, idA, ledger.Log{End: 10}, opts)
 		if err != nil {
 			t.Fatalf("active %v, err %v: Resume: %v", c.active, c.err, err)
 		}

@@ -1,9 +1,10 @@
-package layout
+package offsets
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Ranges is a set of offsets as sorted, disjoint, non-adjacent half-open
@@ -117,4 +118,43 @@ func (r Ranges) MarshalJSON() ([]byte, error) {
 		return []byte("[]"), nil
 	}
 	return json.Marshal([][2]int64(r))
+}
+
+// Subtract returns the offsets of r that are not in o.
+func (r Ranges) Subtract(o Ranges) Ranges {
+	var out Ranges
+	j := 0
+	for _, x := range r {
+		from, to := x[0], x[1]
+		for j < len(o) && o[j][1] <= from {
+			j++
+		}
+		for k := j; k < len(o) && o[k][0] < to; k++ {
+			if o[k][0] > from {
+				out = out.Add(from, o[k][0])
+			}
+			from = max(from, o[k][1])
+		}
+		out = out.Add(from, to)
+	}
+	return out
+}
+
+// FormatRanges prints runs as [a,b),[c,d), at most five of them.
+func FormatRanges(rs Ranges) string {
+	if len(rs) == 0 {
+		return "[]"
+	}
+	var b strings.Builder
+	for i, r := range rs {
+		if i == 5 {
+			fmt.Fprintf(&b, " (+%d more)", len(rs)-5)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "[%d,%d)", r[0], r[1])
+	}
+	return b.String()
 }

@@ -1,4 +1,4 @@
-package layout
+package ledger
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+
+	"github.com/spillway/spillway/internal/readback"
 )
 
 // FormatCRC32C is how a ledger entry writes a file's CRC-32C: eight
@@ -29,7 +31,7 @@ func validCRC32C(s string) bool {
 // summingReader reads objects for a deep scan and sums the bytes of the
 // one it opened, as the records are read: the file is read once for both.
 type summingReader struct {
-	st objectReader
+	st readback.Reader
 	rc *summed
 }
 

@@ -1,4 +1,4 @@
-package layout_test
+package ledger_test
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 )
 
 const testPrefix = "data/"
 
-var idA = layout.Identity{Cluster: "clusterA", Topic: "events", TopicID: "topicIDa", Partition: 7}
+var idA = ledger.Identity{Cluster: "clusterA", Topic: "events", TopicID: "topicIDa", Partition: 7}
 
 // openStore opens a local store in a fresh directory, returning its root.
 func openStore(tb testing.TB) (*storage.Bucket, string) {
@@ -34,7 +35,7 @@ func openBigStore(tb testing.TB) (*storage.Bucket, string) {
 	if fi, err := os.Stat("/dev/shm"); err != nil || !fi.IsDir() {
 		return openStore(tb)
 	}
-	dir, err := os.MkdirTemp("/dev/shm", "spillway-layout-test-")
+	dir, err := os.MkdirTemp("/dev/shm", "spillway-ledger-test-")
 	if err != nil {
 		return openStore(tb)
 	}
@@ -58,14 +59,14 @@ func openStoreIn(tb testing.TB, dir string) (*storage.Bucket, string) {
 
 // entryFor is entry seq of a partition written one file at a time: file
 // seq holds offsets [10*seq, 10*seq+10).
-func entryFor(id layout.Identity, seq int64) *layout.Entry {
-	return &layout.Entry{
+func entryFor(id ledger.Identity, seq int64) *ledger.Entry {
+	return &ledger.Entry{
 		Cluster: id.Cluster, Topic: id.Topic, TopicID: id.TopicID, Partition: id.Partition,
 		Seq: seq, Writer: "test", Time: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
-		Before: layout.State{Next: 10 * seq},
-		File: layout.FileInfo{
+		Before: offsets.State{Next: 10 * seq},
+		File: ledger.FileInfo{
 			Key:     fmt.Sprintf("%s%s/%d/%012d.jsonl", testPrefix, id.Topic, id.Partition, 10*seq),
-			Ranges:  layout.Ranges{{10 * seq, 10*seq + 10}},
+			Ranges:  offsets.Ranges{{10 * seq, 10*seq + 10}},
 			Records: 10, Bytes: 100 + seq,
 		},
 	}
@@ -100,12 +101,12 @@ func mustJSON(tb testing.TB, v any) []byte {
 // local store, as the files Ledger.Append would make, and publishes the
 // last entry's data file. Append syncs every file and its directory, which
 // for 100,000 entries takes minutes; the bytes and names are the same.
-func writeLedger(tb testing.TB, root string, l *layout.Ledger, id layout.Identity, n int64) {
+func writeLedger(tb testing.TB, root string, l *ledger.Ledger, id ledger.Identity, n int64) {
 	tb.Helper()
 	lastDir := ""
 	for seq := int64(0); seq < n; seq++ {
 		e := entryFor(id, seq)
-		e.Version = layout.EntryVersion
+		e.Version = ledger.EntryVersion
 		p := filepath.Join(root, filepath.FromSlash(l.EntryKey(id, seq)))
 		if d := filepath.Dir(p); d != lastDir {
 			if err := os.MkdirAll(d, 0o755); err != nil {
@@ -129,7 +130,7 @@ func writeLedger(tb testing.TB, root string, l *layout.Ledger, id layout.Identit
 
 // countingStore counts the calls made to a store.
 type countingStore struct {
-	layout.Store
+	ledger.Store
 	list, listDir, stat, read, put atomic.Int64
 }
 

@@ -1,17 +1,18 @@
-package layout_test
+package offsets_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
 
 	"pgregory.net/rapid"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/offsets"
 )
 
-func wantRanges(t *testing.T, what string, got, want layout.Ranges) {
+func wantRanges(t *testing.T, what string, got, want offsets.Ranges) {
 	t.Helper()
 	if !slices.Equal(got, want) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
@@ -22,25 +23,25 @@ func TestRangesAdd(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		adds [][2]int64
-		want layout.Ranges
+		want offsets.Ranges
 	}{
 		{"empty", nil, nil},
 		{"empty run is nothing", [][2]int64{{5, 5}, {6, 5}}, nil},
-		{"in order", [][2]int64{{0, 3}, {5, 7}, {9, 10}}, layout.Ranges{{0, 3}, {5, 7}, {9, 10}}},
-		{"adjacent at the end merges", [][2]int64{{0, 3}, {3, 5}, {5, 6}}, layout.Ranges{{0, 6}}},
-		{"overlapping the end extends it", [][2]int64{{0, 5}, {3, 8}}, layout.Ranges{{0, 8}}},
-		{"inside the last run changes nothing", [][2]int64{{0, 10}, {2, 5}}, layout.Ranges{{0, 10}}},
-		{"before everything", [][2]int64{{10, 12}, {0, 2}}, layout.Ranges{{0, 2}, {10, 12}}},
-		{"in a gap", [][2]int64{{0, 2}, {10, 12}, {5, 6}}, layout.Ranges{{0, 2}, {5, 6}, {10, 12}}},
-		{"adjacent to the first from below", [][2]int64{{5, 8}, {10, 12}, {2, 5}}, layout.Ranges{{2, 8}, {10, 12}}},
-		{"fills a gap exactly", [][2]int64{{0, 2}, {4, 6}, {2, 4}}, layout.Ranges{{0, 6}}},
-		{"spans several runs", [][2]int64{{0, 2}, {4, 6}, {8, 10}, {12, 14}, {1, 9}}, layout.Ranges{{0, 10}, {12, 14}}},
-		{"covers everything", [][2]int64{{3, 4}, {6, 7}, {9, 10}, {0, 20}}, layout.Ranges{{0, 20}}},
-		{"inside an earlier run", [][2]int64{{0, 10}, {20, 30}, {3, 4}}, layout.Ranges{{0, 10}, {20, 30}}},
-		{"touches the next run only", [][2]int64{{0, 2}, {6, 8}, {20, 30}, {4, 6}}, layout.Ranges{{0, 2}, {4, 8}, {20, 30}}},
+		{"in order", [][2]int64{{0, 3}, {5, 7}, {9, 10}}, offsets.Ranges{{0, 3}, {5, 7}, {9, 10}}},
+		{"adjacent at the end merges", [][2]int64{{0, 3}, {3, 5}, {5, 6}}, offsets.Ranges{{0, 6}}},
+		{"overlapping the end extends it", [][2]int64{{0, 5}, {3, 8}}, offsets.Ranges{{0, 8}}},
+		{"inside the last run changes nothing", [][2]int64{{0, 10}, {2, 5}}, offsets.Ranges{{0, 10}}},
+		{"before everything", [][2]int64{{10, 12}, {0, 2}}, offsets.Ranges{{0, 2}, {10, 12}}},
+		{"in a gap", [][2]int64{{0, 2}, {10, 12}, {5, 6}}, offsets.Ranges{{0, 2}, {5, 6}, {10, 12}}},
+		{"adjacent to the first from below", [][2]int64{{5, 8}, {10, 12}, {2, 5}}, offsets.Ranges{{2, 8}, {10, 12}}},
+		{"fills a gap exactly", [][2]int64{{0, 2}, {4, 6}, {2, 4}}, offsets.Ranges{{0, 6}}},
+		{"spans several runs", [][2]int64{{0, 2}, {4, 6}, {8, 10}, {12, 14}, {1, 9}}, offsets.Ranges{{0, 10}, {12, 14}}},
+		{"covers everything", [][2]int64{{3, 4}, {6, 7}, {9, 10}, {0, 20}}, offsets.Ranges{{0, 20}}},
+		{"inside an earlier run", [][2]int64{{0, 10}, {20, 30}, {3, 4}}, offsets.Ranges{{0, 10}, {20, 30}}},
+		{"touches the next run only", [][2]int64{{0, 2}, {6, 8}, {20, 30}, {4, 6}}, offsets.Ranges{{0, 2}, {4, 8}, {20, 30}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var r layout.Ranges
+			var r offsets.Ranges
 			for _, a := range c.adds {
 				r = r.Add(a[0], a[1])
 			}
@@ -53,84 +54,84 @@ func TestRangesAdd(t *testing.T) {
 }
 
 func TestRangesUnion(t *testing.T) {
-	a := layout.Ranges{{0, 2}, {10, 12}}
-	b := layout.Ranges{{2, 4}, {6, 8}, {11, 20}}
-	wantRanges(t, "a ∪ b", append(layout.Ranges(nil), a...).Union(b), layout.Ranges{{0, 4}, {6, 8}, {10, 20}})
-	wantRanges(t, "b ∪ a", append(layout.Ranges(nil), b...).Union(a), layout.Ranges{{0, 4}, {6, 8}, {10, 20}})
-	wantRanges(t, "a ∪ nil", append(layout.Ranges(nil), a...).Union(nil), a)
-	wantRanges(t, "nil ∪ a", layout.Ranges(nil).Union(a), a)
-	wantRanges(t, "b (unchanged)", b, layout.Ranges{{2, 4}, {6, 8}, {11, 20}})
+	a := offsets.Ranges{{0, 2}, {10, 12}}
+	b := offsets.Ranges{{2, 4}, {6, 8}, {11, 20}}
+	wantRanges(t, "a ∪ b", append(offsets.Ranges(nil), a...).Union(b), offsets.Ranges{{0, 4}, {6, 8}, {10, 20}})
+	wantRanges(t, "b ∪ a", append(offsets.Ranges(nil), b...).Union(a), offsets.Ranges{{0, 4}, {6, 8}, {10, 20}})
+	wantRanges(t, "a ∪ nil", append(offsets.Ranges(nil), a...).Union(nil), a)
+	wantRanges(t, "nil ∪ a", offsets.Ranges(nil).Union(a), a)
+	wantRanges(t, "b (unchanged)", b, offsets.Ranges{{2, 4}, {6, 8}, {11, 20}})
 }
 
 func TestRangesContains(t *testing.T) {
-	r := layout.Ranges{{2, 4}, {10, 11}}
+	r := offsets.Ranges{{2, 4}, {10, 11}}
 	for o, want := range map[int64]bool{-1: false, 0: false, 1: false, 2: true, 3: true, 4: false, 9: false, 10: true, 11: false, 100: false} {
 		if got := r.Contains(o); got != want {
 			t.Errorf("%v.Contains(%d) = %v, want %v", r, o, got, want)
 		}
 	}
-	if layout.Ranges(nil).Contains(0) {
+	if offsets.Ranges(nil).Contains(0) {
 		t.Error("the empty set contains 0")
 	}
 }
 
 func TestRangesOverlap(t *testing.T) {
-	r := layout.Ranges{{0, 5}, {10, 15}, {20, 25}}
+	r := offsets.Ranges{{0, 5}, {10, 15}, {20, 25}}
 	for _, c := range []struct {
-		o, want layout.Ranges
+		o, want offsets.Ranges
 	}{
 		{nil, nil},
-		{layout.Ranges{{5, 10}}, nil},
-		{layout.Ranges{{4, 11}}, layout.Ranges{{4, 5}, {10, 11}}},
-		{layout.Ranges{{0, 100}}, r},
-		{layout.Ranges{{1, 2}, {3, 4}, {12, 22}}, layout.Ranges{{1, 2}, {3, 4}, {12, 15}, {20, 22}}},
-		{layout.Ranges{{14, 15}, {24, 30}}, layout.Ranges{{14, 15}, {24, 25}}},
-		{layout.Ranges{{30, 40}}, nil},
+		{offsets.Ranges{{5, 10}}, nil},
+		{offsets.Ranges{{4, 11}}, offsets.Ranges{{4, 5}, {10, 11}}},
+		{offsets.Ranges{{0, 100}}, r},
+		{offsets.Ranges{{1, 2}, {3, 4}, {12, 22}}, offsets.Ranges{{1, 2}, {3, 4}, {12, 15}, {20, 22}}},
+		{offsets.Ranges{{14, 15}, {24, 30}}, offsets.Ranges{{14, 15}, {24, 25}}},
+		{offsets.Ranges{{30, 40}}, nil},
 	} {
 		wantRanges(t, "r ∩ o", r.Overlap(c.o), c.want)
 		wantRanges(t, "o ∩ r", c.o.Overlap(r), c.want)
 	}
-	if got := layout.Ranges(nil).Overlap(r); got != nil {
+	if got := offsets.Ranges(nil).Overlap(r); got != nil {
 		t.Fatalf("nil ∩ r = %v, want nil", got)
 	}
 }
 
 func TestRangesFrom(t *testing.T) {
-	r := layout.Ranges{{2, 4}, {10, 15}}
+	r := offsets.Ranges{{2, 4}, {10, 15}}
 	wantRanges(t, "From(0)", r.From(0), r)
 	wantRanges(t, "From(2)", r.From(2), r)
-	wantRanges(t, "From(3)", r.From(3), layout.Ranges{{3, 4}, {10, 15}})
-	wantRanges(t, "From(4)", r.From(4), layout.Ranges{{10, 15}})
-	wantRanges(t, "From(12)", r.From(12), layout.Ranges{{12, 15}})
-	wantRanges(t, "From(14)", r.From(14), layout.Ranges{{14, 15}})
+	wantRanges(t, "From(3)", r.From(3), offsets.Ranges{{3, 4}, {10, 15}})
+	wantRanges(t, "From(4)", r.From(4), offsets.Ranges{{10, 15}})
+	wantRanges(t, "From(12)", r.From(12), offsets.Ranges{{12, 15}})
+	wantRanges(t, "From(14)", r.From(14), offsets.Ranges{{14, 15}})
 	if got := r.From(15); got != nil {
 		t.Fatalf("From(15) = %v, want nil", got)
 	}
-	if got := layout.Ranges(nil).From(0); got != nil {
+	if got := offsets.Ranges(nil).From(0); got != nil {
 		t.Fatalf("nil.From(0) = %v, want nil", got)
 	}
 	// A copy: the receiver is never clipped.
 	_ = r.From(3).Add(0, 100)
-	wantRanges(t, "r after From", r, layout.Ranges{{2, 4}, {10, 15}})
+	wantRanges(t, "r after From", r, offsets.Ranges{{2, 4}, {10, 15}})
 }
 
 func TestRangesCountMax(t *testing.T) {
-	if n, m := layout.Ranges(nil).Count(), layout.Ranges(nil).Max(); n != 0 || m != -1 {
+	if n, m := offsets.Ranges(nil).Count(), offsets.Ranges(nil).Max(); n != 0 || m != -1 {
 		t.Fatalf("empty: Count %d Max %d, want 0 and -1", n, m)
 	}
-	r := layout.Ranges{{0, 1}, {5, 10}, {20, 22}}
+	r := offsets.Ranges{{0, 1}, {5, 10}, {20, 22}}
 	if n, m := r.Count(), r.Max(); n != 8 || m != 22 {
 		t.Fatalf("%v: Count %d Max %d, want 8 and 22", r, n, m)
 	}
 }
 
 func TestRangesValid(t *testing.T) {
-	for _, r := range []layout.Ranges{nil, {}, {{0, 1}}, {{0, 1}, {2, 3}}, {{5, 1 << 62}}} {
+	for _, r := range []offsets.Ranges{nil, {}, {{0, 1}}, {{0, 1}, {2, 3}}, {{5, 1 << 62}}} {
 		if err := r.Valid(); err != nil {
 			t.Errorf("%v.Valid() = %v, want nil", r, err)
 		}
 	}
-	for _, r := range []layout.Ranges{
+	for _, r := range []offsets.Ranges{
 		{{1, 1}},           // empty
 		{{2, 1}},           // backwards
 		{{-1, 3}},          // negative
@@ -150,12 +151,12 @@ func TestRangesMarshalJSON(t *testing.T) {
 		v    any
 		want string
 	}{
-		{layout.Ranges(nil), `[]`},
-		{layout.Ranges{}, `[]`},
-		{layout.Ranges{{1, 2}, {5, 9}}, `[[1,2],[5,9]]`},
+		{offsets.Ranges(nil), `[]`},
+		{offsets.Ranges{}, `[]`},
+		{offsets.Ranges{{1, 2}, {5, 9}}, `[[1,2],[5,9]]`},
 		// Inside a struct too: a ledger entry never says null.
-		{layout.State{Next: 3}, `{"next":3,"above":[]}`},
-		{layout.State{Next: 3, Above: layout.Ranges{{5, 6}}}, `{"next":3,"above":[[5,6]]}`},
+		{offsets.State{Next: 3}, `{"next":3,"above":[]}`},
+		{offsets.State{Next: 3, Above: offsets.Ranges{{5, 6}}}, `{"next":3,"above":[[5,6]]}`},
 	} {
 		got, err := json.Marshal(c.v)
 		if err != nil {
@@ -165,17 +166,17 @@ func TestRangesMarshalJSON(t *testing.T) {
 			t.Errorf("Marshal(%#v) = %s, want %s", c.v, got, c.want)
 		}
 	}
-	var back layout.Ranges
+	var back offsets.Ranges
 	if err := json.Unmarshal([]byte(`[[1,2],[5,9]]`), &back); err != nil {
 		t.Fatal(err)
 	}
-	wantRanges(t, "round trip", back, layout.Ranges{{1, 2}, {5, 9}})
+	wantRanges(t, "round trip", back, offsets.Ranges{{1, 2}, {5, 9}})
 }
 
 // setOf is the model: the offsets in a set.
 type setOf map[int64]bool
 
-func (m setOf) ranges() layout.Ranges {
+func (m setOf) ranges() offsets.Ranges {
 	os := make([]int64, 0, len(m))
 	for o, in := range m {
 		if in {
@@ -183,7 +184,7 @@ func (m setOf) ranges() layout.Ranges {
 		}
 	}
 	sort.Slice(os, func(i, j int) bool { return os[i] < os[j] })
-	var r layout.Ranges
+	var r offsets.Ranges
 	for _, o := range os {
 		if n := len(r); n > 0 && r[n-1][1] == o {
 			r[n-1][1]++
@@ -195,8 +196,8 @@ func (m setOf) ranges() layout.Ranges {
 }
 
 // drawSet adds random runs, in random order, to both a Ranges and its model.
-func drawSet(rt *rapid.T, name string) (layout.Ranges, setOf) {
-	var r layout.Ranges
+func drawSet(rt *rapid.T, name string) (offsets.Ranges, setOf) {
+	var r offsets.Ranges
 	m := setOf{}
 	n := rapid.IntRange(0, 12).Draw(rt, name+".runs")
 	for i := 0; i < n; i++ {
@@ -213,7 +214,7 @@ func drawSet(rt *rapid.T, name string) (layout.Ranges, setOf) {
 	return r, m
 }
 
-func checkSet(rt *rapid.T, what string, r layout.Ranges, m setOf) {
+func checkSet(rt *rapid.T, what string, r offsets.Ranges, m setOf) {
 	if err := r.Valid(); err != nil {
 		rt.Fatalf("%s = %v: %v", what, r, err)
 	}
@@ -275,19 +276,19 @@ func TestRangesProperty(t *testing.T) {
 func TestStateWith(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		s    layout.State
-		rs   layout.Ranges
-		want layout.State
+		s    offsets.State
+		rs   offsets.Ranges
+		want offsets.State
 	}{
-		{"nothing", layout.State{Next: 5}, nil, layout.State{Next: 5}},
-		{"contiguous", layout.State{Next: 5}, layout.Ranges{{5, 9}}, layout.State{Next: 9}},
-		{"below Next", layout.State{Next: 5}, layout.Ranges{{0, 3}}, layout.State{Next: 5}},
-		{"straddling Next", layout.State{Next: 5}, layout.Ranges{{3, 8}}, layout.State{Next: 8}},
-		{"above with a gap", layout.State{Next: 5}, layout.Ranges{{7, 9}}, layout.State{Next: 5, Above: layout.Ranges{{7, 9}}}},
-		{"fills the gap: Above folds in", layout.State{Next: 5, Above: layout.Ranges{{7, 9}, {12, 13}}}, layout.Ranges{{5, 7}}, layout.State{Next: 9, Above: layout.Ranges{{12, 13}}}},
-		{"fills every gap", layout.State{Next: 5, Above: layout.Ranges{{7, 9}, {12, 13}}}, layout.Ranges{{5, 7}, {9, 12}}, layout.State{Next: 13}},
-		{"between runs of Above", layout.State{Next: 0, Above: layout.Ranges{{7, 9}, {12, 13}}}, layout.Ranges{{10, 11}}, layout.State{Next: 0, Above: layout.Ranges{{7, 9}, {10, 11}, {12, 13}}}},
-		{"several runs, one folds", layout.State{Next: 2}, layout.Ranges{{2, 3}, {4, 5}}, layout.State{Next: 3, Above: layout.Ranges{{4, 5}}}},
+		{"nothing", offsets.State{Next: 5}, nil, offsets.State{Next: 5}},
+		{"contiguous", offsets.State{Next: 5}, offsets.Ranges{{5, 9}}, offsets.State{Next: 9}},
+		{"below Next", offsets.State{Next: 5}, offsets.Ranges{{0, 3}}, offsets.State{Next: 5}},
+		{"straddling Next", offsets.State{Next: 5}, offsets.Ranges{{3, 8}}, offsets.State{Next: 8}},
+		{"above with a gap", offsets.State{Next: 5}, offsets.Ranges{{7, 9}}, offsets.State{Next: 5, Above: offsets.Ranges{{7, 9}}}},
+		{"fills the gap: Above folds in", offsets.State{Next: 5, Above: offsets.Ranges{{7, 9}, {12, 13}}}, offsets.Ranges{{5, 7}}, offsets.State{Next: 9, Above: offsets.Ranges{{12, 13}}}},
+		{"fills every gap", offsets.State{Next: 5, Above: offsets.Ranges{{7, 9}, {12, 13}}}, offsets.Ranges{{5, 7}, {9, 12}}, offsets.State{Next: 13}},
+		{"between runs of Above", offsets.State{Next: 0, Above: offsets.Ranges{{7, 9}, {12, 13}}}, offsets.Ranges{{10, 11}}, offsets.State{Next: 0, Above: offsets.Ranges{{7, 9}, {10, 11}, {12, 13}}}},
+		{"several runs, one folds", offsets.State{Next: 2}, offsets.Ranges{{2, 3}, {4, 5}}, offsets.State{Next: 3, Above: offsets.Ranges{{4, 5}}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			above := slices.Clone(c.s.Above)
@@ -303,7 +304,7 @@ func TestStateWith(t *testing.T) {
 }
 
 func TestStateHandledEnd(t *testing.T) {
-	s := layout.State{Next: 5, Above: layout.Ranges{{7, 9}, {12, 13}}}
+	s := offsets.State{Next: 5, Above: offsets.Ranges{{7, 9}, {12, 13}}}
 	for o, want := range map[int64]bool{0: true, 4: true, 5: false, 6: false, 7: true, 8: true, 9: false, 12: true, 13: false} {
 		if got := s.Handled(o); got != want {
 			t.Errorf("Handled(%d) = %v, want %v", o, got, want)
@@ -312,10 +313,10 @@ func TestStateHandledEnd(t *testing.T) {
 	if got := s.End(); got != 13 {
 		t.Errorf("End() = %d, want 13", got)
 	}
-	if got := (layout.State{Next: 5}).End(); got != 5 {
+	if got := (offsets.State{Next: 5}).End(); got != 5 {
 		t.Errorf("End() without Above = %d, want 5", got)
 	}
-	if got := (layout.State{}).End(); got != 0 {
+	if got := (offsets.State{}).End(); got != 0 {
 		t.Errorf("End() of the zero state = %d, want 0", got)
 	}
 }
@@ -326,7 +327,7 @@ func TestStateWithProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		above, ma := drawSet(rt, "above")
 		next := rapid.Int64Range(0, 70).Draw(rt, "next")
-		s := layout.State{Next: next, Above: above.From(next + 1)}
+		s := offsets.State{Next: next, Above: above.From(next + 1)}
 		rs, mr := drawSet(rt, "rs")
 		got := s.With(rs)
 		if err := got.Above.Valid(); err != nil {
@@ -342,4 +343,26 @@ func TestStateWithProperty(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestRangesSubtract(t *testing.T) {
+	for _, tc := range []struct{ r, o, want offsets.Ranges }{
+		{offsets.Ranges{{0, 10}}, nil, offsets.Ranges{{0, 10}}},
+		{offsets.Ranges{{0, 10}}, offsets.Ranges{{0, 10}}, nil},
+		{offsets.Ranges{{0, 10}}, offsets.Ranges{{2, 4}, {6, 7}}, offsets.Ranges{{0, 2}, {4, 6}, {7, 10}}},
+		{offsets.Ranges{{0, 5}, {8, 12}}, offsets.Ranges{{3, 9}}, offsets.Ranges{{0, 3}, {9, 12}}},
+		{offsets.Ranges{{5, 6}}, offsets.Ranges{{0, 1}, {10, 20}}, offsets.Ranges{{5, 6}}},
+		{offsets.Ranges{{0, 4}, {6, 8}}, offsets.Ranges{{-5, 100}}, nil},
+		{nil, offsets.Ranges{{1, 2}}, nil},
+	} {
+		if got := tc.r.Subtract(tc.o); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%v.Subtract(%v) = %v, want %v", tc.r, tc.o, got, tc.want)
+		}
+	}
+	if got := (offsets.State{Next: 0, Above: offsets.Ranges{{3, 5}}}).Ranges(); !reflect.DeepEqual(got, offsets.Ranges{{3, 5}}) {
+		t.Errorf("State.Ranges with Next 0 = %v", got)
+	}
+	if got := (offsets.State{Next: 3, Above: offsets.Ranges{{3, 5}, {7, 8}}}).Ranges(); !reflect.DeepEqual(got, offsets.Ranges{{0, 5}, {7, 8}}) {
+		t.Errorf("State.Ranges = %v", got)
+	}
 }

@@ -1,32 +1,25 @@
-package sink
+package offsets
 
 import (
 	"context"
 	"slices"
 	"sync"
-
-	"github.com/spillway/spillway/internal/layout"
 )
 
-// TopicPartition names one partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-// unit is what becomes durable at once: one file's records, as the runs
-// of offsets it accounts for.
-type unit struct {
-	ranges    layout.Ranges
+// Unit is what becomes durable at once: one file's records, as the runs
+// of offsets it accounts for. A new file starts with a zero Unit, which
+// Route then gives its offsets.
+type Unit struct {
+	ranges    Ranges
 	durable   bool
 	abandoned bool // its file will never be published (partition dropped)
 	// gap marks a unit with no file: offsets the log no longer holds
-	// (tracker.lose), its ranges. It becomes durable with the file that
+	// (Tracker.Lose), its ranges. It becomes durable with the file that
 	// adopted it, whose ledger entry records it in gaps.
 	gap     bool
-	gaps    []layout.Gap
-	adopted []*unit
-	by      *unit // the unit that adopted this gap unit
+	gaps    []Gap
+	adopted []*Unit
+	by      *Unit // the unit that adopted this gap unit
 }
 
 // piece is a run of offsets [start, end) and the unit that accounts for
@@ -34,7 +27,7 @@ type unit struct {
 // before this process resumed).
 type piece struct {
 	start, end int64
-	u          *unit
+	u          *Unit
 }
 
 // partTrack is one partition's offsets, tiled by pieces from base to
@@ -47,32 +40,33 @@ type partTrack struct {
 	pieces []piece
 	// known are handled runs above cursor, from the ledger at resume:
 	// records there are already stored and are skipped, not written.
-	known layout.Ranges
+	known Ranges
 	// orphans are gap units that no file has adopted yet: the next file
 	// routed a record of the partition records them in its entry.
-	orphans []*unit
+	orphans []*Unit
 }
 
-// tracker knows, per partition, which offsets are durable. It is the only
+// Tracker knows, per partition, which offsets are durable. It is the only
 // input to offset commits: a partition's committable offset is the end of
 // the longest prefix of durable pieces, so a commit never passes a record
 // that is not in storage. It is also what a ledger entry records as the
 // state before its file.
-type tracker struct {
+type Tracker struct {
 	mu    sync.Mutex
 	parts map[TopicPartition]*partTrack
 	wake  chan struct{}
 	err   error // an upload failed: waiting is pointless
 }
 
-func newTracker() *tracker {
-	return &tracker{parts: map[TopicPartition]*partTrack{}, wake: make(chan struct{})}
+// NewTracker returns a Tracker that knows no partition yet.
+func NewTracker() *Tracker {
+	return &Tracker{parts: map[TopicPartition]*partTrack{}, wake: make(chan struct{})}
 }
 
-// assign starts a partition from a resumed state: offsets below st.Next
+// Assign starts a partition from a resumed state: offsets below st.Next
 // and in st.Above are handled. A negative st.Next means nothing is known:
 // the partition starts at the first record routed.
-func (t *tracker) assign(tp TopicPartition, st layout.State) {
+func (t *Tracker) Assign(tp TopicPartition, st State) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if st.Next < 0 {
@@ -80,13 +74,13 @@ func (t *tracker) assign(tp TopicPartition, st layout.State) {
 		delete(t.parts, tp)
 		return
 	}
-	t.parts[tp] = &partTrack{base: st.Next, cursor: st.Next, known: append(layout.Ranges(nil), st.Above...)}
+	t.parts[tp] = &partTrack{base: st.Next, cursor: st.Next, known: append(Ranges(nil), st.Above...)}
 }
 
-// route accounts offset off to u (nil: handled without a file). It
+// Route accounts offset off to u (nil: handled without a file). It
 // reports false when the record at off is handled already and must not be
 // written: stored before a resume, or delivered twice.
-func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
+func (t *Tracker) Route(tp TopicPartition, off int64, u *Unit) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.parts[tp]
@@ -123,19 +117,19 @@ func (t *tracker) route(tp TopicPartition, off int64, u *unit) bool {
 	return true
 }
 
-// lose tiles the offsets from the partition's cursor up to to, less those
+// Lose tiles the offsets from the partition's cursor up to to, less those
 // stored before the resume, as a gap of cause: offsets the log no longer
 // holds. They are not committable until the partition's next file, which
 // records them in its ledger entry, is published. It returns them, none
 // when the cursor is at or past to or the partition's start is unknown.
-func (t *tracker) lose(tp TopicPartition, to int64, cause string) layout.Ranges {
+func (t *Tracker) Lose(tp TopicPartition, to int64, cause string) Ranges {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.parts[tp]
 	if p == nil || to <= p.cursor {
 		return nil
 	}
-	g := &unit{gap: true}
+	g := &Unit{gap: true}
 	for len(p.known) > 0 && p.known[0][0] < to {
 		k := p.known[0]
 		p.add(0, k[0], g)
@@ -150,27 +144,27 @@ func (t *tracker) lose(tp TopicPartition, to int64, cause string) layout.Ranges 
 	if len(g.ranges) == 0 {
 		return nil
 	}
-	g.gaps = []layout.Gap{{Ranges: append(layout.Ranges(nil), g.ranges...), Cause: cause}}
+	g.gaps = []Gap{{Ranges: append(Ranges(nil), g.ranges...), Cause: cause}}
 	p.orphans = append(p.orphans, g)
 	t.signalLocked()
 	return g.ranges
 }
 
-// gaps returns a copy of the gaps u adopted.
-func (t *tracker) gaps(u *unit) []layout.Gap {
+// Gaps returns a copy of the gaps u adopted.
+func (t *Tracker) Gaps(u *Unit) []Gap {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Clone(u.gaps)
 }
 
-// unroute makes the offset off, routed to u, handled without a file: its
+// Unroute makes the offset off, routed to u, handled without a file: its
 // record could not be encoded, and the error policy dealt with it. u is
 // not durable yet (its file is still encoding), so its pieces are all
 // still here.
-func (t *tracker) unroute(tp TopicPartition, off int64, u *unit) {
+func (t *Tracker) Unroute(tp TopicPartition, off int64, u *Unit) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	u.ranges = u.ranges.Subtract(layout.Ranges{{off, off + 1}})
+	u.ranges = u.ranges.Subtract(Ranges{{off, off + 1}})
 	p := t.parts[tp]
 	if p == nil {
 		return // dropped meanwhile
@@ -193,9 +187,9 @@ func (t *tracker) unroute(tp TopicPartition, off int64, u *unit) {
 	t.signalLocked()
 }
 
-// has reports whether the record at off is handled already: stored before
+// Has reports whether the record at off is handled already: stored before
 // a resume, or delivered twice.
-func (t *tracker) has(tp TopicPartition, off int64) bool {
+func (t *Tracker) Has(tp TopicPartition, off int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.parts[tp]
@@ -204,7 +198,7 @@ func (t *tracker) has(tp TopicPartition, off int64) bool {
 
 // add tiles [p.cursor, end) with u: the offsets between the last routed
 // one and start have no record, and go with the record that follows.
-func (p *partTrack) add(_, end int64, u *unit) {
+func (p *partTrack) add(_, end int64, u *Unit) {
 	start := p.cursor
 	if end <= start {
 		return
@@ -220,7 +214,9 @@ func (p *partTrack) add(_, end int64, u *unit) {
 	p.pieces = append(p.pieces, piece{start, end, u})
 }
 
-func (t *tracker) markDurable(u *unit) {
+// MarkDurable records that u's file is published, and with it the gaps it
+// adopted, and wakes waiters.
+func (t *Tracker) MarkDurable(u *Unit) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	u.durable = true
@@ -230,24 +226,24 @@ func (t *tracker) markDurable(u *unit) {
 	t.signalLocked()
 }
 
-func (t *tracker) signalLocked() {
+func (t *Tracker) signalLocked() {
 	close(t.wake)
 	t.wake = make(chan struct{})
 }
 
 // Wake returns a channel that is closed the next time something becomes
 // durable.
-func (t *tracker) Wake() <-chan struct{} {
+func (t *Tracker) Wake() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.wake
 }
 
-func handled(u *unit) bool { return u == nil || u.durable }
+func handled(u *Unit) bool { return u == nil || u.durable }
 
-// committable pops the durable prefix of each partition (all partitions when
+// Committable pops the durable prefix of each partition (all partitions when
 // only is nil) and returns the offset to commit for those that advanced.
-func (t *tracker) committable(only map[TopicPartition]bool) map[TopicPartition]int64 {
+func (t *Tracker) Committable(only map[TopicPartition]bool) map[TopicPartition]int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := map[TopicPartition]int64{}
@@ -268,16 +264,16 @@ func (t *tracker) committable(only map[TopicPartition]bool) map[TopicPartition]i
 	return out
 }
 
-// state is what is handled in a partition now: the ledger's "before" for
+// State is what is handled in a partition now: the ledger's "before" for
 // the next file to be published.
-func (t *tracker) state(tp TopicPartition) layout.State {
+func (t *Tracker) State(tp TopicPartition) State {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.parts[tp]
 	if p == nil {
-		return layout.State{}
+		return State{}
 	}
-	st := layout.State{Next: p.base}
+	st := State{Next: p.base}
 	i := 0
 	for i < len(p.pieces) && handled(p.pieces[i].u) {
 		st.Next = p.pieces[i].end
@@ -288,18 +284,18 @@ func (t *tracker) state(tp TopicPartition) layout.State {
 			st.Above = st.Above.Add(pc.start, pc.end)
 		}
 	}
-	return layout.State{Next: st.Next}.With(st.Above.Union(p.known))
+	return State{Next: st.Next}.With(st.Above.Union(p.known))
 }
 
-// ranges returns a copy of u's runs.
-func (t *tracker) ranges(u *unit) layout.Ranges {
+// Ranges returns a copy of u's runs.
+func (t *Tracker) Ranges(u *Unit) Ranges {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append(layout.Ranges(nil), u.ranges...)
+	return append(Ranges(nil), u.ranges...)
 }
 
-// fail records that an upload failed and wakes waiters.
-func (t *tracker) fail(err error) {
+// Fail records that an upload failed and wakes waiters.
+func (t *Tracker) Fail(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err == nil {
@@ -308,12 +304,12 @@ func (t *tracker) fail(err error) {
 	t.signalLocked()
 }
 
-// pendingUnits returns the units of the partitions that are not durable now.
-func (t *tracker) pendingUnits(tps map[TopicPartition]bool) []*unit {
+// PendingUnits returns the units of the partitions that are not durable now.
+func (t *Tracker) PendingUnits(tps map[TopicPartition]bool) []*Unit {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	seen := map[*unit]bool{}
-	var out []*unit
+	seen := map[*Unit]bool{}
+	var out []*Unit
 	for tp := range tps {
 		p := t.parts[tp]
 		if p == nil {
@@ -339,7 +335,7 @@ func (t *tracker) pendingUnits(tps map[TopicPartition]bool) []*unit {
 
 // pending reports whether any of the units is not durable yet, or the
 // error that means it never will be.
-func (t *tracker) pending(us []*unit) (bool, error) {
+func (t *Tracker) pending(us []*Unit) (bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err != nil {
@@ -353,8 +349,8 @@ func (t *tracker) pending(us []*unit) (bool, error) {
 	return false, nil
 }
 
-// waitDurable blocks until every one of the units is durable or abandoned.
-func (t *tracker) waitDurable(ctx context.Context, us []*unit) error {
+// WaitDurable blocks until every one of the units is durable or abandoned.
+func (t *Tracker) WaitDurable(ctx context.Context, us []*Unit) error {
 	for {
 		w := t.Wake()
 		pending, err := t.pending(us)
@@ -372,7 +368,9 @@ func (t *tracker) waitDurable(ctx context.Context, us []*unit) error {
 	}
 }
 
-func (t *tracker) drop(tps map[TopicPartition]bool) {
+// Drop forgets the partitions: their units not durable yet are abandoned,
+// so that nothing waits on a file that will never be published.
+func (t *Tracker) Drop(tps map[TopicPartition]bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for tp := range tps {

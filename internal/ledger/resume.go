@@ -1,4 +1,4 @@
-package layout
+package ledger
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/spillway/spillway/internal/offsets"
 )
 
 // Log is what Kafka says of a partition now.
@@ -37,7 +39,7 @@ type ResumeOptions struct {
 type Point struct {
 	// State is what storage already holds: consume from State.Next on, and
 	// skip the offsets in State.Above.
-	State State
+	State offsets.State
 	// Seq is the sequence number of the partition's next ledger entry.
 	Seq int64
 	// From says what the state was read from, for logs.
@@ -118,7 +120,7 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 func (l *Ledger) resumeEntry(ctx context.Context, id Identity, log Log, e *Entry) (Point, error) {
 	if !e.HasFile() {
 		// An entry of gaps alone: nothing to publish, so it holds.
-		p := Point{State: e.After(), Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d (gaps %s)", e.Seq, FormatRanges(e.GapRanges())), Found: true}
+		p := Point{State: e.After(), Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d (gaps %s)", e.Seq, offsets.FormatRanges(e.GapRanges())), Found: true}
 		return p, checkLog(l, id, p, log)
 	}
 	o, ok, err := l.st.Stat(ctx, e.File.Key)
@@ -164,12 +166,12 @@ type LateFile struct {
 	Void *Entry
 	// Dup are j's offsets that Void's state before holds too: the new
 	// owner stored them again, so storage holds them twice.
-	Dup Ranges
+	Dup offsets.Ranges
 }
 
 // State is what storage holds when Void is the last entry: its state
 // before plus j's offsets.
-func (z LateFile) State() State { return z.Void.Before.With(z.File.File.Ranges) }
+func (z LateFile) State() offsets.State { return z.Void.Before.With(z.File.File.Ranges) }
 
 // Why says, for logs and reports, why the name holds j's file.
 func (z LateFile) Why() string {
@@ -180,7 +182,7 @@ func (z LateFile) Why() string {
 func (z LateFile) DupMessage() string {
 	j := z.File
 	return fmt.Sprintf("%s holds offsets %s that later files hold too: a writer that had lost the partition published it late (ledger entry %d), after the new owner had stored them again; delete %s (its other offsets are written again) and restart",
-		j.File.Key, FormatRanges(z.Dup), j.Seq, j.File.Key)
+		j.File.Key, offsets.FormatRanges(z.Dup), j.Seq, j.File.Key)
 }
 
 // zombieFirst explains an entry e whose file holds size bytes, not e's:
@@ -220,7 +222,7 @@ func (l *Ledger) resumeLegacy(ctx context.Context, id Identity, log Log, opts Re
 			return Point{}, fmt.Errorf("files without a ledger (written by an earlier version) are stored for %s/%d, and where they end can't be read: %w; move them out of storage.prefix, or write into a new one", id.Topic, id.Partition, err)
 		}
 		if ok {
-			p = Point{State: State{Next: next}, From: "files written before the ledger", Found: true}
+			p = Point{State: offsets.State{Next: next}, From: "files written before the ledger", Found: true}
 		}
 	}
 	return p, checkLog(l, id, p, log)
@@ -326,12 +328,12 @@ func (l *Ledger) Skip(ctx context.Context, id Identity, log Log, opts ResumeOpti
 	case to > log.End:
 		return nil, fmt.Errorf("%s/%d: --to %d is past the log end %d", id.Topic, id.Partition, to, log.End)
 	}
-	gap := Ranges{{from, to}}.Subtract(p.State.Above)
+	gap := offsets.Ranges{{from, to}}.Subtract(p.State.Above)
 	e := &Entry{
 		Cluster: id.Cluster, Topic: id.Topic, TopicID: id.TopicID, Partition: id.Partition,
 		Seq: p.Seq, Writer: writer, Deployment: opts.Deployment, Time: time.Now().UTC(),
 		Before: p.State,
-		Gaps:   []Gap{{Ranges: gap, Cause: GapOperator, Note: note}},
+		Gaps:   []offsets.Gap{{Ranges: gap, Cause: offsets.GapOperator, Note: note}},
 	}
 	if err := l.Append(ctx, e); err != nil {
 		return nil, fmt.Errorf("write ledger entry %d of %s/%d: %w", e.Seq, id.Topic, id.Partition, err)

@@ -1,16 +1,6 @@
-package layout
+package naming
 
-import (
-	"fmt"
-	"io"
-	"strings"
-
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/snappy"
-	"github.com/klauspost/compress/zstd"
-
-	"github.com/spillway/spillway/internal/naming"
-)
+import "strings"
 
 // Extension returns the file name extension of a format and compression:
 // the format's, then the compression's (".jsonl.gz", ".json.zst",
@@ -80,7 +70,7 @@ func FileExtension(setting, format, compression string) string {
 // Prefix and Ext are valid; Template is required.
 type Names struct {
 	Prefix   string
-	Template *naming.Template
+	Template *Template
 	Ext      string // from FileExtension
 	// Content is what the files hold, as Extension's parts ([jsonl gz]),
 	// when Ext was set by hand and doesn't say it (Confluent's ".json"
@@ -92,7 +82,7 @@ type Names struct {
 // NewConfiguredNames is NewNames for a config's file.extension setting
 // and format: with an explicit extension, Content records the format and
 // compression, which reading files back needs.
-func NewConfiguredNames(prefix, template, extension, format, compression string, opts ...naming.Option) (Names, error) {
+func NewConfiguredNames(prefix, template, extension, format, compression string, opts ...Option) (Names, error) {
 	n, err := NewNames(prefix, template, FileExtension(extension, format, compression), opts...)
 	if err != nil {
 		return Names{}, err
@@ -108,8 +98,8 @@ func NewConfiguredNames(prefix, template, extension, format, compression string,
 
 // NewNames parses template and returns the names of files under prefix
 // with extension ext. Its errors are naming's, which name the template.
-func NewNames(prefix, template, ext string, opts ...naming.Option) (Names, error) {
-	t, err := naming.Parse(template, opts...)
+func NewNames(prefix, template, ext string, opts ...Option) (Names, error) {
+	t, err := Parse(template, opts...)
 	if err != nil {
 		return Names{}, err
 	}
@@ -117,13 +107,13 @@ func NewNames(prefix, template, ext string, opts ...naming.Option) (Names, error
 }
 
 // Key is the key of the file whose first record has the values v.
-func (n Names) Key(v naming.Vars) string {
+func (n Names) Key(v Vars) string {
 	return n.Prefix + n.Template.Render(v) + n.Ext
 }
 
 // Name is a data file's key taken apart.
 type Name struct {
-	Vars naming.Vars
+	Vars Vars
 	// Exts are its known extensions, format first: [jsonl zst]. They may
 	// differ from Names.Ext: files written before format.compression
 	// changed keep theirs.
@@ -164,7 +154,7 @@ func (n Names) bases(rest string) []base {
 }
 
 // ContentExts are the format and compression of the file under key, as
-// Extension's parts, for Decompress and ReadRecords.
+// Extension's parts, for readback.Decompress and readback.Records.
 func (n Names) ContentExts(key string) []string {
 	if n.Content != nil && strings.HasSuffix(key, n.Ext) {
 		return n.Content
@@ -190,48 +180,8 @@ func (n Names) ParsePartition(key, topic string, partition int32) (startOffset i
 }
 
 // PartitionPrefix is the key prefix every file of a topic partition starts
-// with; exact as naming.Template.PartitionPrefix says.
+// with; exact as Template.PartitionPrefix says.
 func (n Names) PartitionPrefix(topic string, partition int32) (prefix string, exact bool) {
 	p, exact := n.Template.PartitionPrefix(topic, partition)
 	return n.Prefix + p, exact
 }
-
-// Decompress undoes the compression named by exts (as SplitExt gives
-// them) and returns the stream of the format, with the format's extension
-// ("" when exts name none). Close the returned reader; it does not close r.
-func Decompress(r io.Reader, exts []string) (io.ReadCloser, string, error) {
-	format := ""
-	if len(exts) > 0 && !isCompression(exts[0]) {
-		format = exts[0]
-	}
-	out := io.NopCloser(r)
-	for i := len(exts) - 1; i >= 0; i-- {
-		switch exts[i] {
-		case "gz":
-			zr, err := gzip.NewReader(out)
-			if err != nil {
-				return nil, "", err
-			}
-			out = zr
-		case "zst":
-			zr, err := zstd.NewReader(out, zstd.WithDecoderConcurrency(1))
-			if err != nil {
-				return nil, "", err
-			}
-			out = zstdCloser{zr}
-		case "snappy":
-			out = io.NopCloser(snappy.NewReader(out))
-		default:
-			if i != 0 {
-				return nil, "", fmt.Errorf("extension .%s comes after a compression's", exts[i])
-			}
-		}
-	}
-	return out, format, nil
-}
-
-func isCompression(ext string) bool { return ext == "gz" || ext == "zst" || ext == "snappy" }
-
-type zstdCloser struct{ *zstd.Decoder }
-
-func (z zstdCloser) Close() error { z.Decoder.Close(); return nil }

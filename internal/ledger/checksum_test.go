@@ -1,6 +1,8 @@
-package layout
+package ledger
 
 import (
+	"github.com/spillway/spillway/internal/offsets"
+
 	"context"
 	"errors"
 	"os"
@@ -15,8 +17,8 @@ import (
 // checksums and the fix.
 func TestScanDeepChecksum(t *testing.T) {
 	f := newScanFixture(t)
-	a := f.entry(State{Next: 0}, Ranges{{0, 4}}, true)
-	f.entry(State{Next: 4}, Ranges{{4, 8}}, true)
+	a := f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 4}}, true)
+	f.entry(offsets.State{Next: 4}, offsets.Ranges{{4, 8}}, true)
 	_, ps := f.scan(&DeepOptions{OffsetField: true})
 	wantKinds(t, ps.Problems)
 	if ps.Deep.Files != 2 || ps.Deep.Records != 8 || len(ps.Deep.NotChecked) != 0 {
@@ -57,8 +59,8 @@ func TestScanDeepChecksum(t *testing.T) {
 	// and closing it reads them for the sum.
 	const bin = "data/t-0-8.bin"
 	putFile(t, f.dir, bin, []byte("a\nb\nc\nd\n"))
-	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: State{Next: 8},
-		File: FileInfo{Key: bin, Ranges: Ranges{{8, 12}}, Records: 4, Bytes: 8, CRC32C: f.sum(bin)}}
+	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 8},
+		File: FileInfo{Key: bin, Ranges: offsets.Ranges{{8, 12}}, Records: 4, Bytes: 8, CRC32C: f.sum(bin)}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +82,10 @@ func TestScanDeepChecksum(t *testing.T) {
 func TestScanDeepNoChecksum(t *testing.T) {
 	f := newScanFixture(t)
 	f.noSum = true
-	a := f.entry(State{Next: 0}, Ranges{{0, 4}}, true)
-	f.entry(State{Next: 4}, Ranges{{4, 8}}, true)
+	a := f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 4}}, true)
+	f.entry(offsets.State{Next: 4}, offsets.Ranges{{4, 8}}, true)
 	f.noSum = false
-	f.entry(State{Next: 8}, Ranges{{8, 12}}, true)
+	f.entry(offsets.State{Next: 8}, offsets.Ranges{{8, 12}}, true)
 	_, ps := f.scan(&DeepOptions{OffsetField: true})
 	wantKinds(t, ps.Problems)
 	if ps.Deep.Files != 3 || ps.Deep.Records != 12 || len(ps.Deep.NotChecked) != 1 {
@@ -99,7 +101,7 @@ func TestScanDeepNoChecksum(t *testing.T) {
 func TestEntryChecksumInvalid(t *testing.T) {
 	f := newScanFixture(t)
 	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: 0,
-		File: FileInfo{Key: "data/t-0-0.jsonl", Ranges: Ranges{{0, 1}}, Records: 1, Bytes: 10, CRC32C: "ABCD0123"}}
+		File: FileInfo{Key: "data/t-0-0.jsonl", Ranges: offsets.Ranges{{0, 1}}, Records: 1, Bytes: 10, CRC32C: "ABCD0123"}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package layout
+package readback
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -160,8 +161,8 @@ func openDir(t *testing.T, dir string) *storage.Bucket {
 func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad []int64, err error) {
 	t.Helper()
 	// Spillway's csv files, as writeFile writes them.
-	_, exts := SplitExt(key)
-	err = readRecords(context.Background(), b, key, exts, []string{"key", "value", "offset"}, func(r Record) error {
+	_, exts := naming.SplitExt(key)
+	err = Records(context.Background(), b, key, exts, []string{"key", "value", "offset"}, func(r Record) error {
 		switch {
 		case r.Err != nil:
 			bad = append(bad, r.Index)
@@ -179,13 +180,13 @@ func TestReadRecords(t *testing.T) {
 	b := openDir(t, dir)
 	for _, typ := range []string{"jsonl", "json", "csv", "avro", "parquet"} {
 		for _, comp := range []string{"none", "gzip", "zstd", "snappy"} {
-			key := "t-0-5" + Extension(typ, comp)
+			key := "t-0-5" + naming.Extension(typ, comp)
 			writeFile(t, dir, key, typ, comp, 5, 6, 9)
 			got, bad, err := readAll(t, b, key)
 			if err != nil || len(bad) > 0 || fmt.Sprint(got) != "[5 6 9]" {
 				t.Errorf("%s: offsets %v, bad %v, %v; want [5 6 9]", key, got, bad, err)
 			}
-			empty := "t-0-10" + Extension(typ, comp)
+			empty := "t-0-10" + naming.Extension(typ, comp)
 			writeFile(t, dir, empty, typ, comp)
 			if got, bad, err := readAll(t, b, empty); err != nil || len(got)+len(bad) > 0 {
 				t.Errorf("%s (no records): %v, %v, %v", empty, got, bad, err)
@@ -268,7 +269,7 @@ func TestReadTypedCorrupt(t *testing.T) {
 		{"parquet", "none", func(d []byte) []byte { return d[:len(d)-10] }, "its footer cut", false},
 		{"parquet", "snappy", func(d []byte) []byte { return append(d[:len(d)/2:len(d)/2], d[len(d)/2+100:]...) }, "100 bytes cut from its middle", false},
 	} {
-		key := fmt.Sprintf("%s-%s-0-0%s", tc.typ, tc.comp, Extension(tc.typ, tc.comp))
+		key := fmt.Sprintf("%s-%s-0-0%s", tc.typ, tc.comp, naming.Extension(tc.typ, tc.comp))
 		writeFile(t, dir, key, tc.typ, tc.comp, offsets...)
 		if got, bad, err := readAll(t, b, key); err != nil || len(bad) > 0 || len(got) != len(offsets) {
 			t.Fatalf("%s before damage: %d offsets, bad %v, %v", key, len(got), bad, err)
@@ -307,8 +308,8 @@ func TestReadCSV(t *testing.T) {
 	dir := t.TempDir()
 	b := openDir(t, dir)
 	read := func(key string, fields ...string) (offsets, bad []int64, n int, err error) {
-		_, exts := SplitExt(key)
-		err = readRecords(context.Background(), b, key, exts, fields, func(r Record) error {
+		_, exts := naming.SplitExt(key)
+		err = Records(context.Background(), b, key, exts, fields, func(r Record) error {
 			n++
 			switch {
 			case r.Err != nil:

@@ -1,4 +1,4 @@
-package layout
+package ledger
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/readback"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -65,8 +68,8 @@ type Problem struct {
 	// directory.
 	Key string `json:"key,omitempty"`
 	// Entry is the ledger entry that names Key, when Key is a data file.
-	Entry   string `json:"ledger_entry,omitempty"`
-	Offsets Ranges `json:"offsets,omitempty"`
+	Entry   string         `json:"ledger_entry,omitempty"`
+	Offsets offsets.Ranges `json:"offsets,omitempty"`
 	// Record is the index in the file of the first record at fault.
 	Record  *int64 `json:"record,omitempty"`
 	Message string `json:"message"`
@@ -109,22 +112,22 @@ type PartitionScan struct {
 	// when the partition has no ledger.
 	Start int64
 	// Handled is what the ledger says is handled now.
-	Handled State
+	Handled offsets.State
 	// Files, Records and Bytes count published files, as their entries
 	// say.
 	Files, Records, Bytes int64
 	// Stored are the offsets of published files of the recorded size.
-	Stored Ranges
+	Stored offsets.Ranges
 	// Skipped are offsets handled without a file: skipped by the error
 	// policy, or passed by a group whose offset was moved forward. A
 	// ledger records them with the next file, so those after the last
 	// file are not known.
-	Skipped Ranges
+	Skipped offsets.Ranges
 	// Gaps are what the ledger records as passed without a file, and why
 	// (retention, an operator's skip), in entry order.
 	Gaps []ScannedGap
 	// Duplicates are offsets stored in two files.
-	Duplicates Ranges
+	Duplicates offsets.Ranges
 	// Pending is the last entry when its file is not published (the
 	// writer stopped between the two steps).
 	Pending *Entry
@@ -142,17 +145,17 @@ type PartitionScan struct {
 type Scan struct {
 	st      Store
 	ledger  *Ledger
-	names   Names
-	objects map[string]int64 // data objects (not under LedgerDir) and their sizes
+	names   naming.Names
+	objects map[string]int64 // data objects (not under StateDir) and their sizes
 	named   map[string]bool  // objects a ledger entry read so far names
 }
 
 // NewScan lists the objects under names.Prefix. Do it after reading
 // Kafka's offsets and before the ledger: a running writer then can't make
 // a file look missing or unknown, nor a commit look ahead of storage.
-func NewScan(ctx context.Context, st Store, names Names) (*Scan, error) {
-	s := &Scan{st: st, ledger: NewLedger(st, names.Prefix), names: names, objects: map[string]int64{}, named: map[string]bool{}}
-	own := names.Prefix + LedgerDir
+func NewScan(ctx context.Context, st Store, names naming.Names) (*Scan, error) {
+	s := &Scan{st: st, ledger: New(st, names.Prefix), names: names, objects: map[string]int64{}, named: map[string]bool{}}
+	own := names.Prefix + StateDir
 	err := st.List(ctx, names.Prefix, func(o storage.Object) error {
 		// Dot names are storage's own (the startup probe, temp files),
 		// never data.
@@ -183,7 +186,7 @@ func (s *Scan) object(ctx context.Context, key string) (int64, bool, error) {
 
 // ScannedGap is a Gap and the ledger entry that records it.
 type ScannedGap struct {
-	Gap
+	offsets.Gap
 	Entry string `json:"ledger_entry"`
 }
 
@@ -398,10 +401,10 @@ func (ps *PartitionScan) problem(p Problem) { ps.Problems = append(ps.Problems, 
 func (ps *PartitionScan) gaps(it scanned) {
 	for _, g := range it.e.Gaps {
 		ps.Gaps = append(ps.Gaps, ScannedGap{Gap: g, Entry: it.key})
-		if g.Cause == GapRetention {
+		if g.Cause == offsets.GapRetention {
 			ps.problem(Problem{Kind: ProblemLost, Entry: it.key, Offsets: g.Ranges, Message: fmt.Sprintf(
 				"%d offsets of %s/%d, %s, were deleted from the log before Spillway stored them (retention, DeleteRecords, or an unclean leader election truncated it): they are in no file and can't be consumed any more. Ledger entry %d records it. Keep the topic's retention above the longest time Spillway may be down or behind",
-				g.Ranges.Count(), ps.ID.Topic, ps.ID.Partition, FormatRanges(g.Ranges), it.e.Seq)})
+				g.Ranges.Count(), ps.ID.Topic, ps.ID.Partition, offsets.FormatRanges(g.Ranges), it.e.Seq)})
 		}
 	}
 }
@@ -462,9 +465,9 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 	var n, bad, outside, noOffset int64
 	firstBad, firstOutside := int64(-1), int64(-1)
 	var badErr error
-	var seen Ranges
+	var seen offsets.Ranges
 	sr := &summingReader{st: s.st}
-	err := readRecords(ctx, sr, e.File.Key, s.names.ContentExts(e.File.Key), opts.CSVFields, func(r Record) error {
+	err := readback.Records(ctx, sr, e.File.Key, s.names.ContentExts(e.File.Key), opts.CSVFields, func(r readback.Record) error {
 		n++
 		switch {
 		case r.Err != nil:
@@ -488,8 +491,8 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 	if cerr := s.checkSum(ps, it, sr); cerr != nil && err == nil {
 		return cerr
 	}
-	var unsupported *UnsupportedError
-	var broken *ReadError
+	var unsupported *readback.UnsupportedError
+	var broken *readback.ReadError
 	switch {
 	case errors.As(err, &unsupported):
 		ps.Deep.notChecked(unsupported.Why, e.File.Key)
@@ -510,7 +513,7 @@ func (s *Scan) read(ctx context.Context, ps *PartitionScan, it scanned, opts Dee
 	if outside > 0 {
 		ps.problem(Problem{Kind: ProblemOffsetOutside, Key: e.File.Key, Entry: it.key, Record: &firstOutside, Message: fmt.Sprintf(
 			"%s holds records whose offset its ledger entry %d doesn't give it (%s), or that it holds twice: record %d (the first of %d)",
-			e.File.Key, e.Seq, FormatRanges(e.File.Ranges), firstOutside, outside)})
+			e.File.Key, e.Seq, offsets.FormatRanges(e.File.Ranges), firstOutside, outside)})
 	}
 	if err == nil && n != e.File.Records {
 		ps.problem(Problem{Kind: ProblemRecordCount, Key: e.File.Key, Entry: it.key, Message: fmt.Sprintf(
@@ -655,48 +658,4 @@ func (s *Scan) KeyedObjects() (counts map[string]map[int32][2]int64, unknown []P
 	}
 	sort.Slice(unknown, func(i, j int) bool { return unknown[i].Key < unknown[j].Key })
 	return counts, unknown
-}
-
-// Ranges is every offset the state says is handled.
-func (s State) Ranges() Ranges {
-	return Ranges(nil).Add(0, s.Next).Union(s.Above)
-}
-
-// Subtract returns the offsets of r that are not in o.
-func (r Ranges) Subtract(o Ranges) Ranges {
-	var out Ranges
-	j := 0
-	for _, x := range r {
-		from, to := x[0], x[1]
-		for j < len(o) && o[j][1] <= from {
-			j++
-		}
-		for k := j; k < len(o) && o[k][0] < to; k++ {
-			if o[k][0] > from {
-				out = out.Add(from, o[k][0])
-			}
-			from = max(from, o[k][1])
-		}
-		out = out.Add(from, to)
-	}
-	return out
-}
-
-// FormatRanges prints runs as [a,b),[c,d), at most five of them.
-func FormatRanges(rs Ranges) string {
-	if len(rs) == 0 {
-		return "[]"
-	}
-	var b strings.Builder
-	for i, r := range rs {
-		if i == 5 {
-			fmt.Fprintf(&b, " (+%d more)", len(rs)-5)
-			break
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "[%d,%d)", r[0], r[1])
-	}
-	return b.String()
 }

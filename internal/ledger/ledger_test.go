@@ -1,4 +1,4 @@
-package layout_test
+package ledger_test
 
 import (
 	"bytes"
@@ -13,12 +13,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillway/spillway/internal/layout"
+	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 )
 
 func TestEntryKey(t *testing.T) {
-	l := layout.NewLedger(nil, testPrefix)
+	l := ledger.New(nil, testPrefix)
 	base := "data/_spillway/ledger/events/topicIDa/7/"
 	for seq, want := range map[int64]string{
 		0:               base + "000/000/000/000.json",
@@ -34,11 +35,11 @@ func TestEntryKey(t *testing.T) {
 		}
 	}
 	// The ledger's directory starts with "_", which Hive-style readers skip.
-	if !strings.HasPrefix(layout.LedgerDir, "_") {
-		t.Errorf("LedgerDir %q does not start with _", layout.LedgerDir)
+	if !strings.HasPrefix(ledger.StateDir, "_") {
+		t.Errorf("StateDir %q does not start with _", ledger.StateDir)
 	}
 	// Without a prefix, at the root of the bucket.
-	if got := layout.NewLedger(nil, "").EntryKey(idA, 1); got != "_spillway/ledger/events/topicIDa/7/000/000/000/001.json" {
+	if got := ledger.New(nil, "").EntryKey(idA, 1); got != "_spillway/ledger/events/topicIDa/7/000/000/000/001.json" {
 		t.Errorf("EntryKey without a prefix = %s", got)
 	}
 	// Partition 1 and 10 don't share a directory.
@@ -52,11 +53,11 @@ func TestEntryKey(t *testing.T) {
 func TestLedgerAppendRead(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 
 	e := entryFor(idA, 3)
-	e.Before.Above = layout.Ranges{{45, 47}}
-	e.File.Ranges = layout.Ranges{{30, 40}, {50, 51}}
+	e.Before.Above = offsets.Ranges{{45, 47}}
+	e.File.Ranges = offsets.Ranges{{30, 40}, {50, 51}}
 	if err := l.Append(ctx, e); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestLedgerAppendRead(t *testing.T) {
 	if got.Identity() != idA {
 		t.Fatalf("Identity() = %v, want %v", got.Identity(), idA)
 	}
-	if after := got.After(); after.Next != 40 || !slices.Equal(after.Above, layout.Ranges{{45, 47}, {50, 51}}) {
+	if after := got.After(); after.Next != 40 || !slices.Equal(after.Above, offsets.Ranges{{45, 47}, {50, 51}}) {
 		t.Fatalf("After() = %+v", after)
 	}
 
@@ -92,7 +93,7 @@ func TestLedgerAppendRead(t *testing.T) {
 func TestLedgerTopicIDs(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	if ids, err := l.TopicIDs(ctx, "events"); err != nil || len(ids) != 0 {
 		t.Fatalf("TopicIDs with no ledger = %v, %v", ids, err)
 	}
@@ -101,7 +102,7 @@ func TestLedgerTopicIDs(t *testing.T) {
 	other := idA
 	other.Topic = "other"
 	other.TopicID = "topicIDo"
-	for _, id := range []layout.Identity{idA, idB, other} {
+	for _, id := range []ledger.Identity{idA, idB, other} {
 		if err := l.Append(ctx, entryFor(id, 0)); err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func TestLedgerTopicIDs(t *testing.T) {
 func TestLedgerLast(t *testing.T) {
 	ctx := context.Background()
 	st, root := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	last := func(want int64) {
 		t.Helper()
 		e, err := l.Last(ctx, idA)
@@ -157,9 +158,9 @@ func TestLedgerLast(t *testing.T) {
 
 	// Another partition's and another topic id's entries are not this
 	// partition's.
-	for _, mod := range []func(*layout.Identity){
-		func(id *layout.Identity) { id.Partition = 70 },
-		func(id *layout.Identity) { id.TopicID = "topicIDb" },
+	for _, mod := range []func(*ledger.Identity){
+		func(id *ledger.Identity) { id.Partition = 70 },
+		func(id *ledger.Identity) { id.TopicID = "topicIDb" },
 	} {
 		id := idA
 		mod(&id)
@@ -210,7 +211,7 @@ func TestLedgerLast(t *testing.T) {
 func TestLedgerLastOnlyEmptyLevels(t *testing.T) {
 	ctx := context.Background()
 	st, root := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	k := l.EntryKey(idA, 1_000)
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, filepath.FromSlash(k))), 0o755); err != nil {
 		t.Fatal(err)
@@ -226,9 +227,9 @@ func TestLedgerReadCorrupt(t *testing.T) {
 	ctx := context.Background()
 	valid := func(seq int64) map[string]any {
 		var m map[string]any
-		if err := json.Unmarshal(mustJSON(t, func() *layout.Entry {
+		if err := json.Unmarshal(mustJSON(t, func() *ledger.Entry {
 			e := entryFor(idA, seq)
-			e.Version = layout.EntryVersion
+			e.Version = ledger.EntryVersion
 			return e
 		}()), &m); err != nil {
 			t.Fatal(err)
@@ -261,7 +262,7 @@ func TestLedgerReadCorrupt(t *testing.T) {
 		{"another topic id", with(func(m map[string]any) { m["topic_id"] = "topicIDb" }), "topicIDb"},
 		{"another seq", with(func(m map[string]any) { m["seq"] = 5 }), "seq 5"},
 		{"version 0", with(func(m map[string]any) { m["version"] = 0 }), "version 0"},
-		{"a later version", with(func(m map[string]any) { m["version"] = layout.EntryVersion + 1 }), "version"},
+		{"a later version", with(func(m map[string]any) { m["version"] = ledger.EntryVersion + 1 }), "version"},
 		{"a negative seq", with(func(m map[string]any) { m["seq"] = -4 }), ""},
 		{"no file key", with(func(m map[string]any) { file(m)["key"] = "" }), ""},
 		{"negative bytes", with(func(m map[string]any) { file(m)["bytes"] = -1 }), ""},
@@ -275,14 +276,14 @@ func TestLedgerReadCorrupt(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, _ := openStore(t)
-			l := layout.NewLedger(st, testPrefix)
+			l := ledger.New(st, testPrefix)
 			key := l.EntryKey(idA, 4)
 			putRaw(t, st, key, c.data)
 			wantCorrupt := func(what string, err error) {
 				t.Helper()
-				var ce *layout.CorruptError
+				var ce *ledger.CorruptError
 				if !errors.As(err, &ce) {
-					t.Fatalf("%s = %v, want a *layout.CorruptError", what, err)
+					t.Fatalf("%s = %v, want a *ledger.CorruptError", what, err)
 				}
 				if ce.Key != key || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), c.why) {
 					t.Fatalf("%s = %q (key %q), want it to name %s and say %q", what, err, ce.Key, key, c.why)
@@ -303,21 +304,21 @@ func TestLedgerReadCorrupt(t *testing.T) {
 func TestLedgerReadTrailingData(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	key := l.EntryKey(idA, 4)
 	e := entryFor(idA, 4)
-	e.Version = layout.EntryVersion
+	e.Version = ledger.EntryVersion
 	putRaw(t, st, key, append(mustJSON(t, e), []byte(`{"seq": 9} and more`)...))
-	var ce *layout.CorruptError
+	var ce *ledger.CorruptError
 	if _, err := l.Read(ctx, idA, key); !errors.As(err, &ce) {
-		t.Fatalf("Read of an entry followed by other bytes = %v, want a *layout.CorruptError", err)
+		t.Fatalf("Read of an entry followed by other bytes = %v, want a *ledger.CorruptError", err)
 	}
 }
 
 func TestLedgerEntries(t *testing.T) {
 	ctx := context.Background()
 	st, _ := openStore(t)
-	l := layout.NewLedger(st, testPrefix)
+	l := ledger.New(st, testPrefix)
 	seqs := []int64{1000, 3, 0, 1_000_000, 2, 999, 1}
 	for _, seq := range seqs {
 		if err := l.Append(ctx, entryFor(idA, seq)); err != nil {
@@ -335,9 +336,9 @@ func TestLedgerEntries(t *testing.T) {
 
 	var got []int64
 	var corrupt []string
-	err := l.Entries(ctx, idA, func(key string, e *layout.Entry, err error) error {
+	err := l.Entries(ctx, idA, func(key string, e *ledger.Entry, err error) error {
 		if err != nil {
-			var ce *layout.CorruptError
+			var ce *ledger.CorruptError
 			if !errors.As(err, &ce) || ce.Key != key || e != nil {
 				t.Fatalf("Entries gave %s with %+v, %v", key, e, err)
 			}
@@ -363,7 +364,7 @@ func TestLedgerEntries(t *testing.T) {
 	// fn's error stops the walk and is returned.
 	stop := errors.New("stop")
 	n := 0
-	err = l.Entries(ctx, idA, func(string, *layout.Entry, error) error {
+	err = l.Entries(ctx, idA, func(string, *ledger.Entry, error) error {
 		n++
 		return stop
 	})
@@ -374,7 +375,7 @@ func TestLedgerEntries(t *testing.T) {
 	// No ledger: no calls.
 	idNone := idA
 	idNone.Partition = 9
-	if err := l.Entries(ctx, idNone, func(string, *layout.Entry, error) error {
+	if err := l.Entries(ctx, idNone, func(string, *ledger.Entry, error) error {
 		t.Fatal("fn called for a partition with no ledger")
 		return nil
 	}); err != nil {
@@ -383,8 +384,8 @@ func TestLedgerEntries(t *testing.T) {
 }
 
 func TestLedgerEntryDirs(t *testing.T) {
-	l := layout.NewLedger(nil, "p/")
-	id := layout.Identity{Topic: "t", TopicID: "id", Partition: 3}
+	l := ledger.New(nil, "p/")
+	id := ledger.Identity{Topic: "t", TopicID: "id", Partition: 3}
 	for seq, want := range map[int64][]string{
 		0:    {"p/_spillway/ledger/t/id/3/000/000/000/"},
 		5:    {"p/_spillway/ledger/t/id/3/000/000/000/"},

@@ -1,4 +1,4 @@
-package sink
+package offsets
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
-
-	"github.com/spillway/spillway/internal/layout"
 )
 
 var (
@@ -22,55 +20,55 @@ var (
 // tracker reaches it.
 const long = 2 * time.Minute
 
-func wantCommits(t *testing.T, tr *tracker, only map[TopicPartition]bool, want map[TopicPartition]int64) {
+func wantCommits(t *testing.T, tr *Tracker, only map[TopicPartition]bool, want map[TopicPartition]int64) {
 	t.Helper()
-	if got := tr.committable(only); !maps.Equal(got, want) {
+	if got := tr.Committable(only); !maps.Equal(got, want) {
 		t.Fatalf("committable(%v) = %v, want %v", only, got, want)
 	}
 }
 
-func wantState(t *testing.T, tr *tracker, tp TopicPartition, next int64, above layout.Ranges) {
+func wantState(t *testing.T, tr *Tracker, tp TopicPartition, next int64, above Ranges) {
 	t.Helper()
-	if got := tr.state(tp); got.Next != next || !slices.Equal(got.Above, above) {
+	if got := tr.State(tp); got.Next != next || !slices.Equal(got.Above, above) {
 		t.Fatalf("state(%v) = %+v, want next %d above %v", tp, got, next, above)
 	}
 }
 
 // wantHandled is wantState for a state that may list, in Above, a known
 // run that routing has partly passed: folded, it must be next and above.
-func wantHandled(t *testing.T, tr *tracker, tp TopicPartition, next int64, above layout.Ranges) {
+func wantHandled(t *testing.T, tr *Tracker, tp TopicPartition, next int64, above Ranges) {
 	t.Helper()
-	st := tr.state(tp)
+	st := tr.State(tp)
 	if err := st.Above.Valid(); err != nil {
 		t.Fatalf("state(%v) = %+v: %v", tp, st, err)
 	}
-	if got := (layout.State{Next: st.Next}).With(st.Above); got.Next != next || !slices.Equal(got.Above, above) {
+	if got := (State{Next: st.Next}).With(st.Above); got.Next != next || !slices.Equal(got.Above, above) {
 		t.Fatalf("state(%v) = %+v, folded %+v, want next %d above %v", tp, st, got, next, above)
 	}
 }
 
-func wantUnitRanges(t *testing.T, tr *tracker, name string, u *unit, want layout.Ranges) {
+func wantUnitRanges(t *testing.T, tr *Tracker, name string, u *Unit, want Ranges) {
 	t.Helper()
-	if got := tr.ranges(u); !slices.Equal(got, want) {
+	if got := tr.Ranges(u); !slices.Equal(got, want) {
 		t.Fatalf("ranges(%s) = %v, want %v", name, got, want)
 	}
 }
 
 // routeNew routes offsets that are new to the tracker.
-func routeNew(t *testing.T, tr *tracker, tp TopicPartition, u *unit, offs ...int64) {
+func routeNew(t *testing.T, tr *Tracker, tp TopicPartition, u *Unit, offs ...int64) {
 	t.Helper()
 	for _, o := range offs {
-		if !tr.route(tp, o, u) {
+		if !tr.Route(tp, o, u) {
 			t.Fatalf("route(%v, %d) = false for a new offset", tp, o)
 		}
 	}
 }
 
 // routeKnown routes offsets the tracker must refuse as handled already.
-func routeKnown(t *testing.T, tr *tracker, tp TopicPartition, u *unit, offs ...int64) {
+func routeKnown(t *testing.T, tr *Tracker, tp TopicPartition, u *Unit, offs ...int64) {
 	t.Helper()
 	for _, o := range offs {
-		if tr.route(tp, o, u) {
+		if tr.Route(tp, o, u) {
 			t.Fatalf("route(%v, %d) = true for an offset handled already", tp, o)
 		}
 	}
@@ -94,11 +92,11 @@ func closed(c <-chan struct{}) bool {
 }
 
 func TestTrackerDurablePrefix(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
 	wantState(t, tr, tpA, 0, nil)
 
-	u1, u2, u3 := &unit{}, &unit{}, &unit{}
+	u1, u2, u3 := &Unit{}, &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, u1, span(10, 15)...)
 	routeNew(t, tr, tpA, u2, span(15, 20)...)
 	routeNew(t, tr, tpA, u3, 20)
@@ -106,42 +104,42 @@ func TestTrackerDurablePrefix(t *testing.T) {
 	wantState(t, tr, tpA, 10, nil)
 
 	// A later file durable first: nothing passes the first one.
-	tr.markDurable(u2)
+	tr.MarkDurable(u2)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
-	wantState(t, tr, tpA, 10, layout.Ranges{{15, 20}})
+	wantState(t, tr, tpA, 10, Ranges{{15, 20}})
 
-	tr.markDurable(u1)
+	tr.MarkDurable(u1)
 	wantState(t, tr, tpA, 20, nil)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 20})
 	// Popped: nothing new until u3.
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
 	wantState(t, tr, tpA, 20, nil)
 
-	tr.markDurable(u3)
+	tr.MarkDurable(u3)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 21})
 	if n := len(tr.parts[tpA].pieces); n != 0 {
 		t.Fatalf("%d pieces kept after all were popped", n)
 	}
-	wantUnitRanges(t, tr, "u1", u1, layout.Ranges{{10, 15}})
-	wantUnitRanges(t, tr, "u2", u2, layout.Ranges{{15, 20}})
-	wantUnitRanges(t, tr, "u3", u3, layout.Ranges{{20, 21}})
+	wantUnitRanges(t, tr, "u1", u1, Ranges{{10, 15}})
+	wantUnitRanges(t, tr, "u2", u2, Ranges{{15, 20}})
+	wantUnitRanges(t, tr, "u3", u3, Ranges{{20, 21}})
 
 	// Offsets with no record go with the record that follows them.
-	u4 := &unit{}
+	u4 := &Unit{}
 	routeNew(t, tr, tpA, u4, 23, 30)
-	wantUnitRanges(t, tr, "u4", u4, layout.Ranges{{21, 31}})
-	tr.markDurable(u4)
+	wantUnitRanges(t, tr, "u4", u4, Ranges{{21, 31}})
+	tr.MarkDurable(u4)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 31})
 }
 
 func TestTrackerPartitionsAreIndependent(t *testing.T) {
-	tr := newTracker()
-	a, b := &unit{}, &unit{}
+	tr := NewTracker()
+	a, b := &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, a, span(0, 5)...)
 	routeNew(t, tr, tpB, b, span(100, 105)...)
-	tr.markDurable(b)
+	tr.MarkDurable(b)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpB: 105})
-	tr.markDurable(a)
+	tr.MarkDurable(a)
 	// only limits what is popped; the rest stays for later.
 	wantCommits(t, tr, map[TopicPartition]bool{tpB: true}, map[TopicPartition]int64{})
 	wantCommits(t, tr, map[TopicPartition]bool{tpA: true}, map[TopicPartition]int64{tpA: 5})
@@ -151,45 +149,45 @@ func TestTrackerPartitionsAreIndependent(t *testing.T) {
 // Records of one partition alternate between files, as with an event-time
 // or key template.
 func TestTrackerInterleavedUnits(t *testing.T) {
-	tr := newTracker()
-	u1, u2, u3 := &unit{}, &unit{}, &unit{}
+	tr := NewTracker()
+	u1, u2, u3 := &Unit{}, &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, u1, 0)
 	routeNew(t, tr, tpA, u2, 1)
 	routeNew(t, tr, tpA, u1, 2)
 	routeNew(t, tr, tpA, u2, 3)
 	routeNew(t, tr, tpA, u1, 6) // 4 and 5 have no record: they go with 6
 	routeNew(t, tr, tpA, u2, 7, 8)
-	wantUnitRanges(t, tr, "u1", u1, layout.Ranges{{0, 1}, {2, 3}, {4, 7}})
-	wantUnitRanges(t, tr, "u2", u2, layout.Ranges{{1, 2}, {3, 4}, {7, 9}})
+	wantUnitRanges(t, tr, "u1", u1, Ranges{{0, 1}, {2, 3}, {4, 7}})
+	wantUnitRanges(t, tr, "u2", u2, Ranges{{1, 2}, {3, 4}, {7, 9}})
 	wantState(t, tr, tpA, 0, nil)
 
 	// The second file is durable first: its runs are handled, above Next,
 	// and nothing is committable while the first file's offset 0 is not.
-	tr.markDurable(u2)
+	tr.MarkDurable(u2)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
-	wantState(t, tr, tpA, 0, layout.Ranges{{1, 2}, {3, 4}, {7, 9}})
+	wantState(t, tr, tpA, 0, Ranges{{1, 2}, {3, 4}, {7, 9}})
 
 	routeNew(t, tr, tpA, u3, 9, 10)
 	routeNew(t, tr, tpA, u1, 11)
-	wantState(t, tr, tpA, 0, layout.Ranges{{1, 2}, {3, 4}, {7, 9}})
+	wantState(t, tr, tpA, 0, Ranges{{1, 2}, {3, 4}, {7, 9}})
 
 	// The first file durable: the prefix runs up to u3, the first piece
 	// not durable, although u1 has offset 11 above it.
-	tr.markDurable(u1)
-	wantState(t, tr, tpA, 9, layout.Ranges{{11, 12}})
+	tr.MarkDurable(u1)
+	wantState(t, tr, tpA, 9, Ranges{{11, 12}})
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 9})
-	wantState(t, tr, tpA, 9, layout.Ranges{{11, 12}})
+	wantState(t, tr, tpA, 9, Ranges{{11, 12}})
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
-	wantUnitRanges(t, tr, "u1", u1, layout.Ranges{{0, 1}, {2, 3}, {4, 7}, {11, 12}})
+	wantUnitRanges(t, tr, "u1", u1, Ranges{{0, 1}, {2, 3}, {4, 7}, {11, 12}})
 
-	tr.markDurable(u3)
+	tr.MarkDurable(u3)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 12})
 	wantState(t, tr, tpA, 12, nil)
 }
 
 // Records the error policy skips are handled without a file (nil unit).
 func TestTrackerSkipped(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	// With nothing in front, a skipped record is committable at once.
 	w := tr.Wake()
 	routeNew(t, tr, tpA, nil, 0)
@@ -199,42 +197,42 @@ func TestTrackerSkipped(t *testing.T) {
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 1})
 
 	// Behind a pending file, it waits.
-	u1, u2 := &unit{}, &unit{}
+	u1, u2 := &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, u1, 1)
 	routeNew(t, tr, tpA, nil, 2, 3)
 	routeNew(t, tr, tpA, u2, 4)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
-	wantState(t, tr, tpA, 1, layout.Ranges{{2, 4}})
-	wantUnitRanges(t, tr, "u1", u1, layout.Ranges{{1, 2}})
+	wantState(t, tr, tpA, 1, Ranges{{2, 4}})
+	wantUnitRanges(t, tr, "u1", u1, Ranges{{1, 2}})
 
-	tr.markDurable(u1)
+	tr.MarkDurable(u1)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 4})
 
 	// A skipped record after a gap takes the gap: offsets 5 and 6 have no
 	// record.
 	routeNew(t, tr, tpA, nil, 7)
-	wantState(t, tr, tpA, 4, layout.Ranges{{5, 8}})
-	if got := tr.pendingUnits(map[TopicPartition]bool{tpA: true}); !slices.Equal(got, []*unit{u2}) {
+	wantState(t, tr, tpA, 4, Ranges{{5, 8}})
+	if got := tr.PendingUnits(map[TopicPartition]bool{tpA: true}); !slices.Equal(got, []*Unit{u2}) {
 		t.Fatalf("pendingUnits = %v, want [u2]", got)
 	}
-	tr.markDurable(u2)
+	tr.MarkDurable(u2)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 8})
 }
 
 // assign with the state resume found: offsets below Next and in Above are
 // stored already.
 func TestTrackerAssignResumed(t *testing.T) {
-	tr := newTracker()
-	tr.assign(tpA, layout.State{Next: 10, Above: layout.Ranges{{12, 14}, {20, 22}, {30, 31}}})
-	wantState(t, tr, tpA, 10, layout.Ranges{{12, 14}, {20, 22}, {30, 31}})
+	tr := NewTracker()
+	tr.Assign(tpA, State{Next: 10, Above: Ranges{{12, 14}, {20, 22}, {30, 31}}})
+	wantState(t, tr, tpA, 10, Ranges{{12, 14}, {20, 22}, {30, 31}})
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
 	for o, want := range map[int64]bool{0: true, 9: true, 10: false, 11: false, 12: true, 13: true, 14: false, 19: false, 20: true, 21: true, 22: false, 30: true, 31: false} {
-		if got := tr.has(tpA, o); got != want {
+		if got := tr.Has(tpA, o); got != want {
 			t.Errorf("has(%d) = %v, want %v", o, got, want)
 		}
 	}
 
-	u1, u2 := &unit{}, &unit{}
+	u1, u2 := &Unit{}, &Unit{}
 	routeKnown(t, tr, tpA, u1, 9) // below Next: delivered again
 	routeNew(t, tr, tpA, u1, 10)
 	// Offset 11 has no record; 12 and 13 are stored already (the sink
@@ -247,25 +245,25 @@ func TestTrackerAssignResumed(t *testing.T) {
 	// 18 to 21 have no record any more (compacted): passing the known run
 	// [20, 22) hands it, and the gap before it, to nil.
 	routeNew(t, tr, tpA, u2, 25)
-	wantUnitRanges(t, tr, "u1", u1, layout.Ranges{{10, 11}, {15, 18}})
-	wantUnitRanges(t, tr, "u2", u2, layout.Ranges{{14, 15}, {22, 26}})
+	wantUnitRanges(t, tr, "u1", u1, Ranges{{10, 11}, {15, 18}})
+	wantUnitRanges(t, tr, "u2", u2, Ranges{{14, 15}, {22, 26}})
 	for _, o := range []int64{11, 19, 21, 25} {
-		if !tr.has(tpA, o) {
+		if !tr.Has(tpA, o) {
 			t.Errorf("has(%d) = false below the cursor", o)
 		}
 	}
-	if tr.has(tpA, 26) || !tr.has(tpA, 30) {
-		t.Errorf("has(26), has(30) = %v, %v; want false, true", tr.has(tpA, 26), tr.has(tpA, 30))
+	if tr.Has(tpA, 26) || !tr.Has(tpA, 30) {
+		t.Errorf("has(26), has(30) = %v, %v; want false, true", tr.Has(tpA, 26), tr.Has(tpA, 30))
 	}
 	// The state carries the known runs not reached yet.
-	wantState(t, tr, tpA, 10, layout.Ranges{{11, 14}, {18, 22}, {30, 31}})
+	wantState(t, tr, tpA, 10, Ranges{{11, 14}, {18, 22}, {30, 31}})
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
 
-	tr.markDurable(u1)
-	wantState(t, tr, tpA, 14, layout.Ranges{{15, 22}, {30, 31}})
+	tr.MarkDurable(u1)
+	wantState(t, tr, tpA, 14, Ranges{{15, 22}, {30, 31}})
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 14})
-	tr.markDurable(u2)
-	wantState(t, tr, tpA, 26, layout.Ranges{{30, 31}})
+	tr.MarkDurable(u2)
+	wantState(t, tr, tpA, 26, Ranges{{30, 31}})
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 26})
 
 	// The last known record comes: it and the gap before it are handled.
@@ -279,14 +277,14 @@ func TestTrackerAssignResumed(t *testing.T) {
 // A known run only partly delivered: the state still holds every offset
 // of it.
 func TestTrackerAssignKnownRunPartlyPassed(t *testing.T) {
-	tr := newTracker()
-	tr.assign(tpA, layout.State{Next: 0, Above: layout.Ranges{{2, 6}}})
-	u1 := &unit{}
+	tr := NewTracker()
+	tr.Assign(tpA, State{Next: 0, Above: Ranges{{2, 6}}})
+	u1 := &Unit{}
 	routeNew(t, tr, tpA, u1, 0)
 	routeNew(t, tr, tpA, nil, 1)
 	routeKnown(t, tr, tpA, nil, 2, 3)
-	tr.markDurable(u1)
-	st := tr.state(tpA)
+	tr.MarkDurable(u1)
+	st := tr.State(tpA)
 	for o := int64(0); o < 8; o++ {
 		if want := o < 6; st.Handled(o) != want {
 			t.Fatalf("state = %+v: Handled(%d) = %v", st, o, !want)
@@ -305,71 +303,71 @@ func TestTrackerAssignKnownRunPartlyPassed(t *testing.T) {
 // State.With makes it: a ledger entry's before is then the previous
 // entry's After().
 func TestTrackerStateCanonical(t *testing.T) {
-	tr := newTracker()
-	tr.assign(tpA, layout.State{Next: 10, Above: layout.Ranges{{12, 13}}})
-	u := &unit{}
+	tr := NewTracker()
+	tr.Assign(tpA, State{Next: 10, Above: Ranges{{12, 13}}})
+	u := &Unit{}
 	routeNew(t, tr, tpA, u, 10)
-	tr.markDurable(u)
+	tr.MarkDurable(u)
 	routeKnown(t, tr, tpA, nil, 12)
 	wantState(t, tr, tpA, 13, nil)
 }
 
 func TestTrackerAssignUnknown(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	// Nothing known: the partition starts at its first record.
-	tr.assign(tpA, layout.State{Next: -1})
-	if tr.has(tpA, 0) || tr.has(tpA, 1000) {
+	tr.Assign(tpA, State{Next: -1})
+	if tr.Has(tpA, 0) || tr.Has(tpA, 1000) {
 		t.Fatal("has = true with nothing known")
 	}
-	u := &unit{}
+	u := &Unit{}
 	routeNew(t, tr, tpA, u, 100)
-	wantUnitRanges(t, tr, "u", u, layout.Ranges{{100, 101}})
-	tr.markDurable(u)
+	wantUnitRanges(t, tr, "u", u, Ranges{{100, 101}})
+	tr.MarkDurable(u)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 101})
 
 	// Assigned again (after a drop), with nothing known: what was tracked
 	// is forgotten.
-	routeNew(t, tr, tpA, &unit{}, 101)
-	tr.assign(tpA, layout.State{Next: -1})
-	if tr.has(tpA, 100) {
+	routeNew(t, tr, tpA, &Unit{}, 101)
+	tr.Assign(tpA, State{Next: -1})
+	if tr.Has(tpA, 100) {
 		t.Fatal("has(100) = true after assign forgot the partition")
 	}
 	wantState(t, tr, tpA, 0, nil)
-	u2 := &unit{}
+	u2 := &Unit{}
 	routeNew(t, tr, tpA, u2, 50)
-	tr.markDurable(u2)
+	tr.MarkDurable(u2)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 51})
 
 	// And with a state: it replaces what was tracked.
-	tr.assign(tpA, layout.State{Next: 500})
+	tr.Assign(tpA, State{Next: 500})
 	wantState(t, tr, tpA, 500, nil)
-	if !tr.has(tpA, 499) || tr.has(tpA, 500) {
+	if !tr.Has(tpA, 499) || tr.Has(tpA, 500) {
 		t.Fatal("has around Next wrong after assign")
 	}
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
-	u3 := &unit{}
+	u3 := &Unit{}
 	routeNew(t, tr, tpA, u3, 502)
-	wantUnitRanges(t, tr, "u3", u3, layout.Ranges{{500, 503}})
+	wantUnitRanges(t, tr, "u3", u3, Ranges{{500, 503}})
 }
 
 // A record delivered twice (a fetch retried) is refused, whatever unit it
 // would go to, and changes nothing.
 func TestTrackerDuplicate(t *testing.T) {
-	tr := newTracker()
-	u1, u2 := &unit{}, &unit{}
+	tr := NewTracker()
+	u1, u2 := &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, u1, 5, 6)
 	routeKnown(t, tr, tpA, u2, 5, 6)
 	routeKnown(t, tr, tpA, nil, 5, 6)
 	routeKnown(t, tr, tpA, u2, 3) // below the first offset
-	wantUnitRanges(t, tr, "u1", u1, layout.Ranges{{5, 7}})
+	wantUnitRanges(t, tr, "u1", u1, Ranges{{5, 7}})
 	wantUnitRanges(t, tr, "u2", u2, nil)
-	if got := tr.pendingUnits(map[TopicPartition]bool{tpA: true}); !slices.Equal(got, []*unit{u1}) {
+	if got := tr.PendingUnits(map[TopicPartition]bool{tpA: true}); !slices.Equal(got, []*Unit{u1}) {
 		t.Fatalf("pendingUnits = %v, want [u1]", got)
 	}
-	if !tr.has(tpA, 5) || !tr.has(tpA, 6) || tr.has(tpA, 7) {
+	if !tr.Has(tpA, 5) || !tr.Has(tpA, 6) || tr.Has(tpA, 7) {
 		t.Fatal("has(5), has(6), has(7) wrong")
 	}
-	tr.markDurable(u1)
+	tr.MarkDurable(u1)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 7})
 	// After the pop too.
 	routeKnown(t, tr, tpA, u2, 6)
@@ -378,20 +376,20 @@ func TestTrackerDuplicate(t *testing.T) {
 }
 
 func TestTrackerPendingUnits(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	only := map[TopicPartition]bool{tpA: true}
-	if got := tr.pendingUnits(only); len(got) != 0 {
+	if got := tr.PendingUnits(only); len(got) != 0 {
 		t.Fatalf("pendingUnits with nothing routed = %v", got)
 	}
-	u1, u2, u3, ub := &unit{}, &unit{}, &unit{}, &unit{}
+	u1, u2, u3, ub := &Unit{}, &Unit{}, &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, u1, 0)
 	routeNew(t, tr, tpA, u2, 1)
 	routeNew(t, tr, tpA, u1, 2)
 	routeNew(t, tr, tpA, nil, 3)
 	routeNew(t, tr, tpA, u3, 4)
 	routeNew(t, tr, tpB, ub, 0)
-	set := func(us []*unit) map[*unit]bool {
-		m := map[*unit]bool{}
+	set := func(us []*Unit) map[*Unit]bool {
+		m := map[*Unit]bool{}
 		for _, u := range us {
 			if m[u] {
 				t.Fatalf("unit %p twice in %v", u, us)
@@ -400,46 +398,46 @@ func TestTrackerPendingUnits(t *testing.T) {
 		}
 		return m
 	}
-	if got := set(tr.pendingUnits(only)); !maps.Equal(got, map[*unit]bool{u1: true, u2: true, u3: true}) {
+	if got := set(tr.PendingUnits(only)); !maps.Equal(got, map[*Unit]bool{u1: true, u2: true, u3: true}) {
 		t.Fatalf("pendingUnits(a) = %v", got)
 	}
-	if got := set(tr.pendingUnits(map[TopicPartition]bool{tpA: true, tpB: true})); len(got) != 4 {
+	if got := set(tr.PendingUnits(map[TopicPartition]bool{tpA: true, tpB: true})); len(got) != 4 {
 		t.Fatalf("pendingUnits(a, b) = %v", got)
 	}
-	if got := tr.pendingUnits(nil); len(got) != 0 {
+	if got := tr.PendingUnits(nil); len(got) != 0 {
 		t.Fatalf("pendingUnits(nil) = %v", got)
 	}
-	tr.markDurable(u2)
-	if got := set(tr.pendingUnits(only)); !maps.Equal(got, map[*unit]bool{u1: true, u3: true}) {
+	tr.MarkDurable(u2)
+	if got := set(tr.PendingUnits(only)); !maps.Equal(got, map[*Unit]bool{u1: true, u3: true}) {
 		t.Fatalf("pendingUnits(a) with u2 durable = %v", got)
 	}
-	tr.markDurable(u1)
-	tr.committable(nil)
-	if got := tr.pendingUnits(only); !slices.Equal(got, []*unit{u3}) {
+	tr.MarkDurable(u1)
+	tr.Committable(nil)
+	if got := tr.PendingUnits(only); !slices.Equal(got, []*Unit{u3}) {
 		t.Fatalf("pendingUnits(a) after a pop = %v", got)
 	}
 }
 
 func TestTrackerWaitDurable(t *testing.T) {
 	ctx := context.Background()
-	tr := newTracker()
+	tr := NewTracker()
 	only := map[TopicPartition]bool{tpA: true}
 	// Nothing pending: returns at once.
-	if err := tr.waitDurable(ctx, tr.pendingUnits(only)); err != nil {
+	if err := tr.WaitDurable(ctx, tr.PendingUnits(only)); err != nil {
 		t.Fatal(err)
 	}
-	u1, u2, other := &unit{}, &unit{}, &unit{}
+	u1, u2, other := &Unit{}, &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, u1, 0)
 	routeNew(t, tr, tpA, u2, 1)
 	routeNew(t, tr, tpB, other, 0) // never durable: must not matter
-	us := tr.pendingUnits(only)
+	us := tr.PendingUnits(only)
 	done := make(chan error, 1)
-	go func() { done <- tr.waitDurable(ctx, us) }()
-	tr.markDurable(u2)
+	go func() { done <- tr.WaitDurable(ctx, us) }()
+	tr.MarkDurable(u2)
 	if p, err := tr.pending(us); !p || err != nil {
 		t.Fatalf("pending = %v, %v with u1 not durable", p, err)
 	}
-	tr.markDurable(u1)
+	tr.MarkDurable(u1)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -451,7 +449,7 @@ func TestTrackerWaitDurable(t *testing.T) {
 
 	// Cancelled while waiting.
 	cctx, cancel := context.WithCancel(ctx)
-	go func() { done <- tr.waitDurable(cctx, []*unit{other}) }()
+	go func() { done <- tr.WaitDurable(cctx, []*Unit{other}) }()
 	cancel()
 	select {
 	case err := <-done:
@@ -467,22 +465,22 @@ func TestTrackerWaitDurable(t *testing.T) {
 // and their offsets are never committed.
 func TestTrackerDrop(t *testing.T) {
 	ctx := context.Background()
-	tr := newTracker()
-	u1, u2, done1, ub := &unit{}, &unit{}, &unit{}, &unit{}
+	tr := NewTracker()
+	u1, u2, done1, ub := &Unit{}, &Unit{}, &Unit{}, &Unit{}
 	routeNew(t, tr, tpA, done1, 0)
-	tr.markDurable(done1)
+	tr.MarkDurable(done1)
 	routeNew(t, tr, tpA, u1, 1, 2)
 	routeNew(t, tr, tpA, u2, 3)
 	routeNew(t, tr, tpA, nil, 4)
 	routeNew(t, tr, tpB, ub, 0)
-	us := tr.pendingUnits(map[TopicPartition]bool{tpA: true})
+	us := tr.PendingUnits(map[TopicPartition]bool{tpA: true})
 	if p, _ := tr.pending(us); !p {
 		t.Fatal("pending = false before the drop")
 	}
 	done := make(chan error, 1)
-	go func() { done <- tr.waitDurable(ctx, us) }()
+	go func() { done <- tr.WaitDurable(ctx, us) }()
 	w := tr.Wake()
-	tr.drop(map[TopicPartition]bool{tpA: true})
+	tr.Drop(map[TopicPartition]bool{tpA: true})
 	if !closed(w) {
 		t.Fatal("Wake not closed by drop")
 	}
@@ -502,37 +500,37 @@ func TestTrackerDrop(t *testing.T) {
 	}
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
 	// An upload of a dropped file that ends later changes nothing.
-	tr.markDurable(u1)
-	tr.markDurable(u2)
+	tr.MarkDurable(u1)
+	tr.MarkDurable(u2)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{})
 	wantState(t, tr, tpA, 0, nil)
-	if tr.has(tpA, 1) {
+	if tr.Has(tpA, 1) {
 		t.Fatal("has(1) = true after the drop")
 	}
 	// The other partition goes on.
-	tr.markDurable(ub)
+	tr.MarkDurable(ub)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpB: 1})
 	// The partition can come back.
-	u3 := &unit{}
+	u3 := &Unit{}
 	routeNew(t, tr, tpA, u3, 1, 2)
-	tr.markDurable(u3)
+	tr.MarkDurable(u3)
 	wantCommits(t, tr, nil, map[TopicPartition]int64{tpA: 3})
 }
 
 func TestTrackerFail(t *testing.T) {
 	ctx := context.Background()
-	tr := newTracker()
-	u := &unit{}
+	tr := NewTracker()
+	u := &Unit{}
 	routeNew(t, tr, tpA, u, 0)
 	done := make(chan error, 1)
-	go func() { done <- tr.waitDurable(ctx, []*unit{u}) }()
+	go func() { done <- tr.WaitDurable(ctx, []*Unit{u}) }()
 	w := tr.Wake()
 	first := errors.New("upload failed")
-	tr.fail(first)
+	tr.Fail(first)
 	if !closed(w) {
 		t.Fatal("Wake not closed by fail")
 	}
-	if _, err := tr.pending([]*unit{u}); !errors.Is(err, first) {
+	if _, err := tr.pending([]*Unit{u}); !errors.Is(err, first) {
 		t.Fatalf("pending after fail = %v, want %v", err, first)
 	}
 	select {
@@ -544,27 +542,27 @@ func TestTrackerFail(t *testing.T) {
 		t.Fatal("waitDurable did not return after fail")
 	}
 	// The first error stays; waiting on anything is pointless now.
-	tr.fail(errors.New("later"))
-	if err := tr.waitDurable(ctx, nil); !errors.Is(err, first) {
+	tr.Fail(errors.New("later"))
+	if err := tr.WaitDurable(ctx, nil); !errors.Is(err, first) {
 		t.Fatalf("waitDurable after fail = %v, want %v", err, first)
 	}
-	if _, err := tr.pending([]*unit{u}); !errors.Is(err, first) {
+	if _, err := tr.pending([]*Unit{u}); !errors.Is(err, first) {
 		t.Fatalf("pending after fail = %v, want %v", err, first)
 	}
 }
 
 func TestTrackerWake(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	w := tr.Wake()
-	u := &unit{}
-	tr.assign(tpA, layout.State{Next: 0})
+	u := &Unit{}
+	tr.Assign(tpA, State{Next: 0})
 	routeNew(t, tr, tpA, u, 0)
-	tr.committable(nil)
-	tr.state(tpA)
+	tr.Committable(nil)
+	tr.State(tpA)
 	if closed(w) {
 		t.Fatal("Wake closed by assign, route to a file, committable or state")
 	}
-	tr.markDurable(u)
+	tr.MarkDurable(u)
 	if !closed(w) {
 		t.Fatal("Wake not closed by markDurable")
 	}
@@ -577,17 +575,17 @@ func TestTrackerWake(t *testing.T) {
 // and the file goroutines call them, with records of two files
 // interleaved.
 func TestTrackerConcurrent(t *testing.T) {
-	tr := newTracker()
+	tr := NewTracker()
 	const n = 2000
-	units := make(chan *unit, n)
+	units := make(chan *Unit, n)
 	go func() {
-		var open [2]*unit
+		var open [2]*Unit
 		for i := int64(0); i < n; i++ {
 			k := i % 2
 			if open[k] == nil {
-				open[k] = &unit{}
+				open[k] = &Unit{}
 			}
-			tr.route(tpA, i, open[k])
+			tr.Route(tpA, i, open[k])
 			if i%10 >= 8 || i == n-1 || i == n-2 {
 				units <- open[k]
 				open[k] = nil
@@ -597,14 +595,14 @@ func TestTrackerConcurrent(t *testing.T) {
 	}()
 	go func() {
 		for u := range units {
-			tr.markDurable(u)
+			tr.MarkDurable(u)
 		}
 	}()
 	var last int64
 	deadline := time.After(long)
 	for last < n {
 		w := tr.Wake()
-		if off, ok := tr.committable(nil)[tpA]; ok {
+		if off, ok := tr.Committable(nil)[tpA]; ok {
 			if off <= last {
 				t.Fatalf("committable went from %d to %d", last, off)
 			}
@@ -627,7 +625,7 @@ type trackModel struct {
 	started       bool
 	start, cursor int64 // offsets in [start, cursor) have an owner
 	owner         map[int64]int
-	known         layout.Ranges // from assign
+	known         Ranges // from assign
 	durable       []bool
 	committed     int64
 }
@@ -648,7 +646,7 @@ func (m *trackModel) handled(o int64) bool {
 // route: a record at off, for unit k. Offsets skipped since the last one
 // have no record: up to the end of a known run they pass, they are
 // handled; the rest go with off.
-func (m *trackModel) route(off int64, k int) bool {
+func (m *trackModel) Route(off int64, k int) bool {
 	if !m.started {
 		m.started, m.start, m.cursor, m.committed = true, off, off, off
 	}
@@ -676,16 +674,16 @@ func (m *trackModel) route(off int64, k int) bool {
 }
 
 // state is the canonical state: Next is the first offset not handled.
-func (m *trackModel) state() layout.State {
+func (m *trackModel) State() State {
 	if !m.started {
-		return layout.State{}
+		return State{}
 	}
 	end := max(m.cursor, m.known.Max())
 	next := m.start
 	for next < end && m.handled(next) {
 		next++
 	}
-	st := layout.State{Next: next}
+	st := State{Next: next}
 	for o := next + 1; o < end; o++ {
 		if m.handled(o) {
 			st.Above = st.Above.Add(o, o+1)
@@ -694,8 +692,8 @@ func (m *trackModel) state() layout.State {
 	return st
 }
 
-func (m *trackModel) ranges(k int) layout.Ranges {
-	var r layout.Ranges
+func (m *trackModel) Ranges(k int) Ranges {
+	var r Ranges
 	for o := m.start; o < m.cursor; o++ {
 		if m.owner[o] == k {
 			r = r.Add(o, o+1)
@@ -709,11 +707,11 @@ func (m *trackModel) ranges(k int) layout.Ranges {
 // any order, and commits, from a resumed state or none.
 func TestTrackerProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		tr := newTracker()
+		tr := NewTracker()
 		m := &trackModel{owner: map[int64]int{}}
 		if rapid.Bool().Draw(rt, "resumed") {
 			next := rapid.Int64Range(0, 10).Draw(rt, "next")
-			var known layout.Ranges
+			var known Ranges
 			at := next + 1
 			for i, n := 0, rapid.IntRange(0, 4).Draw(rt, "known"); i < n; i++ {
 				from := at + rapid.Int64Range(0, 4).Draw(rt, "gap")
@@ -721,13 +719,13 @@ func TestTrackerProperty(t *testing.T) {
 				known = known.Add(from, to)
 				at = to + 1
 			}
-			tr.assign(tpA, layout.State{Next: next, Above: known})
+			tr.Assign(tpA, State{Next: next, Above: known})
 			m.started, m.start, m.cursor, m.committed, m.known = true, next, next, next, known
 		}
-		var units []*unit
+		var units []*Unit
 		check := func(what string) {
-			st := tr.state(tpA)
-			want := m.state()
+			st := tr.State(tpA)
+			want := m.State()
 			if err := st.Above.Valid(); err != nil {
 				rt.Fatalf("after %s: state %+v: %v", what, st, err)
 			}
@@ -735,19 +733,19 @@ func TestTrackerProperty(t *testing.T) {
 				if st.Handled(o) != m.handled(o) {
 					rt.Fatalf("after %s: state %+v, want %+v: Handled(%d) = %v", what, st, want, o, st.Handled(o))
 				}
-				if tr.has(tpA, o) != (o < m.cursor && m.started || m.known.Contains(o)) {
-					rt.Fatalf("after %s: has(%d) = %v", what, o, tr.has(tpA, o))
+				if tr.Has(tpA, o) != (o < m.cursor && m.started || m.known.Contains(o)) {
+					rt.Fatalf("after %s: has(%d) = %v", what, o, tr.Has(tpA, o))
 				}
 			}
 			// Above may hold a known run that routing has partly passed;
 			// folded, the state is the model's exactly.
-			got := layout.State{Next: st.Next}.With(st.Above)
+			got := State{Next: st.Next}.With(st.Above)
 			if got.Next != want.Next || !slices.Equal(got.Above, want.Above) {
 				rt.Fatalf("after %s: state %+v (folded %+v), want %+v", what, st, got, want)
 			}
 			for k, u := range units {
-				if r := tr.ranges(u); !slices.Equal(r, m.ranges(k)) {
-					rt.Fatalf("after %s: unit %d has %v, want %v", what, k, r, m.ranges(k))
+				if r := tr.Ranges(u); !slices.Equal(r, m.Ranges(k)) {
+					rt.Fatalf("after %s: unit %d has %v, want %v", what, k, r, m.Ranges(k))
 				}
 			}
 		}
@@ -760,27 +758,27 @@ func TestTrackerProperty(t *testing.T) {
 					off = rapid.Int64Range(0, 10).Draw(rt, "first")
 				}
 				k := rapid.IntRange(nilUnit, min(len(units), 3)).Draw(rt, "unit")
-				var u *unit
+				var u *Unit
 				switch {
 				case k == len(units):
-					u = &unit{}
+					u = &Unit{}
 					units = append(units, u)
 					m.durable = append(m.durable, false)
 				case k >= 0:
 					u = units[k]
 					if m.durable[k] {
 						// A durable file takes no more records: a new one.
-						k, u = len(units), &unit{}
+						k, u = len(units), &Unit{}
 						units = append(units, u)
 						m.durable = append(m.durable, false)
 					}
 				}
 				// The sink asks has first, and routes a known record to
 				// nil; route alone must refuse it to a file too.
-				if rapid.Bool().Draw(rt, "has first") && tr.has(tpA, off) {
+				if rapid.Bool().Draw(rt, "has first") && tr.Has(tpA, off) {
 					u, k = nil, nilUnit
 				}
-				if got, want := tr.route(tpA, off, u), m.route(off, k); got != want {
+				if got, want := tr.Route(tpA, off, u), m.Route(off, k); got != want {
 					rt.Fatalf("route(%d, unit %d) = %v, want %v", off, k, got, want)
 				}
 				check("route")
@@ -790,11 +788,11 @@ func TestTrackerProperty(t *testing.T) {
 				}
 				off := rapid.Int64Range(m.start-2, m.cursor).Draw(rt, "duplicate") - 1
 				k := rapid.IntRange(nilUnit, len(units)-1).Draw(rt, "unit")
-				var u *unit
+				var u *Unit
 				if k >= 0 {
 					u = units[k]
 				}
-				if tr.route(tpA, off, u) {
+				if tr.Route(tpA, off, u) {
 					rt.Fatalf("route(%d) = true below the cursor %d", off, m.cursor)
 				}
 				check("duplicate")
@@ -803,11 +801,11 @@ func TestTrackerProperty(t *testing.T) {
 					continue
 				}
 				k := rapid.IntRange(0, len(units)-1).Draw(rt, "durable")
-				tr.markDurable(units[k])
+				tr.MarkDurable(units[k])
 				m.durable[k] = true
 				check("markDurable")
 			case 8, 9:
-				got, ok := tr.committable(nil)[tpA]
+				got, ok := tr.Committable(nil)[tpA]
 				if !ok {
 					got = m.committed
 				}
@@ -816,9 +814,9 @@ func TestTrackerProperty(t *testing.T) {
 				}
 				// Never past an offset not handled, and up to the first one
 				// routed (a known run not reached yet waits for its records).
-				want := min(m.state().Next, m.cursor)
+				want := min(m.State().Next, m.cursor)
 				if (m.started && (want > m.committed) != ok) || (ok && got != want) {
-					rt.Fatalf("committable = %d (%v), want %d (state %+v, cursor %d)", got, ok, want, m.state(), m.cursor)
+					rt.Fatalf("committable = %d (%v), want %d (state %+v, cursor %d)", got, ok, want, m.State(), m.cursor)
 				}
 				for o := m.start; o < got; o++ {
 					if !m.handled(o) {

@@ -1,14 +1,9 @@
-package layout
+package naming
 
 import (
-	"bytes"
-	"io"
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/spillway/spillway/internal/format"
-	"github.com/spillway/spillway/internal/naming"
 )
 
 func TestExtension(t *testing.T) {
@@ -60,14 +55,14 @@ func TestSplitExt(t *testing.T) {
 func TestNamesKeyAndParse(t *testing.T) {
 	for _, tc := range []struct {
 		prefix, template, ext string
-		v                     naming.Vars
+		v                     Vars
 		key                   string
 	}{
-		{"", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl.zst", naming.Vars{Topic: "events", Partition: 3, StartOffset: 250}, "events-3-250.jsonl.zst"},
-		{"raw/", "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}", ".json", naming.Vars{Topic: "a.b", Partition: 1, StartOffset: 7},
+		{"", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl.zst", Vars{Topic: "events", Partition: 3, StartOffset: 250}, "events-3-250.jsonl.zst"},
+		{"raw/", "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}", ".json", Vars{Topic: "a.b", Partition: 1, StartOffset: 7},
 			"raw/a.b/0000000001/00000000000000000007.json"},
 		{"p/", "dt={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}/{{topic}}-{{partition}}-{{start_offset}}", "",
-			naming.Vars{Topic: "t", Partition: 0, StartOffset: 9, Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}, "p/dt=2024-05/t-0-9"},
+			Vars{Topic: "t", Partition: 0, StartOffset: 9, Time: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}, "p/dt=2024-05/t-0-9"},
 	} {
 		n, err := NewNames(tc.prefix, tc.template, tc.ext)
 		if err != nil {
@@ -116,65 +111,24 @@ func TestNamesKeyAndParse(t *testing.T) {
 	}
 }
 
-// TestDecompress reads back what format's compressors write, whatever the
-// extensions say.
-func TestDecompress(t *testing.T) {
-	want := []byte("{\"offset\":1}\n{\"offset\":2}\n")
-	for _, tc := range []struct {
-		comp   string
-		exts   []string
-		format string
-	}{
-		{"none", []string{"jsonl"}, "jsonl"},
-		{"gzip", []string{"jsonl", "gz"}, "jsonl"},
-		{"zstd", []string{"json", "zst"}, "json"},
-		{"snappy", []string{"jsonl", "snappy"}, "jsonl"},
-		{"zstd", []string{"zst"}, ""},
-	} {
-		var buf bytes.Buffer
-		w, err := format.NewCompressor(tc.comp, &buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Write(want); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		r, f, err := Decompress(&buf, tc.exts)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.comp, err)
-		}
-		got, err := io.ReadAll(r)
-		r.Close()
-		if err != nil || !bytes.Equal(got, want) || f != tc.format {
-			t.Errorf("%s %v: read %q, %v, format %q; want %q, format %q", tc.comp, tc.exts, got, err, f, want, tc.format)
-		}
-	}
-	if _, _, err := Decompress(bytes.NewReader(nil), []string{"gz", "jsonl"}); err == nil {
-		t.Error("Decompress accepts a format extension after a compression's")
-	}
-}
-
 // An extension set by hand (file.extension) is what keys end with, and
 // the format and compression come from the config, not from the name:
 // Confluent's ".json" holds JSON lines, Aiven's ".gz" a gzipped csv.
 func TestConfiguredExtension(t *testing.T) {
 	for _, tc := range []struct {
 		prefix, template, ext, format, compression string
-		v                                          naming.Vars
+		v                                          Vars
 		key                                        string
 		content                                    []string
 	}{
 		{"topics/", "{{topic}}/partition={{partition}}/{{topic}}+{{partition}}+{{start_offset:padding=10}}", ".json", "jsonl", "none",
-			naming.Vars{Topic: "orders", Partition: 2, StartOffset: 42}, "topics/orders/partition=2/orders+2+0000000042.json", []string{"jsonl"}},
+			Vars{Topic: "orders", Partition: 2, StartOffset: 42}, "topics/orders/partition=2/orders+2+0000000042.json", []string{"jsonl"}},
 		{"topics/", "{{topic}}/partition={{partition}}/{{topic}}+{{partition}}+{{start_offset:padding=10}}", ".snappy.parquet", "parquet", "snappy",
-			naming.Vars{Topic: "orders", Partition: 2, StartOffset: 42}, "topics/orders/partition=2/orders+2+0000000042.snappy.parquet", []string{"parquet"}},
+			Vars{Topic: "orders", Partition: 2, StartOffset: 42}, "topics/orders/partition=2/orders+2+0000000042.snappy.parquet", []string{"parquet"}},
 		{"", "{{topic}}-{{partition}}-{{start_offset}}", ".gz", "csv", "gzip",
-			naming.Vars{Topic: "t", Partition: 0, StartOffset: 5}, "t-0-5.gz", []string{"csv", "gz"}},
+			Vars{Topic: "t", Partition: 0, StartOffset: 5}, "t-0-5.gz", []string{"csv", "gz"}},
 		{"raw/", "{{topic}}-{{partition}}-{{start_offset:padding=true}}", "", "csv", "none",
-			naming.Vars{Topic: "t.v1", Partition: 1, StartOffset: 7}, "raw/t.v1-1-00000000000000000007", []string{"csv"}},
+			Vars{Topic: "t.v1", Partition: 1, StartOffset: 7}, "raw/t.v1-1-00000000000000000007", []string{"csv"}},
 	} {
 		n, err := NewConfiguredNames(tc.prefix, tc.template, tc.ext, tc.format, tc.compression)
 		if err != nil {

@@ -1,4 +1,8 @@
-package layout
+// Package ledger persists what is durable and resumes from it: the
+// create-only entries under storage.prefix's _spillway/ledger/ that say
+// which offsets each data file holds, where a partition resumes from them
+// (Resume, Resumer), and the audit scan verify reads storage with (Scan).
+package ledger
 
 import (
 	"bytes"
@@ -13,23 +17,42 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 )
 
-// Store is what the stored-file contract needs of storage.
+// Store is what the ledger, resume and the audit scan need of storage;
+// *storage.Bucket is one, and each method keeps its contract (the one on
+// storage's backend), which the ledger's exactly-once rests on.
 type Store interface {
+	// List calls fn for every visible object whose key starts with
+	// prefix, as storage.Bucket.List: at most once each, in no promised
+	// order, stopping at fn's first error. Writes in progress are never
+	// shown; objects committed while it runs may or may not be.
 	List(ctx context.Context, prefix string, fn func(storage.Object) error) error
+	// ListDir calls fn, in lexical order, for each object and directory
+	// level directly under prefix, as storage.Bucket.ListDir: its cost is
+	// that of one level, which keeps finding the last entry cheap.
 	ListDir(ctx context.Context, prefix string, fn func(storage.Object) error) error
+	// Stat returns the object under key, ok=false when there is none, as
+	// storage.Bucket.Stat: whether an entry's file was published.
 	Stat(ctx context.Context, key string) (storage.Object, bool, error)
+	// Read opens the object under key, as storage.Bucket.Read: only a
+	// committed object is visible, and it is whole. The caller closes it.
 	Read(ctx context.Context, key string) (io.ReadCloser, error)
+	// Put stores a small object create-only and durably, as
+	// storage.Bucket.Put: an error for which errors.Is(err,
+	// storage.ErrExists) holds when key is taken, the object there left
+	// as it was, so of two writers of one entry at most one succeeds. A
+	// failed Put proves nothing: the entry may be stored all the same.
 	Put(ctx context.Context, key string, data []byte, meta map[string]string) error
 }
 
-// LedgerDir is the directory, under storage.prefix, that holds Spillway's
+// StateDir is the directory, under storage.prefix, that holds Spillway's
 // own state. Its leading underscore makes Hive, Spark, Athena, Trino and
 // DuckDB's hive-partitioned globbing skip it, so tables over the prefix see
 // data files only. naming.InStateDir keeps data files out of it.
-const LedgerDir = naming.StateDir + "/"
+const StateDir = naming.StateDir + "/"
 
 // EntryVersion is the highest version of the ledger entry format this
 // build reads. It writes version 1 where an entry has nothing newer, so
@@ -62,41 +85,15 @@ func (id Identity) String() string {
 	return fmt.Sprintf("%s/%d (topic id %s, cluster %s)", id.Topic, id.Partition, id.TopicID, id.Cluster)
 }
 
-// State is what is handled in a partition: every offset below Next, and
-// the runs in Above. Handled offsets are stored in a published file or were
-// skipped by the error policy; either way they are never written again.
-type State struct {
-	Next  int64  `json:"next"`
-	Above Ranges `json:"above"`
-}
-
-// With returns the state with rs handled as well, Above folded into Next
-// where it has become contiguous.
-func (s State) With(rs Ranges) State {
-	above := append(Ranges(nil), s.Above...).Union(rs)
-	next := s.Next
-	for len(above) > 0 && above[0][0] <= next {
-		next = max(next, above[0][1])
-		above = above[1:]
-	}
-	return State{Next: next, Above: above}
-}
-
-// Handled reports whether offset o is handled.
-func (s State) Handled(o int64) bool { return o < s.Next || s.Above.Contains(o) }
-
-// End is one past the highest handled offset.
-func (s State) End() int64 { return max(s.Next, s.Above.Max()) }
-
 // FileInfo describes one data file in its ledger entry.
 type FileInfo struct {
 	Key string `json:"key"`
 	// Ranges are the offsets the file accounts for: its records, records
 	// of its runs that the error policy skipped, and offsets Kafka has no
 	// record for (compaction, transaction markers) within its runs.
-	Ranges  Ranges `json:"ranges"`
-	Records int64  `json:"records"`
-	Bytes   int64  `json:"bytes"`
+	Ranges  offsets.Ranges `json:"ranges"`
+	Records int64          `json:"records"`
+	Bytes   int64          `json:"bytes"`
 	// CRC32C is the CRC-32C of the stored bytes (FormatCRC32C), so that
 	// verify --deep sees an edit that keeps the size. Entries written
 	// before it existed have none.
@@ -119,14 +116,14 @@ type Entry struct {
 	// Deployment is what wrote the entry, beyond the process: resume
 	// refuses a prefix that another deployment writes.
 	Deployment
-	Time   time.Time `json:"time"`
-	Before State     `json:"before"`
+	Time   time.Time     `json:"time"`
+	Before offsets.State `json:"before"`
 	// File is the data file the entry publishes. Its Key is "" in an
 	// entry that records only Gaps.
 	File FileInfo `json:"file"`
 	// Gaps are offsets the partition passed without storing them, with
 	// why: handled, so never written again, but never in any file.
-	Gaps []Gap `json:"gaps,omitempty"`
+	Gaps []offsets.Gap `json:"gaps,omitempty"`
 }
 
 // Deployment is the configuration a ledger is written with: two
@@ -157,29 +154,9 @@ func (d Deployment) Differs(o Deployment) string {
 	return strings.Join(out, "; ")
 }
 
-// Gap is a run of offsets that storage will never hold, and why. Verify
-// names every one; GapRetention is a loss and fails it.
-type Gap struct {
-	Ranges Ranges `json:"ranges"`
-	Cause  string `json:"cause"`
-	// Note is what the operator said (GapOperator), for people reading
-	// the ledger.
-	Note string `json:"note,omitempty"`
-}
-
-// Causes of a Gap.
-const (
-	// GapRetention: the log no longer held the records when Spillway
-	// came to them (retention, DeleteRecords, an unclean leader election
-	// that truncated the log): they were deleted before they were stored.
-	GapRetention = "retention"
-	// GapOperator: an operator skipped them on purpose (spillway skip).
-	GapOperator = "operator"
-)
-
 // GapRanges are the offsets of every gap of the entry.
-func (e *Entry) GapRanges() Ranges {
-	var rs Ranges
+func (e *Entry) GapRanges() offsets.Ranges {
+	var rs offsets.Ranges
 	for _, g := range e.Gaps {
 		rs = rs.Union(g.Ranges)
 	}
@@ -196,7 +173,7 @@ func (e *Entry) Identity() Identity {
 }
 
 // After is the partition's state once the entry's file is published.
-func (e *Entry) After() State { return e.Before.With(e.File.Ranges).With(e.GapRanges()) }
+func (e *Entry) After() offsets.State { return e.Before.With(e.File.Ranges).With(e.GapRanges()) }
 
 // version is the lowest entry format version that holds e.
 func (e *Entry) version() int {
@@ -228,20 +205,20 @@ func (e *Entry) check() error {
 		return fmt.Errorf("file.ranges: %w", err)
 	}
 	for _, r := range e.File.Ranges {
-		if r[0] < e.Before.Next || len(e.Before.Above.Overlap(Ranges{r})) > 0 {
+		if r[0] < e.Before.Next || len(e.Before.Above.Overlap(offsets.Ranges{r})) > 0 {
 			return fmt.Errorf("file.ranges [%d, %d) holds offsets handled before the file", r[0], r[1])
 		}
 	}
-	var gaps Ranges
+	var gaps offsets.Ranges
 	for i, g := range e.Gaps {
 		if err := g.Ranges.Valid(); err != nil || len(g.Ranges) == 0 {
 			return fmt.Errorf("gaps[%d].ranges: empty or %v", i, err)
 		}
-		if g.Cause != GapRetention && g.Cause != GapOperator {
+		if g.Cause != offsets.GapRetention && g.Cause != offsets.GapOperator {
 			return fmt.Errorf("gaps[%d]: unknown cause %q", i, g.Cause)
 		}
 		for _, r := range g.Ranges {
-			if r[0] < e.Before.Next || len(e.Before.Above.Overlap(Ranges{r})) > 0 || len(e.File.Ranges.Overlap(Ranges{r})) > 0 || len(gaps.Overlap(Ranges{r})) > 0 {
+			if r[0] < e.Before.Next || len(e.Before.Above.Overlap(offsets.Ranges{r})) > 0 || len(e.File.Ranges.Overlap(offsets.Ranges{r})) > 0 || len(gaps.Overlap(offsets.Ranges{r})) > 0 {
 				return fmt.Errorf("gaps[%d] [%d, %d) holds offsets handled before or by the file", i, r[0], r[1])
 			}
 		}
@@ -256,11 +233,11 @@ type Ledger struct {
 	prefix string // storage.prefix
 }
 
-// NewLedger returns the ledger under prefix.
-func NewLedger(st Store, prefix string) *Ledger { return &Ledger{st: st, prefix: prefix} }
+// New returns the ledger under prefix.
+func New(st Store, prefix string) *Ledger { return &Ledger{st: st, prefix: prefix} }
 
 func (l *Ledger) topicDir(topic string) string {
-	return l.prefix + LedgerDir + "ledger/" + topic + "/"
+	return l.prefix + StateDir + "ledger/" + topic + "/"
 }
 
 func (l *Ledger) partitionDir(id Identity) string {

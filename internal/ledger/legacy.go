@@ -1,10 +1,12 @@
-package layout
+package ledger
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/readback"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -28,7 +30,7 @@ type LegacyStore interface {
 // partition: call it only as its owner. It lists the partition's prefix,
 // picks the file with the highest start offset, and reads that file alone;
 // its records need an "offset" field.
-func LegacyNextOffset(ctx context.Context, st LegacyStore, names Names, topic string, partition int32) (next int64, ok bool, err error) {
+func LegacyNextOffset(ctx context.Context, st LegacyStore, names naming.Names, topic string, partition int32) (next int64, ok bool, err error) {
 	pp, exact := names.PartitionPrefix(topic, partition)
 	if !exact {
 		return 0, false, ErrNotListable
@@ -53,7 +55,7 @@ func LegacyNextOffset(ctx context.Context, st LegacyStore, names Names, topic st
 		return 0, false, err
 	}
 	next = -1
-	err = readRecords(ctx, st, lastKey, names.ContentExts(lastKey), nil, func(r Record) error {
+	err = readback.Records(ctx, st, lastKey, names.ContentExts(lastKey), nil, func(r readback.Record) error {
 		switch {
 		case r.Err != nil:
 			return fmt.Errorf("%s: record %d: %w", lastKey, r.Index, r.Err)

@@ -1,4 +1,4 @@
-package layout
+package ledger
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/offsets"
 )
 
 // scanFixture writes a partition's ledger and files by hand, as the sink
@@ -19,7 +20,7 @@ import (
 type scanFixture struct {
 	t      *testing.T
 	dir    string
-	names  Names
+	names  naming.Names
 	ledger *Ledger
 	id     Identity
 	seq    int64
@@ -35,19 +36,19 @@ type scanFixture struct {
 func newScanFixture(t *testing.T) *scanFixture {
 	t.Helper()
 	dir := t.TempDir()
-	names, err := NewNames("data/", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl")
+	names, err := naming.NewNames("data/", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := openDir(t, dir)
-	return &scanFixture{t: t, dir: dir, names: names, ledger: NewLedger(b, names.Prefix),
+	return &scanFixture{t: t, dir: dir, names: names, ledger: New(b, names.Prefix),
 		id: Identity{Cluster: "c1", Topic: "t", TopicID: "id1", Partition: 0}}
 }
 
 // entry appends the next entry: state before, the file's runs. With
 // publish, the file is written too, holding one record per offset of its
 // runs.
-func (f *scanFixture) entry(before State, runs Ranges, publish bool) *Entry {
+func (f *scanFixture) entry(before offsets.State, runs offsets.Ranges, publish bool) *Entry {
 	f.t.Helper()
 	var offs []int64
 	for _, r := range runs {
@@ -144,20 +145,20 @@ func wantKinds(t *testing.T, got []Problem, want ...string) {
 
 func TestScanClean(t *testing.T) {
 	f := newScanFixture(t)
-	f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+	f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, true)
 	// Records 20 and 21 were skipped by the error policy: handled, in no
 	// file.
-	f.entry(State{Next: 22}, Ranges{{22, 30}}, true)
+	f.entry(offsets.State{Next: 22}, offsets.Ranges{{22, 30}}, true)
 	// Several files open at once: the third holds runs around the
 	// fourth's.
-	f.entry(State{Next: 30}, Ranges{{30, 32}, {34, 36}}, true)
-	f.entry(State{Next: 32, Above: Ranges{{34, 36}}}, Ranges{{32, 34}}, true)
+	f.entry(offsets.State{Next: 30}, offsets.Ranges{{30, 32}, {34, 36}}, true)
+	f.entry(offsets.State{Next: 32, Above: offsets.Ranges{{34, 36}}}, offsets.Ranges{{32, 34}}, true)
 	s, ps := f.scan(&DeepOptions{OffsetField: true})
 	wantKinds(t, ps.Problems)
 	if ps.Start != 10 || ps.Entries != 4 || ps.Files != 4 || ps.Records != 24 || ps.Handled.Next != 36 || len(ps.Handled.Above) != 0 || ps.Pending != nil {
 		t.Errorf("scan %+v", ps)
 	}
-	if !reflect.DeepEqual(ps.Stored, Ranges{{10, 20}, {22, 36}}) || !reflect.DeepEqual(ps.Skipped, Ranges{{20, 22}}) || len(ps.Duplicates) != 0 {
+	if !reflect.DeepEqual(ps.Stored, offsets.Ranges{{10, 20}, {22, 36}}) || !reflect.DeepEqual(ps.Skipped, offsets.Ranges{{20, 22}}) || len(ps.Duplicates) != 0 {
 		t.Errorf("stored %v skipped %v duplicates %v", ps.Stored, ps.Skipped, ps.Duplicates)
 	}
 	if ps.Deep.Files != 4 || ps.Deep.Records != 24 || len(ps.Deep.NotChecked) != 0 {
@@ -170,18 +171,18 @@ func TestScanClean(t *testing.T) {
 // the two steps leaves them, are no problem, at the head or below it.
 func TestScanVoid(t *testing.T) {
 	f := newScanFixture(t)
-	f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
-	f.entry(State{Next: 10}, Ranges{{10, 20}}, false) // the writer died
+	f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
+	f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, false) // the writer died
 	// The next owner stored them again, in other files.
-	f.entry(State{Next: 10}, Ranges{{10, 15}}, true)
-	f.entry(State{Next: 15}, Ranges{{15, 20}}, true)
-	last := f.entry(State{Next: 20}, Ranges{{20, 30}}, false)
+	f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 15}}, true)
+	f.entry(offsets.State{Next: 15}, offsets.Ranges{{15, 20}}, true)
+	last := f.entry(offsets.State{Next: 20}, offsets.Ranges{{20, 30}}, false)
 	_, ps := f.scan(nil)
 	wantKinds(t, ps.Problems)
 	if ps.Pending == nil || ps.Pending.Seq != last.Seq || ps.Handled.Next != 20 || ps.Files != 3 {
 		t.Errorf("scan %+v", ps)
 	}
-	if !reflect.DeepEqual(ps.Stored, Ranges{{0, 20}}) || len(ps.Skipped) != 0 {
+	if !reflect.DeepEqual(ps.Stored, offsets.Ranges{{0, 20}}) || len(ps.Skipped) != 0 {
 		t.Errorf("stored %v skipped %v", ps.Stored, ps.Skipped)
 	}
 }
@@ -189,57 +190,57 @@ func TestScanVoid(t *testing.T) {
 func TestScanDefects(t *testing.T) {
 	t.Run("file missing and size differs", func(t *testing.T) {
 		f := newScanFixture(t)
-		a := f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
-		b := f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
-		f.entry(State{Next: 20}, Ranges{{20, 30}}, true)
+		a := f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
+		b := f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, true)
+		f.entry(offsets.State{Next: 20}, offsets.Ranges{{20, 30}}, true)
 		f.remove(a.File.Key)
 		putFile(t, f.dir, b.File.Key, []byte("{\"offset\":10}\n"))
 		_, ps := f.scan(nil)
 		wantKinds(t, ps.Problems, "file_missing "+a.File.Key, "size_mismatch "+b.File.Key)
-		if !reflect.DeepEqual(ps.Stored, Ranges{{20, 30}}) || len(ps.Skipped) != 0 || ps.Handled.Next != 30 {
+		if !reflect.DeepEqual(ps.Stored, offsets.Ranges{{20, 30}}) || len(ps.Skipped) != 0 || ps.Handled.Next != 30 {
 			t.Errorf("stored %v skipped %v handled %v", ps.Stored, ps.Skipped, ps.Handled)
 		}
 	})
 	t.Run("duplicate", func(t *testing.T) {
 		f := newScanFixture(t)
-		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
-		f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+		f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
+		f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, true)
 		// A third file claims offsets of the first. Its entry is valid on
 		// its own (an entry whose runs overlap its own state before is
 		// corrupt): a racing writer's, from an older state, which also
 		// makes the second file look published late.
-		dup := f.entry(State{Next: 5}, Ranges{{5, 8}}, true)
+		dup := f.entry(offsets.State{Next: 5}, offsets.Ranges{{5, 8}}, true)
 		_, ps := f.scan(nil)
 		wantKinds(t, ps.Problems, "duplicate "+dup.File.Key, "void_file_present data/t-0-10.jsonl")
-		if !reflect.DeepEqual(ps.Duplicates, Ranges{{5, 8}}) || !strings.Contains(ps.Problems[1].Message, "data/t-0-0.jsonl") {
+		if !reflect.DeepEqual(ps.Duplicates, offsets.Ranges{{5, 8}}) || !strings.Contains(ps.Problems[1].Message, "data/t-0-0.jsonl") {
 			t.Errorf("duplicates %v: %v", ps.Duplicates, ps.Problems)
 		}
 	})
 	t.Run("void file published late", func(t *testing.T) {
 		f := newScanFixture(t)
-		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+		f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
 		// Entry 1's file was published after entry 2 was written
 		// without it (a writer that had lost the partition).
-		late := f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
+		late := f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, true)
 		f.nextKey = "data/t-0-10-again.jsonl"
-		f.entry(State{Next: 10}, Ranges{{10, 18}, {19, 20}}, true)
+		f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 18}, {19, 20}}, true)
 		_, ps := f.scan(nil)
 		wantKinds(t, ps.Problems, "void_file_present "+late.File.Key, "duplicate data/t-0-10-again.jsonl")
-		if !reflect.DeepEqual(ps.Duplicates, Ranges{{10, 18}, {19, 20}}) {
+		if !reflect.DeepEqual(ps.Duplicates, offsets.Ranges{{10, 18}, {19, 20}}) {
 			t.Errorf("duplicates %v", ps.Duplicates)
 		}
 	})
 	t.Run("corrupt, missing, foreign and inconsistent entries", func(t *testing.T) {
 		f := newScanFixture(t)
-		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
-		bad := f.entry(State{Next: 10}, Ranges{{10, 20}}, true)
-		f.entry(State{Next: 20}, Ranges{{20, 30}}, true)
+		f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
+		bad := f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, true)
+		f.entry(offsets.State{Next: 20}, offsets.Ranges{{20, 30}}, true)
 		f.seq++ // entry 3 never written
-		f.entry(State{Next: 30}, Ranges{{30, 40}}, true)
+		f.entry(offsets.State{Next: 30}, offsets.Ranges{{30, 40}}, true)
 		// Entry 5 holds part of entry 4's runs in its state.
-		f.entry(State{Next: 35}, Ranges{{40, 50}}, true)
+		f.entry(offsets.State{Next: 35}, offsets.Ranges{{40, 50}}, true)
 		f.id.Cluster = "c2"
-		other := f.entry(State{Next: 50}, Ranges{{50, 60}}, true)
+		other := f.entry(offsets.State{Next: 50}, offsets.Ranges{{50, 60}}, true)
 		f.id.Cluster = "c1"
 		key1, key3, key6 := f.ledger.EntryKey(f.id, 1), f.ledger.EntryKey(f.id, 3), f.ledger.EntryKey(f.id, 6)
 		putFile(t, f.dir, key1, []byte(`{"version":1,`))
@@ -251,7 +252,7 @@ func TestScanDefects(t *testing.T) {
 		wantKinds(t, s.Unknown(map[string]bool{"t": true}), "unknown_file "+bad.File.Key)
 		// Its runs, and those of the missing entry, can't be told from
 		// skipped offsets.
-		if len(ps.Skipped) != 0 || !reflect.DeepEqual(ps.Stored, Ranges{{0, 10}, {20, 50}}) {
+		if len(ps.Skipped) != 0 || !reflect.DeepEqual(ps.Stored, offsets.Ranges{{0, 10}, {20, 50}}) {
 			t.Errorf("skipped %v, stored %v", ps.Skipped, ps.Stored)
 		}
 		if s.named[other.File.Key] != true {
@@ -262,10 +263,10 @@ func TestScanDefects(t *testing.T) {
 
 func TestScanDeep(t *testing.T) {
 	f := newScanFixture(t)
-	a := f.entry(State{Next: 0}, Ranges{{0, 4}}, true)
-	b := f.entry(State{Next: 4}, Ranges{{4, 8}}, true)
-	c := f.entry(State{Next: 8}, Ranges{{8, 12}}, true)
-	f.entry(State{Next: 12}, Ranges{{12, 16}}, true)
+	a := f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 4}}, true)
+	b := f.entry(offsets.State{Next: 4}, offsets.Ranges{{4, 8}}, true)
+	c := f.entry(offsets.State{Next: 8}, offsets.Ranges{{8, 12}}, true)
+	f.entry(offsets.State{Next: 12}, offsets.Ranges{{12, 16}}, true)
 	// Same sizes, other contents: a record that isn't JSON, an offset
 	// outside the runs, one record too many.
 	rewrite := func(key, from, to string) {
@@ -314,8 +315,8 @@ func TestScanDeep(t *testing.T) {
 		t.Errorf("not checked %+v", ps.Deep.NotChecked)
 	}
 	putFile(t, f.dir, "data/t-0-100.bin", []byte("a\nb\nc\nd\n"))
-	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: State{Next: 16},
-		File: FileInfo{Key: "data/t-0-100.bin", Ranges: Ranges{{16, 20}}, Records: 4, Bytes: 8}}
+	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 16},
+		File: FileInfo{Key: "data/t-0-100.bin", Ranges: offsets.Ranges{{16, 20}}, Records: 4, Bytes: 8}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -331,10 +332,10 @@ func TestScanDeep(t *testing.T) {
 
 func TestScanUnknownAndForeign(t *testing.T) {
 	f := newScanFixture(t)
-	f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
+	f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
 	// The topic's previous incarnation.
 	f.id.TopicID = "old"
-	old := f.entry(State{Next: 0}, Ranges{{100, 110}}, true)
+	old := f.entry(offsets.State{Next: 0}, offsets.Ranges{{100, 110}}, true)
 	f.id.TopicID = "id1"
 	putFile(t, f.dir, "data/t-0-9000.jsonl.zst", []byte("random bytes"))
 	putFile(t, f.dir, "data/junk.bin", []byte("?"))
@@ -364,7 +365,7 @@ func TestScanFileNamedTwice(t *testing.T) {
 	for _, latest := range []bool{true, false} {
 		f := newScanFixture(t)
 		if latest {
-			names, err := NewNames("data/", "{{topic}}-{{partition}}-{{key}}", ".jsonl")
+			names, err := naming.NewNames("data/", "{{topic}}-{{partition}}-{{key}}", ".jsonl")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -372,42 +373,20 @@ func TestScanFileNamedTwice(t *testing.T) {
 		}
 		key := "data/t-0-k1.jsonl"
 		f.nextKey = key
-		f.entry(State{Next: 0}, Ranges{{0, 3}}, true)
+		f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 3}}, true)
 		f.nextKey = key
-		f.entry(State{Next: 3}, Ranges{{3, 4}}, true)
+		f.entry(offsets.State{Next: 3}, offsets.Ranges{{3, 4}}, true)
 		f.nextKey = key
-		f.entry(State{Next: 4}, Ranges{{4, 6}}, true)
+		f.entry(offsets.State{Next: 4}, offsets.Ranges{{4, 6}}, true)
 		_, ps := f.scan(&DeepOptions{OffsetField: true})
 		if latest {
 			wantKinds(t, ps.Problems)
-			if !reflect.DeepEqual(ps.Stored, Ranges{{0, 6}}) || ps.Files != 1 || ps.Records != 6 || ps.Deep.Records != 2 {
+			if !reflect.DeepEqual(ps.Stored, offsets.Ranges{{0, 6}}) || ps.Files != 1 || ps.Records != 6 || ps.Deep.Records != 2 {
 				t.Errorf("latest per key: stored %v, files %d, records %d, read %d", ps.Stored, ps.Files, ps.Records, ps.Deep.Records)
 			}
 		} else {
 			wantKinds(t, ps.Problems, "ledger_inconsistent "+key, "ledger_inconsistent "+key)
 		}
-	}
-}
-
-func TestRangesSubtract(t *testing.T) {
-	for _, tc := range []struct{ r, o, want Ranges }{
-		{Ranges{{0, 10}}, nil, Ranges{{0, 10}}},
-		{Ranges{{0, 10}}, Ranges{{0, 10}}, nil},
-		{Ranges{{0, 10}}, Ranges{{2, 4}, {6, 7}}, Ranges{{0, 2}, {4, 6}, {7, 10}}},
-		{Ranges{{0, 5}, {8, 12}}, Ranges{{3, 9}}, Ranges{{0, 3}, {9, 12}}},
-		{Ranges{{5, 6}}, Ranges{{0, 1}, {10, 20}}, Ranges{{5, 6}}},
-		{Ranges{{0, 4}, {6, 8}}, Ranges{{-5, 100}}, nil},
-		{nil, Ranges{{1, 2}}, nil},
-	} {
-		if got := tc.r.Subtract(tc.o); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%v.Subtract(%v) = %v, want %v", tc.r, tc.o, got, tc.want)
-		}
-	}
-	if got := (State{Next: 0, Above: Ranges{{3, 5}}}).Ranges(); !reflect.DeepEqual(got, Ranges{{3, 5}}) {
-		t.Errorf("State.Ranges with Next 0 = %v", got)
-	}
-	if got := (State{Next: 3, Above: Ranges{{3, 5}, {7, 8}}}).Ranges(); !reflect.DeepEqual(got, Ranges{{0, 5}, {7, 8}}) {
-		t.Errorf("State.Ranges = %v", got)
 	}
 }
 
@@ -421,9 +400,9 @@ func TestScanDeepTyped(t *testing.T) {
 			f.typ = typ
 			key := func(start int) string { return fmt.Sprintf("data/t-0-%d.%s", start, typ) }
 			f.nextKey = key(0)
-			a := f.entry(State{Next: 0}, Ranges{{0, 1000}}, true)
+			a := f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 1000}}, true)
 			f.nextKey = key(1000)
-			b := f.entry(State{Next: 1000}, Ranges{{1000, 2000}}, true)
+			b := f.entry(offsets.State{Next: 1000}, offsets.Ranges{{1000, 2000}}, true)
 			p := filepath.Join(f.dir, filepath.FromSlash(b.File.Key))
 			data, err := os.ReadFile(p)
 			if err != nil {
@@ -460,13 +439,13 @@ func TestScanLateZombie(t *testing.T) {
 	// setup writes entries 0 ([0,10)), 1 (the zombie's, [10,20), its file
 	// published late), 2 (the new owner's other file, other), and 3, the
 	// new owner naming entry 1's file again with runs again.
-	setup := func(t *testing.T, other, again Ranges) (*scanFixture, *Entry) {
+	setup := func(t *testing.T, other, again offsets.Ranges) (*scanFixture, *Entry) {
 		f := newScanFixture(t)
-		f.entry(State{Next: 0}, Ranges{{0, 10}}, true)
-		zombie := f.entry(State{Next: 10}, Ranges{{10, 20}}, false)
-		f.entry(State{Next: 10}, other, true)
+		f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
+		zombie := f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, false)
+		f.entry(offsets.State{Next: 10}, other, true)
 		f.nextKey = zombie.File.Key
-		void := f.entry(State{Next: 10, Above: other}, again, false)
+		void := f.entry(offsets.State{Next: 10, Above: other}, again, false)
 		// The zombie wins the name: its file is published, the new
 		// owner's commit fails.
 		writeFile(t, f.dir, zombie.File.Key, "jsonl", "none", 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
@@ -476,7 +455,7 @@ func TestScanLateZombie(t *testing.T) {
 		return f, zombie
 	}
 	t.Run("explained", func(t *testing.T) {
-		f, zombie := setup(t, Ranges{{20, 30}}, Ranges{{10, 19}})
+		f, zombie := setup(t, offsets.Ranges{{20, 30}}, offsets.Ranges{{10, 19}})
 		// Resume takes the same view.
 		p, err := f.ledger.Resume(context.Background(), f.id, Log{End: 40}, ResumeOptions{})
 		if err != nil || p.State.Next != 30 {
@@ -485,7 +464,7 @@ func TestScanLateZombie(t *testing.T) {
 		_, ps := f.scan(&DeepOptions{OffsetField: true})
 		wantKinds(t, ps.Problems)
 		if ps.Handled.Next != 30 || len(ps.Handled.Above) != 0 || ps.Files != 3 || ps.Records != 30 || ps.Pending != nil ||
-			!reflect.DeepEqual(ps.Stored, Ranges{{0, 30}}) || len(ps.Skipped) != 0 || ps.Deep.Files != 3 || ps.Deep.Records != 30 {
+			!reflect.DeepEqual(ps.Stored, offsets.Ranges{{0, 30}}) || len(ps.Skipped) != 0 || ps.Deep.Files != 3 || ps.Deep.Records != 30 {
 			t.Errorf("scan %+v", ps)
 		}
 		if len(ps.Notes) != 1 || !strings.Contains(ps.Notes[0], zombie.File.Key) {
@@ -493,25 +472,25 @@ func TestScanLateZombie(t *testing.T) {
 		}
 		// After a restart, the next entry starts from resume's state: the
 		// void entry is no longer the last, and still explained.
-		f.entry(p.State, Ranges{{30, 40}}, true)
+		f.entry(p.State, offsets.Ranges{{30, 40}}, true)
 		_, ps = f.scan(nil)
 		wantKinds(t, ps.Problems)
-		if ps.Handled.Next != 40 || !reflect.DeepEqual(ps.Stored, Ranges{{0, 40}}) || len(ps.Skipped) != 0 || ps.Files != 4 {
+		if ps.Handled.Next != 40 || !reflect.DeepEqual(ps.Stored, offsets.Ranges{{0, 40}}) || len(ps.Skipped) != 0 || ps.Files != 4 {
 			t.Errorf("after a restart: scan %+v", ps)
 		}
 	})
 	t.Run("overlap", func(t *testing.T) {
-		f, zombie := setup(t, Ranges{{15, 30}}, Ranges{{10, 15}})
+		f, zombie := setup(t, offsets.Ranges{{15, 30}}, offsets.Ranges{{10, 15}})
 		_, err := f.ledger.Resume(context.Background(), f.id, Log{End: 40}, ResumeOptions{})
 		if err == nil || !strings.Contains(err.Error(), "delete "+zombie.File.Key) {
 			t.Fatalf("Resume = %v, want the file to delete", err)
 		}
 		_, ps := f.scan(nil)
 		wantKinds(t, ps.Problems, "duplicate "+zombie.File.Key)
-		if !reflect.DeepEqual(ps.Duplicates, Ranges{{15, 20}}) || ps.Problems[0].Message != err.Error() {
+		if !reflect.DeepEqual(ps.Duplicates, offsets.Ranges{{15, 20}}) || ps.Problems[0].Message != err.Error() {
 			t.Errorf("duplicates %v, problem %q, want resume's error %q", ps.Duplicates, ps.Problems[0].Message, err)
 		}
-		if !reflect.DeepEqual(ps.Stored, Ranges{{0, 30}}) || ps.Handled.Next != 30 {
+		if !reflect.DeepEqual(ps.Stored, offsets.Ranges{{0, 30}}) || ps.Handled.Next != 30 {
 			t.Errorf("stored %v handled %+v", ps.Stored, ps.Handled)
 		}
 	})

@@ -1,6 +1,8 @@
-package layout
+package ledger
 
 import (
+	"github.com/spillway/spillway/internal/naming"
+
 	"context"
 	"errors"
 	"os"
@@ -17,7 +19,7 @@ func TestLegacyNextOffset(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	b := openDir(t, dir)
-	names, err := NewNames("raw/", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl.zst")
+	names, err := naming.NewNames("raw/", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl.zst")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestLegacyNextOffset(t *testing.T) {
 		t.Errorf("a last file without offsets: %v", err)
 	}
 
-	timed, err := NewNames("", "{{topic}}/{{timestamp:unit=yyyy}}/{{partition}}-{{start_offset}}", ".jsonl")
+	timed, err := naming.NewNames("", "{{topic}}/{{timestamp:unit=yyyy}}/{{partition}}-{{start_offset}}", ".jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

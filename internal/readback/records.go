@@ -1,4 +1,8 @@
-package layout
+// Package readback decodes the data files Spillway stored: it reads a
+// file back record by record, in every format and compression Spillway
+// writes, so that what storage holds can be checked (verify --deep) and a
+// prefix written before the ledger can be resumed from. It only reads.
+package readback
 
 import (
 	"bufio"
@@ -43,32 +47,30 @@ func (e *ReadError) Error() string {
 
 func (e *ReadError) Unwrap() error { return e.Err }
 
-// objectReader is what reading a file back needs of storage.
-type objectReader interface {
+// Reader is what reading a file back needs of storage; *storage.Bucket
+// is one.
+type Reader interface {
+	// Read opens the object under key, as storage.Bucket.Read does: only
+	// a committed object is visible, and it is whole (the contract on
+	// storage's backend). The caller closes it.
 	Read(ctx context.Context, key string) (io.ReadCloser, error)
 }
 
-// ReadRecords reads the records of the data file under key back, in file
-// order, and calls fn for each. It reads jsonl and json files as Spillway
-// writes them, one record per line, their compression taken from the
-// key's extensions, and avro and parquet files (records_typed.go); csv
-// files need their layout (readRecords) and bytes files can't be read
-// back (a value may hold the separator): they give an *UnsupportedError.
-// A stream that breaks gives a *ReadError. A record that isn't one JSON value is passed
-// to fn with Err set, and reading goes on.
+// Records reads the records of the data file under key back, in file
+// order, and calls fn for each. exts are the file's format and
+// compression (naming.Names.ContentExts), whatever its name ends with. It
+// reads jsonl and json files as Spillway writes them, one record per
+// line, and avro and parquet files (records_typed.go); csv files need
+// csvFields, format.fields, which say how their rows are laid out
+// (records_csv.go) since nothing in a csv file tells; bytes files can't be
+// read back (a value may hold the separator): they give an
+// *UnsupportedError, as csv without csvFields does. A stream that breaks
+// gives a *ReadError. A record that isn't one JSON value is passed to fn
+// with Err set, and reading goes on.
 //
 // Records are checked without a nesting limit, so any value Spillway wrote
 // reads back, however deep.
-func ReadRecords(ctx context.Context, st objectReader, key string, fn func(Record) error) error {
-	_, exts := SplitExt(key)
-	return readRecords(ctx, st, key, exts, nil, fn)
-}
-
-// readRecords is ReadRecords for a file whose format and compression are
-// exts (Names.ContentExts), whatever its name ends with. csvFields,
-// format.fields, say how csv files' rows are laid out (records_csv.go),
-// which nothing in a csv file tells.
-func readRecords(ctx context.Context, st objectReader, key string, exts, csvFields []string, fn func(Record) error) error {
+func Records(ctx context.Context, st Reader, key string, exts, csvFields []string, fn func(Record) error) error {
 	rc, err := st.Read(ctx, key)
 	if err != nil {
 		return err
