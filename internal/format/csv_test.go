@@ -230,7 +230,7 @@ func TestCSVLargeRecordBufferIsNotRetained(t *testing.T) {
 	if err := enc.Encode(&kgo.Record{Value: bytes.Repeat([]byte("x,"), 1<<19)}); err != nil {
 		t.Fatal(err)
 	}
-	if cap(out.buf) > maxRetainedBuffer {
+	if cap(out.buf) > MaxRetainedBuffer {
 		t.Errorf("encoder kept a %d B buffer after a 1 MiB record", cap(out.buf))
 	}
 }

@@ -481,13 +481,13 @@ func TestLargeRecordBufferIsNotRetained(t *testing.T) {
 	if err := enc.Encode(&kgo.Record{Value: bytes.Repeat([]byte("x"), 1<<20)}); err != nil {
 		t.Fatal(err)
 	}
-	if cap(out.buf) > maxRetainedBuffer {
+	if cap(out.buf) > MaxRetainedBuffer {
 		t.Errorf("encoder kept a %d B buffer after a 1 MiB record", cap(out.buf))
 	}
 	if err := enc.Encode(&kgo.Record{Value: []byte("small")}); err != nil {
 		t.Fatal(err)
 	}
-	if cap(out.buf) == 0 || cap(out.buf) > maxRetainedBuffer {
+	if cap(out.buf) == 0 || cap(out.buf) > MaxRetainedBuffer {
 		t.Errorf("encoder buffer cap %d after a small record", cap(out.buf))
 	}
 }

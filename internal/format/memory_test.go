@@ -98,10 +98,10 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 			var held, limit int64
 			switch e := enc.(type) {
 			case *avroEncoder:
-				held, limit = int64(len(e.block)), e.mem.flush
+				held, limit = int64(len(e.block)), e.mem.Flush
 				flushed = flushed || e.count == 0
 			case *parquetEncoder:
-				held, limit = e.w.Size()-e.base, e.mem.flush
+				held, limit = e.w.Size()-e.base, e.mem.Flush
 				flushed = flushed || e.base > 0
 			}
 			if flushed && held > limit-3*int64(len(r.Value)) {

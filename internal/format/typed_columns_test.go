@@ -463,8 +463,8 @@ func TestColumnsOfRotates(t *testing.T) {
 	if got := ty.Of(jsOrders()[0]); got != "k-1 v32" {
 		t.Errorf("Of(JSON Schema) = %q", got)
 	}
-	if ids := parseSchemaIDs(order); ids != (schemaIDs{key: -1, value: pbOrderID, valueMsg: "shop.Order"}) {
-		t.Errorf("parseSchemaIDs(%q) = %+v", order, ids)
+	if ids := ParseSchemaIDs(order); ids != (SchemaIDs{key: -1, value: pbOrderID, valueMsg: "shop.Order"}) {
+		t.Errorf("ParseSchemaIDs(%q) = %+v", order, ids)
 	}
 }
 
@@ -482,7 +482,7 @@ func TestColumnsGolden(t *testing.T) {
 	} {
 		ty := NewTyped(c.cfg, reg)
 		var buf bytes.Buffer
-		enc, err := newTypedAvroEncoder(ty, parseSchemaIDs(ty.Of(c.recs[0])), &buf, fixedSync)
+		enc, err := newTypedAvroEncoder(ty, ParseSchemaIDs(ty.Of(c.recs[0])), &buf, fixedSync)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -261,7 +261,7 @@ func TestTypedGolden(t *testing.T) {
 		ty := NewTyped(c.cfg, reg)
 		recs := orders(t)
 		var buf bytes.Buffer
-		enc, err := newTypedAvroEncoder(ty, parseSchemaIDs(ty.Of(recs[0])), &buf, fixedSync)
+		enc, err := newTypedAvroEncoder(ty, ParseSchemaIDs(ty.Of(recs[0])), &buf, fixedSync)
 		if err != nil {
 			t.Fatal(err)
 		}
