@@ -204,10 +204,3 @@ func golden(t *testing.T, name string, got []byte) {
 const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-
-type failWriter struct {
-	err    error
-	writes int
-}
-
-func (w *failWriter) Write(p []byte) (int, error) { w.writes++; return 0, w.err }

@@ -2,7 +2,6 @@ package formats
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,13 +9,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/snappy"
-	"github.com/klauspost/compress/zstd"
 	"github.com/parquet-go/parquet-go"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/twmb/avro/ocf"
@@ -30,80 +26,16 @@ var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
 
 var ts = time.UnixMilli(1733150000123)
 
-var compressions = []string{"none", "gzip", "zstd", "snappy"}
-
 // discard is io.Discard without its io.ReaderFrom, like a compressor.
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// columnarRecords are what the avro and parquet tests write: JSON, empty and
-// non-ASCII text, a tombstone with a null key and no headers, a repeated
-// header key, a null and an empty header value, a large offset and the
-// epoch as timestamp. With binary, one more record holds bytes that are not
-// UTF-8, which only value_encoding base64 can write.
-func columnarRecords(binary bool) []*kgo.Record {
-	recs := []*kgo.Record{
-		{Offset: 0, Timestamp: ts, Key: []byte("k0"), Value: []byte(`{"a":1,"b":"x"}`),
-			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}, {Key: "h"}, {Key: "trace", Value: []byte{}}}},
-		{Offset: 1, Timestamp: ts.Add(time.Millisecond)},
-		{Offset: 2, Timestamp: time.UnixMilli(0), Key: []byte{}, Value: []byte("ü€😀 \"quoted\"\nsecond line"),
-			Headers: []kgo.RecordHeader{{Key: "ключ", Value: []byte("значение")}}},
-		{Offset: 1 << 40, Timestamp: ts, Key: []byte("big"), Value: []byte{}},
-	}
-	if binary {
-		recs = append(recs, &kgo.Record{Offset: 1<<40 + 1, Timestamp: ts, Key: []byte{0xff, 0}, Value: []byte{0, 1, 2, 0xfe, 0xff},
-			Headers: []kgo.RecordHeader{{Key: "bin", Value: []byte{0xc3}}}})
-	}
-	return recs
-}
 
 func columnarConfig(typ, compression, encoding string, fields ...string) config.Format {
 	if len(fields) == 0 {
 		fields = allFields
 	}
 	return config.Format{Type: typ, Compression: compression, Fields: fields, ValueEncoding: encoding, Envelope: true}
-}
-
-// wantRows is what a reader should find for recs written with cfg, in
-// the JSON form readers are compared in: numbers as float64, bytes as
-// text or as blob(b), null as nil; only the configured fields.
-func wantRows(t *testing.T, cfg config.Format, recs []*kgo.Record, blob func([]byte) any) []map[string]any {
-	t.Helper()
-	text := cfg.ValueEncoding != "base64"
-	val := func(b []byte) any {
-		switch {
-		case b == nil:
-			return nil
-		case text:
-			return string(b)
-		}
-		return blob(b)
-	}
-	var rows []map[string]any
-	for _, r := range recs {
-		row := map[string]any{}
-		for _, f := range cfg.Fields {
-			switch f {
-			case "key":
-				row[f] = val(r.Key)
-			case "value":
-				row[f] = val(r.Value)
-			case "offset":
-				row[f] = r.Offset
-			case "timestamp":
-				row[f] = r.Timestamp.UnixMilli()
-			case "headers":
-				hs := []any{}
-				for _, h := range r.Headers {
-					hs = append(hs, map[string]any{"key": h.Key, "value": val(h.Value)})
-				}
-				row[f] = hs
-			}
-		}
-		rows = append(rows, row)
-	}
-	return jsonForm(t, rows)
 }
 
 // jsonForm round-trips v through JSON, so that values from Go and from a
@@ -119,21 +51,6 @@ func jsonForm(t *testing.T, v any) []map[string]any {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// checkRows compares a reader's rows with the expected ones, field by
-// field, so a failure names the record and the field.
-func checkRows(t *testing.T, what string, got, want []map[string]any) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d rows, want %d:\n got  %v\n want %v", what, len(got), len(want), got, want)
-		return
-	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Errorf("%s: row %d:\n got  %v\n want %v", what, i, got[i], want[i])
-		}
-	}
 }
 
 // golden compares got with testdata/golden/name, or rewrites it when
@@ -204,15 +121,6 @@ func readAvroGo(t *testing.T, file []byte) []map[string]any {
 		rows = append(rows, m)
 	}
 	return rows
-}
-
-func compactJSON(t *testing.T, b []byte) string {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return buf.String()
 }
 
 var fixedSync = [16]byte{'s', 'p', 'i', 'l', 'l', 'w', 'a', 'y', '-', 's', 'y', 'n', 'c', '-', '1', '6'}
@@ -321,44 +229,6 @@ type line struct {
 		Key   string          `json:"key"`
 		Value json.RawMessage `json:"value"`
 	} `json:"headers"`
-}
-
-// sample returns n bytes of JSON Lines, compressible like real output.
-func sample(n int) []byte {
-	var b bytes.Buffer
-	for i := 0; b.Len() < n; i++ {
-		fmt.Fprintf(&b, `{"key":"user-%d","value":{"n":%d,"s":"item %d"},"offset":%d}`+"\n", i%977, i*31, i, i)
-	}
-	return b.Bytes()[:n]
-}
-
-func decompress(t *testing.T, kind string, data []byte) []byte {
-	t.Helper()
-	var r io.Reader
-	switch kind {
-	case "none":
-		return data
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("gzip.NewReader: %v", err)
-		}
-		r = zr
-	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			t.Fatalf("zstd.NewReader: %v", err)
-		}
-		defer zr.Close()
-		r = zr
-	case "snappy":
-		r = snappy.NewReader(bytes.NewReader(data))
-	}
-	out, err := io.ReadAll(r)
-	if err != nil {
-		t.Fatalf("%s: decompress: %v", kind, err)
-	}
-	return out
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

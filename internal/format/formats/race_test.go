@@ -1,7 +1,0 @@
-//go:build race
-
-package formats
-
-// raceEnabled: the race detector changes allocation and makes the memory
-// measurement slow and unrepresentative, so TestCompressorMemory skips.
-const raceEnabled = true
