@@ -3,7 +3,7 @@
 // parquet) and a compressor wraps the output stream. Both are plain
 // io.Writer stages, so a file is one chain (avro and parquet compress
 // inside the file, and their stream compressor is "none": see
-// StreamCompression):
+// Kind.StreamCompression):
 //
 //	Encoder ▸ NewCompressor ▸ storage writer
 //
@@ -19,6 +19,11 @@
 //
 // Encoders and compressors are not safe for concurrent use: one goroutine
 // owns a file's chain.
+//
+// This package holds the text formats and what every format shares (the
+// Encoder interface, Kind, Memory, the envelope, Typed); avro and parquet
+// are packages of their own, and package formats is the table of all
+// kinds, which callers look formats up in.
 package format
 
 import (

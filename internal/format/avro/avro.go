@@ -1,3 +1,8 @@
+// Package avro writes Avro Object Container Files: the envelope of
+// format.fields (package format's Envelope) or, with a schema registry,
+// the registered schemas (format.Typed), in blocks cut by bytes and
+// compressed inside the file. Kind is its entry in the table of formats
+// (package formats); the encoders are only reached through it.
 package avro
 
 import (

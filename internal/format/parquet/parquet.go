@@ -1,3 +1,9 @@
+// Package parquet writes Parquet files with parquet-go: the envelope of
+// format.fields (package format's Envelope) or, with a schema registry,
+// columns from the registered schemas (format.Typed), in row groups cut
+// by bytes with pages compressed inside the file. Kind is its entry in the
+// table of formats (package formats). Inside this package the name
+// parquet is parquet-go's.
 package parquet
 
 import (
