@@ -20,7 +20,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -358,7 +358,7 @@ func TestOversizedRecordsEveryFormatUnderCgroup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			plan.RecordCopies = format.LargeRecordCopies(config.Format{Type: c.typ, Compression: c.compression})
+			plan.RecordCopies = formats.Of(c.typ).LargeRecordCopies(config.Format{Type: c.typ, Compression: c.compression})
 			multiple := plan.LargeRecordMultiple()
 			cgroupLimit := fmtMemoryLimit + multiple*fmtRecord + fmtOverhead
 			if fixedCgroup > 0 {

@@ -75,7 +75,7 @@ func (w *recordingWriter) Write(p []byte) (int, error) {
 // writer as it is, so the encoder holds no copy of it.
 func TestBytesLargeValueIsNotCopied(t *testing.T) {
 	w := &recordingWriter{}
-	enc, err := NewEncoder(bytesConfig(`\n`), w)
+	enc, err := newEncoder(bytesConfig(`\n`), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestBytesLargeValueIsNotCopied(t *testing.T) {
 func TestBytesWriteErrorIsSticky(t *testing.T) {
 	boom := errors.New("disk on fire")
 	w := &failWriter{err: boom}
-	enc, err := NewEncoder(bytesConfig(`\n`), w)
+	enc, err := newEncoder(bytesConfig(`\n`), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +114,15 @@ func TestBytesWriteErrorIsSticky(t *testing.T) {
 
 func TestBytesConfigErrors(t *testing.T) {
 	cfg := bytesConfig(`\q`)
-	if _, err := NewEncoder(cfg, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `format.bytes_separator "\\q" has an unknown escape \q`) {
+	if _, err := newEncoder(cfg, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `format.bytes_separator "\\q" has an unknown escape \q`) {
 		t.Errorf("bad separator: %v", err)
 	}
 	cfg = bytesConfig(`\n`)
 	cfg.ValueEncoding = "hex"
-	if _, err := NewEncoder(cfg, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `format.value_encoding "hex" is unknown`) {
+	if _, err := newEncoder(cfg, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `format.value_encoding "hex" is unknown`) {
 		t.Errorf("bad encoding: %v", err)
 	}
-	enc, err := NewEncoder(bytesConfig(`\n`), &bytes.Buffer{})
+	enc, err := newEncoder(bytesConfig(`\n`), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 )
 
-// envelope is the record layout that the typed formats (avro, parquet)
+// Envelope is the record layout that the typed formats (avro, parquet)
 // write when no schema registry types the values: the record parts listed
 // in format.fields, in that order, as named fields of one record.
 //
@@ -31,80 +31,89 @@ import (
 // value's own schema instead; the envelope is only the schema of last
 // resort, so each encoder takes its schema and its record-to-row step from
 // here and nothing else.
-type envelope struct {
-	fields []field
+type Envelope struct {
+	Fields []Field
 	// text is value_encoding none: key, value and header values are UTF-8
 	// strings (a JSON value is kept as a JSON string), and bytes that are
 	// not UTF-8 are a record error, as in jsonl. value_encoding base64
 	// means the values are binary: the typed formats hold bytes natively,
 	// so they write them raw (Avro bytes, Parquet BYTE_ARRAY) rather than
 	// as base64 text.
-	text bool
+	Text bool
 }
 
-// envelopeName is the record name, Aiven's; the namespace is ours.
+// EnvelopeName is the record name, Aiven's; the namespace is ours.
 const (
-	envelopeName      = "connector_records"
-	envelopeNamespace = "spillway"
+	EnvelopeName      = "connector_records"
+	EnvelopeNamespace = "spillway"
 )
 
-func newEnvelope(cfg config.Format) (envelope, error) {
-	var env envelope
+func NewEnvelope(cfg config.Format) (Envelope, error) {
+	var env Envelope
 	b64, err := base64Values(cfg)
 	if err != nil {
-		return envelope{}, err
+		return Envelope{}, err
 	}
-	env.text = !b64
+	env.Text = !b64
 	if len(cfg.Fields) == 0 {
-		return envelope{}, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
+		return Envelope{}, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
 	}
-	seen := map[field]bool{}
+	seen := map[Field]bool{}
 	for _, name := range cfg.Fields {
 		f, ok := parseField(name)
 		if !ok {
-			return envelope{}, fmt.Errorf("format.fields: unknown field %q; valid: %s", name, validFields)
+			return Envelope{}, fmt.Errorf("format.fields: unknown field %q; valid: %s", name, validFields)
 		}
 		if seen[f] {
-			return envelope{}, fmt.Errorf("format.fields: field %q is listed twice", name)
+			return Envelope{}, fmt.Errorf("format.fields: field %q is listed twice", name)
 		}
 		seen[f] = true
-		env.fields = append(env.fields, f)
+		env.Fields = append(env.Fields, f)
 	}
-	if !cfg.Envelope && len(env.fields) != 1 {
-		return envelope{}, fmt.Errorf("format.envelope: false writes one field per record, but format.fields lists %d (%s); list one field or set envelope: true",
+	if !cfg.Envelope && len(env.Fields) != 1 {
+		return Envelope{}, fmt.Errorf("format.envelope: false writes one field per record, but format.fields lists %d (%s); list one field or set envelope: true",
 			len(cfg.Fields), strings.Join(cfg.Fields, ", "))
 	}
 	return env, nil
 }
 
-// check returns an ErrRecord error if r holds something the envelope's
+// Check returns an ErrRecord error if r holds something the envelope's
 // types can't: a header key that is not UTF-8 (header keys are strings in
 // every encoding), or, with text values, a key, value or header value that
 // is not UTF-8. Encoders call it before they touch their buffers, so a bad
 // record leaves nothing behind.
-func (e envelope) check(r *kgo.Record) error {
-	for _, f := range e.fields {
+func (e Envelope) Check(r *kgo.Record) error {
+	for _, f := range e.Fields {
 		switch f {
-		case fieldKey:
-			if e.text && !utf8.Valid(r.Key) {
+		case FieldKey:
+			if e.Text && !utf8.Valid(r.Key) {
 				return notText("key", r)
 			}
-		case fieldValue:
-			if e.text && !utf8.Valid(r.Value) {
+		case FieldValue:
+			if e.Text && !utf8.Valid(r.Value) {
 				return notText("value", r)
 			}
-		case fieldHeaders:
+		case FieldHeaders:
 			for _, h := range r.Headers {
 				if !utf8.ValidString(h.Key) {
 					return fmt.Errorf("%w: header key %q at offset %d is not valid UTF-8", ErrRecord, h.Key, r.Offset)
 				}
-				if e.text && !utf8.Valid(h.Value) {
+				if e.Text && !utf8.Valid(h.Value) {
 					return notText("value of header "+strconv.Quote(h.Key), r)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// RecordBytes is about what r takes encoded, without its framing.
+func RecordBytes(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
 }
 
 func notText(what string, r *kgo.Record) error {

@@ -48,7 +48,7 @@ import (
 // so its files lack the final line break; ours can be concatenated.
 type csvEncoder struct {
 	out    output
-	fields []field
+	fields []Field
 	base64 bool // value_encoding base64
 }
 
@@ -67,11 +67,11 @@ func newCSVEncoder(cfg config.Format, out output) (*csvEncoder, error) {
 }
 
 // parseFields reads format.fields: known names, each once, at least one.
-func parseFields(names []string) ([]field, error) {
+func parseFields(names []string) ([]Field, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
 	}
-	var out []field
+	var out []Field
 	for _, name := range names {
 		f, ok := parseField(name)
 		if !ok {
@@ -117,9 +117,9 @@ func (e *csvEncoder) appendRow(dst []byte, r *kgo.Record) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		switch f {
-		case fieldKey:
+		case FieldKey:
 			dst = appendCSVBase64(dst, r.Key)
-		case fieldValue:
+		case FieldValue:
 			switch {
 			case e.base64:
 				dst = appendCSVBase64(dst, r.Value)
@@ -128,11 +128,11 @@ func (e *csvEncoder) appendRow(dst []byte, r *kgo.Record) ([]byte, error) {
 			default:
 				dst = appendCSVText(dst, r.Value)
 			}
-		case fieldOffset:
+		case FieldOffset:
 			dst = strconv.AppendInt(dst, r.Offset, 10)
-		case fieldTimestamp:
+		case FieldTimestamp:
 			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
-		case fieldHeaders:
+		case FieldHeaders:
 			for _, h := range r.Headers {
 				dst = base64.StdEncoding.AppendEncode(dst, []byte(h.Key))
 				dst = append(dst, ':')

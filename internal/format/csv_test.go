@@ -152,7 +152,7 @@ func FuzzCSVValueMatchesEncodingCSV(f *testing.F) {
 func TestCSVRecordError(t *testing.T) {
 	bad := []byte{'o', 'k', ',', 0xff}
 	var buf bytes.Buffer
-	enc, err := NewEncoder(csvConfig("none"), &buf)
+	enc, err := newEncoder(csvConfig("none"), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestCSVRecordError(t *testing.T) {
 func TestCSVWriteErrorIsSticky(t *testing.T) {
 	boom := errors.New("disk on fire")
 	w := &failWriter{err: boom}
-	enc, err := NewEncoder(csvConfig("none"), w)
+	enc, err := newEncoder(csvConfig("none"), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,14 +215,14 @@ func TestCSVConfigErrors(t *testing.T) {
 		{csvConfig("none", "value", "value"), `field "value" is listed twice`},
 		{csvConfig("hex"), `format.value_encoding "hex" is unknown`},
 	} {
-		if _, err := NewEncoder(tc.cfg, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewEncoder(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		if _, err := newEncoder(tc.cfg, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("newEncoder(%+v) = %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
 }
 
 func TestCSVLargeRecordBufferIsNotRetained(t *testing.T) {
-	enc, err := NewEncoder(csvConfig("none"), discard{})
+	enc, err := newEncoder(csvConfig("none"), discard{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestCSVLargeRecordBufferIsNotRetained(t *testing.T) {
 	if err := enc.Encode(&kgo.Record{Value: bytes.Repeat([]byte("x,"), 1<<19)}); err != nil {
 		t.Fatal(err)
 	}
-	if cap(out.buf) > maxRetainedBuffer {
+	if cap(out.buf) > MaxRetainedBuffer {
 		t.Errorf("encoder kept a %d B buffer after a 1 MiB record", cap(out.buf))
 	}
 }
@@ -247,7 +247,7 @@ func BenchmarkCSV(b *testing.B) {
 		{"base64_value", "base64", text},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			enc, err := NewEncoder(csvConfig(bc.enc), discard{})
+			enc, err := newEncoder(csvConfig(bc.enc), discard{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -3,7 +3,7 @@
 // parquet) and a compressor wraps the output stream. Both are plain
 // io.Writer stages, so a file is one chain (avro and parquet compress
 // inside the file, and their stream compressor is "none": see
-// StreamCompression):
+// Kind.StreamCompression):
 //
 //	Encoder ▸ NewCompressor ▸ storage writer
 //
@@ -19,6 +19,11 @@
 //
 // Encoders and compressors are not safe for concurrent use: one goroutine
 // owns a file's chain.
+//
+// This package holds the text formats and what every format shares (the
+// Encoder interface, Kind, Memory, the envelope, Typed); avro and parquet
+// are packages of their own, and package formats is the table of all
+// kinds, which callers look formats up in.
 package format
 
 import (
@@ -36,14 +41,15 @@ import (
 // errors.Is. Nothing of such a record reaches the output.
 var ErrRecord = errors.New("record cannot be encoded")
 
-// errClosed is returned by Encode after Close, errNotClosed by Reset
+// ErrClosed is returned by Encode after Close, ErrNotClosed by Reset
 // before it.
 var (
-	errClosed    = errors.New("format: encoder is closed")
-	errNotClosed = errors.New("format: encoder reset before it was closed")
+	ErrClosed    = errors.New("format: encoder is closed")
+	ErrNotClosed = errors.New("format: encoder reset before it was closed")
 )
 
-// Encoder writes records to an io.Writer in one file format.
+// Encoder writes records to an io.Writer in one file format. It is
+// declared here, once, for every package that takes one.
 type Encoder interface {
 	// Encode writes one record. An error wrapping ErrRecord means this
 	// record was skipped and the encoder is still usable; any other error
@@ -54,39 +60,11 @@ type Encoder interface {
 	Close() error
 }
 
-// NewEncoder returns an encoder for cfg.Type writing to w. The zero
-// ValueEncoding means "none", as in config's defaults.
-func NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
-	switch cfg.Type {
-	case "jsonl":
-		rec, err := newJSONRecord(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &jsonlEncoder{out: output{w: w, name: "jsonl"}, rec: rec}, nil
-	case "json":
-		rec, err := newJSONRecord(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return &jsonEncoder{out: output{w: w, name: "json"}, rec: rec}, nil
-	case "csv":
-		return newCSVEncoder(cfg, output{w: w, name: "csv"})
-	case "bytes":
-		return newBytesEncoder(cfg, output{w: w, name: "bytes"})
-	case "avro":
-		return newAvroFile(cfg, w, Memory{})
-	case "parquet":
-		return newParquetEncoder(cfg, w, Memory{})
-	}
-	return nil, fmt.Errorf("format.type %q is unknown; valid: jsonl, json, csv, bytes, avro, parquet", cfg.Type)
-}
-
-// maxRetainedBuffer bounds the encode buffer an encoder keeps between
+// MaxRetainedBuffer bounds the encode buffer an encoder keeps between
 // records. A larger record gets a buffer of its own that is dropped after
 // the write, so one huge record does not pin its size in every open file
 // (the budget counts open files, not their history).
-const maxRetainedBuffer = 64 << 10
+const MaxRetainedBuffer = 64 << 10
 
 // output is the write side shared by the encoders: one reusable buffer, one
 // Write per record (a record with a large field goes down in pieces, see
@@ -105,14 +83,14 @@ func (o *output) check() error {
 		return o.err
 	}
 	if o.closed {
-		return errClosed
+		return ErrClosed
 	}
 	return nil
 }
 
 // keep takes b back as the reusable buffer, unless it grew too large.
 func (o *output) keep(b []byte) {
-	if cap(b) > maxRetainedBuffer {
+	if cap(b) > MaxRetainedBuffer {
 		o.buf = nil
 		return
 	}

@@ -52,7 +52,7 @@ func (e *jsonEncoder) Encode(r *kgo.Record) error {
 // Close writes the closing bracket. It does not close the underlying writer.
 func (e *jsonEncoder) Close() error {
 	if err := e.out.check(); err != nil {
-		if errors.Is(err, errClosed) {
+		if errors.Is(err, ErrClosed) {
 			return nil
 		}
 		return err

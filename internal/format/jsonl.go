@@ -38,7 +38,7 @@ func (e *jsonlEncoder) Close() error {
 // Reset starts a new file on w after Close ended the last.
 func (e *jsonlEncoder) Reset(w io.Writer) error {
 	if !e.out.closed {
-		return errNotClosed
+		return ErrNotClosed
 	}
 	e.out.w, e.out.err, e.out.closed = w, nil, false
 	return nil

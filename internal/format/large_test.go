@@ -68,7 +68,7 @@ func TestLargeValueIsNotCopied(t *testing.T) {
 		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
 			r := &kgo.Record{Key: []byte("k"), Value: v.value, Offset: 7, Timestamp: ts,
 				Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
-			enc, err := NewEncoder(jsonlConfig(v.enc), discard{})
+			enc, err := newEncoder(jsonlConfig(v.enc), discard{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestStreamedRecordsMatchBuilt(t *testing.T) {
 	}
 	encode := func(cfg config.Format, min, piece int) (string, []string) {
 		var buf bytes.Buffer
-		enc, err := NewEncoder(cfg, &buf)
+		enc, err := newEncoder(cfg, &buf)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,23 +15,23 @@ import (
 )
 
 // field is one record field that can be written.
-type field uint8
+type Field uint8
 
 const (
-	fieldKey field = iota
-	fieldValue
-	fieldOffset
-	fieldTimestamp
-	fieldHeaders
+	FieldKey Field = iota
+	FieldValue
+	FieldOffset
+	FieldTimestamp
+	FieldHeaders
 )
 
-// fieldNames are the names in format.fields and in the JSON output.
-var fieldNames = [...]string{
-	fieldKey:       "key",
-	fieldValue:     "value",
-	fieldOffset:    "offset",
-	fieldTimestamp: "timestamp",
-	fieldHeaders:   "headers",
+// FieldNames are the names in format.fields and in the JSON output.
+var FieldNames = [...]string{
+	FieldKey:       "key",
+	FieldValue:     "value",
+	FieldOffset:    "offset",
+	FieldTimestamp: "timestamp",
+	FieldHeaders:   "headers",
 }
 
 const validFields = "key, value, offset, timestamp, headers"
@@ -40,7 +40,7 @@ const validFields = "key, value, offset, timestamp, headers"
 // share it. It appends to a caller's buffer and allocates nothing per record
 // on the common path.
 type jsonRecord struct {
-	fields   []field
+	fields   []Field
 	prefixes []string // `{"key":`, `,"value":`, ...; empty without envelope
 	envelope bool
 	base64   bool // value_encoding base64: bytes become base64 strings
@@ -70,7 +70,7 @@ func newJSONRecord(cfg config.Format) (jsonRecord, error) {
 	if len(cfg.Fields) == 0 {
 		return jsonRecord{}, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
 	}
-	seen := map[field]bool{}
+	seen := map[Field]bool{}
 	for _, name := range cfg.Fields {
 		f, ok := parseField(name)
 		if !ok {
@@ -92,16 +92,16 @@ func newJSONRecord(cfg config.Format) (jsonRecord, error) {
 			if i == 0 {
 				sep = "{"
 			}
-			rec.prefixes = append(rec.prefixes, sep+`"`+fieldNames[f]+`":`)
+			rec.prefixes = append(rec.prefixes, sep+`"`+FieldNames[f]+`":`)
 		}
 	}
 	return rec, nil
 }
 
-func parseField(name string) (field, bool) {
-	for f, n := range fieldNames {
+func parseField(name string) (Field, bool) {
+	for f, n := range FieldNames {
 		if n == name {
-			return field(f), true
+			return Field(f), true
 		}
 	}
 	return 0, false
@@ -117,21 +117,21 @@ func (j *jsonRecord) append(dst []byte, r *kgo.Record) ([]byte, error) {
 			dst = append(dst, j.prefixes[i]...)
 		}
 		switch f {
-		case fieldKey:
+		case FieldKey:
 			var ok bool
 			if dst, ok = j.appendBytes(dst, r.Key, false); !ok {
 				err = notUTF8("key", r)
 			}
-		case fieldValue:
+		case FieldValue:
 			var ok bool
 			if dst, ok = j.appendBytes(dst, r.Value, true); !ok {
 				err = notUTF8("value", r)
 			}
-		case fieldOffset:
+		case FieldOffset:
 			dst = strconv.AppendInt(dst, r.Offset, 10)
-		case fieldTimestamp:
+		case FieldTimestamp:
 			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
-		case fieldHeaders:
+		case FieldHeaders:
 			dst, err = j.appendHeaders(dst, r)
 		}
 		if err != nil {

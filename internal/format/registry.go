@@ -34,39 +34,48 @@ import (
 // Encoders only read the registry's cache: the sink's caller resolves every
 // id of a batch before the batch is written.
 type Typed struct {
-	cfg config.Format
-	reg *registry.Registry
+	kind Kind
+	cfg  config.Format
+	reg  *registry.Registry
 }
 
-// NewTyped returns the encoders' builder for cfg with reg.
-func NewTyped(cfg config.Format, reg *registry.Registry) *Typed { return &Typed{cfg: cfg, reg: reg} }
+// NewTyped returns the encoders' builder for cfg, of format kind, with reg.
+func NewTyped(kind Kind, cfg config.Format, reg *registry.Registry) *Typed {
+	return &Typed{kind: kind, cfg: cfg, reg: reg}
+}
+
+// Config is the format configuration the encoders are built for.
+func (t *Typed) Config() config.Format { return t.cfg }
+
+// Registry is where the encoders read the schemas.
+func (t *Typed) Registry() *registry.Registry { return t.reg }
 
 // columnar says whether the format takes its schema from the registry.
-func (t *Typed) columnar() bool { return t.cfg.Type == "avro" || t.cfg.Type == "parquet" }
+func (t *Typed) columnar() bool { return t.kind.NewTyped != nil }
 
-// schemaIDs are the schemas a typed file is written with: an id per part,
+// SchemaIDs are the schemas a typed file is written with: an id per part,
 // -1 for none (the part is not decoded, or the file's first record had it
 // null or undecodable), and for a Protobuf id the message (the wire format's
 // message indexes pick one per record), whose columns differ.
-type schemaIDs struct {
-	key, value       int
-	keyMsg, valueMsg string
+type SchemaIDs struct {
+	Key, Value       int
+	KeyMsg, ValueMsg string
 }
 
 // String is how Of names the schemas: "k<id>[@<message>] v<id>[@<message>]"
 // (message full names hold no space or '@').
-func (s schemaIDs) String() string {
+func (s SchemaIDs) String() string {
 	part := func(id int, msg string) string {
 		if msg == "" {
 			return strconv.Itoa(id)
 		}
 		return strconv.Itoa(id) + "@" + msg
 	}
-	return "k" + part(s.key, s.keyMsg) + " v" + part(s.value, s.valueMsg)
+	return "k" + part(s.Key, s.KeyMsg) + " v" + part(s.Value, s.ValueMsg)
 }
 
-func parseSchemaIDs(s string) schemaIDs {
-	ids := schemaIDs{key: -1, value: -1}
+func ParseSchemaIDs(s string) SchemaIDs {
+	ids := SchemaIDs{Key: -1, Value: -1}
 	part := func(p string) (int, string) {
 		n, msg, _ := strings.Cut(p, "@")
 		id, err := strconv.Atoi(n)
@@ -76,8 +85,8 @@ func parseSchemaIDs(s string) schemaIDs {
 		return id, msg
 	}
 	if k, v, ok := strings.Cut(strings.TrimPrefix(s, "k"), " v"); ok {
-		ids.key, ids.keyMsg = part(k)
-		ids.value, ids.valueMsg = part(v)
+		ids.Key, ids.KeyMsg = part(k)
+		ids.Value, ids.ValueMsg = part(v)
 	}
 	return ids
 }
@@ -90,14 +99,14 @@ func (t *Typed) Of(r *kgo.Record) string {
 		return ""
 	}
 	// A part the file does not hold types nothing in it.
-	ids := schemaIDs{key: -1, value: -1}
+	ids := SchemaIDs{Key: -1, Value: -1}
 	if t.reg.Keys() && slices.Contains(t.cfg.Fields, "key") {
-		ids.key, ids.keyMsg = t.usable(r.Key)
+		ids.Key, ids.KeyMsg = t.usable(r.Key)
 	}
 	if t.reg.Values() && slices.Contains(t.cfg.Fields, "value") {
-		ids.value, ids.valueMsg = t.usable(r.Value)
+		ids.Value, ids.ValueMsg = t.usable(r.Value)
 	}
-	if ids.key < 0 && ids.value < 0 {
+	if ids.Key < 0 && ids.Value < 0 {
 		return ""
 	}
 	return ids.String()
@@ -113,9 +122,9 @@ func (t *Typed) Fits(of, file string) bool {
 	if of == "" || of == file {
 		return true
 	}
-	r, f := parseSchemaIDs(of), parseSchemaIDs(file)
-	return (r.key < 0 || r.key == f.key && r.keyMsg == f.keyMsg) &&
-		(r.value < 0 || r.value == f.value && r.valueMsg == f.valueMsg)
+	r, f := ParseSchemaIDs(of), ParseSchemaIDs(file)
+	return (r.Key < 0 || r.Key == f.Key && r.KeyMsg == f.KeyMsg) &&
+		(r.Value < 0 || r.Value == f.Value && r.ValueMsg == f.ValueMsg)
 }
 
 // usable is b's schema id, and the name of its columns, if it is cached
@@ -142,23 +151,19 @@ func (t *Typed) usable(b []byte) (int, string) {
 // NewEncoder builds a file's encoder for the schemas Of named ("" for a
 // file of records without any).
 func (t *Typed) NewEncoder(w io.Writer, schemas string) (Encoder, error) {
-	ids := parseSchemaIDs(schemas)
-	switch t.cfg.Type {
-	case "avro":
-		return newTypedAvroFile(t, ids, w)
-	case "parquet":
-		return newTypedParquetEncoder(t, ids, w)
+	if t.kind.NewTyped != nil {
+		return t.kind.NewTyped(t, ParseSchemaIDs(schemas), w)
 	}
-	inner, err := NewEncoder(t.cfg, w)
+	inner, err := t.kind.NewEncoder(t.cfg, w)
 	if err != nil {
 		return nil, err
 	}
 	return &jsonDecoding{t: t, inner: inner}, nil
 }
 
-// columnsOf returns the columns of schema id named msg, or nil for -1 or
+// ColumnsOf returns the columns of schema id named msg, or nil for -1 or
 // a schema without columns.
-func (t *Typed) columnsOf(id int, msg string) *registry.Columns {
+func (t *Typed) ColumnsOf(id int, msg string) *registry.Columns {
 	if id < 0 {
 		return nil
 	}
@@ -173,31 +178,63 @@ func (t *Typed) columnsOf(id int, msg string) *registry.Columns {
 	return cols
 }
 
-// payload checks that b (a key or value, not null) is in the wire format
+// Payload checks that b (a key or value, not null) is in the wire format
 // with a schema id the registry knows, and returns its schema and the data
 // after the header.
-func (t *Typed) payload(b []byte, what string, r *kgo.Record) (*registry.Schema, []byte, error) {
+func (t *Typed) Payload(b []byte, what string, r *kgo.Record) (*registry.Schema, []byte, error) {
 	id, rest, err := registry.ID(b)
 	if err != nil {
-		return nil, nil, partError(what, r, err)
+		return nil, nil, PartError(what, r, err)
 	}
 	s, ok := t.reg.Lookup(id)
 	switch {
 	case !ok:
-		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d was not fetched before the record was written", registry.ErrUndecodable, id))
+		return nil, nil, PartError(what, r, fmt.Errorf("%w: schema id %d was not fetched before the record was written", registry.ErrUndecodable, id))
 	case s.Err != nil:
-		return nil, nil, partError(what, r, s.Err)
+		return nil, nil, PartError(what, r, s.Err)
 	}
 	return s, rest, nil
 }
 
-// partError is a record error about a key or value, naming the record.
-func partError(what string, r *kgo.Record, err error) error {
+// Part reads a key or value of a typed file, whose columns for it are
+// typed (nil: it has none), and returns the data after the header and the
+// value it decodes to (see registry.Columns.Value). Both typed encoders
+// take their parts here.
+func (t *Typed) Part(b []byte, typed *registry.Columns, id int, what string, r *kgo.Record) (data []byte, v any, err error) {
+	s, data, err := t.Payload(b, what, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Why the part can't be typed at all comes before whether it is of
+	// this file's schema: such a part goes in any file (Typed.Fits), and
+	// "another schema id" would read as a rotation gone wrong.
+	cols, err := s.Columns(data)
+	if err != nil {
+		return nil, nil, PartError(what, r, err)
+	}
+	if id >= 0 && s.ID != id {
+		return nil, nil, PartError(what, r, fmt.Errorf("%w: schema id %d in a file of schema id %d", registry.ErrUndecodable, s.ID, id))
+	}
+	if typed == nil {
+		return nil, nil, PartError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))
+	}
+	if cols != typed {
+		return nil, nil, PartError(what, r, fmt.Errorf("%w: message %s of schema id %d in a file of message %s", registry.ErrUndecodable, cols.Name, s.ID, typed.Name))
+	}
+	v, err = cols.Value(data)
+	if err != nil {
+		return nil, nil, PartError(what, r, err)
+	}
+	return data, v, nil
+}
+
+// PartError is a record error about a key or value, naming the record.
+func PartError(what string, r *kgo.Record, err error) error {
 	return fmt.Errorf("%w: %s of %s/%d at offset %d: %w", ErrRecord, what, r.Topic, r.Partition, r.Offset, err)
 }
 
-// decodeAvro decodes data written with s, all of it.
-func decodeAvro(s *registry.Schema, data []byte) (any, error) {
+// DecodeAvro decodes data written with s, all of it.
+func DecodeAvro(s *registry.Schema, data []byte) (any, error) {
 	var v any
 	rest, err := s.Avro.Decode(data, &v)
 	if err != nil {
@@ -214,29 +251,29 @@ func decodeAvro(s *registry.Schema, data []byte) (any, error) {
 // timestamp-millis as its milliseconds), JSON Schema data as it is, once it
 // is checked to be JSON.
 func (t *Typed) toJSON(dst, b []byte, what string, r *kgo.Record) ([]byte, error) {
-	s, data, err := t.payload(b, what, r)
+	s, data, err := t.Payload(b, what, r)
 	if err != nil {
 		return nil, err
 	}
 	switch s.Type {
 	case sr.TypeAvro:
-		v, err := decodeAvro(s, data)
+		v, err := DecodeAvro(s, data)
 		if err != nil {
-			return nil, partError(what, r, err)
+			return nil, PartError(what, r, err)
 		}
 		out, err := s.Avro.AppendEncodeJSON(dst, v)
 		if err != nil {
-			return nil, partError(what, r, fmt.Errorf("%w: %w", registry.ErrUndecodable, err))
+			return nil, PartError(what, r, fmt.Errorf("%w: %w", registry.ErrUndecodable, err))
 		}
 		return out, nil
 	case sr.TypeJSON, sr.TypeProtobuf:
 		out, err := asJSON(dst, s, data)
 		if err != nil {
-			return nil, partError(what, r, err)
+			return nil, PartError(what, r, err)
 		}
 		return out, nil
 	}
-	return nil, partError(what, r, fmt.Errorf("%w: schema id %d has type %s", registry.ErrUndecodable, s.ID, s.Type))
+	return nil, PartError(what, r, fmt.Errorf("%w: schema id %d has type %s", registry.ErrUndecodable, s.ID, s.Type))
 }
 
 // asJSON appends a JSON Schema or Protobuf part, data (after the schema
@@ -282,10 +319,10 @@ func (e *jsonDecoding) Encode(r *kgo.Record) error {
 		cp.Value = e.val
 	}
 	err = e.inner.Encode(&cp)
-	if cap(e.key) > maxRetainedBuffer {
+	if cap(e.key) > MaxRetainedBuffer {
 		e.key = nil
 	}
-	if cap(e.val) > maxRetainedBuffer {
+	if cap(e.val) > MaxRetainedBuffer {
 		e.val = nil
 	}
 	return err

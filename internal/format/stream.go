@@ -39,15 +39,15 @@ func (j *jsonRecord) stream(o *output, head string, r *kgo.Record, tail string) 
 			s.buf = append(s.buf, j.prefixes[i]...)
 		}
 		switch f {
-		case fieldKey:
+		case FieldKey:
 			s.field(r.Key, keyForm)
-		case fieldValue:
+		case FieldValue:
 			s.field(r.Value, valueForm)
-		case fieldOffset:
+		case FieldOffset:
 			s.buf = strconv.AppendInt(s.buf, r.Offset, 10)
-		case fieldTimestamp:
+		case FieldTimestamp:
 			s.buf = strconv.AppendInt(s.buf, r.Timestamp.UnixMilli(), 10)
-		case fieldHeaders:
+		case FieldHeaders:
 			s.buf = append(s.buf, '[')
 			for i, h := range r.Headers {
 				if i > 0 {
@@ -76,15 +76,15 @@ func (j *jsonRecord) stream(o *output, head string, r *kgo.Record, tail string) 
 func (j *jsonRecord) check(r *kgo.Record) (keyForm, valueForm form, err error) {
 	for _, f := range j.fields {
 		switch f {
-		case fieldKey:
+		case FieldKey:
 			if keyForm = j.formOf(r.Key, false); keyForm == formInvalid {
 				return 0, 0, notUTF8("key", r)
 			}
-		case fieldValue:
+		case FieldValue:
 			if valueForm = j.formOf(r.Value, true); valueForm == formInvalid {
 				return 0, 0, notUTF8("value", r)
 			}
-		case fieldHeaders:
+		case FieldHeaders:
 			// The checks of appendHeaders, in its order.
 			for _, h := range r.Headers {
 				if !utf8.ValidString(h.Key) {

@@ -74,7 +74,7 @@ func writeFile(t *testing.T, dir string, cfg config.Format, recs []*kgo.Record) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := NewEncoder(cfg, zw)
+	enc, err := newEncoder(cfg, zw)
 	if err != nil {
 		t.Fatal(err)
 	}

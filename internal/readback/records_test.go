@@ -15,6 +15,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -111,13 +112,13 @@ func writeFile(t *testing.T, dir string, key, typ, comp string, offsets ...int64
 	t.Helper()
 	var buf bytes.Buffer
 	cfg := config.Format{Type: typ, Compression: comp, Fields: []string{"key", "value", "offset"}, ValueEncoding: "none", Envelope: true}
-	w, err := format.NewCompressor(format.StreamCompression(cfg), &buf)
+	w, err := format.NewCompressor(formats.Of(cfg.Type).StreamCompression(cfg), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Small blocks and row groups, so that a file has several and damage
 	// can fall in the middle of one.
-	enc, err := format.NewBufferedEncoder(cfg, w, format.Memory{FlushBytes: 8 << 10})
+	enc, err := formats.NewBufferedEncoder(cfg, w, format.Memory{FlushBytes: 8 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

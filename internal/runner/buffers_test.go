@@ -14,7 +14,7 @@ import (
 	"github.com/spillway/spillway/internal/bench/benchdata"
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -47,8 +47,8 @@ func TestParquetRowGroupsFromTheBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flush := format.FlushBytes(cfg.Format, plan.FileShare(0))
-	if flush >= format.DefaultFlushBytes("parquet") {
+	flush := formats.Of(cfg.Format.Type).FlushBytes(plan.FileShare(0))
+	if flush >= formats.Of("parquet").DefaultFlushBytes() {
 		t.Fatalf("the plan's row group threshold %d B is not below the default: the test can't tell them apart", flush)
 	}
 	progress, stop := started(t, cfg)
@@ -67,7 +67,7 @@ func TestParquetRowGroupsFromTheBudget(t *testing.T) {
 	}
 	open := held(progress().Budget(), budget.FileBuffers)
 	files := progress().Sink().FilesOpen
-	if max := int64(files) * format.MaxBuffered(cfg.Format, flush); open <= 0 || open > max {
+	if max := int64(files) * formats.Of(cfg.Format.Type).MaxBuffered(flush); open <= 0 || open > max {
 		t.Errorf("file_buffers holds %d B with %d parquet files open, want more than 0 and at most %d B", open, files, max)
 	}
 	if err := stop(); err != nil {

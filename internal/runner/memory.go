@@ -8,7 +8,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -63,7 +63,7 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 		scheme = u.Scheme
 	}
 	fp := storage.FootprintOf(scheme, int64(cfg.Storage.PartSize))
-	encoder := format.FixedMemory(cfg.Format) + format.MaxBuffered(cfg.Format, format.FlushBytes(cfg.Format, plan.FileShare(cfg.Backpressure.MaxOpenFiles)))
+	encoder := formats.Of(cfg.Format.Type).FixedMemory(cfg.Format) + formats.Of(cfg.Format.Type).MaxBuffered(formats.Of(cfg.Format.Type).FlushBytes(plan.FileShare(cfg.Backpressure.MaxOpenFiles)))
 	fileCost := encoder + fp.Writer + fp.Chunk
 	files := max(cfg.Backpressure.MaxOpenFiles, 1)
 	spooled := cfg.Backpressure.SpoolDir != ""
@@ -71,7 +71,7 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 		// Open files cost budget.SpoolFileCost each, within their half of
 		// the share; the chains are the encode slots'.
 		files = encodeSlots()
-		encoder = format.FixedMemory(cfg.Format) + format.MaxBuffered(cfg.Format, format.FlushBytes(cfg.Format, plan.EncodeShare(files)))
+		encoder = formats.Of(cfg.Format.Type).FixedMemory(cfg.Format) + formats.Of(cfg.Format.Type).MaxBuffered(formats.Of(cfg.Format.Type).FlushBytes(plan.EncodeShare(files)))
 		fileCost = encoder + fp.Writer + fp.Chunk
 	}
 	uploads := cfg.Storage.UploadConcurrency

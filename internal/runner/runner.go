@@ -26,6 +26,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/latest"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/registry"
@@ -111,7 +112,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	}
 	// So that the warning about records larger than the budget's room
 	// gives this format's figures.
-	plan.RecordCopies = format.LargeRecordCopies(cfg.Format)
+	plan.RecordCopies = formats.Of(cfg.Format.Type).LargeRecordCopies(cfg.Format)
 	if opts.SetGoMemLimit {
 		debug.SetMemoryLimit(plan.GoLimit)
 	}
@@ -206,7 +207,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	fcfg := cfg.Format
 	// Probe the chain once so a format that can't be built fails at start,
 	// not on the first record.
-	if _, err := format.NewEncoder(fcfg, io.Discard); err != nil {
+	if _, err := formats.NewEncoder(fcfg, io.Discard); err != nil {
 		return fmt.Errorf("format: %w", err)
 	}
 	scfg := sink.Config{
@@ -219,22 +220,22 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
-			return format.NewEncoder(fcfg, w)
+			return formats.NewEncoder(fcfg, w)
 		},
 		// Avro blocks and Parquet row groups are cut at half of an open
 		// file's share of the budget (budget.Plan.FileShare), and in an
 		// encode slot (a spooled file encoded once closed) at half of the
 		// slot's (Plan.EncodeShare); the sink counts them as they grow.
 		NewBufferedEncoder: func(w io.Writer, flushBytes int64, grow func(int64)) (sink.Encoder, error) {
-			return format.NewBufferedEncoder(fcfg, w, format.Memory{FlushBytes: flushBytes, Grow: grow})
+			return formats.NewBufferedEncoder(fcfg, w, format.Memory{FlushBytes: flushBytes, Grow: grow})
 		},
-		FlushBytes:     format.FlushBytes(fcfg, plan.FileShare(cfg.Backpressure.MaxOpenFiles)),
-		SlotFlushBytes: format.FlushBytes(fcfg, plan.EncodeShare(encodeSlots())),
+		FlushBytes:     formats.Of(fcfg.Type).FlushBytes(plan.FileShare(cfg.Backpressure.MaxOpenFiles)),
+		SlotFlushBytes: formats.Of(fcfg.Type).FlushBytes(plan.EncodeShare(encodeSlots())),
 		EncodeSlots:    encodeSlots(),
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
-			return format.NewCompressor(format.StreamCompression(fcfg), w)
+			return format.NewCompressor(formats.Of(fcfg.Type).StreamCompression(fcfg), w)
 		},
-		CompressorMemory: format.FixedMemory(fcfg),
+		CompressorMemory: formats.Of(fcfg.Type).FixedMemory(fcfg),
 		ErrRecord:        format.ErrRecord,
 		NullValues:       cfg.Errors.NullValues,
 		Tolerance:        cfg.Errors.Tolerance,
@@ -244,7 +245,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return err
 	}
 	if reg != nil {
-		scfg.Schemas = typedSchemas{format.NewTyped(fcfg, reg)}
+		scfg.Schemas = typedSchemas{formats.NewTyped(fcfg, reg)}
 	}
 	var src *source.Source
 	if cfg.Errors.DeadLetterTopic != "" {
@@ -437,7 +438,7 @@ func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest
 		MaxAge: scfg.MaxAge, MaxRecords: scfg.MaxRecords, EventTime: scfg.EventTime,
 		Concurrency: cfg.Storage.UploadConcurrency,
 		NewEncoder: func(w io.Writer) (latest.Encoder, error) {
-			return format.NewEncoder(cfg.Format, w)
+			return formats.NewEncoder(cfg.Format, w)
 		},
 		NewCompressor: scfg.NewCompressor,
 		Schemas:       scfg.Schemas,

@@ -23,6 +23,7 @@ import (
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
@@ -181,7 +182,7 @@ func baseConfigFor(tmpl *naming.Template) sink.Config {
 		Extension:    naming.Extension(jsonlFormat.Type, jsonlFormat.Compression),
 		MaxOpenFiles: 100,
 		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
-			return format.NewEncoder(jsonlFormat, w)
+			return formats.NewEncoder(jsonlFormat, w)
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
 			return format.NewCompressor("none", w)

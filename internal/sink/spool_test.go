@@ -17,6 +17,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/spool"
@@ -264,7 +265,7 @@ func TestRelieveByMemory(t *testing.T) {
 	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) {
 		c.Extension = ".parquet"
 		c.NewBufferedEncoder = func(w io.Writer, flush int64, grow func(int64)) (sink.Encoder, error) {
-			return format.NewBufferedEncoder(pq, w, format.Memory{FlushBytes: flush, Grow: grow})
+			return formats.NewBufferedEncoder(pq, w, format.Memory{FlushBytes: flush, Grow: grow})
 		}
 		c.FlushBytes = 1 << 20
 		c.OnClose = func(c offsets.Closed) {

@@ -1,4 +1,9 @@
-package format
+// Package avro writes Avro Object Container Files: the envelope of
+// format.fields (package format's Envelope) or, with a schema registry,
+// the registered schemas (format.Typed), in blocks cut by bytes and
+// compressed inside the file. Kind is its entry in the table of formats
+// (package formats); the encoders are only reached through it.
+package avro
 
 import (
 	"bytes"
@@ -18,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 )
 
 // avroBlockBytes is the default encoded size at which an Avro block is
@@ -43,7 +49,7 @@ const avroBlockBytes = 256 << 10
 type avroEncoder struct {
 	w      io.Writer
 	schema *avro.Schema
-	env    envelope
+	env    format.Envelope
 	codec  avroCodec
 	sync   [16]byte
 
@@ -51,7 +57,7 @@ type avroEncoder struct {
 	count int64  // records in block
 	cbuf  []byte // compressed block, reused
 	datum avroDatum
-	mem   bufferCount
+	mem   format.BufferCount
 
 	err    error // first write error, returned forever after
 	closed bool
@@ -74,8 +80,8 @@ type avroHeader struct {
 	Value []byte `avro:"value"`
 }
 
-func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte, m Memory) (*avroEncoder, error) {
-	env, err := newEnvelope(cfg)
+func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte, m format.Memory) (*avroEncoder, error) {
+	env, err := format.NewEnvelope(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +93,7 @@ func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte, m Memory) (*a
 	if err != nil {
 		return nil, err
 	}
-	e := &avroEncoder{w: w, schema: schema, env: env, codec: codec, sync: sync, mem: newBufferCount(m, "avro", 0)}
+	e := &avroEncoder{w: w, schema: schema, env: env, codec: codec, sync: sync, mem: format.NewBufferCount(m, avroBlockBytes, 0)}
 	// ocf.NewWriter writes the header and is then dropped: the header is
 	// all it is used for (see avroEncoder).
 	if _, err := ocf.NewWriter(w, schema, ocf.WithCodec(codecName(codec.name())), ocf.WithSyncMarker(sync)); err != nil {
@@ -99,7 +105,7 @@ func newAvroEncoder(cfg config.Format, w io.Writer, sync [16]byte, m Memory) (*a
 
 // newAvroFile is NewEncoder's avro case: a random sync marker, as the spec
 // asks, so that a reader can't mistake data for a block boundary.
-func newAvroFile(cfg config.Format, w io.Writer, m Memory) (Encoder, error) {
+func newAvroFile(cfg config.Format, w io.Writer, m format.Memory) (format.Encoder, error) {
 	sync, err := newSyncMarker()
 	if err != nil {
 		return nil, err
@@ -120,7 +126,7 @@ func newSyncMarker() (sync [16]byte, err error) {
 // tables), so that a sink reuses it from file to file.
 func (e *avroEncoder) Reset(w io.Writer) error {
 	if !e.closed {
-		return errNotClosed // its buffers would still be counted
+		return format.ErrNotClosed // its buffers would still be counted
 	}
 	sync, err := newSyncMarker()
 	if err != nil {
@@ -156,29 +162,29 @@ type avroFieldJSON struct {
 //	offset:     long
 //	timestamp:  {"type": "long", "logicalType": "timestamp-millis"}
 //	headers:    {"type": "array", "items": header}, header = {key: string, value: ["null", "bytes"|"string"]}
-func avroSchema(env envelope) (*avro.Schema, error) {
+func avroSchema(env format.Envelope) (*avro.Schema, error) {
 	blob := "bytes"
-	if env.text {
+	if env.Text {
 		blob = "string"
 	}
 	nullable := []string{"null", blob}
-	rec := avroSchemaJSON{Type: "record", Name: envelopeName, Namespace: envelopeNamespace}
-	for _, f := range env.fields {
+	rec := avroSchemaJSON{Type: "record", Name: format.EnvelopeName, Namespace: format.EnvelopeNamespace}
+	for _, f := range env.Fields {
 		var typ any
 		switch f {
-		case fieldKey, fieldValue:
+		case format.FieldKey, format.FieldValue:
 			typ = nullable
-		case fieldOffset:
+		case format.FieldOffset:
 			typ = "long"
-		case fieldTimestamp:
+		case format.FieldTimestamp:
 			typ = avroSchemaJSON{Type: "long", LogicalType: "timestamp-millis"}
-		case fieldHeaders:
+		case format.FieldHeaders:
 			typ = avroSchemaJSON{Type: "array", Items: &avroSchemaJSON{
 				Type: "record", Name: "header",
 				Fields: []avroFieldJSON{{Name: "key", Type: "string"}, {Name: "value", Type: nullable}},
 			}}
 		}
-		rec.Fields = append(rec.Fields, avroFieldJSON{Name: fieldNames[f], Type: typ})
+		rec.Fields = append(rec.Fields, avroFieldJSON{Name: format.FieldNames[f], Type: typ})
 	}
 	js, err := json.Marshal(rec)
 	if err != nil {
@@ -196,17 +202,17 @@ func (e *avroEncoder) Encode(r *kgo.Record) error {
 		return e.err
 	}
 	if e.closed {
-		return errClosed
+		return format.ErrClosed
 	}
-	if err := e.env.check(r); err != nil {
+	if err := e.env.Check(r); err != nil {
 		return err
 	}
 	// A record as large as a block gets a block of its own, so that blocks
 	// stay within the threshold but for single records, and the record
 	// costs its own encoding and compression, not those of a full block
 	// besides.
-	size := recordBytes(r)
-	if e.count > 0 && int64(size) >= e.mem.flush {
+	size := format.RecordBytes(r)
+	if e.count > 0 && int64(size) >= e.mem.Flush {
 		if err := e.flush(); err != nil {
 			return err
 		}
@@ -225,12 +231,12 @@ func (e *avroEncoder) Encode(r *kgo.Record) error {
 	if err != nil {
 		// AppendEncode only appends: e.block still ends at the last good
 		// record, and the bytes past it are overwritten by the next.
-		return fmt.Errorf("%w: offset %d does not fit the avro schema: %v", ErrRecord, r.Offset, err)
+		return fmt.Errorf("%w: offset %d does not fit the avro schema: %v", format.ErrRecord, r.Offset, err)
 	}
 	e.block = b
 	e.count++
 	e.account()
-	if int64(len(e.block)) >= e.mem.flush {
+	if int64(len(e.block)) >= e.mem.Flush {
 		return e.flush()
 	}
 	return nil
@@ -245,7 +251,7 @@ func (e *avroEncoder) reserve(n int) {
 	if need <= cap(e.block) {
 		return
 	}
-	c := min(max(2*cap(e.block), avroFirstBuffer), int(e.mem.flush+e.mem.flush/4))
+	c := min(max(2*cap(e.block), avroFirstBuffer), int(e.mem.Flush+e.mem.Flush/4))
 	b := make([]byte, len(e.block), max(c, need))
 	copy(b, e.block)
 	e.block = b
@@ -256,16 +262,7 @@ func (e *avroEncoder) reserve(n int) {
 const avroFirstBuffer = 16 << 10
 
 // account tells Memory.Grow what the block buffers hold now.
-func (e *avroEncoder) account() { e.mem.set(int64(cap(e.block) + cap(e.cbuf))) }
-
-// recordBytes is about what r takes encoded, without its framing.
-func recordBytes(r *kgo.Record) int {
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
+func (e *avroEncoder) account() { e.mem.Set(int64(cap(e.block) + cap(e.cbuf))) }
 
 // clearHeaders zeroes hs and returns it empty, for reuse.
 func clearHeaders(hs []avroHeader) []avroHeader {
@@ -296,7 +293,7 @@ func (e *avroEncoder) flush() error {
 		e.cbuf = c
 		e.account() // the compressed block, while it is written
 	}
-	keep := e.mem.flush * 3 / 2
+	keep := e.mem.Flush * 3 / 2
 	e.block, e.cbuf = trimBuffer(e.block, keep), trimBuffer(e.cbuf, keep)
 	e.count = 0
 	e.account()

@@ -1,4 +1,4 @@
-package format
+package avro
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 )
 
 // varied returns n records of about size bytes of JSON, no two alike, so
@@ -41,15 +42,12 @@ func TestWriterMemory(t *testing.T) {
 		t.Skip("measures memory: skipped with -short and -race (run: go test -run TestWriterMemory -v)")
 	}
 	recs := varied(30_000, 1024)
-	for _, typ := range []string{"avro", "parquet"} {
+	for _, typ := range []string{"avro"} {
 		n := 20
-		if typ == "parquet" {
-			n = 6
-		}
 		for _, comp := range compressions {
 			cfg := columnarConfig(typ, comp, "none")
 			measured, reported, goroutines := measureWriters(t, cfg, n, recs)
-			fixed := FixedMemory(cfg)
+			fixed := Kind().FixedMemory(cfg)
 			t.Logf("%-7s %-6s measured %9d B per open file: FixedMemory %9d B + Grow %9d B = %9d B; measured-Grow %9d B",
 				typ, comp, measured, fixed, reported, fixed+reported, measured-reported)
 			if goroutines != 0 {
@@ -60,8 +58,8 @@ func TestWriterMemory(t *testing.T) {
 			} else if measured < est/2 {
 				t.Errorf("%s/%s: measured %d B < half of counted %d B: lower FixedMemory", typ, comp, measured, est)
 			}
-			if max := FixedMemory(cfg) + MaxBuffered(cfg, DefaultFlushBytes(typ)); measured > max {
-				t.Errorf("%s/%s: measured %d B > WriterMemory %d B", typ, comp, measured, max)
+			if max := Kind().FixedMemory(cfg) + Kind().MaxBuffered(Kind().DefaultFlushBytes()); measured > max {
+				t.Errorf("%s/%s: measured %d B > FixedMemory+MaxBuffered %d B", typ, comp, measured, max)
 			}
 		}
 	}
@@ -82,10 +80,10 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 	}
 	g0 := runtime.NumGoroutine()
 	before := heap()
-	encs := make([]Encoder, n)
+	encs := make([]format.Encoder, n)
 	var grown int64
 	for i := range encs {
-		enc, err := NewBufferedEncoder(cfg, discard{}, Memory{Grow: func(d int64) { grown += d }})
+		enc, err := Kind().NewBufferedEncoder(cfg, discard{}, format.Memory{Grow: func(d int64) { grown += d }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +96,8 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 			var held, limit int64
 			switch e := enc.(type) {
 			case *avroEncoder:
-				held, limit = int64(len(e.block)), e.mem.flush
+				held, limit = int64(len(e.block)), e.mem.Flush
 				flushed = flushed || e.count == 0
-			case *parquetEncoder:
-				held, limit = e.w.Size()-e.base, e.mem.flush
-				flushed = flushed || e.base > 0
 			}
 			if flushed && held > limit-3*int64(len(r.Value)) {
 				break

@@ -1,20 +1,19 @@
-package format
+package avro
 
 import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/avro/ocf"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -85,7 +84,7 @@ func TestAvroPythonReads(t *testing.T) {
 func TestAvroGoReads(t *testing.T) {
 	for _, c := range columnarCases("avro") {
 		var buf bytes.Buffer
-		enc, err := NewEncoder(c.cfg, &buf)
+		enc, err := Kind().NewEncoder(c.cfg, &buf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +145,7 @@ var fixedSync = [16]byte{'s', 'p', 'i', 'l', 'l', 'w', 'a', 'y', '-', 's', 'y', 
 func TestAvroGolden(t *testing.T) {
 	for _, comp := range []string{"none", "snappy"} {
 		var buf bytes.Buffer
-		enc, err := newAvroEncoder(columnarConfig("avro", comp, "none"), &buf, fixedSync, Memory{})
+		enc, err := newAvroEncoder(columnarConfig("avro", comp, "none"), &buf, fixedSync, format.Memory{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +195,7 @@ func avroBlocks(t *testing.T, file []byte, hdrLen int, sync [16]byte) []avroBloc
 func TestAvroBlocksCutByBytes(t *testing.T) {
 	var buf bytes.Buffer
 	cfg := columnarConfig("avro", "none", "none")
-	enc, err := newAvroEncoder(cfg, &buf, fixedSync, Memory{})
+	enc, err := newAvroEncoder(cfg, &buf, fixedSync, format.Memory{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +272,7 @@ func (w *headerFailWriter) Write(p []byte) (int, error) {
 func TestAvroWriteErrorIsNotRecordError(t *testing.T) {
 	boom := errors.New("disk on fire")
 	w := &headerFailWriter{err: boom}
-	enc, err := NewEncoder(columnarConfig("avro", "zstd", "none"), w)
+	enc, err := Kind().NewEncoder(columnarConfig("avro", "zstd", "none"), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +280,7 @@ func TestAvroWriteErrorIsNotRecordError(t *testing.T) {
 		t.Fatalf("Encode into the open block: %v", err)
 	}
 	err = enc.Close()
-	if !errors.Is(err, boom) || errors.Is(err, ErrRecord) {
+	if !errors.Is(err, boom) || errors.Is(err, format.ErrRecord) {
 		t.Fatalf("Close = %v, want the writer's error, not ErrRecord", err)
 	}
 	if err := enc.Encode(&kgo.Record{Value: []byte("v")}); !errors.Is(err, boom) {
@@ -292,64 +291,5 @@ func TestAvroWriteErrorIsNotRecordError(t *testing.T) {
 	}
 	if w.writes != 1 {
 		t.Errorf("%d writes after the failure, want 1 in all", w.writes)
-	}
-}
-
-// TestColumnarRecordErrorWritesNothing: a record the envelope can't hold is
-// an ErrRecord that leaves nothing in the file, which still reads back with
-// every other record.
-func TestColumnarRecordErrorWritesNothing(t *testing.T) {
-	bad := []byte{'o', 'k', 0xff}
-	good := func(o int64) *kgo.Record { return &kgo.Record{Offset: o, Timestamp: ts, Value: []byte("fine")} }
-	for _, tc := range []struct {
-		name, encoding string
-		rec            *kgo.Record
-		want           string
-	}{
-		{"value", "none", &kgo.Record{Offset: 17, Value: bad}, "value at offset 17 is not valid UTF-8; set format.value_encoding: base64"},
-		{"key", "none", &kgo.Record{Offset: 18, Key: bad}, "key at offset 18 is not valid UTF-8"},
-		{"header value", "none", &kgo.Record{Offset: 19, Headers: []kgo.RecordHeader{{Key: "ok", Value: []byte("x")}, {Key: "h", Value: bad}}},
-			`value of header "h" at offset 19 is not valid UTF-8`},
-		{"header key", "base64", &kgo.Record{Offset: 20, Headers: []kgo.RecordHeader{{Key: string(bad)}}}, "header key"},
-	} {
-		for _, typ := range []string{"avro", "parquet"} {
-			name := typ + "/" + tc.name
-			var buf bytes.Buffer
-			cfg := columnarConfig(typ, "none", tc.encoding)
-			enc, err := NewEncoder(cfg, &buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := enc.Encode(good(1)); err != nil {
-				t.Fatal(err)
-			}
-			before := buf.Len()
-			err = enc.Encode(tc.rec)
-			if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s: err = %v, want ErrRecord containing %q", name, err, tc.want)
-			}
-			if buf.Len() != before {
-				t.Errorf("%s: the failed record wrote %d B", name, buf.Len()-before)
-			}
-			if err := enc.Encode(good(21)); err != nil {
-				t.Fatalf("%s: Encode after a record error: %v", name, err)
-			}
-			if err := enc.Close(); err != nil {
-				t.Fatal(err)
-			}
-			var rows []map[string]any
-			if typ == "avro" {
-				rows = readAvroGo(t, buf.Bytes())
-			} else {
-				rows = readParquetGo(t, buf.Bytes(), tc.encoding == "none")
-			}
-			var offsets []string
-			for _, r := range rows {
-				offsets = append(offsets, fmt.Sprint(r["offset"]))
-			}
-			if got := strings.Join(offsets, ","); got != "1,21" {
-				t.Errorf("%s: file holds offsets %s, want 1,21", name, got)
-			}
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package format
+package parquet
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/spillway/spillway/internal/format"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,8 +19,8 @@ type grown struct {
 	negative          bool
 }
 
-func (g *grown) memory(flush int64) Memory {
-	return Memory{FlushBytes: flush, Grow: func(d int64) {
+func (g *grown) memory(flush int64) format.Memory {
+	return format.Memory{FlushBytes: flush, Grow: func(d int64) {
 		if g.calls == 0 {
 			g.first = d
 		}
@@ -40,13 +41,13 @@ func TestBufferedCountedAsTheyGrow(t *testing.T) {
 	for _, tc := range []struct {
 		typ   string
 		flush int64
-	}{{"avro", 96 << 10}, {"parquet", 1 << 20}} {
+	}{{"parquet", 1 << 20}} {
 		for _, comp := range []string{"none", "zstd", "snappy", "gzip"} {
 			t.Run(tc.typ+"-"+comp, func(t *testing.T) {
 				cfg := columnarConfig(tc.typ, comp, "none")
 				var g grown
 				var buf bytes.Buffer
-				enc, err := NewBufferedEncoder(cfg, &buf, g.memory(tc.flush))
+				enc, err := Kind().NewBufferedEncoder(cfg, &buf, g.memory(tc.flush))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -64,22 +65,11 @@ func TestBufferedCountedAsTheyGrow(t *testing.T) {
 				if g.held != 0 || g.negative {
 					t.Errorf("Grow adds up to %d after Close (negative on the way: %v), want 0", g.held, g.negative)
 				}
-				if max := MaxBuffered(cfg, tc.flush); g.peak > max || g.peak < tc.flush/2 {
+				if max := Kind().MaxBuffered(tc.flush); g.peak > max || g.peak < tc.flush/2 {
 					t.Errorf("Grow peaked at %d B, want between half the threshold (%d B) and MaxBuffered (%d B)", g.peak, tc.flush/2, max)
 				}
 				var cuts int
 				switch tc.typ {
-				case "avro":
-					blocks := avroBlocks(t, buf.Bytes(), avroHeaderLen(t, buf.Bytes()), syncOf(buf.Bytes()))
-					cuts = len(blocks)
-					for i, b := range blocks[:len(blocks)-1] {
-						if b.size > tc.flush+2048 || (comp == "none" && b.size < tc.flush) {
-							t.Errorf("block %d: %d B, want about %d B", i, b.size, tc.flush)
-						}
-					}
-					if n := len(readAvroGo(t, buf.Bytes())); n != len(recs) {
-						t.Errorf("read %d records, want %d", n, len(recs))
-					}
 				case "parquet":
 					f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
 					if err != nil {
@@ -122,25 +112,6 @@ func TestBufferedCountedAsTheyGrow(t *testing.T) {
 	}
 }
 
-// avroHeaderLen is where the first block starts: after the header, which
-// ends with the sync marker.
-func avroHeaderLen(t *testing.T, file []byte) int {
-	t.Helper()
-	sync := syncOf(file)
-	i := bytes.Index(file, sync[:])
-	if i < 0 {
-		t.Fatal("no sync marker")
-	}
-	return i + 16
-}
-
-// syncOf is an avro file's sync marker: its last 16 bytes.
-func syncOf(file []byte) [16]byte {
-	var s [16]byte
-	copy(s[:], file[len(file)-16:])
-	return s
-}
-
 // TestBigRecordCost writes a 16 MiB record between small ones: it is a
 // block or row group of its own, it is counted while it is buffered, and
 // what encoding it allocates, besides the record, is at most what the
@@ -157,13 +128,13 @@ func TestBigRecordCost(t *testing.T) {
 		big[i] = 'a' + byte(rng.IntN(26))
 	}
 	small := varied(50, 1000)
-	for _, typ := range []string{"avro", "parquet"} {
+	for _, typ := range []string{"parquet"} {
 		for _, comp := range compressions {
 			cfg := columnarConfig(typ, comp, "none")
 			var g grown
 			var buf bytes.Buffer
 			buf.Grow(2 * len(big)) // so that the output's growth is not counted
-			enc, err := NewBufferedEncoder(cfg, &buf, g.memory(0))
+			enc, err := Kind().NewBufferedEncoder(cfg, &buf, g.memory(0))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,9 @@
-package format
+package formats
 
 import (
 	"testing"
+
+	"github.com/spillway/spillway/internal/format"
 )
 
 // BenchmarkEncodeZstd encodes the same 1 KiB JSON records in jsonl, avro
@@ -23,11 +25,11 @@ func BenchmarkEncodeZstd(b *testing.B) {
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for range b.N {
-				w, err := NewCompressor(StreamCompression(cfg), discard{})
+				w, err := format.NewCompressor(Of(cfg.Type).StreamCompression(cfg), discard{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				enc, err := NewBufferedEncoder(cfg, w, Memory{FlushBytes: FlushBytes(cfg, 4<<20)})
+				enc, err := NewBufferedEncoder(cfg, w, format.Memory{FlushBytes: Of(cfg.Type).FlushBytes(4 << 20)})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package format
+package formats
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -121,7 +122,7 @@ func typedFormat(typ string, envelope bool, fields ...string) config.Format {
 
 // encodeTyped writes recs into one file as the sink would: typed by the
 // first record's schemas.
-func encodeTyped(t testing.TB, ty *Typed, recs []*kgo.Record) []byte {
+func encodeTyped(t testing.TB, ty *format.Typed, recs []*kgo.Record) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	enc, err := ty.NewEncoder(&buf, ty.Of(recs[0]))
@@ -194,8 +195,8 @@ func TestTypedRecordErrors(t *testing.T) {
 			for i, r := range good {
 				if i == 1 {
 					err := enc.Encode(b.rec)
-					if !errors.Is(err, ErrRecord) || !bytes.Contains([]byte(err.Error()), []byte(b.want)) {
-						t.Errorf("%s, %s: %v, want ErrRecord with %q", typ, b.name, err, b.want)
+					if !errors.Is(err, format.ErrRecord) || !bytes.Contains([]byte(err.Error()), []byte(b.want)) {
+						t.Errorf("%s, %s: %v, want format.ErrRecord with %q", typ, b.name, err, b.want)
 					}
 				}
 				if err := enc.Encode(r); err != nil {
@@ -261,7 +262,7 @@ func TestTypedGolden(t *testing.T) {
 		ty := NewTyped(c.cfg, reg)
 		recs := orders(t)
 		var buf bytes.Buffer
-		enc, err := newTypedAvroEncoder(ty, parseSchemaIDs(ty.Of(recs[0])), &buf, fixedSync)
+		enc, err := ty.NewEncoder(&buf, ty.Of(recs[0]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +274,7 @@ func TestTypedGolden(t *testing.T) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, c.name, buf.Bytes())
+		golden(t, c.name, withSync(buf.Bytes(), fixedSync))
 	}
 	golden(t, "typed-envelope.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true), reg), orders(t)))
 	golden(t, "typed-bare.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", false, "value"), reg), orders(t)))
@@ -584,7 +585,7 @@ func TestTypedNullPartsFit(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = enc.Encode(&badIndex)
-		if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), "message index") || strings.Contains(err.Error(), "in a file of schema id") {
+		if !errors.Is(err, format.ErrRecord) || !strings.Contains(err.Error(), "message index") || strings.Contains(err.Error(), "in a file of schema id") {
 			t.Errorf("%s: %v, want a record error about the message index", typ, err)
 		}
 		_ = enc.Close()

@@ -1,4 +1,4 @@
-package format
+package parquet
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	pqformat "github.com/parquet-go/parquet-go/format"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -85,7 +86,7 @@ func readParquetGo(t *testing.T, b []byte, text bool) []map[string]any {
 func encodeParquet(t *testing.T, c columnarCase) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	enc, err := NewEncoder(c.cfg, &buf)
+	enc, err := Kind().NewEncoder(c.cfg, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestParquetGolden(t *testing.T) {
 // and each stays near that size.
 func TestParquetRowGroupsCutByBytes(t *testing.T) {
 	var buf bytes.Buffer
-	enc, err := NewEncoder(columnarConfig("parquet", "none", "none"), &buf)
+	enc, err := Kind().NewEncoder(columnarConfig("parquet", "none", "none"), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestParquetRowGroupsCutByBytes(t *testing.T) {
 func TestParquetWriteErrorIsNotRecordError(t *testing.T) {
 	boom := errors.New("disk on fire")
 	w := &failWriter{err: boom}
-	enc, err := NewEncoder(columnarConfig("parquet", "zstd", "none"), w)
+	enc, err := Kind().NewEncoder(columnarConfig("parquet", "zstd", "none"), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestParquetWriteErrorIsNotRecordError(t *testing.T) {
 		t.Fatalf("Encode into the open row group: %v", err)
 	}
 	err = enc.Close()
-	if !errors.Is(err, boom) || errors.Is(err, ErrRecord) {
+	if !errors.Is(err, boom) || errors.Is(err, format.ErrRecord) {
 		t.Fatalf("Close = %v, want the writer's error, not ErrRecord", err)
 	}
 	if err := enc.Encode(&kgo.Record{Value: []byte("v")}); !errors.Is(err, boom) {

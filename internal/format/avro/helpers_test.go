@@ -1,7 +1,8 @@
-package format
+package avro
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,10 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/spillway/spillway/internal/config"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
+
+var ts = time.UnixMilli(1733150000123)
+
+var compressions = []string{"none", "gzip", "zstd", "snappy"}
+
+// discard is io.Discard without its io.ReaderFrom, like a compressor.
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // columnarRecords are what the avro and parquet tests write: JSON, empty and
 // non-ASCII text, a tombstone with a null key and no headers, a repeated
@@ -102,9 +116,9 @@ func jsonForm(t *testing.T, v any) []map[string]any {
 func writeColumnar(t *testing.T, dir, name string, cfg config.Format, recs []*kgo.Record) string {
 	t.Helper()
 	var buf bytes.Buffer
-	enc, err := NewEncoder(cfg, &buf)
+	enc, err := Kind().NewEncoder(cfg, &buf)
 	if err != nil {
-		t.Fatalf("NewEncoder(%+v): %v", cfg, err)
+		t.Fatalf("Kind().NewEncoder(%+v): %v", cfg, err)
 	}
 	for _, r := range recs {
 		if err := enc.Encode(r); err != nil {
@@ -183,3 +197,10 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s: %d bytes differ from the golden file's %d; if the change is meant and the readers' tests pass, rerun with %s=1 and review the diff", path, len(got), len(want), updateGoldenEnv)
 	}
 }
+
+// updateGoldenEnv rewrites the golden files from the encoders' output when
+// set to 1. Review the diff: a change in these bytes is a change of the file
+// format that users' readers see.
+const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

@@ -1,4 +1,4 @@
-package format
+package parquet
 
 import (
 	"encoding/json"
@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/registry"
+
+	"github.com/spillway/spillway/internal/format"
 )
 
 // typedParquetEncoder writes a Parquet file whose columns come from the
@@ -44,13 +46,13 @@ import (
 // parquetEncoder does for the envelope.
 type typedParquetEncoder struct {
 	w    *parquet.GenericWriter[any]
-	t    *Typed
-	ids  schemaIDs
+	t    *format.Typed
+	ids  format.SchemaIDs
 	root *pqNode
 	bare bool
 	// key and val are the columns of the parts, or nil.
 	key, val *registry.Columns
-	env      envelope
+	env      format.Envelope
 	row      parquet.Row
 	rec      map[string]any
 	headers  []any
@@ -87,19 +89,19 @@ type pqNode struct {
 // first, fields in order.
 type pqBuilder struct{ col int }
 
-func newTypedParquetEncoder(t *Typed, ids schemaIDs, w io.Writer) (Encoder, error) {
-	env, err := newEnvelope(t.cfg)
+func newTypedParquetEncoder(t *format.Typed, ids format.SchemaIDs, w io.Writer) (format.Encoder, error) {
+	env, err := format.NewEnvelope(t.Config())
 	if err != nil {
 		return nil, err
 	}
-	codec, err := parquetCodec(t.cfg.Compression)
+	codec, err := parquetCodec(t.Config().Compression)
 	if err != nil {
 		return nil, err
 	}
-	e := &typedParquetEncoder{t: t, ids: ids, env: env, key: t.columnsOf(ids.key, ids.keyMsg), val: t.columnsOf(ids.value, ids.valueMsg), rec: map[string]any{}}
+	e := &typedParquetEncoder{t: t, ids: ids, env: env, key: t.ColumnsOf(ids.Key, ids.KeyMsg), val: t.ColumnsOf(ids.Value, ids.ValueMsg), rec: map[string]any{}}
 	var b pqBuilder
 	var root parquet.Node
-	if e.val != nil && !t.cfg.Envelope && len(env.fields) == 1 && env.fields[0] == fieldValue {
+	if e.val != nil && !t.Config().Envelope && len(env.Fields) == 1 && env.Fields[0] == format.FieldValue {
 		if vr := e.val.Schema.Root().ExpandReferences(); vr.Type == "record" {
 			e.bare = true
 			root, e.root, err = b.record(vr, 0, 0, 0)
@@ -111,7 +113,7 @@ func newTypedParquetEncoder(t *Typed, ids schemaIDs, w io.Writer) (Encoder, erro
 	if err != nil {
 		return nil, fmt.Errorf("format: parquet schema from the registry: %w", err)
 	}
-	schema := parquet.NewSchema(envelopeName, root)
+	schema := parquet.NewSchema(format.EnvelopeName, root)
 	wcfg, err := parquet.NewWriterConfig(
 		schema,
 		parquet.Compression(codec),
@@ -131,27 +133,27 @@ const maxSchemaDepth = 64
 
 // envelope builds the envelope's columns (see parquetEncoder), key and
 // value typed by key and val where given.
-func (b *pqBuilder) envelope(env envelope, key, val *registry.Columns) (parquet.Node, *pqNode, error) {
+func (b *pqBuilder) envelope(env format.Envelope, key, val *registry.Columns) (parquet.Node, *pqNode, error) {
 	root := &pqNode{kind: pqGroup}
 	var g orderedGroup
 	blob := func(name string) (parquet.Node, *pqNode) {
 		n := parquet.Leaf(parquet.ByteArrayType)
-		if env.text {
+		if env.Text {
 			n = parquet.String()
 		}
 		p := &pqNode{kind: pqLeaf, name: name, optional: true, def: 1, col: b.next(), conv: bytesValue}
 		p.leaves = []int{p.col}
 		return parquet.Optional(n), p
 	}
-	for _, f := range env.fields {
-		name := fieldNames[f]
+	for _, f := range env.Fields {
+		name := format.FieldNames[f]
 		var n parquet.Node
 		var p *pqNode
 		var err error
 		switch f {
-		case fieldKey, fieldValue:
+		case format.FieldKey, format.FieldValue:
 			s := key
-			if f == fieldValue {
+			if f == format.FieldValue {
 				s = val
 			}
 			if s == nil {
@@ -159,15 +161,15 @@ func (b *pqBuilder) envelope(env envelope, key, val *registry.Columns) (parquet.
 				break
 			}
 			n, p, err = b.node(s.Schema.Root().ExpandReferences(), name, true, 0, 0, 0)
-		case fieldOffset:
+		case format.FieldOffset:
 			n = parquet.Leaf(parquet.Int64Type)
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
 			p.leaves = []int{p.col}
-		case fieldTimestamp:
+		case format.FieldTimestamp:
 			n = parquet.TimestampAdjusted(parquet.Millisecond, true)
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
 			p.leaves = []int{p.col}
-		case fieldHeaders:
+		case format.FieldHeaders:
 			// required LIST { repeated list { required element { key; optional value } } }
 			hk := &pqNode{kind: pqLeaf, name: "key", def: 1, rep: 1, col: b.next(), conv: bytesValue}
 			hkn := parquet.String()
@@ -509,26 +511,26 @@ func (e *typedParquetEncoder) Encode(r *kgo.Record) error {
 		return e.err
 	}
 	if e.closed {
-		return errClosed
+		return format.ErrClosed
 	}
 	var v any
 	if e.bare {
 		if r.Value == nil {
-			return fmt.Errorf("%w: the value of %s/%d at offset %d is null, and the file's columns are the value's fields; set errors.null_values: ignore to skip tombstones, or format.envelope: true", ErrRecord, r.Topic, r.Partition, r.Offset)
+			return fmt.Errorf("%w: the value of %s/%d at offset %d is null, and the file's columns are the value's fields; set errors.null_values: ignore to skip tombstones, or format.envelope: true", format.ErrRecord, r.Topic, r.Partition, r.Offset)
 		}
 		var err error
-		if _, v, err = e.t.part(r.Value, e.val, e.ids.value, "value", r); err != nil {
+		if _, v, err = e.t.Part(r.Value, e.val, e.ids.Value, "value", r); err != nil {
 			return err
 		}
 	} else {
 		cp := *r
-		if e.t.reg.Keys() {
+		if e.t.Registry().Keys() {
 			cp.Key = nil
 		}
-		if e.t.reg.Values() {
+		if e.t.Registry().Values() {
 			cp.Value = nil
 		}
-		if err := e.env.check(&cp); err != nil {
+		if err := e.env.Check(&cp); err != nil {
 			return err
 		}
 		rec, err := e.envelopeValue(r)
@@ -540,7 +542,7 @@ func (e *typedParquetEncoder) Encode(r *kgo.Record) error {
 	row, err := shred(e.row[:0], e.root, v, 0, 0)
 	if err != nil {
 		clear(e.rec)
-		return partError("value", r, fmt.Errorf("%w: %w", registry.ErrUndecodable, err))
+		return format.PartError("value", r, fmt.Errorf("%w: %w", registry.ErrUndecodable, err))
 	}
 	// Values go to the writer column by column, each column's in order.
 	sort.SliceStable(row, func(i, j int) bool { return row[i].Column() < row[j].Column() })
@@ -570,25 +572,25 @@ func (e *typedParquetEncoder) Encode(r *kgo.Record) error {
 // envelopeValue is r as the envelope's group value.
 func (e *typedParquetEncoder) envelopeValue(r *kgo.Record) (map[string]any, error) {
 	m := e.rec
-	for _, f := range e.env.fields {
+	for _, f := range e.env.Fields {
 		switch f {
-		case fieldKey:
-			v, err := e.partValue(r.Key, e.t.reg.Keys(), e.key, e.ids.key, "key", r)
+		case format.FieldKey:
+			v, err := e.partValue(r.Key, e.t.Registry().Keys(), e.key, e.ids.Key, "key", r)
 			if err != nil {
 				return nil, err
 			}
 			m["key"] = v
-		case fieldValue:
-			v, err := e.partValue(r.Value, e.t.reg.Values(), e.val, e.ids.value, "value", r)
+		case format.FieldValue:
+			v, err := e.partValue(r.Value, e.t.Registry().Values(), e.val, e.ids.Value, "value", r)
 			if err != nil {
 				return nil, err
 			}
 			m["value"] = v
-		case fieldOffset:
+		case format.FieldOffset:
 			m["offset"] = r.Offset
-		case fieldTimestamp:
+		case format.FieldTimestamp:
 			m["timestamp"] = r.Timestamp.UnixMilli()
-		case fieldHeaders:
+		case format.FieldHeaders:
 			for _, h := range r.Headers {
 				var hv any
 				if h.Value != nil {
@@ -610,7 +612,7 @@ func (e *typedParquetEncoder) partValue(b []byte, decoded bool, typed *registry.
 	if !decoded {
 		return b, nil
 	}
-	_, v, err := e.t.part(b, typed, id, what, r)
+	_, v, err := e.t.Part(b, typed, id, what, r)
 	return v, err
 }
 

@@ -1,4 +1,4 @@
-package format
+package avro
 
 import (
 	"crypto/rand"
@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/registry"
+
+	"github.com/spillway/spillway/internal/format"
 )
 
 // typedAvroEncoder writes an Avro container file whose schema comes from
@@ -31,8 +33,8 @@ import (
 // Blocks, codecs and the sync marker are avroEncoder's.
 type typedAvroEncoder struct {
 	*avroEncoder
-	t        *Typed
-	ids      schemaIDs
+	t        *format.Typed
+	ids      format.SchemaIDs
 	key, val *registry.Columns // columns of the parts, or nil
 	bare     bool
 	// bufs hold the key's and value's Avro data when it is encoded here
@@ -43,7 +45,7 @@ type typedAvroEncoder struct {
 	headers      []any
 }
 
-func newTypedAvroFile(t *Typed, ids schemaIDs, w io.Writer) (Encoder, error) {
+func newTypedAvroFile(t *format.Typed, ids format.SchemaIDs, w io.Writer) (format.Encoder, error) {
 	var sync [16]byte
 	if _, err := rand.Read(sync[:]); err != nil {
 		return nil, fmt.Errorf("format: avro sync marker: %w", err)
@@ -51,13 +53,13 @@ func newTypedAvroFile(t *Typed, ids schemaIDs, w io.Writer) (Encoder, error) {
 	return newTypedAvroEncoder(t, ids, w, sync)
 }
 
-func newTypedAvroEncoder(t *Typed, ids schemaIDs, w io.Writer, sync [16]byte) (*typedAvroEncoder, error) {
-	env, err := newEnvelope(t.cfg)
+func newTypedAvroEncoder(t *format.Typed, ids format.SchemaIDs, w io.Writer, sync [16]byte) (*typedAvroEncoder, error) {
+	env, err := format.NewEnvelope(t.Config())
 	if err != nil {
 		return nil, err
 	}
-	e := &typedAvroEncoder{t: t, ids: ids, key: t.columnsOf(ids.key, ids.keyMsg), val: t.columnsOf(ids.value, ids.valueMsg)}
-	e.bare = !t.cfg.Envelope && len(env.fields) == 1 && env.fields[0] == fieldValue && e.val != nil
+	e := &typedAvroEncoder{t: t, ids: ids, key: t.ColumnsOf(ids.Key, ids.KeyMsg), val: t.ColumnsOf(ids.Value, ids.ValueMsg)}
+	e.bare = !t.Config().Envelope && len(env.Fields) == 1 && env.Fields[0] == format.FieldValue && e.val != nil
 	var schema *avro.Schema
 	if e.bare {
 		// Root().Schema() inlines the schema's references, which the
@@ -79,7 +81,7 @@ func newTypedAvroEncoder(t *Typed, ids schemaIDs, w io.Writer, sync [16]byte) (*
 	if err != nil {
 		return nil, fmt.Errorf("format: avro schema from the registry: %w", err)
 	}
-	codec, err := newAvroCodec(t.cfg.Compression)
+	codec, err := newAvroCodec(t.Config().Compression)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +95,7 @@ func newTypedAvroEncoder(t *Typed, ids schemaIDs, w io.Writer, sync [16]byte) (*
 
 // typedEnvelopeSchema is the envelope's Avro schema with key and value
 // typed by their columns where given.
-func typedEnvelopeSchema(env envelope, key, val *registry.Columns) (*avro.Schema, error) {
+func typedEnvelopeSchema(env format.Envelope, key, val *registry.Columns) (*avro.Schema, error) {
 	base, err := avroSchema(env)
 	if err != nil {
 		return nil, err
@@ -132,7 +134,7 @@ func (e *typedAvroEncoder) Encode(r *kgo.Record) error {
 		return e.err
 	}
 	if e.closed {
-		return errClosed
+		return format.ErrClosed
 	}
 	if e.bare {
 		return e.encodeBare(r)
@@ -148,7 +150,7 @@ func (e *typedAvroEncoder) Encode(r *kgo.Record) error {
 		typed   *registry.Columns
 		id      int
 		what    string
-	}{{r.Key, e.t.reg.Keys(), e.key, e.ids.key, "key"}, {r.Value, e.t.reg.Values(), e.val, e.ids.value, "value"}} {
+	}{{r.Key, e.t.Registry().Keys(), e.key, e.ids.Key, "key"}, {r.Value, e.t.Registry().Values(), e.val, e.ids.Value, "value"}} {
 		if !p.decoded || p.b == nil || !e.has(p.what) {
 			continue
 		}
@@ -163,8 +165,8 @@ func (e *typedAvroEncoder) Encode(r *kgo.Record) error {
 
 // has reports whether the envelope holds the field named name.
 func (e *typedAvroEncoder) has(name string) bool {
-	for _, f := range e.env.fields {
-		if fieldNames[f] == name {
+	for _, f := range e.env.Fields {
+		if format.FieldNames[f] == name {
 			return true
 		}
 	}
@@ -177,13 +179,13 @@ func (e *typedAvroEncoder) has(name string) bool {
 // its maps, are the producer's).
 func (e *typedAvroEncoder) appendEnvelope(dst []byte, r *kgo.Record, parts [2][]byte) ([]byte, error) {
 	var err error
-	for i, f := range e.env.fields {
+	for i, f := range e.env.Fields {
 		fs := e.fieldSchemas[i]
 		switch f {
-		case fieldKey, fieldValue:
-			b, data, typed, decoded := r.Key, parts[0], e.key, e.t.reg.Keys()
-			if f == fieldValue {
-				b, data, typed, decoded = r.Value, parts[1], e.val, e.t.reg.Values()
+		case format.FieldKey, format.FieldValue:
+			b, data, typed, decoded := r.Key, parts[0], e.key, e.t.Registry().Keys()
+			if f == format.FieldValue {
+				b, data, typed, decoded = r.Value, parts[1], e.val, e.t.Registry().Values()
 			}
 			switch {
 			case b == nil:
@@ -195,11 +197,11 @@ func (e *typedAvroEncoder) appendEnvelope(dst []byte, r *kgo.Record, parts [2][]
 			default:
 				dst, err = fs.AppendEncode(dst, b)
 			}
-		case fieldOffset:
+		case format.FieldOffset:
 			dst, err = fs.AppendEncode(dst, r.Offset)
-		case fieldTimestamp:
+		case format.FieldTimestamp:
 			dst, err = fs.AppendEncode(dst, r.Timestamp.UnixMilli())
-		case fieldHeaders:
+		case format.FieldHeaders:
 			for _, h := range r.Headers {
 				e.headers = append(e.headers, map[string]any{"key": h.Key, "value": h.Value})
 			}
@@ -235,71 +237,39 @@ func appendUnionData(dst []byte, c *registry.Columns, data []byte) []byte {
 // returns its Avro data: after the header for an Avro id (decoded once, to
 // check it), else the decoded value encoded with the columns' schema.
 func (e *typedAvroEncoder) part(i int, b []byte, typed *registry.Columns, id int, what string, r *kgo.Record) ([]byte, error) {
-	data, v, err := e.t.part(b, typed, id, what, r)
+	data, v, err := e.t.Part(b, typed, id, what, r)
 	if err != nil || typed.Avro {
 		return data, err
 	}
 	out, err := typed.Schema.AppendEncode(e.bufs[i][:0], v)
 	if err != nil {
-		return nil, partError(what, r, fmt.Errorf("%w: does not fit its columns: %w", registry.ErrUndecodable, err))
+		return nil, format.PartError(what, r, fmt.Errorf("%w: does not fit its columns: %w", registry.ErrUndecodable, err))
 	}
 	e.bufs[i] = out
-	if cap(out) > maxRetainedBuffer {
+	if cap(out) > format.MaxRetainedBuffer {
 		e.bufs[i] = nil
 	}
 	return out, nil
 }
 
-// part reads a key or value of a typed file, whose columns for it are
-// typed (nil: it has none), and returns the data after the header and the
-// value it decodes to (see registry.Columns.Value). Both typed encoders
-// take their parts here.
-func (t *Typed) part(b []byte, typed *registry.Columns, id int, what string, r *kgo.Record) (data []byte, v any, err error) {
-	s, data, err := t.payload(b, what, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	// Why the part can't be typed at all comes before whether it is of
-	// this file's schema: such a part goes in any file (Typed.Fits), and
-	// "another schema id" would read as a rotation gone wrong.
-	cols, err := s.Columns(data)
-	if err != nil {
-		return nil, nil, partError(what, r, err)
-	}
-	if id >= 0 && s.ID != id {
-		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file of schema id %d", registry.ErrUndecodable, s.ID, id))
-	}
-	if typed == nil {
-		return nil, nil, partError(what, r, fmt.Errorf("%w: schema id %d in a file without it", registry.ErrUndecodable, s.ID))
-	}
-	if cols != typed {
-		return nil, nil, partError(what, r, fmt.Errorf("%w: message %s of schema id %d in a file of message %s", registry.ErrUndecodable, cols.Name, s.ID, typed.Name))
-	}
-	v, err = cols.Value(data)
-	if err != nil {
-		return nil, nil, partError(what, r, err)
-	}
-	return data, v, nil
-}
-
 // checkRaw applies the envelope's checks to the parts written as bytes.
 func (e *typedAvroEncoder) checkRaw(r *kgo.Record) error {
 	cp := *r
-	if e.t.reg.Keys() {
+	if e.t.Registry().Keys() {
 		cp.Key = nil
 	}
-	if e.t.reg.Values() {
+	if e.t.Registry().Values() {
 		cp.Value = nil
 	}
-	return e.env.check(&cp)
+	return e.env.Check(&cp)
 }
 
 // encodeBare writes the value's Avro data, once it decodes.
 func (e *typedAvroEncoder) encodeBare(r *kgo.Record) error {
 	if r.Value == nil {
-		return fmt.Errorf("%w: the value of %s/%d at offset %d is null, and the file's schema is the value's registered schema, which has no null; set errors.null_values: ignore to skip tombstones, or format.envelope: true", ErrRecord, r.Topic, r.Partition, r.Offset)
+		return fmt.Errorf("%w: the value of %s/%d at offset %d is null, and the file's schema is the value's registered schema, which has no null; set errors.null_values: ignore to skip tombstones, or format.envelope: true", format.ErrRecord, r.Topic, r.Partition, r.Offset)
 	}
-	data, err := e.part(1, r.Value, e.val, e.ids.value, "value", r)
+	data, err := e.part(1, r.Value, e.val, e.ids.Value, "value", r)
 	if err != nil {
 		return err
 	}
@@ -309,7 +279,7 @@ func (e *typedAvroEncoder) encodeBare(r *kgo.Record) error {
 // appendDatum adds one encoded record to the open block, as
 // avroEncoder.Encode does.
 func (e *typedAvroEncoder) appendDatum(r *kgo.Record, enc func(dst []byte) ([]byte, error)) error {
-	if e.count > 0 && recordBytes(r) >= avroBlockBytes {
+	if e.count > 0 && format.RecordBytes(r) >= avroBlockBytes {
 		if err := e.flush(); err != nil {
 			return err
 		}
@@ -319,7 +289,7 @@ func (e *typedAvroEncoder) appendDatum(r *kgo.Record, enc func(dst []byte) ([]by
 	}
 	b, err := enc(e.block)
 	if err != nil {
-		return fmt.Errorf("%w: offset %d does not fit the avro schema: %v", ErrRecord, r.Offset, err)
+		return fmt.Errorf("%w: offset %d does not fit the avro schema: %v", format.ErrRecord, r.Offset, err)
 	}
 	e.block = b
 	e.count++

@@ -1,4 +1,4 @@
-package format
+package formats
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -428,8 +429,8 @@ func TestColumnsRecordErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = enc.Encode(c.bad)
-			if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("%s, %s: %v\nwant ErrRecord with %q", c.name, typ, err, c.want)
+			if !errors.Is(err, format.ErrRecord) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s, %s: %v\nwant format.ErrRecord with %q", c.name, typ, err, c.want)
 			}
 			for _, r := range c.good[1:] {
 				if err := enc.Encode(r); err != nil {
@@ -463,8 +464,8 @@ func TestColumnsOfRotates(t *testing.T) {
 	if got := ty.Of(jsOrders()[0]); got != "k-1 v32" {
 		t.Errorf("Of(JSON Schema) = %q", got)
 	}
-	if ids := parseSchemaIDs(order); ids != (schemaIDs{key: -1, value: pbOrderID, valueMsg: "shop.Order"}) {
-		t.Errorf("parseSchemaIDs(%q) = %+v", order, ids)
+	if ids := format.ParseSchemaIDs(order); ids != (format.SchemaIDs{Key: -1, Value: pbOrderID, ValueMsg: "shop.Order"}) {
+		t.Errorf("ParseSchemaIDs(%q) = %+v", order, ids)
 	}
 }
 
@@ -482,7 +483,7 @@ func TestColumnsGolden(t *testing.T) {
 	} {
 		ty := NewTyped(c.cfg, reg)
 		var buf bytes.Buffer
-		enc, err := newTypedAvroEncoder(ty, parseSchemaIDs(ty.Of(c.recs[0])), &buf, fixedSync)
+		enc, err := ty.NewEncoder(&buf, ty.Of(c.recs[0]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -494,7 +495,7 @@ func TestColumnsGolden(t *testing.T) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, c.name, buf.Bytes())
+		golden(t, c.name, withSync(buf.Bytes(), fixedSync))
 	}
 	golden(t, "typed-proto.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", false, "value"), reg), pbOrders(t, reg)))
 	golden(t, "typed-json-envelope.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true, "offset", "value"), reg), jsOrders()))

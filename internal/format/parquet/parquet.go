@@ -1,4 +1,10 @@
-package format
+// Package parquet writes Parquet files with parquet-go: the envelope of
+// format.fields (package format's Envelope) or, with a schema registry,
+// columns from the registered schemas (format.Typed), in row groups cut
+// by bytes with pages compressed inside the file. Kind is its entry in the
+// table of formats (package formats). Inside this package the name
+// parquet is parquet-go's.
+package parquet
 
 import (
 	"fmt"
@@ -13,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 )
 
 // Byte thresholds of a parquet writer. A row group is written out when its
@@ -48,13 +55,13 @@ const (
 // Spark as array<struct<key,value>>.
 type parquetEncoder struct {
 	w    *parquet.GenericWriter[any] // written with WriteRows only
-	env  envelope
+	env  format.Envelope
 	cols parquetColumns
 	row  parquet.Row
 	// base is w.Size() after the last row group went out, so
 	// w.Size()-base is what the open row group holds.
 	base int64
-	mem  bufferCount
+	mem  format.BufferCount
 
 	err    error
 	closed bool
@@ -65,8 +72,8 @@ type parquetColumns struct {
 	key, value, offset, timestamp, headerKey, headerValue int
 }
 
-func newParquetEncoder(cfg config.Format, w io.Writer, m Memory) (*parquetEncoder, error) {
-	env, err := newEnvelope(cfg)
+func newParquetEncoder(cfg config.Format, w io.Writer, m format.Memory) (*parquetEncoder, error) {
+	env, err := format.NewEnvelope(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +107,7 @@ func newParquetEncoder(cfg config.Format, w io.Writer, m Memory) (*parquetEncode
 	if err != nil {
 		return nil, fmt.Errorf("format: parquet writer: %w", err)
 	}
-	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env, mem: newBufferCount(m, "parquet", parquetReportStep)}
+	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env, mem: format.NewBufferCount(m, parquetRowGroupBytes, parquetReportStep)}
 	col := func(path ...string) int {
 		leaf, ok := schema.Lookup(path...)
 		if !ok {
@@ -132,27 +139,27 @@ func parquetCodec(kind string) (pqcompress.Codec, error) {
 }
 
 // parquetSchema is the envelope as a Parquet schema; see parquetEncoder.
-func parquetSchema(env envelope) *parquet.Schema {
+func parquetSchema(env format.Envelope) *parquet.Schema {
 	blob := parquet.Leaf(parquet.ByteArrayType)
-	if env.text {
+	if env.Text {
 		blob = parquet.String()
 	}
 	var root orderedGroup
-	for _, f := range env.fields {
+	for _, f := range env.Fields {
 		var n parquet.Node
 		switch f {
-		case fieldKey, fieldValue:
+		case format.FieldKey, format.FieldValue:
 			n = parquet.Optional(blob)
-		case fieldOffset:
+		case format.FieldOffset:
 			n = parquet.Leaf(parquet.Int64Type)
-		case fieldTimestamp:
+		case format.FieldTimestamp:
 			n = parquet.TimestampAdjusted(parquet.Millisecond, true)
-		case fieldHeaders:
+		case format.FieldHeaders:
 			n = parquet.List(parquet.Group{"key": parquet.String(), "value": parquet.Optional(blob)})
 		}
-		root = append(root, namedNode{Node: n, name: fieldNames[f]})
+		root = append(root, namedNode{Node: n, name: format.FieldNames[f]})
 	}
-	return parquet.NewSchema(envelopeName, root)
+	return parquet.NewSchema(format.EnvelopeName, root)
 }
 
 func (e *parquetEncoder) Encode(r *kgo.Record) error {
@@ -160,16 +167,16 @@ func (e *parquetEncoder) Encode(r *kgo.Record) error {
 		return e.err
 	}
 	if e.closed {
-		return errClosed
+		return format.ErrClosed
 	}
-	if err := e.env.check(r); err != nil {
+	if err := e.env.Check(r); err != nil {
 		return err
 	}
 	// A record as large as a row group gets one of its own: the row group
 	// it would join goes out first, so that the record costs its own
 	// copies (see parquetBigRecord) and not a full row group's besides.
-	size := int64(recordBytes(r))
-	big := size >= e.mem.flush
+	size := int64(format.RecordBytes(r))
+	big := size >= e.mem.Flush
 	if big && e.w.Size() > e.base {
 		if err := e.flushRowGroup(); err != nil {
 			return err
@@ -178,7 +185,7 @@ func (e *parquetEncoder) Encode(r *kgo.Record) error {
 	e.row = e.appendRow(e.row[:0], r)
 	if big {
 		// Counted while parquet-go copies it (see parquetBigRecord).
-		e.mem.set(parquetBigRecord * size)
+		e.mem.Set(parquetBigRecord * size)
 	}
 	_, err := e.w.WriteRows([]parquet.Row{e.row})
 	// The row points into r: drop the references, so a file does not keep
@@ -192,8 +199,8 @@ func (e *parquetEncoder) Encode(r *kgo.Record) error {
 		return e.err
 	}
 	held := e.w.Size() - e.base
-	e.mem.set(held)
-	if held >= e.mem.flush {
+	e.mem.Set(held)
+	if held >= e.mem.Flush {
 		return e.flushRowGroup()
 	}
 	return nil
@@ -210,7 +217,7 @@ func (e *parquetEncoder) Encode(r *kgo.Record) error {
 const parquetBigRecord = 6
 
 // parquetReportStep: a parquet encoder tells Memory.Grow of changes of at
-// least this much (see bufferCount.step).
+// least this much (see BufferCount.step).
 const parquetReportStep = 64 << 10
 
 // flushRowGroup writes the open row group out.
@@ -220,7 +227,7 @@ func (e *parquetEncoder) flushRowGroup() error {
 		return e.err
 	}
 	e.base = e.w.Size()
-	e.mem.set(0)
+	e.mem.Set(0)
 	return nil
 }
 
@@ -237,17 +244,17 @@ func (e *parquetEncoder) appendRow(row parquet.Row, r *kgo.Record) parquet.Row {
 		}
 		return parquet.ByteArrayValue(b).Level(0, 1, col)
 	}
-	for _, f := range e.env.fields {
+	for _, f := range e.env.Fields {
 		switch f {
-		case fieldKey:
+		case format.FieldKey:
 			row = append(row, blob(r.Key, c.key))
-		case fieldValue:
+		case format.FieldValue:
 			row = append(row, blob(r.Value, c.value))
-		case fieldOffset:
+		case format.FieldOffset:
 			row = append(row, parquet.Int64Value(r.Offset).Level(0, 0, c.offset))
-		case fieldTimestamp:
+		case format.FieldTimestamp:
 			row = append(row, parquet.Int64Value(r.Timestamp.UnixMilli()).Level(0, 0, c.timestamp))
-		case fieldHeaders:
+		case format.FieldHeaders:
 			if len(r.Headers) == 0 {
 				row = append(row, parquet.NullValue().Level(0, 0, c.headerKey), parquet.NullValue().Level(0, 0, c.headerValue))
 				continue
@@ -276,7 +283,7 @@ func (e *parquetEncoder) Close() error {
 		return e.err
 	}
 	e.closed = true
-	defer e.mem.set(0)
+	defer e.mem.Set(0)
 	if e.err != nil {
 		return e.err
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package avro
+
+const raceEnabled = false
