@@ -4,7 +4,8 @@
 # On a fresh Debian machine (root, Go in /usr/local/go) it installs what the
 # tests need, then runs every check and fails on the first problem:
 #   gofmt -l, go vet, staticcheck, go build, the deployment files
-#   (deploy/deploytest), go test -race.
+#   (deploy/deploytest), go test -race, and the memory measurements that
+#   -race skips.
 # Installs are idempotent and skipped when already there, so a warm run only
 # pays for the checks. Go tools are cached in .cache/bin (git-ignored).
 set -euo pipefail
@@ -357,6 +358,30 @@ run_tests() {
 	go test -race -count=1 -timeout 40m ./...
 }
 
+# check_memory_figures: the format tests that measure memory and allocations
+# skip under -race (the detector changes both), so the -race run never
+# re-measures the constants the byte budget is built on. This runs them
+# without it, selected by name so that they are found wherever in
+# internal/format they live, and fails if one skips or none ran.
+MEMORY_TESTS='Memory|Alloc|LargeValueIsNotCopied|BigRecordCost'
+check_memory_figures() {
+	local out
+	out="$(go test -count=1 -v -run "$MEMORY_TESTS" ./internal/format/... 2>&1)" || { echo "$out"; return 1; }
+	if grep -q -- '--- SKIP' <<<"$out"; then
+		echo "$out"
+		echo "a memory measurement skipped without -race; it must run in CI"
+		return 1
+	fi
+	local ran
+	ran="$(grep -c -- '^--- PASS' <<<"$out" || true)"
+	if [ "$ran" -eq 0 ]; then
+		echo "$out"
+		echo "no test in ./internal/format/... matches -run '$MEMORY_TESTS'"
+		return 1
+	fi
+	grep -E -- '^(--- PASS|ok )' <<<"$out"
+}
+
 main() {
 	local start=$SECONDS
 	step "install tools" install_tools
@@ -367,6 +392,7 @@ main() {
 	step "deploy checks" check_deploy
 	step "start emulators" start_emulators
 	step "go test -race" run_tests
+	step "memory figures (no -race)" check_memory_figures
 	log "all checks passed ($((SECONDS - start))s)"
 }
 
