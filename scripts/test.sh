@@ -4,7 +4,8 @@
 # On a fresh Debian machine (root, Go in /usr/local/go) it installs what the
 # tests need, then runs every check and fails on the first problem:
 #   gofmt -l, go vet, staticcheck, go build, the deployment files
-#   (deploy/deploytest), go test -race.
+#   (deploy/deploytest), go test -race, and the memory measurements that
+#   -race skips.
 # Installs are idempotent and skipped when already there, so a warm run only
 # pays for the checks. Go tools are cached in .cache/bin (git-ignored).
 set -euo pipefail
@@ -315,6 +316,58 @@ stop_emulators() {
 	fi
 }
 
+# setup_memory_cgroup: the bounded-memory tests (internal/e2e) start
+# spillway in a memory cgroup of its own with a hard limit, and fail here
+# (SPILLWAY_TEST_REQUIRE_TOOLS=1) where they can't create one. As root:
+# - cgroup v2: a cgroup that holds processes can't enable controllers for
+#   its children, and the tests' own does, so this makes an empty cgroup
+#   with +memory for its children and exports it as
+#   SPILLWAY_TEST_CGROUP_PARENT. The root cgroup is exempt from that rule,
+#   so +memory can be enabled there first.
+# - cgroup v1: the tests create their cgroups below their own in the memory
+#   hierarchy, which root can write once the controller is mounted.
+# It checks the result by creating and removing a child, and says what is
+# missing; the tests' own failure then repeats it.
+CGROUP_V2_PARENT="/sys/fs/cgroup/spillway-test"
+setup_memory_cgroup() {
+	if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		grep -qw memory /sys/fs/cgroup/cgroup.controllers ||
+			die "cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers): boot with it enabled"
+		if ! grep -qw memory /sys/fs/cgroup/cgroup.subtree_control; then
+			as_root sh -c 'echo +memory > /sys/fs/cgroup/cgroup.subtree_control' ||
+				die "cannot enable the memory controller in /sys/fs/cgroup/cgroup.subtree_control: in a container, /sys/fs/cgroup must be writable"
+		fi
+		as_root mkdir -p "$CGROUP_V2_PARENT"
+		as_root sh -c "echo +memory > '$CGROUP_V2_PARENT/cgroup.subtree_control'" ||
+			die "cannot enable the memory controller below $CGROUP_V2_PARENT"
+		export SPILLWAY_TEST_CGROUP_PARENT="$CGROUP_V2_PARENT"
+		probe_memory_cgroup "$CGROUP_V2_PARENT" memory.max
+		return 0
+	fi
+	local rel
+	rel="$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)"
+	if [ -z "$rel" ] || [ ! -d /sys/fs/cgroup/memory ]; then
+		as_root mkdir -p /sys/fs/cgroup/memory
+		as_root mount -t cgroup -o memory cgroup /sys/fs/cgroup/memory ||
+			die "no cgroup v1 memory controller at /sys/fs/cgroup/memory, and mounting it failed"
+		rel="$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)"
+	fi
+	probe_memory_cgroup "/sys/fs/cgroup/memory$rel" memory.limit_in_bytes
+}
+
+# probe_memory_cgroup PARENT LIMITFILE: a child of PARENT can be created and
+# limited, as the tests will.
+probe_memory_cgroup() {
+	local probe="$1/spillway-probe-$$"
+	mkdir "$probe" || die "cannot create a memory cgroup in $1: the bounded-memory tests need one (run as root)"
+	if ! echo $((64 << 20)) >"$probe/$2"; then
+		rmdir "$probe"
+		die "cannot set $2 in a memory cgroup under $1"
+	fi
+	rmdir "$probe"
+	echo "memory cgroups can be created in $1"
+}
+
 install_tools() {
 	command -v go >/dev/null 2>&1 || die "go not found (expected in /usr/local/go/bin)"
 	go version
@@ -357,6 +410,30 @@ run_tests() {
 	go test -race -count=1 -timeout 40m ./...
 }
 
+# check_memory_figures: the format tests that measure memory and allocations
+# skip under -race (the detector changes both), so the -race run never
+# re-measures the constants the byte budget is built on. This runs them
+# without it, selected by name so that they are found wherever in
+# internal/format they live, and fails if one skips or none ran.
+MEMORY_TESTS='Memory|Alloc|LargeValueIsNotCopied|BigRecordCost'
+check_memory_figures() {
+	local out
+	out="$(go test -count=1 -v -run "$MEMORY_TESTS" ./internal/format/... 2>&1)" || { echo "$out"; return 1; }
+	if grep -q -- '--- SKIP' <<<"$out"; then
+		echo "$out"
+		echo "a memory measurement skipped without -race; it must run in CI"
+		return 1
+	fi
+	local ran
+	ran="$(grep -c -- '^--- PASS' <<<"$out" || true)"
+	if [ "$ran" -eq 0 ]; then
+		echo "$out"
+		echo "no test in ./internal/format/... matches -run '$MEMORY_TESTS'"
+		return 1
+	fi
+	grep -E -- '^(--- PASS|ok )' <<<"$out"
+}
+
 main() {
 	local start=$SECONDS
 	step "install tools" install_tools
@@ -366,7 +443,9 @@ main() {
 	step "go build" go build ./...
 	step "deploy checks" check_deploy
 	step "start emulators" start_emulators
+	step "memory cgroup" setup_memory_cgroup
 	step "go test -race" run_tests
+	step "memory figures (no -race)" check_memory_figures
 	log "all checks passed ($((SECONDS - start))s)"
 }
 

@@ -504,12 +504,22 @@ type memCgroup struct {
 	limit int64
 }
 
+// cgroupParentEnv names a cgroup to create the test's cgroups in, instead of
+// the test process's own. cgroup v2 needs it: a cgroup that holds processes
+// (the test's own) can't enable the memory controller for its children.
+// scripts/test.sh sets it up and exports it.
+const cgroupParentEnv = "SPILLWAY_TEST_CGROUP_PARENT"
+
 // newMemCgroup creates the cgroup, or skips the test with the reason when
-// this kernel offers no writable memory controller. That is a property of
-// the machine, not a tool that could be installed, so it skips even under
-// SPILLWAY_TEST_REQUIRE_TOOLS=1. Any other failure fails the test.
+// this machine offers no writable memory controller. Under
+// SPILLWAY_TEST_REQUIRE_TOOLS=1 (CI) it fails instead: these tests are what
+// bounds spillway's memory, so CI must run them. Any other failure fails the
+// test.
 func newMemCgroup(t testing.TB, limit int64) *memCgroup {
 	t.Helper()
+	if os.Getenv(testkit.RequireToolsEnv) == "1" {
+		t = noSkip{t}
+	}
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		t.Skipf("no memory cgroup to limit spillway with: /proc/self/cgroup: %v", err)
@@ -531,6 +541,9 @@ func newMemCgroup(t testing.TB, limit int64) *memCgroup {
 				parent = filepath.Join("/sys/fs/cgroup/memory", parts[2])
 			}
 		}
+	}
+	if p := os.Getenv(cgroupParentEnv); p != "" {
+		parent = p
 	}
 	if parent == "" {
 		t.Skipf("no memory cgroup to limit spillway with: /proc/self/cgroup names no memory controller (cgroup v2: %v):\n%s", c.v2, self)
@@ -569,6 +582,19 @@ func newMemCgroup(t testing.TB, limit int64) *memCgroup {
 		t.Fatalf("memory cgroup: %s reads %d after writing %d", c.file(limitFile), got, limit)
 	}
 	return c
+}
+
+// noSkip turns a skip into a failure that says what the machine needs.
+type noSkip struct{ testing.TB }
+
+func (n noSkip) Skipf(format string, args ...any) {
+	n.TB.Helper()
+	n.TB.Fatalf("%s=1, but: "+format+"\n"+
+		"The bounded-memory tests need a memory cgroup they can create children in. "+
+		"Run ./scripts/test.sh as root: it sets one up (cgroup v2: a cgroup with +memory in its cgroup.subtree_control, exported as %s; "+
+		"cgroup v1: the test's own cgroup under /sys/fs/cgroup/memory). "+
+		"In a container, /sys/fs/cgroup must be writable (--privileged, or a delegated cgroup namespace).",
+		append(append([]any{testkit.RequireToolsEnv}, args...), cgroupParentEnv)...)
 }
 
 func hasController(list, name string) bool {

@@ -58,7 +58,7 @@ func heapNow() uint64 {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(waitDeadline)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -132,6 +132,7 @@ func TestSlowStorageStaysInBudget(t *testing.T) {
 // TestStorageStallPausesFetching stalls storage for seconds: fetching must
 // pause, resume when storage comes back, and lose nothing.
 func TestStorageStallPausesFetching(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 8, "events")
 	cl := cluster.Client(t)
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -187,6 +188,7 @@ func TestStorageStallPausesFetching(t *testing.T) {
 // TestRecordCountThreshold: with plenty of bytes left, the record-count
 // trigger alone flushes files early.
 func TestRecordCountThreshold(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
 	testkit.Produce(t, cl, "events", 10_000, func(i int) *kgo.Record {

@@ -25,6 +25,7 @@ import (
 // buffer are in the budget (file_buffers) while the files are open, and
 // given back once they are written.
 func TestParquetRowGroupsFromTheBudget(t *testing.T) {
+	t.Parallel()
 	const partitions, n = 4, 24_000
 	cluster := testkit.NewCluster(t, partitions, "events")
 	cl := cluster.Client(t)
@@ -55,7 +56,7 @@ func TestParquetRowGroupsFromTheBudget(t *testing.T) {
 
 	// Every record written, no file closed yet (max_age 1h, max_bytes
 	// 512MiB): what the open row groups hold is counted.
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(waitDeadline)
 	for {
 		if p := progress(); p != nil && p.Sink().Records >= n {
 			break

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -16,6 +17,7 @@ import (
 // reads every file back: each offset is stored exactly once, values and
 // headers are intact, and committed offsets equal end offsets.
 func TestEndToEndColumnar(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 8, "events")
 	cl := cluster.Client(t)
 	const n = 40_000
@@ -38,7 +40,11 @@ func TestEndToEndColumnar(t *testing.T) {
 			cfg.Kafka.Group = "columnar-" + typ
 			cfg.Format.Type = typ
 			cfg.Format.Compression = "zstd"
-			cfg.File.MaxRecords = 1500
+			// Every file closes by count (4 of 1250 per partition's 5000),
+			// none by age, however slow the machine: the file count below
+			// holds.
+			cfg.File.MaxRecords = 1250
+			cfg.File.MaxAge = time.Hour
 			_, stop := started(t, cfg)
 			waitCommitted(t, cl, cfg.Kafka.Group, end)
 			if err := stop(); err != nil {
@@ -90,7 +96,7 @@ func TestEndToEndColumnar(t *testing.T) {
 			if nulls != n/10 || headers != n/10 {
 				t.Errorf("found %d null values and %d records with a header, want %d each", nulls, headers, n/10)
 			}
-			// max_records 1500 over 8 partitions of 5000 records: 4 files each.
+			// max_records 1250 over 8 partitions of 5000 records: 4 files each.
 			if len(files) != 32 {
 				t.Errorf("%d files, want 4 per partition", len(files))
 			}

@@ -158,6 +158,7 @@ func TestCreateOnlyIgnored(t *testing.T) {
 // setting and layout. A one-object-per-key template replaces its objects
 // by design, so a store without create-only writes costs it nothing.
 func TestCreateOnlyPolicy(t *testing.T) {
+	t.Parallel()
 	b, err := storage.Open(context.Background(), "file://"+t.TempDir(), storage.Options{})
 	if err != nil {
 		t.Fatal(err)

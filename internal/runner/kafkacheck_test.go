@@ -73,12 +73,14 @@ func closedAddr(t *testing.T) string {
 }
 
 func TestStartupNoBroker(t *testing.T) {
+	t.Parallel()
 	addr := closedAddr(t)
 	err := runStartup(t, testConfig([]string{addr}, t.TempDir()))
 	wantStartupErr(t, err, "no broker", addr, "kafka.startup_timeout", "kafka.brokers", "connection refused")
 }
 
 func TestStartupMissingTopic(t *testing.T) {
+	t.Parallel()
 	c := testkit.NewCluster(t, 1, "events")
 	cfg := testConfig(c.Addrs(), t.TempDir())
 	cfg.Kafka.Topics = []string{"events", "evnets"}
@@ -94,6 +96,7 @@ func TestStartupMissingTopic(t *testing.T) {
 // and in /status, where "joining" used to stand forever with nothing
 // logged.
 func TestStartupRegexWithoutTopics(t *testing.T) {
+	t.Parallel()
 	c := testkit.NewCluster(t, 1, "other")
 	cfg := testConfig(c.Addrs(), t.TempDir())
 	cfg.Kafka.Topics, cfg.Kafka.TopicRegex = nil, `events\..*`
@@ -124,6 +127,7 @@ func TestStartupRegexWithoutTopics(t *testing.T) {
 // A regex that matches a topic is not warned of, nor reported as
 // matching nothing once joined.
 func TestStartupRegexMatches(t *testing.T) {
+	t.Parallel()
 	c := testkit.NewCluster(t, 1, "events.a")
 	cfg := testConfig(c.Addrs(), t.TempDir())
 	cfg.Kafka.Topics, cfg.Kafka.TopicRegex = nil, `events\..*`
@@ -155,6 +159,7 @@ func TestStartupRegexMatches(t *testing.T) {
 }
 
 func TestStartupMissingDeadLetterTopic(t *testing.T) {
+	t.Parallel()
 	c := testkit.NewCluster(t, 1, "events")
 	cfg := testConfig(c.Addrs(), t.TempDir())
 	cfg.Errors.Tolerance = "all"
@@ -174,6 +179,7 @@ func saslCluster(t *testing.T) []string {
 }
 
 func TestStartupWrongPassword(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(saslCluster(t), t.TempDir())
 	cfg.Kafka.SASL = config.SASL{Mechanism: "PLAIN", Username: "spill", Password: "wrong-secret"}
 	err := runStartup(t, cfg)
@@ -184,12 +190,14 @@ func TestStartupWrongPassword(t *testing.T) {
 }
 
 func TestStartupNoCredentialsForSASLBroker(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(saslCluster(t), t.TempDir())
 	err := runStartup(t, cfg)
 	wantStartupErr(t, err, "kafka.sasl")
 }
 
 func TestStartupSASLAgainstPlainBroker(t *testing.T) {
+	t.Parallel()
 	c := testkit.NewCluster(t, 1, "events")
 	cfg := testConfig(c.Addrs(), t.TempDir())
 	cfg.Kafka.SASL = config.SASL{Mechanism: "SCRAM-SHA-256", Username: "spill", Password: "pw"}
@@ -199,6 +207,7 @@ func TestStartupSASLAgainstPlainBroker(t *testing.T) {
 
 // The right password passes the check, and the run consumes.
 func TestStartupSASLAccepted(t *testing.T) {
+	t.Parallel()
 	addrs := saslCluster(t)
 	auth := plain.Auth{User: "spill", Pass: "right"}.AsMechanism()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.SASL(auth))
@@ -233,6 +242,7 @@ func allow(rt kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL
 }
 
 func TestStartupTopicNotAuthorized(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(aclCluster(t,
 		allow(kmsg.ACLResourceTypeGroup, "sink-test", kmsg.ACLOperationRead),
 		allow(kmsg.ACLResourceTypeGroup, "sink-test", kmsg.ACLOperationDescribe),
@@ -243,6 +253,7 @@ func TestStartupTopicNotAuthorized(t *testing.T) {
 }
 
 func TestStartupGroupNotAuthorized(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(aclCluster(t,
 		allow(kmsg.ACLResourceTypeTopic, "events", kmsg.ACLOperationDescribe),
 		allow(kmsg.ACLResourceTypeTopic, "events", kmsg.ACLOperationRead),

@@ -14,6 +14,7 @@ import (
 // the budget full), the topic keeps growing, and /status's lag must grow
 // with it: no fetch tells the end offsets then, so the source lists them.
 func TestLagWhilePaused(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t)
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -25,6 +25,7 @@ import (
 // commit, or a crash before it) writes the same objects again, byte for
 // byte, which is what makes this layout's at-least-once delivery safe.
 func TestLatestPerKey(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 4, "events")
 	cl := cluster.Client(t)
 	last := map[string]int{} // "p/key" -> i of its last record

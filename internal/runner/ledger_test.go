@@ -32,6 +32,7 @@ func oneRecord(i int) *kgo.Record {
 // 9000 on, with the log end at 2750) is ignored by resume: it is not in
 // the ledger. Reading files back made resume commit 9000 and skip records.
 func TestResumeIgnoresForeignFile(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
 	dir := t.TempDir()
@@ -69,6 +70,7 @@ func TestResumeIgnoresForeignFile(t *testing.T) {
 // storage.topic_id_change: start_fresh, and the old files moved away, it
 // runs.
 func TestRecreatedTopicStops(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	old := testkit.NewCluster(t, 1, "events")
 	ocl := old.Client(t)
@@ -140,6 +142,7 @@ func ledgerTopicIDs(t *testing.T, dir string) []string {
 // encoding/json can't read back, is stored, and restarts go on: resume no
 // longer reads data files.
 func TestDeepJSONValueIsHarmless(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
 	dir := t.TempDir()
@@ -174,6 +177,7 @@ func TestDeepJSONValueIsHarmless(t *testing.T) {
 // entry, cut short by something other than Spillway, stops the run with the
 // file named and both sizes, instead of a crash loop or silent rewrite.
 func TestTruncatedLastFileStops(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
 	dir := t.TempDir()
@@ -244,6 +248,7 @@ func dataFiles(t *testing.T, dir string) []string {
 // last file back, when they can be (offset in format.fields); when they can't, the run stops with a clear error rather
 // than write them again or skip them.
 func TestPrefixWithoutLedger(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		fields   []string

@@ -297,7 +297,7 @@ func goRun(t *testing.T, cfg *config.Config) (chan error, context.CancelFunc) {
 // waitMembers waits until group has members.
 func waitMembers(t *testing.T, cl *kgo.Client, group string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(waitDeadline)
 	for {
 		active, err := source.GroupActive(context.Background(), cl, group)
 		if err != nil {
@@ -335,7 +335,7 @@ func TestAnotherDeploymentIsRefused(t *testing.T) {
 	testkit.Produce(t, cl, "events", 399, func(i int) *kgo.Record { return oneRecord(1000 + i) })
 	doneB, _ := goRun(t, &other)
 	waitMembers(t, cl, other.Kafka.Group)
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(waitDeadline)
 	for {
 		got := testkit.CommittedOffsets(t, cl, other.Kafka.Group, "events")
 		if got[0] == 1000 { // B resumed from the ledger
@@ -424,7 +424,7 @@ func TestGapNotCommittedBeforeItsEntry(t *testing.T) {
 		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), Options{})
 	}()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(waitDeadline)
 	for !strings.Contains(logs.String(), "offsets=[200,500)") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the gap was never logged:\n%s", logs.String())

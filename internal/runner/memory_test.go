@@ -55,6 +55,7 @@ func (l *logBuffer) lines(substr string) []string {
 // it to go below the low watermark forever); and they go to storage piece
 // by piece, so that the budget stays within its limit.
 func TestRecordsLargerThanTheBudget(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t, kgo.ProducerBatchMaxBytes(48<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	maxBytes := fmt.Sprint(48 << 20)
@@ -147,6 +148,7 @@ func TestRecordsLargerThanTheBudget(t *testing.T) {
 // MemoryWarnings tells when the storage settings can't fit in the data
 // budget, from the plan's own division, and names what to change.
 func TestMemoryWarnings(t *testing.T) {
+	t.Parallel()
 	warnings := func(url, limit, compression string, maxOpen int) []string {
 		t.Helper()
 		cfg := config.Default()
@@ -234,6 +236,7 @@ func TestMemoryWarnings(t *testing.T) {
 // stop, not from when the consumer returns, which it can't while its write
 // waits.
 func TestStopEndsAWriteWaitingForStorage(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t, kgo.ProducerBatchMaxBytes(48<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	maxBytes := fmt.Sprint(48 << 20)

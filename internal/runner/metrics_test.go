@@ -88,6 +88,7 @@ func (s scrape) sum(name string, parts ...string) float64 {
 // backlog and after it comes back: lag, pauses and file closes move as
 // they should, and the storage, Kafka client and build metrics are there.
 func TestMetricsDuringRun(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 4, "events")
 	cl := cluster.Client(t)
 	rng := rand.New(rand.NewPCG(5, 6))

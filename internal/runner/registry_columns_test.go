@@ -94,6 +94,7 @@ func wireColumnsProto(t testing.TB, compiled *registry.Registry, id, idx int, js
 // policy. A value with a property its JSON Schema does not declare is
 // written without it, and counted.
 func TestRegistryColumnsEndToEnd(t *testing.T) {
+	t.Parallel()
 	reg := testkit.StartRegistry(t, columnsRegistrySeeds, "", "")
 	compiled, err := registry.NewCached("value", map[int]sr.Schema{
 		pbV1ID: columnsRegistrySeeds[2].Schema, pbV2ID: columnsRegistrySeeds[3].Schema,

@@ -121,6 +121,7 @@ func sqlList(paths []string) string {
 // reason schema), and the two bad records went to the error policy
 // (errors.tolerance: all).
 func TestRegistryEndToEnd(t *testing.T) {
+	t.Parallel()
 	reg := testkit.StartRegistry(t, registrySeeds, "", "")
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t)
@@ -233,6 +234,7 @@ func checkAvroEvents(t *testing.T, paths []string, want int) {
 // TestRegistryUnknownIDFails: with errors.tolerance none, an id the
 // registry does not know stops the run, naming the record.
 func TestRegistryUnknownIDFails(t *testing.T) {
+	t.Parallel()
 	reg := testkit.StartRegistry(t, registrySeeds, "", "")
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
@@ -342,6 +344,7 @@ func TestRegistryDownThenUp(t *testing.T) {
 // the open file of its value's schema (format.Typed.Fits). It used to
 // close the file at every change between a null and a typed key.
 func TestRegistryNullKeysOneFile(t *testing.T) {
+	t.Parallel()
 	const keyID = 3
 	keySchema := `{"type":"record","name":"Key","namespace":"t","fields":[{"name":"id","type":"long"}]}`
 	seeds := append(slices.Clone(registrySeeds), sr.SubjectSchema{Subject: "events-key", Version: 1, ID: keyID, Schema: sr.Schema{Type: sr.TypeAvro, Schema: keySchema}})
@@ -405,6 +408,7 @@ func TestRegistryNullKeysOneFile(t *testing.T) {
 // shutdown.timeout ended it with "context canceled", the group not left.
 // The 500 is an httptest handler: no registry can be told to fail so.
 func TestRegistryDownStop(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t)
 	testkit.Produce(t, cl, "events", 200, func(i int) *kgo.Record {

@@ -40,6 +40,7 @@ func (s *syncBuffer) String() string {
 // the partitions, the first flushes and commits them; a clean flush must not
 // be reported as files "not flushed in time" and "abandoned".
 func TestCleanRevokeLogsNoWarning(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 4, "events")
 	cl := cluster.Client(t)
 	testkit.Produce(t, cl, "events", 4000, func(i int) *kgo.Record {
@@ -99,6 +100,7 @@ func TestCleanRevokeLogsNoWarning(t *testing.T) {
 // revokes them after the sink stopped, which every fatal stop used to
 // report so.
 func TestFatalStopLogsNoRevokeWarning(t *testing.T) {
+	t.Parallel()
 	reg := testkit.StartRegistry(t, registrySeeds, "", "")
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
@@ -125,6 +127,7 @@ func TestFatalStopLogsNoRevokeWarning(t *testing.T) {
 // committed; it does not blame shutdown.timeout, which it used to for any
 // failure of the stop.
 func TestStopCommitRefused(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
 	testkit.Produce(t, cl, "events", 100, func(i int) *kgo.Record {

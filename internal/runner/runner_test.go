@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +24,21 @@ import (
 	"github.com/spillway/spillway/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The tests here wait (on the broker, on storage, on files to close)
+	// far more than they compute: serially the package used about a third
+	// of a core. So more of the parallel ones run at once than the default,
+	// GOMAXPROCS; an explicit -parallel still wins.
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", "4"); err != nil {
+			panic(err)
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
@@ -78,11 +93,16 @@ func startedWith(t *testing.T, cfg *config.Config, opts Options) (progress func(
 	return p.Load, stop
 }
 
+// waitDeadline only turns a hang into a failure. It is minutes: the tests
+// run in parallel, on machines shared with other work, and a drain that
+// takes a minute alone can take several then.
+const waitDeadline = 5 * time.Minute
+
 // waitCommitted waits until the group's committed offsets reach want. It
 // never asserts on speed: the deadline only turns a hang into a failure.
 func waitCommitted(t *testing.T, cl *kgo.Client, group string, want map[int32]int64) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(waitDeadline)
 	for {
 		got := testkit.CommittedOffsets(t, cl, group, "events")
 		if maps.Equal(got, want) {
@@ -99,6 +119,7 @@ func waitCommitted(t *testing.T, cl *kgo.Client, group string, want map[int32]in
 // with gzip, zstd, lz4 and snappy, keys, headers and null values, and checks
 // every offset is stored exactly once and committed offsets equal end offsets.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 8, "events")
 	cl := cluster.Client(t)
 	testkit.Produce(t, cl, "events", 100_000, func(i int) *kgo.Record {
@@ -166,6 +187,7 @@ func TestEndToEnd(t *testing.T) {
 // missing and nothing is duplicated, and after each stop the committed offsets
 // are exactly what storage holds.
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 8, "events")
 	cl := cluster.Client(t)
 	gen := func(i int) *kgo.Record {
@@ -216,6 +238,7 @@ func TestRestart(t *testing.T) {
 // A taken admin port stops startup with a message naming the key, before
 // anything is consumed.
 func TestAdminPortTaken(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +258,7 @@ func TestAdminPortTaken(t *testing.T) {
 // after its uploads and before its commits. The next run must resume from
 // what storage holds, not write those records again.
 func TestResumeFromStorage(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 4, "events")
 	cl := cluster.Client(t)
 	gen := func(i int) *kgo.Record {

@@ -24,6 +24,7 @@ import (
 // pressure or the open-file cap, and every record is stored exactly once.
 // Without the spool, this memory limit holds a handful of open zstd files.
 func TestSpoolEndToEnd(t *testing.T) {
+	t.Parallel()
 	const parts, perPart, maxBytes = 48, 400, 4 << 10
 	cluster := testkit.NewCluster(t, parts, "events")
 	cl := cluster.Client(t)
@@ -141,6 +142,7 @@ func letters(r *rand.Rand, n int) []byte {
 // stored once. It used to be left gone, every later file written without
 // the spool, and the log told to free space on a disk that had room.
 func TestSpoolDirRemovedWhileRunning(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t)
 	gen := func(from int) func(i int) *kgo.Record {

@@ -20,6 +20,7 @@ import (
 // once the timeout has passed; no lag, back pressure and progress each
 // restart it.
 func TestMonitorStall(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0)
 	m := newMonitor(time.Minute)
 	m.now = func() time.Time { return now }
@@ -59,6 +60,7 @@ func TestMonitorStall(t *testing.T) {
 }
 
 func TestMonitorHistory(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0)
 	m := newMonitor(time.Minute)
 	m.now = func() time.Time { return now }
@@ -87,6 +89,7 @@ func TestMonitorHistory(t *testing.T) {
 // committed, and the partitions lag. /healthz must fail, saying why, and
 // pass again once storage is back; no record is lost or stored twice.
 func TestStalledStorageFailsHealthz(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 2, "events")
 	cl := cluster.Client(t)
 	gen := func(i int) *kgo.Record { return &kgo.Record{Partition: int32(i % 2), Value: []byte(`{"n":1}`)} }

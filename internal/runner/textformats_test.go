@@ -103,6 +103,7 @@ func outputFiles(t *testing.T, dir string) []string {
 // DuckDB: every offset (from the offset column) stored exactly once, and
 // keys, values and headers as Aiven writes them.
 func TestEndToEndCSV(t *testing.T) {
+	t.Parallel()
 	duck := testkit.NewDuckDB(t)
 	dir, end := textRun(t, "csv", "zstd")
 	files := outputFiles(t, dir)
@@ -184,6 +185,7 @@ func decodeB64(t *testing.T, v any) string {
 // empty lines, and every record is stored exactly once, by the id each
 // value carries and by its offset (the file's start offset plus its line).
 func TestEndToEndBytes(t *testing.T) {
+	t.Parallel()
 	dir, end := textRun(t, "bytes", "gzip")
 	var recs []testkit.StoredRecord
 	ids := map[string]int{}

@@ -16,6 +16,7 @@ import (
 // stamped 20:00 UTC on New Year's Eve is filed under 1 January in Kolkata
 // (+05:30), not under 31 December.
 func TestTimezoneNamesFiles(t *testing.T) {
+	t.Parallel()
 	cluster := testkit.NewCluster(t, 1, "events")
 	cl := cluster.Client(t)
 	stamp := time.Date(2024, 12, 31, 20, 0, 0, 0, time.UTC)
