@@ -9,7 +9,6 @@ import (
 
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/registry"
-	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 )
 
@@ -44,6 +43,6 @@ func (r resolving) WriteSome(ctx context.Context, recs []*kgo.Record) (int, erro
 // typedSchemas is format.Typed as the sink takes it.
 type typedSchemas struct{ *format.Typed }
 
-func (t typedSchemas) NewEncoder(w io.Writer, schemas string) (sink.Encoder, error) {
+func (t typedSchemas) NewEncoder(w io.Writer, schemas string) (format.Encoder, error) {
 	return t.Typed.NewEncoder(w, schemas)
 }

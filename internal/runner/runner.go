@@ -219,14 +219,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxBytes:     int64(cfg.File.MaxBytes),
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
-		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
+		NewEncoder: func(w io.Writer) (format.Encoder, error) {
 			return formats.NewEncoder(fcfg, w)
 		},
 		// Avro blocks and Parquet row groups are cut at half of an open
 		// file's share of the budget (budget.Plan.FileShare), and in an
 		// encode slot (a spooled file encoded once closed) at half of the
 		// slot's (Plan.EncodeShare); the sink counts them as they grow.
-		NewBufferedEncoder: func(w io.Writer, flushBytes int64, grow func(int64)) (sink.Encoder, error) {
+		NewBufferedEncoder: func(w io.Writer, flushBytes int64, grow func(int64)) (format.Encoder, error) {
 			return formats.NewBufferedEncoder(fcfg, w, format.Memory{FlushBytes: flushBytes, Grow: grow})
 		},
 		FlushBytes:     formats.Of(fcfg.Type).FlushBytes(plan.FileShare(cfg.Backpressure.MaxOpenFiles)),

@@ -181,7 +181,7 @@ func baseConfigFor(tmpl *naming.Template) sink.Config {
 		Template:     tmpl,
 		Extension:    naming.Extension(jsonlFormat.Type, jsonlFormat.Compression),
 		MaxOpenFiles: 100,
-		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
+		NewEncoder: func(w io.Writer) (format.Encoder, error) {
 			return formats.NewEncoder(jsonlFormat, w)
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/format"
 )
 
 // A finished file's encoder and compressor are kept for a later file,
@@ -33,7 +34,7 @@ type compressorReset interface {
 }
 
 type chain struct {
-	enc  Encoder
+	enc  format.Encoder
 	comp io.WriteCloser
 }
 
@@ -45,7 +46,7 @@ type chains struct {
 
 // reuseChain returns a kept chain reset to write into w, or ok false.
 // Typed files are built for their schemas and are not kept.
-func (s *Sink) reuseChain(w io.Writer, schemas string) (enc Encoder, comp io.WriteCloser, ok bool) {
+func (s *Sink) reuseChain(w io.Writer, schemas string) (enc format.Encoder, comp io.WriteCloser, ok bool) {
 	if schemas != "" {
 		return nil, nil, false
 	}
