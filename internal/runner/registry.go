@@ -20,7 +20,7 @@ import (
 // waits: the registry is shared. No record is dropped; a graceful stop ends
 // the wait, and the batch is then neither written nor committed.
 type resolving struct {
-	source.Sink
+	source.Writer
 	reg  *registry.Registry
 	stop context.Context // the graceful stop
 }
@@ -37,7 +37,7 @@ func (r resolving) WriteSome(ctx context.Context, recs []*kgo.Record) (int, erro
 		}
 		return 0, fmt.Errorf("schema registry: %w", err)
 	}
-	return r.Sink.WriteSome(ctx, recs)
+	return r.Writer.WriteSome(ctx, recs)
 }
 
 // typedSchemas is format.Typed as the sink takes it.

@@ -4,10 +4,52 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sync/atomic"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/spool"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// The file goroutine: run (runSpooled with a spool, spool.go) encodes the
+// batches the poll side hands over, through the chain encoder ▸ compressor
+// ▸ gate ▸ storage writer, then finishes the file, keeps its chain for the
+// next (reuse.go), and publishes it (upload, publish.go). Functions here
+// run on a file's goroutine, one per file, and never take router.mu: the
+// poll side may be waiting on this goroutine with it held.
+
+// fileWorker is an open file's goroutine-owned state. The plain fields are
+// touched only by that goroutine. The atomics are how the poll side reads
+// its progress (size, relief) and tells it to give up (abandon).
+type fileWorker struct {
+	w    Writer
+	comp io.WriteCloser
+	enc  format.Encoder
+	gate *gate // between comp and w
+	// encoded counts records in the file; err is the first error, after
+	// which it encodes no more.
+	encoded int64
+	err     error
+	// charged: its encoder and writer are charged in the budget.
+	charged bool
+	// sf is its spool file, nil once it went direct (spool.go).
+	sf *spool.File
+
+	// written and consumed are its progress, for the poll side's
+	// estimate of the file's size.
+	written, consumed atomic.Int64
+	// spoolBytes is what sf holds, read by the poll side for relief;
+	// direct is set once its chain is open; buffered is what its encoder
+	// buffers (format.Memory.Grow).
+	spoolBytes atomic.Int64
+	direct     atomic.Bool
+	buffered   atomic.Int64
+	// abandon is set by the poll side, before it closes q, when the file
+	// is dropped while open: store nothing.
+	abandon atomic.Bool
+}
 
 // run is a file's goroutine: it encodes the batches handed to it, then
 // finishes and uploads the file, or abandons it if the file was dropped.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
@@ -190,7 +191,7 @@ func baseConfigFor(tmpl *naming.Template) sink.Config {
 		CompressorMemory: compressorMemory,
 		ErrRecord:        format.ErrRecord,
 		NullValues:       "write",
-		Tolerance:        "none",
+		Policy:           errpolicy.Policy{Tolerance: "none"},
 	}
 }
 

@@ -3,16 +3,108 @@ package sink
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/storage"
 )
+
+// Publication: a closed file is published (its ledger entry written, then
+// its upload committed) only after its partition's previous file, so that
+// storage always holds a gap-free run of each partition's offsets. It runs
+// on the file's goroutine, after finish; the state it shares with other
+// files' goroutines and the poll side is under publisher.mu.
+
+// publisher is the Sink's publication state, under mu. File goroutines
+// take mu (upload, writeEntry, ended); the poll side takes it, with
+// router.mu held, to queue a closed file and in Assign and Drop.
+type publisher struct {
+	mu sync.Mutex
+	// unpublished holds, per partition and in offset order, the closed files
+	// whose upload has not ended. A file is published only after the one
+	// before it: storage then always holds a gap-free run of a partition's
+	// offsets, which is what resuming from the last stored file relies on.
+	unpublished map[offsets.TopicPartition][]*openFile
+	// failed marks the partitions one of whose uploads failed. None of
+	// their later files may be published, not even one closed after the
+	// failed file left the queue: a restart would resume after it and skip
+	// the failed file's records.
+	failed map[offsets.TopicPartition]bool
+	// ledgered holds, per partition given by Assign, its identity and
+	// the sequence number of its next ledger entry.
+	ledgered map[offsets.TopicPartition]*ledgerPart
+}
+
+// publication is a file's publish state. lp is set when the file opens;
+// prev and ended when it closes (queueLocked), before its queue is closed,
+// so its goroutine reads them after; durable is written by that goroutine
+// before it closes ended, and read by the next file's only after.
+type publication struct {
+	prev    *openFile     // the partition's previous file still uploading
+	ended   chan struct{} // closed when the upload ended, either way
+	durable bool          // read after ended is closed
+	dropped atomic.Bool   // the partition was lost (Drop): don't publish
+	// lp is the partition's ledger as it was when the file opened: a file
+	// belongs to one ownership of its partition, and must not write an
+	// entry for a later one.
+	lp *ledgerPart
+}
 
 type ledgerPart struct {
 	id  ledger.Identity
 	seq int64
+}
+
+// assign gives tp its ledger identity, from Assign.
+// Any goroutine (a rebalance callback); takes mu.
+func (p *publisher) assign(tp offsets.TopicPartition, lp *ledgerPart) {
+	p.mu.Lock()
+	p.ledgered[tp] = lp
+	p.mu.Unlock()
+}
+
+// ledgerOf is tp's ledger now, for a file that opens.
+// Poll side, router.mu held; takes mu.
+func (p *publisher) ledgerOf(tp offsets.TopicPartition) *ledgerPart {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ledgered[tp]
+}
+
+// queue gives f, closed, its place in its partition's publication order:
+// its goroutine will publish it after prev. Poll side, router.mu held,
+// before f's queue is closed, which hands prev and ended to the goroutine;
+// takes mu.
+func (p *publisher) queue(f *openFile) {
+	f.ended = make(chan struct{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.unpublished[f.tp]
+	if len(q) > 0 {
+		f.prev = q[len(q)-1]
+	}
+	p.unpublished[f.tp] = append(q, f)
+}
+
+// drop forgets partitions this instance no longer owns. Their files not yet
+// published stay unpublished: the new owner resumes from what storage
+// holds. They leave the queue too, so that should the partition come back,
+// its new files don't wait on them. Drop, router.mu held; takes mu.
+func (p *publisher) drop(tps map[offsets.TopicPartition]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for tp := range tps {
+		for _, f := range p.unpublished[tp] {
+			f.dropped.Store(true)
+		}
+		delete(p.unpublished, tp)
+		delete(p.failed, tp)
+		delete(p.ledgered, tp)
+	}
 }
 
 // pendingCost is what a closed file waiting for storage holds besides its
@@ -39,9 +131,9 @@ func (s *Sink) upload(f *openFile, err error) {
 	failUpload := func(err error) {
 		// Before this file leaves the queue (deferred), so that no later
 		// file of the partition can miss it.
-		s.pubMu.Lock()
-		s.failed[f.tp] = true
-		s.pubMu.Unlock()
+		s.pub.mu.Lock()
+		s.pub.failed[f.tp] = true
+		s.pub.mu.Unlock()
 		err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
 		s.fail(err)
 		s.tracker.Fail(err)
@@ -66,9 +158,9 @@ func (s *Sink) upload(f *openFile, err error) {
 			return
 		}
 	}
-	s.pubMu.Lock()
-	failed := s.failed[f.tp]
-	s.pubMu.Unlock()
+	s.pub.mu.Lock()
+	failed := s.pub.failed[f.tp]
+	s.pub.mu.Unlock()
 	if f.dropped.Load() || failed {
 		f.w.Abort()
 		return
@@ -132,9 +224,9 @@ func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 	if lp == nil {
 		return nil
 	}
-	s.pubMu.Lock()
-	owned := s.ledgered[f.tp] == lp
-	s.pubMu.Unlock()
+	s.pub.mu.Lock()
+	owned := s.pub.ledgered[f.tp] == lp
+	s.pub.mu.Unlock()
 	if !owned {
 		// Lost, and maybe given back since: this file is of the earlier
 		// ownership, whose state the tracker no longer holds.
@@ -161,17 +253,17 @@ func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 		}
 		return fmt.Errorf("ledger entry %d: %w", e.Seq, err)
 	}
-	s.pubMu.Lock()
+	s.pub.mu.Lock()
 	lp.seq++
-	s.pubMu.Unlock()
+	s.pub.mu.Unlock()
 	return nil
 }
 
 // ended takes a file whose upload is over off its partition's queue and
 // lets the next file go on.
 func (s *Sink) ended(f *openFile) {
-	s.pubMu.Lock()
-	q := s.unpublished[f.tp]
+	s.pub.mu.Lock()
+	q := s.pub.unpublished[f.tp]
 	for i, g := range q {
 		if g == f {
 			q = append(q[:i:i], q[i+1:]...)
@@ -179,10 +271,10 @@ func (s *Sink) ended(f *openFile) {
 		}
 	}
 	if len(q) == 0 {
-		delete(s.unpublished, f.tp)
+		delete(s.pub.unpublished, f.tp)
 	} else {
-		s.unpublished[f.tp] = q
+		s.pub.unpublished[f.tp] = q
 	}
-	s.pubMu.Unlock()
+	s.pub.mu.Unlock()
 	close(f.ended)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/spillway/spillway/internal/budget"
@@ -14,6 +15,63 @@ import (
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// The poll side: Write and WriteSome route each record to its open file,
+// account its offset, and decide rotations; Tick closes files by age and
+// Relieve under pressure. Everything here runs with router.mu held, on the
+// goroutine that calls the Sink (the poll loop, a rebalance callback, the
+// ticker), never on a file's goroutine.
+
+// router is the Sink's poll-side state: mu guards it all. Flush, Drop,
+// Close, Stats and OpenFiles take mu too, from other goroutines.
+type router struct {
+	mu    sync.Mutex
+	files map[fileID]*openFile
+	// groups indexes files by partition, then group, so that finding a
+	// record's file allocates nothing (m[string(bytes)] does not copy).
+	groups map[offsets.TopicPartition]map[string]*openFile
+	// groupBuf renders group names without allocating per record.
+	groupBuf []byte
+	stats    Stats
+	// unaccounted counts records written but not yet told to the budget:
+	// the budget takes a lock, so records are reported in batches, before
+	// every look at it and before any file's records are taken back.
+	unaccounted int64
+
+	// touched are the files given records by the current Write, whose
+	// pending batches it queues before it returns.
+	touched []*openFile
+	// finishing are files closed whose goroutine may still be finishing
+	// them (see relieveLocked).
+	finishing []*openFile
+	// sizeWaits counts the poll side's waits for an exact file size near
+	// max_bytes (sizeLocked).
+	sizeWaits int64
+}
+
+// routeState is an open file's poll-side state, under router.mu. Once the
+// file is closed the poll side no longer touches it, except that the
+// goroutine reads spoolCostMoved after its queue was closed.
+type routeState struct {
+	records  int64 // routed to the file, for rotation and the budget's count
+	lastUsed time.Time
+
+	// The queue to the file goroutine: pending is the batch being filled,
+	// q the batches handed over. queuedIn is every byte handed over.
+	pending      []*kgo.Record
+	pendingBytes int64
+	queuedIn     int64
+	touched      bool // in router.touched
+	lost         bool // a batch could not be handed over: never publish
+	// The last exact reading of the file's size near max_bytes (see
+	// sizeLocked): what it had written, of queuedIn bytes handed over,
+	// at a ratio of exactRatio bytes out per byte in.
+	exact, exactIn int64
+	exactRatio     float64
+	// spoolCostMoved: closed, its SpoolFileCost was released for
+	// ClosedFiles (before its queue was closed).
+	spoolCostMoved bool
+}
 
 // OpenFile describes a file being written, for OpenFiles.
 type OpenFile struct {
@@ -222,7 +280,7 @@ func (s *Sink) recordError(ctx context.Context, tp offsets.TopicPartition, r *kg
 // tolerates it, logs it; otherwise it returns the error that stops the sink.
 // The caller then accounts r as handled.
 func (s *Sink) policy(ctx context.Context, r *kgo.Record, cause error) (dead bool, err error) {
-	out, err := errpolicy.Policy{Tolerance: s.cfg.Tolerance, DeadLetter: s.cfg.DeadLetter, Log: s.log}.Apply(ctx, r, cause)
+	out, err := s.cfg.Policy.Apply(ctx, r, cause)
 	return out == errpolicy.DeadLettered, err
 }
 
@@ -269,14 +327,13 @@ func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Re
 		}
 	}
 	key := s.cfg.Prefix + s.cfg.Template.Render(v) + s.cfg.Extension
-	s.pubMu.Lock()
-	lp := s.ledgered[tp]
-	s.pubMu.Unlock()
 	// The file's goroutine opens its writer and encoder (see open): a
 	// local bucket creates a file, which the poll loop need not wait for.
 	f := &openFile{id: id, tp: tp, key: key, start: r.Offset,
-		created: now, lastUsed: now, u: &offsets.Unit{}, lp: lp, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
+		created: now, u: &offsets.Unit{}, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
 		schemas: s.schemasOf(r), spooled: s.cfg.Spool != nil}
+	f.lastUsed = now
+	f.lp = s.pub.ledgerOf(tp)
 	if f.spooled {
 		// Its encoder and writer are charged when it goes direct.
 		s.budget.Acquire(budget.SpoolFiles, budget.SpoolFileCost)
@@ -347,14 +404,7 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason)
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
-	f.ended = make(chan struct{})
-	s.pubMu.Lock()
-	q := s.unpublished[f.tp]
-	if len(q) > 0 {
-		f.prev = q[len(q)-1]
-	}
-	s.unpublished[f.tp] = append(q, f)
-	s.pubMu.Unlock()
+	s.pub.queue(f)
 	close(f.q) // the goroutine finishes the file, then uploads it
 	if !f.spooled || f.direct.Load() {
 		// Not a spooled file: it waits for an encode slot and for room

@@ -30,9 +30,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
@@ -111,10 +110,13 @@ type Config struct {
 	// rotates a file when a record's registry schemas change.
 	Schemas Schemas
 
-	// ErrRecord tells record errors (policy applies) from I/O errors (fatal).
+	// ErrRecord tells record errors (Policy applies) from I/O errors (fatal).
 	ErrRecord  error
 	NullValues string // write | ignore | fail
-	Tolerance  string // none | all
+	// Policy decides about a record that can't be written: skip it, send
+	// it to the dead-letter topic, or stop. Its Log, when nil, is the
+	// sink's.
+	Policy errpolicy.Policy
 	// NewBufferedEncoder, when set, builds encoders instead of NewEncoder
 	// (not with Schemas), for the formats that buffer blocks or row groups:
 	// flushBytes is the block or row-group size, and grow is told of every
@@ -130,9 +132,6 @@ type Config struct {
 	Spool       *spool.Spool
 	EncodeSlots int
 
-	// DeadLetter, when set, receives records that cannot be written. It must
-	// return only once the record is durable in the dead-letter topic.
-	DeadLetter func(ctx context.Context, r *kgo.Record, cause error) error
 	// OnClose, when set, is told of every file closed, with the sink's
 	// lock held: it must only record, never block or call the sink.
 	OnClose func(offsets.Closed)
@@ -162,37 +161,31 @@ type Stats struct {
 }
 
 // Sink writes records into files. Create it with New.
+//
+// Its state is split by owner, as the work is (see the package doc):
+// router is the poll side's, under router.mu; each file's goroutine owns
+// its file's fileWorker; pub is publication's, under pub.mu. What any
+// goroutine may touch is set by New and read-only after, or synchronizes
+// itself (tracker, budget, the counters, spooling, chains). Lock order:
+// router.mu, then pub.mu or errMu; a file goroutine never takes router.mu.
 type Sink struct {
+	// Set by New, then read-only.
 	cfg     Config
 	bucket  Bucket
 	budget  *budget.Budget
-	tracker *offsets.Tracker
+	tracker *offsets.Tracker // safe for concurrent use
 	log     *slog.Logger
+	// fileMem is what an open file's encoder and writer are charged;
+	// openCost what opening a file charges: fileMem, or with a spool
+	// budget.SpoolFileCost.
+	fileMem, openCost int64
+	ctx               context.Context // ends uploads on hard stop
+	stop              context.CancelFunc
 
-	mu    sync.Mutex
-	files map[fileID]*openFile
-	// groups indexes files by partition, then group, so that finding a
-	// record's file allocates nothing (m[string(bytes)] does not copy).
-	groups map[offsets.TopicPartition]map[string]*openFile
-	// groupBuf renders group names without allocating per record.
-	groupBuf []byte
-	stats    Stats
-	// unaccounted counts records written but not yet told to the budget:
-	// the budget takes a lock, so records are reported in batches, before
-	// every look at it and before any file's records are taken back.
-	unaccounted int64
+	router // the poll side (router.go)
 
-	// touched are the files given records by the current Write, whose
-	// pending batches it queues before it returns.
-	touched []*openFile
-	// finishing are files closed whose goroutine may still be finishing
-	// them (see relieveLocked).
-	finishing []*openFile
-	// sizeWaits counts the poll side's waits for an exact file size near
-	// max_bytes (sizeLocked).
-	sizeWaits int64
-
-	// Counters file goroutines update without s.mu.
+	// Counters file goroutines update without router.mu; the poll side
+	// reads them.
 	uploading, filesUploaded, bytesUploaded, storedRecords atomic.Int64
 	// Records the error policy skipped or dead-lettered once their file's
 	// goroutine found they could not be encoded.
@@ -200,32 +193,13 @@ type Sink struct {
 	// inflight counts closed files until their upload ended; running
 	// counts file goroutines.
 	inflight, running sync.WaitGroup
-	// fileMem is what an open file's encoder and writer are charged;
-	// openCost what opening a file charges: fileMem, or with a spool
-	// budget.SpoolFileCost.
-	fileMem, openCost int64
-	spooling          spooling
-	chains            chains // finished files' encoders, for the next (reuse.go)
+	spooling          spooling // its own locks and atomics (spool.go)
+	chains            chains   // finished files' encoders, for the next (reuse.go)
 
-	// unpublished holds, per partition and in offset order, the closed files
-	// whose upload has not ended. A file is published only after the one
-	// before it: storage then always holds a gap-free run of a partition's
-	// offsets, which is what resuming from the last stored file relies on.
-	pubMu       sync.Mutex
-	unpublished map[offsets.TopicPartition][]*openFile
-	// failed marks the partitions one of whose uploads failed. None of
-	// their later files may be published, not even one closed after the
-	// failed file left the queue: a restart would resume after it and skip
-	// the failed file's records.
-	failed map[offsets.TopicPartition]bool
-	// ledgered holds, per partition given by Assign, its identity and
-	// the sequence number of its next ledger entry.
-	ledgered map[offsets.TopicPartition]*ledgerPart
+	pub publisher // publication order and the ledger (publish.go)
 
 	errMu sync.Mutex
 	err   error
-	ctx   context.Context // ends uploads on hard stop
-	stop  context.CancelFunc
 }
 
 // fileID names an open file: its partition and its group.
@@ -234,72 +208,32 @@ type fileID struct {
 	group string
 }
 
-// openFile is one file, open or being finished and published. Fields
-// above "file goroutine" are the poll side's, under Sink.mu; w, comp, enc
-// and gate belong to the file's goroutine once it runs.
+// openFile is one file, open or being finished and published. Its state
+// is in three parts, one per owner: routeState is the poll side's, under
+// Sink.mu (router.go); fileWorker belongs to the file's goroutine
+// (file.go); publication is publishing's (publish.go). The fields here
+// are set by fileFor before the goroutine starts and never change, so any
+// goroutine reads them.
 type openFile struct {
-	id       fileID
-	tp       offsets.TopicPartition
-	key      string
-	w        Writer
-	comp     io.WriteCloser
-	enc      format.Encoder
-	gate     *gate // between comp and w
-	u        *offsets.Unit
-	start    int64
-	records  int64 // routed to the file, for rotation and the budget's count
-	created  time.Time
-	lastUsed time.Time
-	schemas  string // see Schemas.Of
-
-	// The queue to the file goroutine: pending is the batch being filled,
-	// q the batches handed over. queuedIn is every byte handed over.
-	q            chan batch
-	pending      []*kgo.Record
-	pendingBytes int64
-	queuedIn     int64
-	touched      bool // in Sink.touched
-	lost         bool // a batch could not be handed over: never publish
-	// The last exact reading of the file's size near max_bytes (see
-	// sizeLocked): what it had written, of queuedIn bytes handed over,
-	// at a ratio of exactRatio bytes out per byte in.
-	exact, exactIn int64
-	exactRatio     float64
-
-	// File goroutine. written and consumed are its progress, for the poll
-	// side's estimate of the file's size; encoded counts records in the
-	// file; err is the first error, after which it encodes no more.
-	written, consumed atomic.Int64
-	encoded           int64
-	err               error
-	abandon           atomic.Bool   // dropped while open: store nothing
-	finished          chan struct{} // closed once encoding ended and its memory is released
-
-	// Set when the file is handed to storage.
-	prev    *openFile     // the partition's previous file still uploading
-	ended   chan struct{} // closed when the upload ended, either way
-	durable bool          // read after ended is closed
-	dropped atomic.Bool   // the partition was lost: don't publish
-	// lp is the partition's ledger as it was when the file opened: a file
-	// belongs to one ownership of its partition, and must not write an
-	// entry for a later one.
-	lp *ledgerPart
-
-	// spooled: the file's records go to the spool (set when it opens).
-	// The rest is its goroutine's (see spool.go): sf is its spool file,
-	// nil once it went direct; spoolBytes what sf holds, read by the poll
-	// side for relief; direct is set once its chain is open; charged once
-	// its encoder and writer are charged in the budget; buffered is what
-	// its encoder buffers (format.Memory.Grow).
+	id      fileID
+	tp      offsets.TopicPartition
+	key     string
+	start   int64
+	created time.Time
+	schemas string        // see Schemas.Of
+	u       *offsets.Unit // the file's offsets in the tracker
+	// spooled: the file's records go to the spool (spool.go).
 	spooled bool
-	// spoolCostMoved: closed, its SpoolFileCost was released for
-	// ClosedFiles (before its queue was closed).
-	spoolCostMoved bool
-	sf             *spool.File
-	spoolBytes     atomic.Int64
-	direct         atomic.Bool
-	charged        bool
-	buffered       atomic.Int64
+	// q carries batches from the poll side, which closes it when the file
+	// closes or is dropped, to the file's goroutine.
+	q chan batch
+	// finished is closed by the file's goroutine once encoding ended and
+	// the encoder's memory is released.
+	finished chan struct{}
+
+	routeState
+	fileWorker
+	publication
 }
 
 // New returns a sink. Close stops its goroutines.
@@ -307,13 +241,20 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Sink{
 		cfg: cfg, bucket: bucket, budget: b, tracker: offsets.NewTracker(), log: log,
-		files:       map[fileID]*openFile{},
-		groups:      map[offsets.TopicPartition]map[string]*openFile{},
-		unpublished: map[offsets.TopicPartition][]*openFile{},
-		failed:      map[offsets.TopicPartition]bool{},
-		ledgered:    map[offsets.TopicPartition]*ledgerPart{},
-		fileMem:     cfg.CompressorMemory + bucket.WriterMemory(),
-		ctx:         ctx, stop: stop,
+		router: router{
+			files:  map[fileID]*openFile{},
+			groups: map[offsets.TopicPartition]map[string]*openFile{},
+		},
+		pub: publisher{
+			unpublished: map[offsets.TopicPartition][]*openFile{},
+			failed:      map[offsets.TopicPartition]bool{},
+			ledgered:    map[offsets.TopicPartition]*ledgerPart{},
+		},
+		fileMem: cfg.CompressorMemory + bucket.WriterMemory(),
+		ctx:     ctx, stop: stop,
+	}
+	if s.cfg.Policy.Log == nil {
+		s.cfg.Policy.Log = log
 	}
 	s.openCost = s.fileMem
 	s.stats.Closed = map[offsets.Reason]int64{}
@@ -337,9 +278,7 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 // partition's first record.
 func (s *Sink) Assign(tp offsets.TopicPartition, id ledger.Identity, p ledger.Point) {
 	s.tracker.Assign(tp, p.State)
-	s.pubMu.Lock()
-	s.ledgered[tp] = &ledgerPart{id: id, seq: p.Seq}
-	s.pubMu.Unlock()
+	s.pub.assign(tp, &ledgerPart{id: id, seq: p.Seq})
 }
 
 // MaxOpenFiles is the effective cap on open files.
@@ -446,20 +385,8 @@ func (s *Sink) Drop(tps map[offsets.TopicPartition]bool) {
 			close(f.q)
 		}
 	}
-	// Files of a lost partition that are not yet published stay
-	// unpublished: the new owner resumes from what storage holds. They
-	// leave the queue too, so that should the partition come back, its new
-	// files don't wait on them.
-	s.pubMu.Lock()
-	for tp := range tps {
-		for _, f := range s.unpublished[tp] {
-			f.dropped.Store(true)
-		}
-		delete(s.unpublished, tp)
-		delete(s.failed, tp)
-		delete(s.ledgered, tp)
-	}
-	s.pubMu.Unlock()
+	// Their closed files not yet published never are (publisher.drop).
+	s.pub.drop(tps)
 	s.tracker.Drop(tps)
 }
 
