@@ -54,6 +54,7 @@ type fileWorker struct {
 // run is a file's goroutine: it encodes the batches handed to it, then
 // finishes and uploads the file, or abandons it if the file was dropped.
 // A spooled file's goroutine is runSpooled.
+// fileFor starts it.
 func (s *Sink) run(f *openFile) {
 	defer s.running.Done()
 	if f.spooled {
@@ -84,6 +85,7 @@ func (s *Sink) run(f *openFile) {
 
 // fileFailed records f's first error, after which it encodes no more and
 // is never published, and stops the sink: Write and Flush return it.
+// f's goroutine; it takes errMu.
 func (s *Sink) fileFailed(f *openFile, err error) {
 	if f.err == nil {
 		f.err = err
@@ -93,6 +95,8 @@ func (s *Sink) fileFailed(f *openFile, err error) {
 }
 
 // chargeChain counts f's encoder and storage writer in the budget.
+// The poll side as f opens (fileFor, router.mu held, before f's goroutine
+// starts), or f's goroutine as a spooled file goes direct.
 func (s *Sink) chargeChain(f *openFile) {
 	f.charged = true
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
@@ -100,6 +104,7 @@ func (s *Sink) chargeChain(f *openFile) {
 }
 
 // abandoned throws away a dropped file's chain and its memory.
+// f's goroutine.
 func (s *Sink) abandoned(f *openFile) {
 	f.discard()
 	if f.charged {
@@ -111,6 +116,7 @@ func (s *Sink) abandoned(f *openFile) {
 // open starts f's storage writer and its encoder chain; slot: f encodes
 // in an encode slot (a spooled file closed), with its larger blocks or
 // row groups.
+// f's goroutine.
 func (s *Sink) open(f *openFile, slot bool) error {
 	w, err := s.bucket.NewWriter(s.ctx, f.key, map[string]string{
 		"spillway-topic":        f.tp.Topic,
@@ -141,6 +147,7 @@ func (s *Sink) open(f *openFile, slot bool) error {
 }
 
 // discard throws away what of f's chain was opened.
+// f's goroutine.
 func (f *openFile) discard() {
 	if f.w == nil {
 		return
@@ -153,6 +160,7 @@ func (f *openFile) discard() {
 
 // encode writes one batch into f. A record the format refuses goes to the
 // error policy; any other error is the file's, and stops the sink.
+// f's goroutine.
 func (s *Sink) encode(f *openFile, b batch) {
 	defer s.batchDone(f, b)
 	if f.err != nil || f.abandon.Load() {
@@ -162,6 +170,7 @@ func (s *Sink) encode(f *openFile, b batch) {
 }
 
 // batchDone accounts a batch f's goroutine is done with, and lets it go.
+// f's goroutine.
 func (s *Sink) batchDone(f *openFile, b batch) {
 	f.consumed.Add(b.bytes)
 	if f.w != nil {
@@ -177,6 +186,7 @@ func (s *Sink) batchDone(f *openFile, b batch) {
 
 // encodeRecs encodes recs into f's open chain; ctx is the Write's that
 // brought them, or the sink's.
+// f's goroutine.
 func (s *Sink) encodeRecs(f *openFile, ctx context.Context, recs []*kgo.Record) {
 	f.gate.ctx = ctx
 	defer func() { f.gate.ctx = nil }()
@@ -191,6 +201,7 @@ func (s *Sink) encodeRecs(f *openFile, ctx context.Context, recs []*kgo.Record) 
 
 // encodeOne encodes r into f, or hands it to the error policy if the
 // format refuses it. An error is the file's.
+// f's goroutine.
 func (s *Sink) encodeOne(ctx context.Context, f *openFile, r *kgo.Record) error {
 	err := f.enc.Encode(r)
 	if err == nil {
@@ -206,6 +217,7 @@ func (s *Sink) encodeOne(ctx context.Context, f *openFile, r *kgo.Record) error 
 // skipLate applies the error policy to r, which f's goroutine could not
 // encode, and accounts its offset as handled without a file, as a record
 // the poll side skips is.
+// f's goroutine.
 func (s *Sink) skipLate(ctx context.Context, f *openFile, r *kgo.Record, cause error) error {
 	dead, err := s.policy(ctx, r, cause)
 	if err != nil {
@@ -220,6 +232,7 @@ func (s *Sink) skipLate(ctx context.Context, f *openFile, r *kgo.Record, cause e
 }
 
 // finish writes the file's trailer and flushes its compressor.
+// f's goroutine.
 func (s *Sink) finish(f *openFile) error {
 	if f.charged {
 		defer s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)

@@ -40,6 +40,8 @@ type batch struct {
 // recsPool recycles batch slices between file goroutines and the poll side.
 var recsPool = sync.Pool{New: func() any { return new([]*kgo.Record) }}
 
+// getRecs and putRecs take a batch slice from the pool and give it back:
+// any goroutine.
 func getRecs() []*kgo.Record { return (*recsPool.Get().(*[]*kgo.Record))[:0] }
 
 func putRecs(rs []*kgo.Record) {
@@ -61,6 +63,7 @@ func recordBytes(r *kgo.Record) int64 {
 // enqueueLocked adds r to f's pending batch, and hands the batch over
 // when it is full. The record itself is held, not copied: kgo's records
 // stay valid after the poll.
+// router.mu held; it may wait for f's goroutine.
 func (s *Sink) enqueueLocked(ctx context.Context, f *openFile, r *kgo.Record) error {
 	n := recordBytes(r)
 	if n >= syncRecordBytes {
@@ -94,6 +97,7 @@ func (s *Sink) enqueueLocked(ctx context.Context, f *openFile, r *kgo.Record) er
 
 // handOverLocked hands f's pending batch to its goroutine. Its bytes move
 // from the caller's count (the source's polled records) to the sink's.
+// router.mu held.
 func (s *Sink) handOverLocked(ctx context.Context, f *openFile) error {
 	if len(f.pending) == 0 {
 		return nil
@@ -109,6 +113,9 @@ func (s *Sink) handOverLocked(ctx context.Context, f *openFile) error {
 	return nil
 }
 
+// send queues b for f's goroutine, waiting for room until ctx ends.
+// router.mu held: the file goroutine never takes it, so waiting on it with
+// the lock held can't deadlock.
 func (s *Sink) send(ctx context.Context, f *openFile, b batch) error {
 	select {
 	case f.q <- b:
@@ -132,6 +139,7 @@ func (s *Sink) send(ctx context.Context, f *openFile, b batch) error {
 // handOverTouchedLocked hands over the pending batches of the files the
 // current Write gave records to, so that they encode while the caller
 // polls again.
+// router.mu held.
 func (s *Sink) handOverTouchedLocked(ctx context.Context) error {
 	var first error
 	for _, f := range s.touched {
@@ -150,6 +158,7 @@ func (s *Sink) handOverTouchedLocked(ctx context.Context) error {
 
 // drainLocked waits until f's goroutine has encoded every record handed
 // to f so far.
+// router.mu held.
 func (s *Sink) drainLocked(ctx context.Context, f *openFile) error {
 	if err := s.handOverLocked(ctx, f); err != nil {
 		return err

@@ -117,6 +117,8 @@ const pendingCost = 16 << 10
 // is ordered. Should the previous file fail, this one is abandoned, so a
 // crash can never leave a later file stored after a missing one. It runs
 // on the file's goroutine, after finish; err is finish's.
+// It takes pub.mu and errMu, never router.mu, and waits for the
+// partition's previous file without a lock.
 func (s *Sink) upload(f *openFile, err error) {
 	defer s.inflight.Done()
 	defer s.ended(f)
@@ -216,6 +218,9 @@ var errLostOwnership = errors.New("the partition was dropped before the file was
 // not visible) by now, so both are f's as it will be stored. Entries of a
 // partition are written one at a time, in the order its files are
 // published.
+// f's goroutine, no lock held: it takes pub.mu to check the ownership and
+// to advance lp.seq, which it reads without it, since no other goroutine
+// writes a partition's entries meanwhile. The append itself holds no lock.
 func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 	if s.cfg.Ledger == nil {
 		return nil
@@ -261,6 +266,7 @@ func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 
 // ended takes a file whose upload is over off its partition's queue and
 // lets the next file go on.
+// f's goroutine; it takes pub.mu.
 func (s *Sink) ended(f *openFile) {
 	s.pub.mu.Lock()
 	q := s.pub.unpublished[f.tp]

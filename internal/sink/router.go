@@ -82,6 +82,7 @@ type OpenFile struct {
 }
 
 // OpenFiles lists the files being written, for status pages.
+// Any goroutine (status page); it takes router.mu.
 func (s *Sink) OpenFiles() []OpenFile {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,6 +100,7 @@ func (s *Sink) OpenFiles() []OpenFile {
 // election. They are recorded as a gap in the ledger entry of the
 // partition's next file, logged at ERROR and counted, never passed
 // silently. The poll loop calls it, before it writes the fetch's records.
+// Takes router.mu.
 func (s *Sink) LogStart(tp offsets.TopicPartition, logStart, first int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,6 +120,7 @@ func (s *Sink) LogStart(tp offsets.TopicPartition, logStart, first int64) {
 
 // Write routes records to their files. Records must arrive in offset order
 // per partition, as a Kafka consumer gives them.
+// Any goroutine (tests, tools); it takes router.mu.
 func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 	_, err := s.write(ctx, recs, false)
 	return err
@@ -129,10 +132,13 @@ func (s *Sink) Write(ctx context.Context, recs []*kgo.Record) error {
 // not free anything: once the larger files are closed, what holds the
 // budget is storage being behind, and every file a later record reopens
 // only adds a writer's memory.
+// The poll loop calls it; it takes router.mu.
 func (s *Sink) WriteSome(ctx context.Context, recs []*kgo.Record) (int, error) {
 	return s.write(ctx, recs, true)
 }
 
+// write is Write and WriteSome with router.mu taken: it hands over the
+// batches the records filled before it lets go.
 func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,6 +150,8 @@ func (s *Sink) write(ctx context.Context, recs []*kgo.Record, some bool) (int, e
 	return n, err
 }
 
+// writeLocked routes recs, relieving the budget as it fills. router.mu
+// held.
 func (s *Sink) writeLocked(ctx context.Context, recs []*kgo.Record, some bool) (int, error) {
 	if err := s.Err(); err != nil {
 		return 0, err
@@ -205,6 +213,7 @@ var errNoRoom = errors.New("no room in the budget for another file")
 
 // writeOne writes one record. roomFor, when set, is asked before a file is
 // opened; if it says no, writeOne returns errNoRoom and writes nothing.
+// router.mu held.
 func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomFor func() bool) error {
 	tp := offsets.TopicPartition{Topic: r.Topic, Partition: r.Partition}
 	if s.tracker.Has(tp, r.Offset) {
@@ -252,11 +261,14 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomF
 }
 
 // overLocked reports the records written so far, then asks the budget.
+// router.mu held.
 func (s *Sink) overLocked() bool {
 	s.reportRecordsLocked()
 	return s.budget.Over()
 }
 
+// reportRecordsLocked tells the budget of the records written since the
+// last report. router.mu held.
 func (s *Sink) reportRecordsLocked() {
 	if s.unaccounted != 0 {
 		s.budget.AddRecords(s.unaccounted)
@@ -265,6 +277,7 @@ func (s *Sink) reportRecordsLocked() {
 }
 
 // recordError applies the error policy to one record.
+// router.mu held.
 func (s *Sink) recordError(ctx context.Context, tp offsets.TopicPartition, r *kgo.Record, cause error) error {
 	dead, err := s.policy(ctx, r, cause)
 	if err != nil {
@@ -279,6 +292,9 @@ func (s *Sink) recordError(ctx context.Context, tp offsets.TopicPartition, r *kg
 // policy sends r to the dead-letter topic (dead) or, if the policy
 // tolerates it, logs it; otherwise it returns the error that stops the sink.
 // The caller then accounts r as handled.
+// Either side: the poll side, router.mu held (recordError), or a file
+// goroutine (skipLate). It takes no lock of the sink's, and may wait for
+// the dead-letter topic.
 func (s *Sink) policy(ctx context.Context, r *kgo.Record, cause error) (dead bool, err error) {
 	out, err := s.cfg.Policy.Apply(ctx, r, cause)
 	return out == errpolicy.DeadLettered, err
@@ -286,6 +302,7 @@ func (s *Sink) policy(ctx context.Context, r *kgo.Record, cause error) (dead boo
 
 // skip accounts for a record that is handled without being stored, so its
 // offset can still be committed.
+// router.mu held.
 func (s *Sink) skip(_ context.Context, tp offsets.TopicPartition, r *kgo.Record, _ error) error {
 	s.stats.Skipped++
 	s.tracker.Route(tp, r.Offset, nil)
@@ -294,6 +311,7 @@ func (s *Sink) skip(_ context.Context, tp offsets.TopicPartition, r *kgo.Record,
 
 // vars are the template values of a record, for its group and its file's
 // name.
+// router.mu held.
 func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 	t := now
 	if s.cfg.EventTime {
@@ -303,6 +321,9 @@ func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t, Key: r.Key}
 }
 
+// fileFor returns r's open file, closing the file the record can't go in
+// (schemas) or the least recent one (max_open_files), and opening it and
+// starting its goroutine if need be. router.mu held; it takes pub.mu.
 func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
 	v := s.vars(r, now)
 	s.groupBuf = s.groupBuf[:0]
@@ -351,6 +372,7 @@ func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Re
 }
 
 // forgetLocked takes f out of the open files.
+// router.mu held.
 func (s *Sink) forgetLocked(f *openFile) {
 	delete(s.files, f.id)
 	if g := s.groups[f.tp]; g != nil {
@@ -361,6 +383,8 @@ func (s *Sink) forgetLocked(f *openFile) {
 	}
 }
 
+// leastRecentLocked is the open file written to longest ago. router.mu
+// held.
 func (s *Sink) leastRecentLocked() *openFile {
 	var lru *openFile
 	for _, f := range s.files {
@@ -376,6 +400,7 @@ func (s *Sink) leastRecentLocked() *openFile {
 // neither for the encoder nor for storage: what the file still holds stays
 // counted in the budget, and the budget is what slows consumption. The
 // file takes its place in its partition's publication order now.
+// router.mu held; it takes pub.mu.
 func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason) error {
 	s.forgetLocked(f)
 	s.stats.Closed[why]++
@@ -420,6 +445,7 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason)
 // ratio of bytes out to bytes in seen so far. Compression makes the file's
 // own count lag; the estimate keeps a MaxBytes rotation from waiting for
 // the encoder.
+// router.mu held; the file goroutine's part is read from its atomics.
 func (f *openFile) size() int64 {
 	w, c := f.written.Load(), f.consumed.Load()
 	behind := f.queuedIn + f.pendingBytes - c
@@ -446,6 +472,7 @@ func (f *openFile) size() int64 {
 // the room the ratio gave them. The ratio is the file's own: while its
 // goroutine has encoded nothing, it is read once a quarter of max is
 // queued.
+// router.mu held; it may wait for the file goroutine.
 func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, error) {
 	if f.spooled && !f.direct.Load() {
 		// Nothing is encoded before it closes: see spooling.estimate.
@@ -481,6 +508,8 @@ func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, e
 // Relieve closes files while no upload is in flight, down to the low
 // watermarks (see relieveLocked); with uploads in flight it does nothing:
 // they free memory as they end, and the caller waits for them.
+// The poll loop calls it while it waits for the budget, when rebalance
+// callbacks may run; it takes router.mu.
 func (s *Sink) Relieve(ctx context.Context) error {
 	if s.uploading.Load() != 0 {
 		return nil
@@ -499,6 +528,7 @@ func (s *Sink) Relieve(ctx context.Context) error {
 // it first waits for those closed already, whose memory is about to be
 // released, and for each file it closes, so that it closes no more than
 // needed.
+// router.mu held; it waits for file goroutines, which never take it.
 func (s *Sink) relieveLocked(ctx context.Context) error {
 	s.awaitFinishingLocked(ctx)
 	s.dropChains()
@@ -560,6 +590,7 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 // awaitFinishingLocked waits until the files closed so far have been
 // finished by their goroutines, which then release their encoders' memory
 // (but not what storage has yet to take), or until ctx ends.
+// router.mu held.
 func (s *Sink) awaitFinishingLocked(ctx context.Context) {
 	for _, f := range s.finishing {
 		select {
@@ -574,6 +605,7 @@ func (s *Sink) awaitFinishingLocked(ctx context.Context) {
 
 // addFinishingLocked notes a closed file whose goroutine has yet to finish
 // it, and forgets those that are finished.
+// router.mu held.
 func (s *Sink) addFinishingLocked(f *openFile) {
 	kept := s.finishing[:0]
 	for _, g := range s.finishing {
@@ -589,6 +621,7 @@ func (s *Sink) addFinishingLocked(f *openFile) {
 
 // Tick closes files older than max_age, including files of partitions that
 // went idle.
+// The ticker goroutine (RunTicker) calls it; it takes router.mu.
 func (s *Sink) Tick(ctx context.Context, now time.Time) error {
 	if s.cfg.MaxAge <= 0 {
 		return nil
@@ -607,6 +640,7 @@ func (s *Sink) Tick(ctx context.Context, now time.Time) error {
 }
 
 // filesLocked returns open files in a stable order.
+// router.mu held.
 func (s *Sink) filesLocked() []*openFile {
 	out := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
@@ -625,11 +659,13 @@ func (s *Sink) filesLocked() []*openFile {
 }
 
 // RunTicker calls Tick until ctx ends.
+// It runs on a goroutine of its own.
 func (s *Sink) RunTicker(ctx context.Context) { RunTicks(ctx, s.cfg.MaxAge, s.Tick) }
 
 // RunTicks calls tick until ctx ends or tick fails: every second, or four
 // times per maxAge when that is shorter, so a file is closed at most a
 // quarter of maxAge late.
+// It runs on the caller's goroutine.
 func RunTicks(ctx context.Context, maxAge time.Duration, tick func(context.Context, time.Time) error) {
 	every := time.Second
 	if maxAge > 0 && maxAge/4 < every {

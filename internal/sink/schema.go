@@ -23,6 +23,7 @@ type Schemas interface {
 }
 
 // schemaChanged reports whether r can't go in f, whose schemas differ.
+// router.mu held.
 func (s *Sink) schemaChanged(f *openFile, r *kgo.Record) bool {
 	if s.cfg.Schemas == nil {
 		return false
@@ -32,6 +33,7 @@ func (s *Sink) schemaChanged(f *openFile, r *kgo.Record) bool {
 
 // schemasOf names the schemas a file opened by r is typed with: "" when
 // the sink types no files.
+// router.mu held.
 func (s *Sink) schemasOf(r *kgo.Record) string {
 	if s.cfg.Schemas == nil {
 		return ""

@@ -16,9 +16,21 @@
 // for storage is in the budget, and the budget, not a blocked write, is what
 // slows consumption when storage is slow.
 //
-// Concurrency: Write, Tick, Flush, Drop and Close may be called from
-// different goroutines; they serialize on one mutex. File goroutines never
-// take it.
+// Concurrency: the code is split by the goroutine or lock that owns it,
+// and each function says which it runs on.
+//
+//   - router.go, the poll side: Write, WriteSome, Tick, Relieve and the
+//     rotations, with the router's mutex held (Sink.mu). Flush, Drop,
+//     Close, Stats and OpenFiles, called from other goroutines (rebalance
+//     callbacks, the ticker, the status page), take it too, so all of them
+//     serialize. pipeline.go is the queue the poll side fills.
+//   - file.go, spool.go and reuse.go, one goroutine per file: it encodes,
+//     finishes and uploads the file. File goroutines never take Sink.mu,
+//     so the poll side may wait for one with it held.
+//   - publish.go, under the publisher's mutex: the order in which a
+//     partition's files are published, and their ledger entries.
+//
+// source.Writer says which of the source's goroutines calls what.
 package sink
 
 import (
@@ -73,6 +85,7 @@ func FromStorage(b *storage.Bucket) Bucket { return storageBucket{b} }
 
 type storageBucket struct{ *storage.Bucket }
 
+// NewWriter is the file goroutine's, as Bucket.NewWriter is.
 func (b storageBucket) NewWriter(ctx context.Context, key string, meta map[string]string) (Writer, error) {
 	w, err := b.Bucket.NewWriter(ctx, key, meta)
 	if err != nil {
@@ -276,21 +289,27 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 // st are never written again, and, with a ledger, each file's entry is
 // written under id from sequence number seq on. Call it before the
 // partition's first record.
+// A rebalance callback (onAssigned) calls it, router.mu not held; it takes
+// pub.mu.
 func (s *Sink) Assign(tp offsets.TopicPartition, id ledger.Identity, p ledger.Point) {
 	s.tracker.Assign(tp, p.State)
 	s.pub.assign(tp, &ledgerPart{id: id, seq: p.Seq})
 }
 
 // MaxOpenFiles is the effective cap on open files.
+// Any goroutine: it is set by New.
 func (s *Sink) MaxOpenFiles() int { return s.cfg.MaxOpenFiles }
 
 // Err is the first fatal error, if any. After it, Write refuses records.
+// Any goroutine; it takes errMu.
 func (s *Sink) Err() error {
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
 	return s.err
 }
 
+// fail keeps err if it is the first fatal error. Any goroutine, router.mu
+// held or not; it takes errMu.
 func (s *Sink) fail(err error) {
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
@@ -300,6 +319,7 @@ func (s *Sink) fail(err error) {
 }
 
 // Stats returns a copy of the counters.
+// Any goroutine (status page, monitor); it takes router.mu.
 func (s *Sink) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -328,6 +348,8 @@ func (s *Sink) Stats() Stats {
 
 // Flush closes the open files of the given partitions (all when tps is nil)
 // and waits until they are durable.
+// A rebalance callback (onRevoked) or Shutdown calls it; it takes
+// router.mu to close the files, and waits for them without it.
 func (s *Sink) Flush(ctx context.Context, tps map[offsets.TopicPartition]bool, why offsets.Reason) error {
 	s.mu.Lock()
 	for _, f := range s.filesLocked() {
@@ -360,16 +382,21 @@ func (s *Sink) Flush(ctx context.Context, tps map[offsets.TopicPartition]bool, w
 
 // Committable pops what became durable: per partition, the offset to commit.
 // only limits it to some partitions; nil means all.
+// The commit loop, onRevoked and Shutdown call it; it takes the tracker's
+// lock only.
 func (s *Sink) Committable(only map[offsets.TopicPartition]bool) map[offsets.TopicPartition]int64 {
 	return s.tracker.Committable(only)
 }
 
 // Durable returns a channel closed the next time a file becomes durable.
+// The commit loop calls it; it takes the tracker's lock only.
 func (s *Sink) Durable() <-chan struct{} { return s.tracker.Wake() }
 
 // Drop forgets partitions this instance no longer owns: open files are
 // abandoned (their offsets were never committed, so nothing is lost) and
 // their offsets are never committed.
+// A rebalance callback (onRevoked, onLost) or Close calls it; it takes
+// router.mu, then pub.mu.
 func (s *Sink) Drop(tps map[offsets.TopicPartition]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -392,6 +419,8 @@ func (s *Sink) Drop(tps map[offsets.TopicPartition]bool) {
 
 // Close abandons open files and stops the file goroutines. Call Flush
 // first for a graceful stop.
+// The runner calls it once the source has returned; it takes router.mu,
+// then waits for the file goroutines without it.
 func (s *Sink) Close() {
 	s.mu.Lock()
 	all := map[offsets.TopicPartition]bool{}
