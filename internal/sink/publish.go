@@ -130,67 +130,85 @@ func (s *Sink) upload(f *openFile, err error) {
 		// Not s.mu: a writer holding s.mu may be waiting on the budget.
 		s.uploading.Add(-1)
 	}()
-	failUpload := func(err error) {
-		// Before this file leaves the queue (deferred), so that no later
-		// file of the partition can miss it.
-		s.pub.mu.Lock()
-		s.pub.failed[f.tp] = true
-		s.pub.mu.Unlock()
-		err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
-		s.fail(err)
-		s.tracker.Fail(err)
-	}
 	if err != nil {
 		if f.w != nil {
 			f.w.Abort()
 		}
-		failUpload(err)
+		s.uploadFailed(f, err)
 		return
 	}
+	if !s.awaitTurn(f) {
+		f.w.Abort()
+		return
+	}
+	if f.encoded == 0 {
+		s.publishEmpty(f)
+		return
+	}
+	s.publish(f)
+}
+
+// uploadFailed marks f's partition failed and stops the sink with err.
+// upload calls it before f leaves the queue (ended), so that no later file
+// of the partition can miss it. f's goroutine; it takes pub.mu and errMu.
+func (s *Sink) uploadFailed(f *openFile, err error) {
+	s.pub.mu.Lock()
+	s.pub.failed[f.tp] = true
+	s.pub.mu.Unlock()
+	err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
+	s.fail(err)
+	s.tracker.Fail(err)
+}
+
+// awaitTurn waits until the upload of f's predecessor in its partition
+// ended, and reports whether f may be published: not if the predecessor
+// was not stored, the sink stopped, or the partition failed or was
+// dropped. f's goroutine; it takes pub.mu.
+func (s *Sink) awaitTurn(f *openFile) bool {
 	if f.prev != nil {
 		select {
 		case <-f.prev.ended:
 			if !f.prev.durable {
 				// It failed (and that was reported) or was dropped.
-				f.w.Abort()
-				return
+				return false
 			}
 		case <-s.ctx.Done():
-			f.w.Abort()
-			return
+			return false
 		}
 	}
 	s.pub.mu.Lock()
 	failed := s.pub.failed[f.tp]
 	s.pub.mu.Unlock()
-	if f.dropped.Load() || failed {
-		f.w.Abort()
-		return
-	}
-	if f.encoded == 0 {
-		// Every record of this file was skipped by the error policy: store
-		// nothing, but let its offsets be committed; a gap it adopted
-		// still needs its entry.
-		f.w.Abort()
-		if len(s.tracker.Gaps(f.u)) > 0 {
-			if err := s.writeEntry(f, 0, 0); err != nil {
-				if !errors.Is(err, errLostOwnership) {
-					failUpload(err)
-				}
-				return
+	return !f.dropped.Load() && !failed
+}
+
+// publishEmpty ends a file every record of which the error policy
+// skipped: it stores nothing, but lets its offsets be committed; a gap it
+// adopted still needs its entry. f's goroutine, in f's turn.
+func (s *Sink) publishEmpty(f *openFile) {
+	f.w.Abort()
+	if len(s.tracker.Gaps(f.u)) > 0 {
+		if err := s.writeEntry(f, 0, 0); err != nil {
+			if !errors.Is(err, errLostOwnership) {
+				s.uploadFailed(f, err)
 			}
+			return
 		}
-		f.durable = true
-		s.tracker.MarkDurable(f.u)
-		return
 	}
+	f.durable = true
+	s.tracker.MarkDurable(f.u)
+}
+
+// publish writes f's ledger entry, then commits f to storage, which makes
+// it visible. f's goroutine, in f's turn.
+func (s *Sink) publish(f *openFile) {
 	n := f.w.Written()
 	if err := s.writeEntry(f, n, f.w.CRC32C()); err != nil {
 		f.w.Abort()
 		if errors.Is(err, errLostOwnership) {
 			return
 		}
-		failUpload(err)
+		s.uploadFailed(f, err)
 		return
 	}
 	if err := f.w.Commit(); err != nil {
@@ -199,7 +217,7 @@ func (s *Sink) upload(f *openFile, err error) {
 			// file Spillway did not write is never overwritten.
 			err = fmt.Errorf("%w: Spillway never overwrites a file. Either another instance owns the partition now (this one lost it, and a restart resumes from the ledger), or the file is not this topic's (left by an older topic of the same name, or copied in): then move it out of storage.prefix", err)
 		}
-		failUpload(err)
+		s.uploadFailed(f, err)
 		return
 	}
 	f.durable = true

@@ -212,39 +212,7 @@ func (s *Sink) runSpooled(f *openFile) {
 		}
 	}
 	if f.sf != nil && f.err == nil {
-		select {
-		case s.spooling.slots <- struct{}{}:
-			slot = true
-			// Its chain and the chunk it fills are charged as it goes
-			// direct, and held until it is published: wait until they
-			// fit, or closed files waiting their turn to be published
-			// would take the budget past its limit. Only uploads and
-			// commits free that memory, and none of them waits for a
-			// slot. In the slot, so that the slots' files charge one at
-			// a time.
-			// Unless no spooled file is encoding or being published:
-			// then what holds the memory is not freed by waiting (closed
-			// files waiting their turn hold some themselves).
-			need := s.fileMem + s.bucket.ChunkSize()
-			alone := func() bool { return s.spooling.active.Load() == 0 }
-			waits := !s.budget.HasRoom(need) && !alone()
-			if waits {
-				s.spooling.waiting.Add(1)
-			}
-			err := s.budget.WaitRoom(s.ctx, need, alone)
-			if waits {
-				s.spooling.waiting.Add(-1)
-			}
-			if err != nil {
-				s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, err))
-			} else {
-				s.spooling.active.Add(1)
-				active = true
-				s.goDirect(f, true)
-			}
-		case <-s.ctx.Done():
-			s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, s.ctx.Err()))
-		}
+		slot, active = s.encodeSlot(f)
 	}
 	in := f.consumed.Load()
 	err := s.finish(f)
@@ -260,6 +228,47 @@ func (s *Sink) runSpooled(f *openFile) {
 	s.unspool(f)
 	close(f.finished)
 	s.upload(f, err)
+}
+
+// encodeSlot takes an encode slot for f, closed, and room in the budget
+// for its chain, then makes it go direct: slot says it holds a slot, and
+// active that it counts in spooling.active. On a stop it fails f instead.
+// f's goroutine (runSpooled).
+func (s *Sink) encodeSlot(f *openFile) (slot, active bool) {
+	select {
+	case s.spooling.slots <- struct{}{}:
+		slot = true
+		// Its chain and the chunk it fills are charged as it goes
+		// direct, and held until it is published: wait until they
+		// fit, or closed files waiting their turn to be published
+		// would take the budget past its limit. Only uploads and
+		// commits free that memory, and none of them waits for a
+		// slot. In the slot, so that the slots' files charge one at
+		// a time.
+		// Unless no spooled file is encoding or being published:
+		// then what holds the memory is not freed by waiting (closed
+		// files waiting their turn hold some themselves).
+		need := s.fileMem + s.bucket.ChunkSize()
+		alone := func() bool { return s.spooling.active.Load() == 0 }
+		waits := !s.budget.HasRoom(need) && !alone()
+		if waits {
+			s.spooling.waiting.Add(1)
+		}
+		err := s.budget.WaitRoom(s.ctx, need, alone)
+		if waits {
+			s.spooling.waiting.Add(-1)
+		}
+		if err != nil {
+			s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, err))
+		} else {
+			s.spooling.active.Add(1)
+			active = true
+			s.goDirect(f, true)
+		}
+	case <-s.ctx.Done():
+		s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, s.ctx.Err()))
+	}
+	return slot, active
 }
 
 // spoolBatch appends b to f's spool file, or, if that fails, makes f go
