@@ -38,18 +38,12 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/errpolicy"
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 )
-
-// Encoder turns records into the bytes of one object on the writer it was
-// made with; Close writes any trailer.
-type Encoder interface {
-	Encode(r *kgo.Record) error
-	Close() error
-}
 
 // Store is where objects are replaced. owner names the partition that
 // writes key ("topic/partition"): the names of this layout don't, so the
@@ -82,7 +76,7 @@ type Config struct {
 	// Concurrency is how many objects a flush writes at once.
 	Concurrency int
 
-	NewEncoder    func(w io.Writer) (Encoder, error)
+	NewEncoder    func(w io.Writer) (format.Encoder, error)
 	NewCompressor func(w io.Writer) (io.WriteCloser, error)
 	// Schemas, when set, types each object by its record's registry
 	// schemas instead of NewEncoder.
@@ -207,9 +201,6 @@ func (w *Writer) LogStart(tp offsets.TopicPartition, logStart, first int64) {
 		"fix", "keep the topic's retention above the longest time Spillway may be down or behind")
 }
 
-// MaxOpenFiles is 0: objects are held as encoded bytes, not open files.
-func (w *Writer) MaxOpenFiles() int { return 0 }
-
 // Err is the first fatal error, if any.
 func (w *Writer) Err() error {
 	w.mu.Lock()
@@ -268,9 +259,15 @@ func (w *Writer) WriteSome(ctx context.Context, recs []*kgo.Record) (int, error)
 	return len(recs), nil
 }
 
-// Relieve does nothing: under pressure WriteSome starts a flush of every
-// held object, which brings the budget below its low watermark.
+// Relieve does nothing: a writer that holds no open files has nothing to
+// relieve. Its objects are held as encoded bytes, and under pressure
+// WriteSome starts a flush of every one of them, which brings the budget
+// below its low watermark.
 func (w *Writer) Relieve(context.Context) error { return nil }
+
+// OpenFiles is empty: a writer that holds no open files has none to list.
+// Held objects are counted in Stats.FilesOpen.
+func (w *Writer) OpenFiles() []sink.OpenFile { return nil }
 
 // Write is WriteSome for callers that don't wait on the budget.
 func (w *Writer) Write(ctx context.Context, recs []*kgo.Record) error {
@@ -354,7 +351,7 @@ func (w *Writer) encode(r *kgo.Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var enc Encoder
+	var enc format.Encoder
 	if w.cfg.Schemas != nil {
 		enc, err = w.cfg.Schemas.NewEncoder(comp, w.cfg.Schemas.Of(r))
 	} else {

@@ -49,7 +49,7 @@ func setup(t *testing.T, limit int64, mod func(*Config)) (*Writer, string, *budg
 	fcfg.Envelope = false
 	cfg := Config{
 		Template: tpl, Prefix: "out/", Extension: ".json", Concurrency: 4,
-		NewEncoder:    func(w io.Writer) (Encoder, error) { return formats.NewEncoder(fcfg, w) },
+		NewEncoder:    func(w io.Writer) (format.Encoder, error) { return formats.NewEncoder(fcfg, w) },
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) { return format.NewCompressor("none", w) },
 		ErrRecord:     format.ErrRecord,
 		NullValues:    "write",
@@ -231,7 +231,7 @@ func TestStorageErrorCommitsNothing(t *testing.T) {
 	st := &failingStore{}
 	w := New(Config{
 		Template: tpl, Extension: ".jsonl",
-		NewEncoder:    func(wr io.Writer) (Encoder, error) { return formats.NewEncoder(fcfg, wr) },
+		NewEncoder:    func(wr io.Writer) (format.Encoder, error) { return formats.NewEncoder(fcfg, wr) },
 		NewCompressor: func(wr io.Writer) (io.WriteCloser, error) { return format.NewCompressor("none", wr) },
 	}, st, budget.New(64<<20, 0), slog.New(slog.DiscardHandler))
 	defer w.Close()
@@ -405,7 +405,7 @@ func TestFirstFlushRemovesDeadWritersTemps(t *testing.T) {
 	fcfg.Fields, fcfg.Envelope = []string{"value"}, false
 	w := New(Config{
 		Template: tpl, Prefix: "out/", Extension: ".json", Concurrency: 2,
-		NewEncoder:    func(wr io.Writer) (Encoder, error) { return formats.NewEncoder(fcfg, wr) },
+		NewEncoder:    func(wr io.Writer) (format.Encoder, error) { return formats.NewEncoder(fcfg, wr) },
 		NewCompressor: func(wr io.Writer) (io.WriteCloser, error) { return format.NewCompressor("none", wr) },
 		ErrRecord:     format.ErrRecord,
 		NullValues:    "write",

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/registry"
-	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/source"
 )
 
@@ -21,7 +20,7 @@ import (
 // waits: the registry is shared. No record is dropped; a graceful stop ends
 // the wait, and the batch is then neither written nor committed.
 type resolving struct {
-	source.Sink
+	source.Writer
 	reg  *registry.Registry
 	stop context.Context // the graceful stop
 }
@@ -38,12 +37,12 @@ func (r resolving) WriteSome(ctx context.Context, recs []*kgo.Record) (int, erro
 		}
 		return 0, fmt.Errorf("schema registry: %w", err)
 	}
-	return r.Sink.WriteSome(ctx, recs)
+	return r.Writer.WriteSome(ctx, recs)
 }
 
 // typedSchemas is format.Typed as the sink takes it.
 type typedSchemas struct{ *format.Typed }
 
-func (t typedSchemas) NewEncoder(w io.Writer, schemas string) (sink.Encoder, error) {
+func (t typedSchemas) NewEncoder(w io.Writer, schemas string) (format.Encoder, error) {
 	return t.Typed.NewEncoder(w, schemas)
 }

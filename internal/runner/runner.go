@@ -65,13 +65,18 @@ type Progress struct {
 }
 
 // writer is what the runner drives: the sink, or for the one-object-per-key
-// layout, package latest.
+// layout, package latest. Besides what the source calls (source.Writer):
 type writer interface {
-	source.Sink
+	source.Writer
+	// Stats and OpenFiles are read by the status page and the monitor,
+	// from any goroutine. A writer that holds no open files lists none.
 	Stats() sink.Stats
-	Err() error
-	MaxOpenFiles() int
+	OpenFiles() []sink.OpenFile
+	// RunTicker runs on a goroutine of its own until ctx ends, and closes
+	// files that reached file.max_age (Tick).
 	RunTicker(ctx context.Context)
+	// Close runs once the source has returned: nothing else calls the
+	// writer then.
 	Close()
 }
 
@@ -219,14 +224,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		MaxBytes:     int64(cfg.File.MaxBytes),
 		MaxAge:       cfg.File.MaxAge,
 		MaxOpenFiles: cfg.Backpressure.MaxOpenFiles,
-		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
+		NewEncoder: func(w io.Writer) (format.Encoder, error) {
 			return formats.NewEncoder(fcfg, w)
 		},
 		// Avro blocks and Parquet row groups are cut at half of an open
 		// file's share of the budget (budget.Plan.FileShare), and in an
 		// encode slot (a spooled file encoded once closed) at half of the
 		// slot's (Plan.EncodeShare); the sink counts them as they grow.
-		NewBufferedEncoder: func(w io.Writer, flushBytes int64, grow func(int64)) (sink.Encoder, error) {
+		NewBufferedEncoder: func(w io.Writer, flushBytes int64, grow func(int64)) (format.Encoder, error) {
 			return formats.NewBufferedEncoder(fcfg, w, format.Memory{FlushBytes: flushBytes, Grow: grow})
 		},
 		FlushBytes:     formats.Of(fcfg.Type).FlushBytes(plan.FileShare(cfg.Backpressure.MaxOpenFiles)),
@@ -238,7 +243,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		CompressorMemory: formats.Of(fcfg.Type).FixedMemory(fcfg),
 		ErrRecord:        format.ErrRecord,
 		NullValues:       cfg.Errors.NullValues,
-		Tolerance:        cfg.Errors.Tolerance,
+		Policy:           errpolicy.Policy{Tolerance: cfg.Errors.Tolerance, Log: log},
 	}
 	reg, err := registry.New(cfg.SchemaRegistry, log)
 	if err != nil {
@@ -250,12 +255,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	var src *source.Source
 	if cfg.Errors.DeadLetterTopic != "" {
 		dlq := cfg.Errors.DeadLetterTopic
-		scfg.DeadLetter = func(ctx context.Context, r *kgo.Record, cause error) error {
+		scfg.Policy.DeadLetter = func(ctx context.Context, r *kgo.Record, cause error) error {
 			return deadLetter(ctx, src.Client(), dlq, r, cause)
 		}
 	}
 	scfg.OnClose = mon.onClose
 	var snk writer
+	maxOpen := 0 // files; a one-object-per-key writer holds none
 	var resume source.Resumer
 	if names.Template.LatestPerKey() {
 		// Objects are replaced from the committed offset on: no ledger,
@@ -263,7 +269,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		if sp != nil {
 			log.Warn("backpressure.spool_dir is not used by a one-object-per-key template: it holds one record per key, not open files; unset it")
 		}
-		snk = latest.New(latestConfig(cfg, scfg, log), bucket, b, log)
+		snk = latest.New(latestConfig(cfg, scfg), bucket, b, log)
 	} else {
 		led := ledger.New(bucket, cfg.Storage.Prefix)
 		scfg.Ledger = led
@@ -272,7 +278,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		if sp != nil {
 			scfg.Spool = sp
 		}
-		snk = sink.New(scfg, sink.FromStorage(bucket), b, log)
+		files := sink.New(scfg, sink.FromStorage(bucket), b, log)
+		snk, maxOpen = files, files.MaxOpenFiles()
 		resume = ledger.Resumer(led, bucket, names, ledger.ResumerOptions{
 			ResumeOptions: ledger.ResumeOptions{
 				StartFresh: cfg.Storage.TopicIDChange == "start_fresh",
@@ -291,9 +298,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		})
 	}
 	defer snk.Close()
-	var feed source.Sink = snk
+	var feed source.Writer = snk
 	if reg != nil {
-		feed = resolving{Sink: snk, reg: reg, stop: ctx}
+		feed = resolving{Writer: snk, reg: reg, stop: ctx}
 	}
 	src, err = source.New(cfg.Kafka, plan, feed, b, cfg.Shutdown.Timeout, resume, cfg.CheckTopic, log, kgo.WithHooks(kafkaMetrics))
 	if err != nil {
@@ -346,7 +353,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		}()
 	}
 	log.Info("spillway running", "brokers", cfg.Kafka.Brokers, "group", cfg.Kafka.Group,
-		"storage", bucket.String(), "max_open_files", snk.MaxOpenFiles())
+		"storage", bucket.String(), "max_open_files", maxOpen)
 
 	// hard ends only when the shutdown deadline passes, so that records
 	// already polled are still written after a graceful stop begins.
@@ -432,12 +439,12 @@ func shutdownErr(err error, late bool, timeout time.Duration) error {
 }
 
 // latestConfig is the one-object-per-key writer's share of the sink's.
-func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest.Config {
+func latestConfig(cfg *config.Config, scfg sink.Config) latest.Config {
 	return latest.Config{
 		Template: scfg.Template, Prefix: scfg.Prefix, Extension: scfg.Extension,
 		MaxAge: scfg.MaxAge, MaxRecords: scfg.MaxRecords, EventTime: scfg.EventTime,
 		Concurrency: cfg.Storage.UploadConcurrency,
-		NewEncoder: func(w io.Writer) (latest.Encoder, error) {
+		NewEncoder: func(w io.Writer) (format.Encoder, error) {
 			return formats.NewEncoder(cfg.Format, w)
 		},
 		NewCompressor: scfg.NewCompressor,
@@ -445,7 +452,7 @@ func latestConfig(cfg *config.Config, scfg sink.Config, log *slog.Logger) latest
 		OnClose:       scfg.OnClose,
 		ErrRecord:     scfg.ErrRecord,
 		NullValues:    scfg.NullValues,
-		Policy:        errpolicy.Policy{Tolerance: scfg.Tolerance, DeadLetter: scfg.DeadLetter, Log: log},
+		Policy:        scfg.Policy,
 	}
 }
 

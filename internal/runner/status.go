@@ -69,11 +69,7 @@ func (p *Progress) Status() admin.Status {
 	s.PausedSeconds = src.PausedFor.Seconds()
 	s.Version = p.version
 	s.Warnings = p.warnings
-	var open []sink.OpenFile
-	if of, ok := p.sink.(interface{ OpenFiles() []sink.OpenFile }); ok {
-		open = of.OpenFiles()
-	}
-	s.Partitions = partitions(h.Assigned, src, open)
+	s.Partitions = partitions(h.Assigned, src, p.sink.OpenFiles())
 	for _, pt := range s.Partitions {
 		s.LagRecords += pt.Lag
 	}

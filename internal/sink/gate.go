@@ -34,6 +34,8 @@ const (
 	gateQueued = 1 << 20
 )
 
+// Write passes p on in pieces, waiting for storage while the budget is
+// over its limit. The file's goroutine only.
 func (g *gate) Write(p []byte) (int, error) {
 	n := 0
 	for len(p) > 0 {

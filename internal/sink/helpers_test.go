@@ -22,6 +22,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
@@ -181,7 +182,7 @@ func baseConfigFor(tmpl *naming.Template) sink.Config {
 		Template:     tmpl,
 		Extension:    naming.Extension(jsonlFormat.Type, jsonlFormat.Compression),
 		MaxOpenFiles: 100,
-		NewEncoder: func(w io.Writer) (sink.Encoder, error) {
+		NewEncoder: func(w io.Writer) (format.Encoder, error) {
 			return formats.NewEncoder(jsonlFormat, w)
 		},
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
@@ -190,7 +191,7 @@ func baseConfigFor(tmpl *naming.Template) sink.Config {
 		CompressorMemory: compressorMemory,
 		ErrRecord:        format.ErrRecord,
 		NullValues:       "write",
-		Tolerance:        "none",
+		Policy:           errpolicy.Policy{Tolerance: "none"},
 	}
 }
 

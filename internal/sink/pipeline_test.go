@@ -226,7 +226,7 @@ func pipelineConfig(rt *rapid.T) sink.Config {
 	cfg.MaxOpenFiles = rapid.SampledFrom([]int{0, 2}).Draw(rt, "maxOpenFiles") // 0: what the budget holds
 	cfg.MaxAge = time.Hour
 	cfg.NullValues = "ignore"
-	cfg.Tolerance = "all"
+	cfg.Policy.Tolerance = "all"
 	return cfg
 }
 

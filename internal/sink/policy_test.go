@@ -57,7 +57,7 @@ func TestBadRecordToleranceNone(t *testing.T) {
 }
 
 func TestBadRecordToleranceAll(t *testing.T) {
-	h := newHarness(t, withConfig(func(c *sink.Config) { c.Tolerance = "all" }))
+	h := newHarness(t, withConfig(func(c *sink.Config) { c.Policy.Tolerance = "all" }))
 	h.write(rec("t", 0, 0), bad("t", 0, 1), rec("t", 0, 2))
 	// Bad records at the start and end of a file.
 	h.write(bad("t", 1, 0), rec("t", 1, 1), bad("t", 1, 2))
@@ -88,7 +88,7 @@ func TestDeadLetter(t *testing.T) {
 	var mu sync.Mutex
 	var dlq []sent
 	h := newHarness(t, withConfig(func(c *sink.Config) {
-		c.DeadLetter = func(_ context.Context, r *kgo.Record, cause error) error {
+		c.Policy.DeadLetter = func(_ context.Context, r *kgo.Record, cause error) error {
 			mu.Lock()
 			defer mu.Unlock()
 			dlq = append(dlq, sent{r, cause})
@@ -115,8 +115,8 @@ func TestDeadLetter(t *testing.T) {
 func TestDeadLetterFailureIsFatal(t *testing.T) {
 	dlqErr := errors.New("dlq unavailable")
 	h := newHarness(t, withConfig(func(c *sink.Config) {
-		c.Tolerance = "all" // a failing dead-letter topic is not skipped
-		c.DeadLetter = func(context.Context, *kgo.Record, error) error { return dlqErr }
+		c.Policy.Tolerance = "all" // a failing dead-letter topic is not skipped
+		c.Policy.DeadLetter = func(context.Context, *kgo.Record, error) error { return dlqErr }
 	}))
 	err := h.s.Write(context.Background(), []*kgo.Record{rec("t", 0, 0), bad("t", 0, 1)})
 	if err == nil {
@@ -188,7 +188,7 @@ func TestNullValues(t *testing.T) {
 	})
 
 	t.Run("fail with tolerance all", func(t *testing.T) {
-		h := newHarness(t, withConfig(func(c *sink.Config) { c.NullValues = "fail"; c.Tolerance = "all" }))
+		h := newHarness(t, withConfig(func(c *sink.Config) { c.NullValues = "fail"; c.Policy.Tolerance = "all" }))
 		h.write(rec("t", 0, 0), null("t", 0, 1), rec("t", 0, 2))
 		h.flush()
 		if got := h.s.Committable(nil); !maps.Equal(got, map[offsets.TopicPartition]int64{tp("t", 0): 3}) {
@@ -203,7 +203,7 @@ func TestNullValues(t *testing.T) {
 		var got []*kgo.Record
 		h := newHarness(t, withConfig(func(c *sink.Config) {
 			c.NullValues = "fail"
-			c.DeadLetter = func(_ context.Context, r *kgo.Record, _ error) error { got = append(got, r); return nil }
+			c.Policy.DeadLetter = func(_ context.Context, r *kgo.Record, _ error) error { got = append(got, r); return nil }
 		}))
 		n := null("t", 0, 0)
 		h.write(n, rec("t", 0, 1))
@@ -237,7 +237,7 @@ func TestSkippedBetweenFiles(t *testing.T) {
 // A file whose every record was skipped stores nothing, and its offsets
 // still become committable.
 func TestAllSkippedFileStoresNothing(t *testing.T) {
-	h := newHarness(t, withConfig(func(c *sink.Config) { c.Tolerance = "all" }))
+	h := newHarness(t, withConfig(func(c *sink.Config) { c.Policy.Tolerance = "all" }))
 	h.write(bad("t", 0, 0), bad("t", 0, 1))
 	h.flush()
 	if got, want := h.s.Committable(nil), map[offsets.TopicPartition]int64{tp("t", 0): 2}; !maps.Equal(got, want) {
@@ -264,7 +264,7 @@ func TestBadRecordLeavesTheFilesLedgerEntry(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
 	cfg := baseConfig(t)
-	cfg.Tolerance = "all"
+	cfg.Policy.Tolerance = "all"
 	cfg.Ledger = ledger.New(bucket, "")
 	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
 	t.Cleanup(s.Close)

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/format"
 )
 
 // A finished file's encoder and compressor are kept for a later file,
@@ -33,7 +34,7 @@ type compressorReset interface {
 }
 
 type chain struct {
-	enc  Encoder
+	enc  format.Encoder
 	comp io.WriteCloser
 }
 
@@ -45,7 +46,8 @@ type chains struct {
 
 // reuseChain returns a kept chain reset to write into w, or ok false.
 // Typed files are built for their schemas and are not kept.
-func (s *Sink) reuseChain(w io.Writer, schemas string) (enc Encoder, comp io.WriteCloser, ok bool) {
+// A file goroutine (open); it takes chains.mu.
+func (s *Sink) reuseChain(w io.Writer, schemas string) (enc format.Encoder, comp io.WriteCloser, ok bool) {
 	if schemas != "" {
 		return nil, nil, false
 	}
@@ -72,6 +74,7 @@ func (s *Sink) reuseChain(w io.Writer, schemas string) (enc Encoder, comp io.Wri
 
 // keepChain keeps f's chain for a later file, if both its parts can be
 // reset and there is room. f was finished without error.
+// f's goroutine, after finish; it takes chains.mu.
 func (s *Sink) keepChain(f *openFile) {
 	if f.schemas != "" || s.budget.Over() {
 		return
@@ -92,6 +95,8 @@ func (s *Sink) keepChain(f *openFile) {
 }
 
 // dropChains lets the idle chains go, and their charge.
+// The poll side (relieveLocked, router.mu held), Flush or Close; it takes
+// chains.mu.
 func (s *Sink) dropChains() {
 	s.chains.mu.Lock()
 	n := len(s.chains.idle)

@@ -3,6 +3,7 @@ package sink
 import (
 	"io"
 
+	"github.com/spillway/spillway/internal/format"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -18,10 +19,11 @@ type Schemas interface {
 	// one that is a record error in any file) fits any file.
 	Fits(of, file string) bool
 	// NewEncoder builds the encoder of a file of the schemas Of named.
-	NewEncoder(w io.Writer, schemas string) (Encoder, error)
+	NewEncoder(w io.Writer, schemas string) (format.Encoder, error)
 }
 
 // schemaChanged reports whether r can't go in f, whose schemas differ.
+// router.mu held.
 func (s *Sink) schemaChanged(f *openFile, r *kgo.Record) bool {
 	if s.cfg.Schemas == nil {
 		return false
@@ -31,6 +33,7 @@ func (s *Sink) schemaChanged(f *openFile, r *kgo.Record) bool {
 
 // schemasOf names the schemas a file opened by r is typed with: "" when
 // the sink types no files.
+// router.mu held.
 func (s *Sink) schemasOf(r *kgo.Record) string {
 	if s.cfg.Schemas == nil {
 		return ""
@@ -41,7 +44,7 @@ func (s *Sink) schemasOf(r *kgo.Record) string {
 // newEncoder builds f's encoder, typed with f.schemas (schemasOf its
 // first record). It runs on the file's goroutine, so the schemas were
 // named on the poll side, where the records are in order. slot: see open.
-func (s *Sink) newEncoder(f *openFile, w io.Writer, slot bool) (Encoder, error) {
+func (s *Sink) newEncoder(f *openFile, w io.Writer, slot bool) (format.Encoder, error) {
 	if s.cfg.Schemas != nil {
 		return s.cfg.Schemas.NewEncoder(w, f.schemas)
 	}

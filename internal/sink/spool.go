@@ -57,6 +57,7 @@ type spooling struct {
 	failing atomic.Bool
 }
 
+// init sets the encode slots up. New calls it.
 func (sp *spooling) init(slots int) {
 	if slots <= 0 {
 		slots = runtime.GOMAXPROCS(0)
@@ -69,10 +70,13 @@ func (sp *spooling) init(slots int) {
 // bytes: n at the ratio of encoded to record bytes learned from the
 // spooled files stored so far, 1 at first. With compression the first
 // files close below file.max_bytes, and later ones near it.
+// The poll side (sizeLocked); it reads an atomic.
 func (sp *spooling) estimate(n int64) int64 {
 	return int64(float64(n) * math.Float64frombits(sp.ratio.Load()))
 }
 
+// learn adds a stored spooled file of in record bytes and out encoded
+// bytes to the ratio. A file goroutine; it takes sp.mu.
 func (sp *spooling) learn(in, out int64) {
 	if in <= 0 {
 		return
@@ -92,6 +96,7 @@ func (sp *spooling) learn(in, out int64) {
 // learn from. The seed is never below 1, so that a format that shrinks
 // records still closes its first files below the limit. The sample's
 // fixed cost (an empty file: headers, footers) is taken off.
+// f's goroutine, for the sink's first spooled batch.
 func (s *Sink) sample(f *openFile, b batch) {
 	if len(b.recs) == 0 || s.spooling.sampled.Load() || s.spooling.sampled.Swap(true) {
 		return
@@ -113,6 +118,7 @@ func (s *Sink) sample(f *openFile, b batch) {
 
 // encodedSize is the size of a file of recs, skipping those the format
 // refuses.
+// f's goroutine.
 func (s *Sink) encodedSize(f *openFile, recs []*kgo.Record) (int64, error) {
 	var n countWriter
 	comp, err := s.cfg.NewCompressor(&n)
@@ -144,10 +150,12 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // memory is what closing f frees besides its encoder and writer, which
 // every file holds alike: its open block or row group. Records queued to
 // it are encoded whether it closes or not, so they don't count.
+// Any goroutine: the poll side reads it for relief.
 func (f *openFile) memory() int64 { return f.buffered.Load() }
 
 // grow is f's format.Memory.Grow: what its encoder buffers is counted in
 // the budget, and in f, for relief.
+// The encoder calls it on f's goroutine.
 func (f *openFile) grow(s *Sink) func(int64) {
 	return func(d int64) {
 		f.buffered.Add(d)
@@ -160,6 +168,7 @@ func (f *openFile) grow(s *Sink) func(int64) {
 }
 
 // runSpooled is a spooled file's goroutine: see the top of this file.
+// run calls it, on f's goroutine.
 func (s *Sink) runSpooled(f *openFile) {
 	defer func() {
 		if !f.spoolCostMoved {
@@ -203,39 +212,7 @@ func (s *Sink) runSpooled(f *openFile) {
 		}
 	}
 	if f.sf != nil && f.err == nil {
-		select {
-		case s.spooling.slots <- struct{}{}:
-			slot = true
-			// Its chain and the chunk it fills are charged as it goes
-			// direct, and held until it is published: wait until they
-			// fit, or closed files waiting their turn to be published
-			// would take the budget past its limit. Only uploads and
-			// commits free that memory, and none of them waits for a
-			// slot. In the slot, so that the slots' files charge one at
-			// a time.
-			// Unless no spooled file is encoding or being published:
-			// then what holds the memory is not freed by waiting (closed
-			// files waiting their turn hold some themselves).
-			need := s.fileMem + s.bucket.ChunkSize()
-			alone := func() bool { return s.spooling.active.Load() == 0 }
-			waits := !s.budget.HasRoom(need) && !alone()
-			if waits {
-				s.spooling.waiting.Add(1)
-			}
-			err := s.budget.WaitRoom(s.ctx, need, alone)
-			if waits {
-				s.spooling.waiting.Add(-1)
-			}
-			if err != nil {
-				s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, err))
-			} else {
-				s.spooling.active.Add(1)
-				active = true
-				s.goDirect(f, true)
-			}
-		case <-s.ctx.Done():
-			s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, s.ctx.Err()))
-		}
+		slot, active = s.encodeSlot(f)
 	}
 	in := f.consumed.Load()
 	err := s.finish(f)
@@ -253,8 +230,50 @@ func (s *Sink) runSpooled(f *openFile) {
 	s.upload(f, err)
 }
 
+// encodeSlot takes an encode slot for f, closed, and room in the budget
+// for its chain, then makes it go direct: slot says it holds a slot, and
+// active that it counts in spooling.active. On a stop it fails f instead.
+// f's goroutine (runSpooled).
+func (s *Sink) encodeSlot(f *openFile) (slot, active bool) {
+	select {
+	case s.spooling.slots <- struct{}{}:
+		slot = true
+		// Its chain and the chunk it fills are charged as it goes
+		// direct, and held until it is published: wait until they
+		// fit, or closed files waiting their turn to be published
+		// would take the budget past its limit. Only uploads and
+		// commits free that memory, and none of them waits for a
+		// slot. In the slot, so that the slots' files charge one at
+		// a time.
+		// Unless no spooled file is encoding or being published:
+		// then what holds the memory is not freed by waiting (closed
+		// files waiting their turn hold some themselves).
+		need := s.fileMem + s.bucket.ChunkSize()
+		alone := func() bool { return s.spooling.active.Load() == 0 }
+		waits := !s.budget.HasRoom(need) && !alone()
+		if waits {
+			s.spooling.waiting.Add(1)
+		}
+		err := s.budget.WaitRoom(s.ctx, need, alone)
+		if waits {
+			s.spooling.waiting.Add(-1)
+		}
+		if err != nil {
+			s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, err))
+		} else {
+			s.spooling.active.Add(1)
+			active = true
+			s.goDirect(f, true)
+		}
+	case <-s.ctx.Done():
+		s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, s.ctx.Err()))
+	}
+	return slot, active
+}
+
 // spoolBatch appends b to f's spool file, or, if that fails, makes f go
 // direct and encodes b.
+// f's goroutine.
 func (s *Sink) spoolBatch(f *openFile, b batch) {
 	defer s.batchDone(f, b)
 	if f.err != nil || f.abandon.Load() || len(b.recs) == 0 {
@@ -275,6 +294,7 @@ func (s *Sink) spoolBatch(f *openFile, b batch) {
 
 // spoolFault counts a spool file that failed, and logs the first of an
 // outage.
+// f's goroutine.
 func (s *Sink) spoolFault(f *openFile, err error) {
 	s.spooling.faults.Add(1)
 	if !s.spooling.failing.Swap(true) {
@@ -302,6 +322,7 @@ func spoolFix(err error) string {
 // goDirect opens f's chain, charges it, and encodes into it what f
 // spooled so far; the spool file is then removed. slot: f is closed and
 // encodes in an encode slot. It reports whether f can take more records.
+// f's goroutine.
 func (s *Sink) goDirect(f *openFile, slot bool) bool {
 	s.chargeChain(f)
 	if err := s.open(f, slot); err != nil {
@@ -321,6 +342,7 @@ func (s *Sink) goDirect(f *openFile, slot bool) bool {
 }
 
 // replay encodes f's spool file into its chain.
+// f's goroutine.
 func (s *Sink) replay(f *openFile) error {
 	f.gate.ctx = s.ctx
 	defer func() { f.gate.ctx = nil }()
@@ -340,6 +362,7 @@ func (s *Sink) replay(f *openFile) error {
 }
 
 // unspool removes f's spool file, if any, and releases its disk.
+// f's goroutine.
 func (s *Sink) unspool(f *openFile) {
 	if f.sf == nil {
 		return

@@ -264,7 +264,7 @@ func TestRelieveByMemory(t *testing.T) {
 	closed := map[int32]offsets.Reason{}
 	h := newHarness(t, withBudget(b), withConfig(func(c *sink.Config) {
 		c.Extension = ".parquet"
-		c.NewBufferedEncoder = func(w io.Writer, flush int64, grow func(int64)) (sink.Encoder, error) {
+		c.NewBufferedEncoder = func(w io.Writer, flush int64, grow func(int64)) (format.Encoder, error) {
 			return formats.NewBufferedEncoder(pq, w, format.Memory{FlushBytes: flush, Grow: grow})
 		}
 		c.FlushBytes = 1 << 20

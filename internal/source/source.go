@@ -27,23 +27,56 @@ import (
 	"github.com/spillway/spillway/internal/offsets"
 )
 
-// Sink is what the source feeds and asks about durability.
-type Sink interface {
-	// WriteSome takes records until the budget stays full; it returns how
-	// many it took.
+// Writer is what the source feeds records to and asks about durability:
+// the sink, or package latest. Its methods are called from three
+// goroutines, and may run at once, so they must be safe for concurrent
+// use:
+//
+//   - the poll loop (Run): LogStart, WriteSome, and Relieve while it waits
+//     for the budget;
+//   - kgo's rebalance callbacks (onAssigned, onRevoked, onLost): Assign,
+//     Flush, Committable, Drop and Err. With kgo.BlockRebalanceOnPoll they
+//     run only while the poll loop is between a fetch's records and the
+//     next poll, or waits for the budget (it allows rebalances then);
+//   - the commit loop: Durable, Err and Committable.
+//
+// Once Run has returned, Shutdown calls Flush and Committable.
+type Writer interface {
+	// WriteSome takes records, in offset order per partition, until the
+	// budget stays full; it returns how many it took. The poll loop calls
+	// it with the records of one fetch, and again with the rest once the
+	// budget has room; a rebalance callback may run in between (it
+	// leaves out the records of partitions dropped meanwhile).
 	WriteSome(ctx context.Context, recs []*kgo.Record) (int, error)
+	// Flush closes the open files of tps (all when nil) and waits until
+	// they are durable. onRevoked calls it for the revoked partitions
+	// while the poll loop is blocked, and Shutdown for all of them after
+	// Run returned.
 	Flush(ctx context.Context, tps map[offsets.TopicPartition]bool, why offsets.Reason) error
+	// Committable pops, per partition of only (all when nil), the offset
+	// to commit. The commit loop, onRevoked and Shutdown call it, one at a
+	// time (under the source's commitMu).
 	Committable(only map[offsets.TopicPartition]bool) map[offsets.TopicPartition]int64
+	// Durable returns a channel closed the next time something becomes
+	// durable. The commit loop waits on it.
 	Durable() <-chan struct{}
+	// Drop forgets partitions no longer owned, without storing their open
+	// files: onRevoked calls it after Flush, onLost at once, under the
+	// source's commitMu.
 	Drop(tps map[offsets.TopicPartition]bool)
-	// Assign starts a partition from where storage stands.
+	// Assign starts a partition from where storage stands. onAssigned
+	// calls it before the partition's first fetch.
 	Assign(tp offsets.TopicPartition, id ledger.Identity, p ledger.Point)
-	// Err is the sink's first fatal error (a failed upload), if any. The
-	// source stops on it even when no record arrives to meet it.
+	// Err is the writer's first fatal error (a failed upload), if any. The
+	// commit loop asks after every wake, so that the source stops on it
+	// even when no record arrives to meet it; onRevoked asks before it
+	// flushes.
 	Err() error
 	// Relieve closes files to bring the budget below its low watermarks
-	// when nothing else will: no upload is in flight to free memory.
-	// The source asks while it waits for the budget.
+	// when nothing else will: no upload is in flight to free memory. The
+	// poll loop calls it while it waits for the budget, fetching paused
+	// and rebalances allowed, so it may run while a rebalance callback
+	// calls Flush or Drop.
 	Relieve(ctx context.Context) error
 	// LogStart says where a partition's log started when a fetch
 	// returned its records from first on: the offsets from where the
@@ -65,13 +98,13 @@ type TopicCheck func(topic string) error
 // partitions one after another would hold the rebalance for minutes.
 const resumeConcurrency = 16
 
-// Source consumes a group's partitions into a Sink.
+// Source consumes a group's partitions into a Writer.
 type Source struct {
 	group   string
 	resumer Resumer
 	check   TopicCheck
 	cl      *kgo.Client
-	sink    Sink
+	sink    Writer
 	budget  *budget.Budget
 	log     *slog.Logger
 	// revokeTimeout bounds how long a revoked partition's files may take.
@@ -149,7 +182,7 @@ type Stats struct {
 // validation couldn't know of.
 //
 // extra are added to the client's options last (metrics hooks).
-func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
+func New(k config.Kafka, plan budget.Plan, s Writer, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[offsets.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[offsets.TopicPartition]uint64{}, plan: plan, oversized: map[offsets.TopicPartition]bool{}, regex: k.TopicRegex}
@@ -172,7 +205,7 @@ func New(k config.Kafka, plan budget.Plan, s Sink, b *budget.Budget, revokeTimeo
 		// kafka.start_offset is where a group without a commit starts.
 		// An offset out of range (the log start passed it, or the log was
 		// truncated under it) always resumes at the log start: what the
-		// log deleted is then recorded as lost (Sink.LogStart). Resetting
+		// log deleted is then recorded as lost (Writer.LogStart). Resetting
 		// per start_offset would pass every record to the log end in
 		// silence. A log truncated below what this process already read,
 		// then written again, is not told apart while it runs: its new
