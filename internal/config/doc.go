@@ -57,7 +57,7 @@ var keyDocs = map[string]string{
 	"kafka.session_timeout": "how long the group waits for a silent instance before moving its partitions (6s to 30m)",
 	"kafka.startup_timeout": "how long the check at start may take (1s to 1h): no broker reachable, credentials refused, the group, a topic in `kafka.topics` or `errors.dead_letter_topic` missing or not authorized stop Spillway with exit 1 and what to fix. After start, a lost broker is retried",
 	"kafka.tls.enabled":     "TLS to the brokers",
-	"kafka.tls.ca_file":     "a PEM file of the CAs to trust for the brokers, instead of the system's",
+	"kafka.tls.ca_file":     "a PEM file of the CAs to trust for the brokers; it replaces the system's roots (as a Kafka truststore does): only its CAs are trusted",
 	"kafka.tls.cert_file":   "a client certificate (PEM) for mutual TLS, with `kafka.tls.key_file`",
 	"kafka.tls.key_file":    "the client certificate's key (PEM)",
 	"kafka.sasl.mechanism":  "`PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`; `\"\"` for none",
@@ -92,7 +92,7 @@ var keyDocs = map[string]string{
 	"schema_registry.username":      "HTTP basic auth user (Confluent Cloud's API key), with `schema_registry.password`: both or neither",
 	"schema_registry.password":      "HTTP basic auth password (Confluent Cloud's API secret). Set it from the environment to keep it out of the file",
 	"schema_registry.decode":        "which parts are in the wire format: `value`, `key` or `both`. A part not listed is written as its bytes",
-	"schema_registry.tls.ca_file":   "with an `https` URL: a CA to trust besides the system's",
+	"schema_registry.tls.ca_file":   "with an `https` URL: a PEM file of the CAs to trust; like `kafka.tls.ca_file`, it replaces the system's roots",
 	"schema_registry.tls.cert_file": "with an `https` URL: a client certificate for mutual TLS, with `schema_registry.tls.key_file`",
 	"schema_registry.tls.key_file":  "the client certificate's key",
 

@@ -16,13 +16,10 @@ package registry
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +30,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/tlsfiles"
 )
 
 // ErrUndecodable marks a key or value that can't be decoded by a schema:
@@ -93,7 +91,7 @@ func New(cfg config.SchemaRegistry, log *slog.Logger) (*Registry, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.TLS.CAFile != "" || cfg.TLS.CertFile != "" {
-		tc, err := tlsConfig(cfg.TLS)
+		tc, err := tlsfiles.Config("schema_registry.tls", tlsfiles.Files{CAFile: cfg.TLS.CAFile, CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile})
 		if err != nil {
 			return nil, err
 		}
@@ -118,32 +116,6 @@ func New(cfg config.SchemaRegistry, log *slog.Logger) (*Registry, error) {
 		minBackoff: 250 * time.Millisecond, maxBackoff: 30 * time.Second,
 		cache: map[int]*Schema{},
 	}, nil
-}
-
-func tlsConfig(t config.RegistryTLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("schema_registry.tls.ca_file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("schema_registry.tls.ca_file: %s holds no PEM certificate", t.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("schema_registry.tls.cert_file/key_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 // NewCached returns a registry that knows only schemas, by id, and asks

@@ -17,11 +17,11 @@ import (
 // this machine's cgroup, or the default), and whether disk_limit auto
 // leaves the spool enough room here, as a run would find at its start.
 func MemoryWarnings(cfg *config.Config) ([]string, error) {
-	plan, where, err := MemoryPlan(cfg.Backpressure)
+	sz, err := sizingOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	w := memoryWarnings(cfg, plan, where)
+	w := memoryWarnings(cfg, sz)
 	if d := diskWarning(cfg.Backpressure); d != "" {
 		w = append(w, d)
 	}
@@ -51,31 +51,72 @@ func diskWarning(bp config.Backpressure) string {
 	return ""
 }
 
-// memoryWarnings checks that the data budget holds what the storage
-// settings need at the least (budget.Plan.Need): the fetch share, one
-// writer per open file (one file when their number is derived), and
-// storage.upload_concurrency parts in flight. When it doesn't, Spillway
-// still runs, but opening a file or waiting for uploads takes it over its
-// limit.
-func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string {
+// sizing is a config's memory plan, where its limit came from, and what
+// its files cost in that plan: worked out once, for a run and for
+// `config check`.
+type sizing struct {
+	plan  budget.Plan
+	where string
+	budget.Sizing
+}
+
+// sizingOf resolves backpressure.memory_limit and prices the config's
+// files in the plan it gives: the format's figures (format.Kind) and the
+// store's (storage.FootprintOf).
+func sizingOf(cfg *config.Config) (sizing, error) {
+	plan, where, err := MemoryPlan(cfg.Backpressure)
+	if err != nil {
+		return sizing{}, err
+	}
+	// So that the warning about records larger than the budget's room
+	// gives this format's figures.
+	plan.RecordCopies = formats.Of(cfg.Format.Type).LargeRecordCopies(cfg.Format)
+	return sizingIn(cfg, plan, where), nil
+}
+
+// sizingIn prices the config's files in plan, whose limit came from where.
+func sizingIn(cfg *config.Config, plan budget.Plan, where string) sizing {
+	kind := formats.Of(cfg.Format.Type)
 	scheme := ""
 	if u, err := url.Parse(cfg.Storage.URL); err == nil {
 		scheme = u.Scheme
 	}
 	fp := storage.FootprintOf(scheme, int64(cfg.Storage.PartSize))
-	encoder := formats.Of(cfg.Format.Type).FixedMemory(cfg.Format) + formats.Of(cfg.Format.Type).MaxBuffered(formats.Of(cfg.Format.Type).FlushBytes(plan.FileShare(cfg.Backpressure.MaxOpenFiles)))
-	fileCost := encoder + fp.Writer + fp.Chunk
-	files := max(cfg.Backpressure.MaxOpenFiles, 1)
-	spooled := cfg.Backpressure.SpoolDir != ""
-	if spooled {
+	sz := budget.Sizing{
+		// Avro blocks and Parquet row groups are cut at half of an open
+		// file's share of the budget, and in an encode slot at half of
+		// the slot's; the sink counts them as they grow.
+		FlushBytes:     kind.FlushBytes(plan.FileShare(cfg.Backpressure.MaxOpenFiles)),
+		SlotFlushBytes: kind.FlushBytes(plan.EncodeShare(encodeSlots())),
+		Files:          max(cfg.Backpressure.MaxOpenFiles, 1),
+		Spooled:        cfg.Backpressure.SpoolDir != "",
+		Writer:         fp.Writer,
+		Chunk:          fp.Chunk,
+		Uploads:        cfg.Storage.UploadConcurrency,
+		UploadBytes:    fp.Upload,
+	}
+	flush := sz.FlushBytes
+	if sz.Spooled {
 		// Open files cost budget.SpoolFileCost each, within their half of
 		// the share; the chains are the encode slots'.
-		files = encodeSlots()
-		encoder = formats.Of(cfg.Format.Type).FixedMemory(cfg.Format) + formats.Of(cfg.Format.Type).MaxBuffered(formats.Of(cfg.Format.Type).FlushBytes(plan.EncodeShare(files)))
-		fileCost = encoder + fp.Writer + fp.Chunk
+		sz.Files, flush = encodeSlots(), sz.SlotFlushBytes
 	}
-	uploads := cfg.Storage.UploadConcurrency
-	need := func(p budget.Plan) int64 { return p.Need(files, fileCost, uploads, fp.Upload) }
+	sz.Encoder = kind.FixedMemory(cfg.Format) + kind.MaxBuffered(flush)
+	sz.FileCost = sz.Encoder + sz.Writer + sz.Chunk
+	return sizing{plan: plan, where: where, Sizing: sz}
+}
+
+// memoryWarnings checks that the data budget holds what the storage
+// settings need at the least (budget.Sizing.Need): the fetch share, one
+// writer per open file (one file when their number is derived), and
+// storage.upload_concurrency parts in flight. When it doesn't, Spillway
+// still runs, but opening a file or waiting for uploads takes it over its
+// limit.
+func memoryWarnings(cfg *config.Config, sz sizing) []string {
+	plan, where := sz.plan, sz.where
+	files, fileCost, spooled := sz.Files, sz.FileCost, sz.Spooled
+	uploads := sz.Uploads
+	need := sz.Need
 	if need(plan) <= plan.Data {
 		return nil
 	}
@@ -101,8 +142,8 @@ func memoryWarnings(cfg *config.Config, plan budget.Plan, where string) []string
 		"%s for fetches, %s for %s (%s of %s state, %s of writer buffers, a %s chunk), and %s for storage.upload_concurrency %d × %s parts in flight. "+
 		"Spillway would go over its memory limit: %s",
 		limit, mib(plan.Data), mib(need(plan)),
-		mib(plan.Reserved), mib(int64(files)*fileCost), openFiles, mib(encoder), encoderName(cfg.Format), mib(fp.Writer), mib(fp.Chunk),
-		mib(int64(uploads)*fp.Upload), uploads, mib(fp.Upload), fix)}
+		mib(plan.Reserved), mib(int64(files)*fileCost), openFiles, mib(sz.Encoder), encoderName(cfg.Format), mib(sz.Writer), mib(sz.Chunk),
+		mib(int64(uploads)*sz.UploadBytes), uploads, mib(sz.UploadBytes), fix)}
 }
 
 // encoderName names what holds an open file's encoder memory.

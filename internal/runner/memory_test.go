@@ -225,7 +225,7 @@ func TestMemoryWarnings(t *testing.T) {
 	cfg.Storage.URL = "s3://b?region=us-east-1"
 	cfg.Storage.PartSize = 64 << 20
 	cfg.Backpressure.MemoryLimit = "auto"
-	if w := memoryWarnings(cfg, budget.Plan{Process: 64 << 20, Data: 32 << 20, Reserved: 8 << 20}, where); len(w) != 1 ||
+	if w := memoryWarnings(cfg, sizingIn(cfg, budget.Plan{Process: 64 << 20, Data: 32 << 20, Reserved: 8 << 20}, where)); len(w) != 1 ||
 		!strings.Contains(w[0], "backpressure.memory_limit auto, which is 64MiB here ("+where+")") {
 		t.Errorf("auto: %q, want it to name what auto gives here (%s, plan %v)", w, where, p)
 	}

@@ -11,9 +11,12 @@ import (
 )
 
 const (
+	// observeEvery is how often the monitor looks for progress: how late,
+	// at most, a stall or the end of one is seen.
+	observeEvery = time.Second
 	// sampleEvery and samples size the throughput history the status page
 	// draws: ten minutes.
-	sampleEvery = 3 * time.Second
+	sampleEvery = 3 * observeEvery
 	samples     = 200
 	// closesKept is how many recent file closes the status page lists.
 	closesKept = 20
@@ -22,9 +25,13 @@ const (
 // monitor keeps what the status page and /healthz need beyond the
 // counters: throughput samples, recent file closes, and when the pipeline
 // last progressed. See docs/design.md, "Operating it".
+//
+// Its own loop (run) is what moves the stall clock; everything else only
+// reads it, so asking for the status any number of times changes nothing.
 type monitor struct {
 	stallTimeout time.Duration
 	now          func() time.Time
+	tick         func(d time.Duration) (<-chan time.Time, func())
 
 	mu      sync.Mutex
 	ring    [samples]admin.Sample
@@ -47,11 +54,34 @@ type progressMark struct {
 	bytes                      int64
 }
 
+// Clock is what the monitor reads the time from and ticks on.
+type Clock interface {
+	Now() time.Time
+	// Tick ticks every d until stop is called.
+	Tick(d time.Duration) (ticks <-chan time.Time, stop func())
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Tick(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
 func newMonitor(stallTimeout time.Duration) *monitor {
-	m := &monitor{stallTimeout: stallTimeout, now: time.Now}
+	m := &monitor{stallTimeout: stallTimeout}
+	m.useClock(wallClock{})
+	return m
+}
+
+// useClock makes c the monitor's clock; the pipeline's progress starts
+// now.
+func (m *monitor) useClock(c Clock) {
+	m.now, m.tick = c.Now, c.Tick
 	m.progressed = m.now()
 	m.lastAt = m.progressed
-	return m
 }
 
 // onClose records a closed file; the sink calls it with its lock held.
@@ -64,20 +94,27 @@ func (m *monitor) onClose(c offsets.Closed) {
 	m.nc = min(m.nc+1, closesKept)
 }
 
-// observe updates the stall clock. Lag with no progress counts towards a
-// stall unless held explains it: back pressure (the budget above its high
-// watermark: storage is slow, and the budget alerts say so) or a wait for
-// an unreachable schema registry (its own alert); no lag is never a
-// stall. It returns whether the pipeline is stalled, and since
-// when it last progressed.
+// observe updates the stall clock; only the monitor's loop calls it. Lag
+// with no progress counts towards a stall unless held explains it: back
+// pressure (the budget above its high watermark: storage is slow, and the
+// budget alerts say so) or a wait for an unreachable schema registry (its
+// own alert); no lag is never a stall. It returns what liveness then
+// returns.
 func (m *monitor) observe(p progressMark, lag int64, held bool) (bool, time.Duration) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := m.now()
 	if p != m.seen || lag <= 0 || held {
-		m.seen, m.progressed = p, now
+		m.seen, m.progressed = p, m.now()
 	}
-	since := now.Sub(m.progressed)
+	m.mu.Unlock()
+	return m.liveness()
+}
+
+// liveness reads the stall clock as the loop last set it: whether the
+// pipeline is stalled, and how long ago it last progressed.
+func (m *monitor) liveness() (bool, time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	since := m.now().Sub(m.progressed)
 	return since >= m.stallTimeout, since
 }
 
@@ -113,19 +150,31 @@ func (m *monitor) history() ([]admin.Sample, []admin.FileClose) {
 	return out, cl
 }
 
-// run samples every sampleEvery until ctx ends.
+// run looks for progress every observeEvery, and samples throughput every
+// sampleEvery, until ctx ends.
 func (m *monitor) run(ctx context.Context, p *Progress) {
-	t := time.NewTicker(sampleEvery)
-	defer t.Stop()
-	for {
+	ticks, stop := m.tick(observeEvery)
+	defer stop()
+	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 		}
-		mark, lag := p.mark()
-		m.sample(mark, lag)
+		mark, lag := m.look(p)
+		if n%int(sampleEvery/observeEvery) == 0 {
+			m.sample(mark, lag)
+		}
 	}
+}
+
+// look observes the pipeline's progress once. The pipeline takes a first
+// look as it starts consuming, so that the stall clock starts there and
+// not before the startup checks.
+func (m *monitor) look(p *Progress) (progressMark, int64) {
+	mark, lag, held := p.mark()
+	m.observe(mark, lag, held)
+	return mark, lag
 }
 
 func stallReason(since time.Duration, lag int64, st admin.Status) string {

@@ -74,11 +74,7 @@ func (p *Progress) Status() admin.Status {
 		s.LagRecords += pt.Lag
 	}
 	if p.mon != nil {
-		// Back pressure and an unreachable schema registry explain a
-		// lack of progress, and have their own metrics to alert on: a
-		// restart would fix neither.
-		held := b.Paused || src.Paused || b.Used > b.High || s.SchemaRegistry != nil && s.SchemaRegistry.Waiting
-		stalled, since := p.mon.observe(markOf(st, src), s.LagRecords, held)
+		stalled, since := p.mon.liveness()
 		s.StallTimeoutSeconds = p.mon.stallTimeout.Seconds()
 		s.LastProgressSeconds = since.Seconds()
 		if stalled {
@@ -89,14 +85,18 @@ func (p *Progress) Status() admin.Status {
 	return s
 }
 
-// mark reads the progress counters and the total lag, for the sampler.
-func (p *Progress) mark() (progressMark, int64) {
-	st, src, h := p.Sink(), p.Source(), p.source.Health()
-	var lag int64
+// mark reads the progress counters, the total lag, and whether something
+// that has its own alert holds the pipeline back, for the monitor's loop.
+func (p *Progress) mark() (mark progressMark, lag int64, held bool) {
+	b, st, src, h := p.Budget(), p.Sink(), p.Source(), p.source.Health()
 	for _, pt := range partitions(h.Assigned, src, nil) {
 		lag += pt.Lag
 	}
-	return markOf(st, src), lag
+	// Back pressure and an unreachable schema registry explain a lack of
+	// progress, and have their own metrics to alert on: a restart would
+	// fix neither.
+	held = b.Paused || src.Paused || b.Used > b.High || p.reg != nil && p.reg.Stats().Waiting
+	return markOf(st, src), lag, held
 }
 
 func markOf(st sink.Stats, src source.Stats) progressMark {

@@ -1,11 +1,8 @@
 package source
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/tlsfiles"
 )
 
 // ClientOptions translates the kafka config into franz-go options shared by
@@ -23,7 +21,7 @@ func ClientOptions(k config.Kafka) ([]kgo.Opt, error) {
 		kgo.ClientID(k.ClientID),
 	}
 	if k.TLS.Enabled {
-		tc, err := tlsConfig(k.TLS)
+		tc, err := tlsfiles.Config("kafka.tls", tlsfiles.Files{CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile})
 		if err != nil {
 			return nil, err
 		}
@@ -41,29 +39,6 @@ func ClientOptions(k config.Kafka) ([]kgo.Opt, error) {
 		return nil, fmt.Errorf("kafka.sasl.mechanism %q is not supported", k.SASL.Mechanism)
 	}
 	return opts, nil
-}
-
-func tlsConfig(t config.TLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %s holds no PEM certificate", t.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
 }
 
 // slogLogger adapts slog to franz-go's logger, at warn and above only: the

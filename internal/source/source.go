@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
@@ -272,6 +273,11 @@ const maxPollRecords = 10_000
 // then, and lag would stand still while the topics grow. One request per
 // interval, and none for a pause shorter than it.
 const pausedEndsInterval = 2 * time.Second
+
+// commitInterval is how often the commit loop commits when no upload
+// wakes it: a commit that failed is retried then, even while nothing new
+// is stored.
+const commitInterval = 5 * time.Second
 
 // Run fetches and writes until stop ends (a graceful stop) or an error.
 // Writes use hard, which ends only when the stop deadline has passed. It
@@ -624,7 +630,7 @@ func (s *Source) Close(ctx context.Context) error {
 }
 
 func (s *Source) commitLoop(ctx context.Context) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(commitInterval)
 	defer t.Stop()
 	for {
 		wake := s.sink.Durable()
@@ -935,8 +941,11 @@ func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[str
 	committed := map[offsets.TopicPartition]int64{}
 	for topic, parts := range assigned {
 		td, ok := meta.Topics[topic]
-		if !ok || td.Err != nil {
-			return nil, nil, fmt.Errorf("resume from storage: topic %s: no metadata: %v", topic, td.Err)
+		if !ok {
+			return nil, nil, fmt.Errorf("resume from storage: topic %s: the metadata response left it out (deleted since it was assigned?)", topic)
+		}
+		if td.Err != nil {
+			return nil, nil, fmt.Errorf("resume from storage: topic %s: metadata: %w", topic, td.Err)
 		}
 		for _, p := range parts {
 			tp := offsets.TopicPartition{Topic: topic, Partition: p}
@@ -953,30 +962,27 @@ func (s *Source) resumeAll(ctx context.Context, cl *kgo.Client, assigned map[str
 	}
 	out := make(map[offsets.TopicPartition]resumed, len(jobs))
 	var mu sync.Mutex
-	var firstErr error
-	sem := make(chan struct{}, resumeConcurrency)
-	var wg sync.WaitGroup
+	// The first failure stops the rest: the assignment fails as a whole,
+	// so reading on for the other partitions would only hold the rebalance.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(resumeConcurrency)
 	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			p, err := s.resumer(ctx, j.id, j.log)
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			p, err := s.resumer(gctx, j.id, j.log)
+			if err != nil {
+				return fmt.Errorf("resume from storage: %s/%d: %w", j.tp.Topic, j.tp.Partition, err)
+			}
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("resume from storage: %s/%d: %w", j.tp.Topic, j.tp.Partition, err)
-				}
-				return
-			}
 			out[j.tp] = resumed{id: j.id, log: j.log, point: p}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, nil, firstErr
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
 	}
 	return out, committed, nil
 }

@@ -207,3 +207,58 @@ func TestSinkFailureStopsIdleRun(t *testing.T) {
 		t.Fatal("Run went on idling after the sink failed")
 	}
 }
+
+// TestResumeFailureCancelsTheOthers: when one partition's resume from
+// storage fails, the others' are cancelled, so the run stops with that
+// error at once. They once ran on to their own end: a partition whose
+// store does not answer held the failed assignment, and the run, until
+// the stop.
+func TestResumeFailureCancelsTheOthers(t *testing.T) {
+	c := testkit.NewCluster(t, 3, "events")
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	listErr := errors.New("injected: list refused")
+	var started sync.WaitGroup
+	started.Add(2) // partitions 1 and 2
+	var mu sync.Mutex
+	var ends []error
+	resumer := func(ctx context.Context, id ledger.Identity, _ ledger.Log) (ledger.Point, error) {
+		if id.Partition == 0 {
+			// Fail once the others are reading, so only the cancel ends them.
+			started.Wait()
+			return ledger.Point{}, listErr
+		}
+		started.Done()
+		<-ctx.Done()
+		mu.Lock()
+		defer mu.Unlock()
+		ends = append(ends, context.Cause(ctx))
+		return ledger.Point{}, ctx.Err()
+	}
+	src, err := source.New(k, budget.Plan{}, &recordingSink{}, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = src.Close(context.Background()) }()
+	// The deadline only turns a hang into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = src.Run(ctx, ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("Run = %v only at the test's deadline: the failed partition's error did not cancel the others", err)
+	}
+	if !errors.Is(err, listErr) || !strings.Contains(err.Error(), "events/0") {
+		t.Fatalf("Run = %v, want partition 0's resume error", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ends) != 2 {
+		t.Fatalf("%d of the 2 other partitions' resumes ended, want both", len(ends))
+	}
+	for _, e := range ends {
+		if !errors.Is(e, listErr) {
+			t.Errorf("another partition's resume ended for %v, want partition 0's error", e)
+		}
+	}
+}
