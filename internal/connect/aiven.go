@@ -338,7 +338,7 @@ func aivenNames(c *connector, d *doc, store, typ, compression string) error {
 		return errorf("%s: the file name template can't be expressed in Spillway: %v", c.file, err)
 	}
 	if t.LatestPerKey() {
-		templateFrom += "; one object per key, replaced by each flush with the key's latest record, as Aiven's key grouping: at-least-once, see the README's Guarantees"
+		templateFrom += "; one object per key, replaced by each flush with the key's latest record, as Aiven's key grouping: at-least-once, see docs/guarantees.md"
 	}
 	if strings.Contains(template, "{{timestamp") {
 		templateFrom += "; NOT THE SAME {{timestamp}}: Spillway names a file after its first record's time and offset, Aiven renders each record's time with the partition's first offset"
