@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/audit"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/verify"
@@ -112,7 +112,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 	}
 	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign", ReadsBack: cfg.Storage.EarlierFiles == "spillway"}
 	if deep {
-		vo.Deep = &ledger.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
+		vo.Deep = &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}
 	return verify.Run(ctx, b, adm, cfg.Kafka.Group, topics, vo)
 }

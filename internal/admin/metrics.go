@@ -26,7 +26,7 @@ var (
 	descBudgetPeak = desc("budget_peak_bytes",
 		"Highest spillway_budget_used_bytes since start: shows whether the budget was ever approached.")
 	descBudgetHeld = desc("budget_held_bytes",
-		"Bytes of memory held by each holder (fetch_buffers, polled_records, file_encoders, file_buffers, writer_buffers, queued_chunks, closed_files, spool_files): shows where memory goes when the budget is tight. polled_unreserved, records larger than the budget's room, is held apart, over the limit.",
+		"Bytes of memory held by each holder (fetch_buffers, polled_records, queued_records, file_encoders, file_buffers, writer_buffers, queued_chunks, closed_files, held_objects, spool_files): shows where memory goes when the budget is tight. polled_unreserved, records larger than the budget's room, is held apart, over the limit.",
 		"holder")
 	descBudgetUnreservedPeak = desc("budget_unreserved_peak_bytes",
 		"Most bytes of records larger than the budget's room held at once since start, over the limit: give the process memory_limit plus this.")

@@ -1,8 +1,8 @@
 // Package config loads Spillway's configuration from YAML and the
 // environment, validates it, and renders it back with secrets redacted.
 //
-// The key names are a public contract (see docs/design.md): add keys, never rename
-// them.
+// The key names are a public contract (docs/config.md lists them): add
+// keys, never rename them.
 package config
 
 import "time"

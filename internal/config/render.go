@@ -36,8 +36,8 @@ func (c *Config) Redacted() *Config {
 	return &cp
 }
 
-// YAML renders the effective config, secrets redacted, with docs/design.md's
-// keys in its order: sizes as "8MiB", durations as "5m0s". Loading the
+// YAML renders the effective config, secrets redacted, with the keys in
+// docs/config.md's order (the key table's): sizes as "8MiB", durations as "5m0s". Loading the
 // output gives back the same Config, apart from the redacted secrets.
 func (c *Config) YAML() ([]byte, error) {
 	flat := flatten(c.Redacted())

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
 )
 
@@ -141,12 +143,15 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 	if key, v, ok := c.get("format.output.type"); ok {
 		typ, typFrom = strings.ToLower(v), "from "+key
 	}
+	// Aiven's output types are its own list; each is also Spillway's
+	// format.type of the same name.
 	switch typ {
 	case "csv", "json", "jsonl", "parquet", "avro":
 	default:
 		return "", "", errorf("%s: format.output.type %q is not one of Aiven's (csv, json, jsonl, parquet, avro)", c.file, typ)
 	}
 	d.set("format", "type", typ, typFrom)
+	kind := formats.Of(typ)
 
 	compression, compFrom := "none", "Aiven's default on GCS and Azure"
 	compKey := "file.compression.type (not set)"
@@ -159,7 +164,7 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 	if _, ok := aivenCompressionExt[compression]; !ok {
 		return "", "", errorf("%s: file.compression.type %q is not one of Aiven's (none, gzip, snappy, zstd)", c.file, compression)
 	}
-	if compression != "none" && (typ == "avro" || typ == "parquet") {
+	if compression != "none" && kind.CompressesInside {
 		compFrom += fmt.Sprintf("; Spillway compresses %s inside the file (its codec), where Aiven compresses the file's bytes: same name, other content", typ)
 		d.warn("%s, compression %s, with format.output.type=%s: Aiven compresses the whole file; Spillway compresses inside the %s container (its codec), so the files' bytes differ", compKey, compression, typ, typ)
 	}
@@ -174,7 +179,7 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 			return "", "", errorf("%s: format.output.fields lists %q, which is not one of Aiven's (key, value, offset, timestamp, headers)", c.file, f)
 		}
 	}
-	if (typ == "json" || typ == "jsonl") && has(fields, "timestamp") {
+	if kind.JSONRecords && has(fields, "timestamp") {
 		fieldsFrom += "; NOT THE SAME timestamp: Spillway writes epoch milliseconds, Aiven an ISO-8601 string"
 		d.warn("format.output.fields with timestamp and format.output.type=%s: Spillway writes the timestamp as epoch milliseconds, Aiven as an ISO-8601 string", typ)
 	}
@@ -184,7 +189,7 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 	val := c.conv["value"]
 	encKey, enc, encSet := c.get("format.output.fields.value.encoding")
 	switch {
-	case typ == "csv":
+	case kind.Name == format.CSV().Name:
 		encFrom := "Aiven's default for csv"
 		if encSet {
 			encFrom = "from " + encKey
@@ -203,7 +208,7 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 			encFrom += "; " + val.shown() + ": the bytes as this encoding says, as Aiven writes them"
 		}
 		d.set("format", "value_encoding", enc, encFrom)
-	case typ == "json" || typ == "jsonl":
+	case kind.JSONRecords:
 		// Aiven's JSON writers take the value as the converter made it:
 		// bytes (ByteArrayConverter) become base64 strings, strings
 		// strings, structs objects.
@@ -232,7 +237,7 @@ func aivenFormat(c *connector, d *doc, store string) (typ, compression string, e
 			d.warn("%s", warning)
 		}
 	}
-	if encSet && typ != "csv" {
+	if encSet && kind.Name != format.CSV().Name {
 		d.unmapped = append(d.unmapped, c.shown(encKey)+": Aiven applies it to csv only, and so does this import")
 	}
 	keyContent(c, d, Aiven, typ, enc)
@@ -333,7 +338,7 @@ func aivenNames(c *connector, d *doc, store, typ, compression string) error {
 		return errorf("%s: the file name template can't be expressed in Spillway: %v", c.file, err)
 	}
 	if t.LatestPerKey() {
-		templateFrom += "; one object per key, replaced by each flush with the key's latest record, as Aiven's key grouping: at-least-once, see the README's Guarantees"
+		templateFrom += "; one object per key, replaced by each flush with the key's latest record, as Aiven's key grouping: at-least-once, see docs/guarantees.md"
 	}
 	if strings.Contains(template, "{{timestamp") {
 		templateFrom += "; NOT THE SAME {{timestamp}}: Spillway names a file after its first record's time and offset, Aiven renders each record's time with the partition's first offset"

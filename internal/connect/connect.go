@@ -102,7 +102,7 @@ func Import(name string, data []byte, from string) (*Result, error) {
 	d := newDoc()
 	d.header = append(d.header,
 		fmt.Sprintf("Imported by `spillway config import` from %s: %s, connector %q.", c.file, k.title, connName),
-		"Check it with `spillway config check FILE`; read every comment before the cut-over (see the README, \"Migrating from Kafka Connect\").")
+		"Check it with `spillway config check FILE`; read every comment before the cut-over (see docs/migration.md).")
 	if err := importKafka(c, d); err != nil {
 		return nil, err
 	}

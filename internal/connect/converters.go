@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formats"
 )
 
 // Connect's key.converter and value.converter turn a record's bytes into the
@@ -434,9 +437,10 @@ func keyContent(c *connector, d *doc, product, typ, enc string) {
 		same("NOT THE SAME: " + s)
 		d.warn("%s: %s", v.shown(), w)
 	}
-	text := typ == "json" || typ == "jsonl"
+	kind := formats.Of(typ)
+	text := kind.JSONRecords
 	switch {
-	case typ == "csv":
+	case kind.Name == format.CSV().Name:
 		same("Spillway writes keys in base64 in csv, as " + who + ", whatever the converter")
 	case v.kind == convWorker:
 		same("NOT KNOWN: the Connect worker's converter applies, which this import can't see; Spillway writes the key's bytes")

@@ -22,8 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/audit"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/runner"
@@ -225,7 +225,7 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 	defer cl.Close()
 	rep, err := verify.Run(ctx, b, kadm.NewClient(cl), cfg.Kafka.Group, cfg.Kafka.Topics, verify.Options{
 		Names: names,
-		Deep:  &ledger.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
+		Deep:  &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
 	})
 	if err != nil {
 		return sum, err

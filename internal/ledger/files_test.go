@@ -72,9 +72,3 @@ func openDir(t *testing.T, dir string) *storage.Bucket {
 	t.Cleanup(func() { b.Close() })
 	return b
 }
-
-// flip inverts the bits of d[i].
-func flip(d []byte, i int) []byte {
-	d[i] ^= 0xff
-	return d
-}

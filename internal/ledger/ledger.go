@@ -236,12 +236,33 @@ type Ledger struct {
 // New returns the ledger under prefix.
 func New(st Store, prefix string) *Ledger { return &Ledger{st: st, prefix: prefix} }
 
-func (l *Ledger) topicDir(topic string) string {
+// TopicDir is the directory of topic's ledgers, one for each topic id it
+// had.
+func (l *Ledger) TopicDir(topic string) string {
 	return l.prefix + StateDir + "ledger/" + topic + "/"
 }
 
 func (l *Ledger) partitionDir(id Identity) string {
-	return l.topicDir(id.Topic) + id.TopicID + "/" + strconv.Itoa(int(id.Partition)) + "/"
+	return l.TopicDir(id.Topic) + id.TopicID + "/" + strconv.Itoa(int(id.Partition)) + "/"
+}
+
+// EntrySeq reads the sequence number out of an entry's key (EntryKey's
+// inverse); ok is false for a key that is not an entry of id's.
+func (l *Ledger) EntrySeq(id Identity, key string) (int64, bool) {
+	rest, ok := strings.CutPrefix(key, l.partitionDir(id))
+	if !ok {
+		return 0, false
+	}
+	rest, ok = strings.CutSuffix(rest, ".json")
+	if !ok {
+		return 0, false
+	}
+	digits := strings.ReplaceAll(rest, "/", "")
+	if len(digits) != seqDigits || len(rest) != seqDigits+seqDigits/seqLevel-1 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil && l.EntryKey(id, n) == key
 }
 
 // EntryKey is the key of entry seq of a partition.
@@ -293,7 +314,7 @@ func (l *Ledger) Append(ctx context.Context, e *Entry) error {
 // TopicIDs lists the topic ids that have a ledger for topic.
 func (l *Ledger) TopicIDs(ctx context.Context, topic string) ([]string, error) {
 	var ids []string
-	dir := l.topicDir(topic)
+	dir := l.TopicDir(topic)
 	err := l.st.ListDir(ctx, dir, func(o storage.Object) error {
 		if o.Dir {
 			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(o.Key, dir), "/"))

@@ -129,7 +129,7 @@ func (l *Ledger) resumeEntry(ctx context.Context, id Identity, log Log, e *Entry
 	}
 	p := Point{State: e.Before, Seq: e.Seq + 1, From: fmt.Sprintf("ledger entry %d, whose file was not published", e.Seq), Found: true}
 	if ok && o.Size != e.File.Bytes {
-		z, found := zombieFirst(e, o.Size, func(seq int64) (*Entry, bool) {
+		z, found := ZombieFirst(e, o.Size, func(seq int64) (*Entry, bool) {
 			j, err := l.Read(ctx, id, l.EntryKey(id, seq))
 			return j, err == nil
 		})
@@ -152,12 +152,12 @@ func (l *Ledger) resumeEntry(ctx context.Context, id Identity, log Log, e *Entry
 	return p, checkLog(l, id, p, log)
 }
 
-// zombieWalk bounds how far back zombieFirst looks: the files a new owner
+// zombieWalk bounds how far back ZombieFirst looks: the files a new owner
 // can publish between resuming and colliding with a paused writer's name.
 const zombieWalk = 64
 
 // LateFile is a paused writer's file published late under a name that a
-// new owner entered again: what zombieFirst finds. Resume and verify's
+// new owner entered again: what ZombieFirst finds. Resume and verify's
 // Scan both read a ledger through it, so they agree on what it explains.
 type LateFile struct {
 	// File is entry j, whose file storage holds under the name.
@@ -185,7 +185,7 @@ func (z LateFile) DupMessage() string {
 		j.File.Key, offsets.FormatRanges(z.Dup), j.Seq, j.File.Key)
 }
 
-// zombieFirst explains an entry e whose file holds size bytes, not e's:
+// ZombieFirst explains an entry e whose file holds size bytes, not e's:
 // two writers raced for one name. The one that lost the partition (a
 // paused zombie) wrote an earlier entry j for that name and published its
 // file late, after the new owner had found it missing, resumed from j's
@@ -195,7 +195,7 @@ func (z LateFile) DupMessage() string {
 // (LateFile.State). When j's offsets are also in e's Before, storage holds
 // them twice (LateFile.Dup). entry reads the partition's entry seq; the
 // walk stops at one it can't read.
-func zombieFirst(e *Entry, size int64, entry func(seq int64) (*Entry, bool)) (LateFile, bool) {
+func ZombieFirst(e *Entry, size int64, entry func(seq int64) (*Entry, bool)) (LateFile, bool) {
 	after := e // the entry after j: j must have been void to its writer
 	for seq := e.Seq - 1; seq >= max(0, e.Seq-zombieWalk); seq-- {
 		j, ok := entry(seq)

@@ -9,6 +9,10 @@ import "strings"
 // Avro and Parquet compress blocks inside the container, so their files
 // get no compression suffix: the file itself is not a gzip or zstd stream
 // and a ".gz" would mislead tools that go by the name.
+//
+// The formats' extensions are format.Kind's (package formats), which
+// naming can't import: config builds names and formats imports config.
+// TestExtensionFollowsKinds holds this switch and knownExts to the table.
 func Extension(format, compression string) string {
 	var ext string
 	switch format {

@@ -12,6 +12,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/avro"
+	"github.com/spillway/spillway/internal/format/formats"
+	"github.com/spillway/spillway/internal/format/parquet"
 )
 
 // Record is one record read back from a data file.
@@ -76,28 +81,34 @@ func Records(ctx context.Context, st Reader, key string, exts, csvFields []strin
 		return err
 	}
 	defer rc.Close()
-	r, format, err := Decompress(rc, exts)
+	r, ext, err := Decompress(rc, exts)
 	if err != nil {
 		return &ReadError{Key: key, Err: err}
 	}
 	defer r.Close()
-	switch format {
-	case "jsonl", "json":
-	case "avro":
+	kind, known := formats.ByExt(ext)
+	switch {
+	case ext == "":
+		return &UnsupportedError{Key: key, Why: "its name has no format extension, so its format is unknown"}
+	case !known:
+	case kind.JSONRecords:
+		return readJSON(ctx, r, key, kind.Name == format.JSON().Name, fn)
+	case kind.Name == avro.Kind().Name:
 		return readAvro(ctx, r, key, fn)
-	case "parquet":
+	case kind.Name == parquet.Kind().Name:
 		return readParquet(ctx, r, key, fn)
-	case "csv":
+	case kind.Name == format.CSV().Name:
 		if len(csvFields) == 0 {
 			return &UnsupportedError{Key: key, Why: "reading .csv files back needs format.fields, which says what their columns are"}
 		}
 		return readCSV(ctx, r, key, csvFields, fn)
-	case "":
-		return &UnsupportedError{Key: key, Why: "its name has no format extension, so its format is unknown"}
-	default:
-		return &UnsupportedError{Key: key, Why: fmt.Sprintf("reading .%s files back is not supported yet", format)}
 	}
-	array := format == "json"
+	return &UnsupportedError{Key: key, Why: fmt.Sprintf("reading .%s files back is not supported yet", ext)}
+}
+
+// readJSON reads the records of a jsonl file, one a line, or of a json
+// file (array), the lines between a line "[" and a line "]".
+func readJSON(ctx context.Context, r io.Reader, key string, array bool, fn func(Record) error) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than br's buffer, gathered
 	var n int64

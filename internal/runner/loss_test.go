@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/audit"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
@@ -174,7 +175,7 @@ func TestRetentionGapIsRecorded(t *testing.T) {
 	}
 	var lost bool
 	for _, p := range rep.Partitions[0].Problems {
-		if p.Kind == ledger.ProblemLost && offsets.FormatRanges(p.Offsets) == "[1000,1500)" {
+		if p.Kind == audit.ProblemLost && offsets.FormatRanges(p.Offsets) == "[1000,1500)" {
 			lost = true
 		}
 	}
@@ -262,7 +263,7 @@ func TestStrayFileDoesNotMoveResume(t *testing.T) {
 		t.Errorf("the run does not warn of the stray file:\n%s", logs)
 	}
 	rep := verifyReport(t, cl, cfg, ".jsonl")
-	if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != ledger.ProblemUnknownFile ||
+	if rep.OK || len(rep.Problems) != 1 || rep.Problems[0].Kind != audit.ProblemUnknownFile ||
 		!strings.Contains(rep.Problems[0].Message, "never moves where resume starts") {
 		t.Errorf("verify problems %+v, want the stray file, saying it never moves where resume starts", rep.Problems)
 	}

@@ -50,26 +50,10 @@ type emulator struct {
 	create func(ctx context.Context, b *blob.Bucket, name string) error
 }
 
-// needEnv returns the value of an environment variable that says where an
-// emulator listens. Without it the test is skipped, or fails when the test
-// script promised the emulators (SPILLWAY_TEST_REQUIRE_TOOLS=1).
-func needEnv(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v != "" {
-		return v
-	}
-	if os.Getenv("SPILLWAY_TEST_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("%s is not set but SPILLWAY_TEST_REQUIRE_TOOLS=1: scripts/test.sh should have started the emulator and exported it", name)
-	}
-	t.Skipf("%s is not set: run scripts/test.sh, which installs and starts the emulator", name)
-	return ""
-}
-
 func s3Emulator(t *testing.T) emulator {
-	endpoint := needEnv(t, "SPILLWAY_TEST_S3_ENDPOINT")
+	endpoint := testkit.NeedEnv(t, "SPILLWAY_TEST_S3_ENDPOINT")
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
-		needEnv(t, k)
+		testkit.NeedEnv(t, k)
 	}
 	// Never let the SDK probe the off-machine metadata address.
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
@@ -90,7 +74,7 @@ func s3Emulator(t *testing.T) emulator {
 }
 
 func gcsEmulator(t *testing.T) emulator {
-	needEnv(t, "STORAGE_EMULATOR_HOST")
+	testkit.NeedEnv(t, "STORAGE_EMULATOR_HOST")
 	return emulator{
 		name: "gcs",
 		url:  func(bucket string) string { return "gs://" + bucket },
@@ -105,7 +89,7 @@ func gcsEmulator(t *testing.T) emulator {
 }
 
 func azureEmulator(t *testing.T) emulator {
-	conn := needEnv(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
+	conn := testkit.NeedEnv(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
 	// The one setting the README documents: Azurite's connection string,
 	// with its http endpoint.
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn)
@@ -524,7 +508,7 @@ func TestEmulatorS3StorageClass(t *testing.T) {
 	if err := e.create(ctx, raw, name); err != nil {
 		t.Fatal(err)
 	}
-	target, err := url.Parse(needEnv(t, "SPILLWAY_TEST_S3_ENDPOINT"))
+	target, err := url.Parse(testkit.NeedEnv(t, "SPILLWAY_TEST_S3_ENDPOINT"))
 	if err != nil {
 		t.Fatal(err)
 	}

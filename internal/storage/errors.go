@@ -122,7 +122,7 @@ func (e *FatalError) Error() string {
 			// Only the preflight deletes, and only its own probe.
 			msg += " (only the startup check deletes, its own probe object: grant delete, or remove the probe by hand)"
 		} else {
-			msg += " (the credentials lack a permission Spillway needs: see \"Storage backends\" in the README for the list)"
+			msg += " (the credentials lack a permission Spillway needs: see docs/storage.md, \"Permissions\", for the list)"
 		}
 	case KindWrongRegion:
 		if e.Region != "" {

@@ -53,7 +53,7 @@ func TestClassify(t *testing.T) {
 		{"s3 wrong secret", s3Err(403, "SignatureDoesNotMatch", "", nil), KindCredentials, "", []string{"SignatureDoesNotMatch", "AWS_SECRET_ACCESS_KEY"}},
 		{"versitygw unknown key", s3Err(404, "XAdminUserNotFound", "", nil), KindCredentials, "", []string{"XAdminUserNotFound"}},
 		{"s3 access denied", s3Err(403, "AccessDenied", "Access Denied", nil), KindAccessDenied, "",
-			[]string{`access to bucket "my-bucket" was denied`, "README", "AccessDenied"}},
+			[]string{`access to bucket "my-bucket" was denied`, "docs/storage.md", "AccessDenied"}},
 		{"s3 redirect with region header", s3Err(301, "PermanentRedirect", "", http.Header{"X-Amz-Bucket-Region": {"eu-west-1"}}), KindWrongRegion, "eu-west-1",
 			[]string{`bucket "my-bucket" is in region eu-west-1`, "set region=eu-west-1 in storage.url", "PermanentRedirect"}},
 		{"s3 bare 301 on HEAD", s3Err(301, "", "", http.Header{"X-Amz-Bucket-Region": {"ap-south-1"}}), KindWrongRegion, "ap-south-1",

@@ -229,7 +229,7 @@ func TestEmulatorFaults(t *testing.T) {
 			objs := faultObjects(t, "stall")[:2] // the multipart ones
 			done := make(chan []error, 1)
 			go func() { done <- writeAll(ctx, b, objs) }()
-			waitUntil(t, "a part upload to be held", func() bool { return stall.Held() > 0 })
+			testkit.Eventually(t, "a part upload to be held", func() bool { return stall.Held() > 0 })
 			select {
 			case errs := <-done:
 				t.Fatalf("uploads finished while storage was stalled: %v", errs)
@@ -288,17 +288,6 @@ func singleUpload(r *http.Request) bool {
 		return q.Get("uploadType") == "multipart"
 	}
 	return false
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestEmulatorRetryBound: a part that storage keeps throttling is tried

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/audit"
 	"github.com/spillway/spillway/internal/offsets"
 )
 
@@ -44,8 +44,8 @@ type PartitionReport struct {
 	Duplicates      int64          `json:"duplicates"`
 	DuplicateRanges offsets.Ranges `json:"duplicate_ranges"`
 	// Deep is what a deep check read (--deep).
-	Deep     *ledger.DeepStats `json:"deep,omitempty"`
-	Problems []ledger.Problem  `json:"problems"`
+	Deep     *audit.DeepStats `json:"deep,omitempty"`
+	Problems []audit.Problem  `json:"problems"`
 	// Notes say what was found and explained, not a problem (a paused
 	// writer's file published late under a name entered again).
 	Notes []string `json:"notes,omitempty"`
@@ -64,7 +64,7 @@ type Report struct {
 	EarlierFiles int64 `json:"earlier_files,omitempty"`
 	// Problems are the prefix's own: unknown files, ledgers of other
 	// topic ids.
-	Problems []ledger.Problem `json:"problems"`
+	Problems []audit.Problem `json:"problems"`
 }
 
 // ProblemCount counts every problem of the report.
@@ -137,7 +137,7 @@ func (r Report) WriteText(w io.Writer) error {
 	return ew.err
 }
 
-func writeProblems(ew *errWriter, ps []ledger.Problem) {
+func writeProblems(ew *errWriter, ps []audit.Problem) {
 	shown := map[string]int{}
 	for _, p := range ps {
 		shown[p.Kind]++

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/spillway/spillway/internal/audit"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
@@ -97,7 +98,7 @@ func ReadKafka(ctx context.Context, adm *kadm.Client, group string, topics []str
 type Options struct {
 	Names naming.Names
 	// Deep, when set, reads every published file back.
-	Deep *ledger.DeepOptions
+	Deep *audit.DeepOptions
 	// Foreign says files no ledger entry names were written by another
 	// writer before Spillway took over (storage.earlier_files: foreign,
 	// after a cut-over from Kafka Connect): those below where their
@@ -137,7 +138,7 @@ const (
 
 // Check scans storage and compares it with k. Read k before calling it.
 func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report, error) {
-	scan, err := ledger.NewScan(ctx, st, opts.Names)
+	scan, err := audit.NewScan(ctx, st, opts.Names)
 	if err != nil {
 		return Report{}, err
 	}
@@ -177,7 +178,7 @@ func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report,
 		r.Problems = append(r.Problems, foreign...)
 	}
 	for _, p := range scan.Unknown(configured) {
-		if n, ok := opts.Names.Parse(p.Key); ok && p.Kind == ledger.ProblemUnknownFile {
+		if n, ok := opts.Names.Parse(p.Key); ok && p.Kind == audit.ProblemUnknownFile {
 			start, known := ledgerStart[topicPartition{n.Vars.Topic, n.Vars.Partition}]
 			if opts.Foreign && known && (start < 0 || n.Vars.StartOffset < start) {
 				r.EarlierFiles++
@@ -193,7 +194,7 @@ func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report,
 	}
 	r.OK = r.OK && len(r.Problems) == 0
 	if r.Problems == nil {
-		r.Problems = []ledger.Problem{}
+		r.Problems = []audit.Problem{}
 	}
 	return r, nil
 }
@@ -202,7 +203,7 @@ func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report,
 // its objects are replaced, so there are no offsets to account for: what
 // can be checked is that the commit doesn't pass the log end and that every
 // object under the prefix is named by the template.
-func checkKeyed(scan *ledger.Scan, k Kafka, r Report) Report {
+func checkKeyed(scan *audit.Scan, k Kafka, r Report) Report {
 	counts, unknown := scan.KeyedObjects()
 	for _, t := range sortedKeys(k.Logs) {
 		parts := make([]int32, 0, len(k.Logs[t]))
@@ -217,7 +218,7 @@ func checkKeyed(scan *ledger.Scan, k Kafka, r Report) Report {
 				Topic: t, Partition: p, TopicID: k.TopicIDs[t],
 				LogStart: l.Start, End: l.End, Committed: l.Committed,
 				LedgerEntries: 0, LedgerStart: -1, Handled: -1,
-				Files: c[0], Bytes: c[1], Problems: []ledger.Problem{},
+				Files: c[0], Bytes: c[1], Problems: []audit.Problem{},
 			}
 			if l.Committed > l.End {
 				pr.Problems = append(pr.Problems, pastEnd(fmt.Sprintf("%s/%d", t, p), l))
@@ -227,7 +228,7 @@ func checkKeyed(scan *ledger.Scan, k Kafka, r Report) Report {
 			r.Partitions = append(r.Partitions, pr)
 		}
 	}
-	r.Problems = append([]ledger.Problem{}, unknown...)
+	r.Problems = append([]audit.Problem{}, unknown...)
 	r.OK = r.OK && len(r.Problems) == 0
 	return r
 }
@@ -248,7 +249,7 @@ type topicPartition struct {
 
 // compare checks one partition's scan against its log. foreign is
 // Options.Foreign.
-func compare(ps *ledger.PartitionScan, l Log, foreign bool) PartitionReport {
+func compare(ps *audit.PartitionScan, l Log, foreign bool) PartitionReport {
 	pr := PartitionReport{
 		Topic: ps.ID.Topic, Partition: ps.ID.Partition, TopicID: ps.ID.TopicID,
 		LogStart: l.Start, End: l.End, Committed: l.Committed,
@@ -277,7 +278,7 @@ func compare(ps *ledger.PartitionScan, l Log, foreign bool) PartitionReport {
 			pr.Notes = append(pr.Notes, note)
 		}
 	}
-	add := func(p ledger.Problem) { pr.Problems = append(pr.Problems, p) }
+	add := func(p audit.Problem) { pr.Problems = append(pr.Problems, p) }
 	name := fmt.Sprintf("%s/%d", ps.ID.Topic, ps.ID.Partition)
 	if l.Committed > l.End {
 		add(pastEnd(name, l))
@@ -299,38 +300,38 @@ func compare(ps *ledger.PartitionScan, l Log, foreign bool) PartitionReport {
 			handled = nil
 		}
 		if past := want.Subtract(handled); len(past) > 0 {
-			add(ledger.Problem{Kind: ProblemPastLedger, Offsets: past, Message: fmt.Sprintf(
+			add(audit.Problem{Kind: ProblemPastLedger, Offsets: past, Message: fmt.Sprintf(
 				"the group committed %d in %s, but the ledger says only %s is handled: offsets %s were committed without being stored",
 				l.Committed, name, handledText(ps), offsets.FormatRanges(past))})
 		}
 		if ps.Pending != nil {
 			if head := ps.Pending.File.Ranges.Overlap(want); len(head) > 0 {
-				add(ledger.Problem{Kind: ProblemHeadMissing, Key: ps.Pending.File.Key, Offsets: head, Message: fmt.Sprintf(
+				add(audit.Problem{Kind: ProblemHeadMissing, Key: ps.Pending.File.Key, Offsets: head, Message: fmt.Sprintf(
 					"%s, the last file of %s in the ledger (entry %d), is not in storage, but the group committed offsets %s of it: they are lost unless the file is restored",
 					ps.Pending.File.Key, name, ps.Pending.Seq, offsets.FormatRanges(head))})
 			}
 		}
 		pr.Gaps = want.Subtract(ps.Stored).Subtract(ps.Skipped).Subtract(pr.Lost).Subtract(pr.OperatorSkipped)
 		if len(pr.Gaps) > 0 {
-			add(ledger.Problem{Kind: ProblemGap, Offsets: pr.Gaps, Message: fmt.Sprintf(
+			add(audit.Problem{Kind: ProblemGap, Offsets: pr.Gaps, Message: fmt.Sprintf(
 				"%d offsets of %s below the commit %d are in no published file and were not skipped: %s",
 				pr.Gaps.Count(), name, l.Committed, offsets.FormatRanges(pr.Gaps))})
 		}
 	}
 	pr.OK = len(pr.Problems) == 0
 	if pr.Problems == nil {
-		pr.Problems = []ledger.Problem{}
+		pr.Problems = []audit.Problem{}
 	}
 	return pr
 }
 
-func pastEnd(name string, l Log) ledger.Problem {
-	return ledger.Problem{Kind: ProblemPastEnd, Offsets: offsets.Ranges{{l.End, l.Committed}}, Message: fmt.Sprintf(
+func pastEnd(name string, l Log) audit.Problem {
+	return audit.Problem{Kind: ProblemPastEnd, Offsets: offsets.Ranges{{l.End, l.Committed}}, Message: fmt.Sprintf(
 		"the group committed %d in %s, past the log end %d: the records there don't exist, so a future record below %d would never be consumed; reset the group's offset",
 		l.Committed, name, l.End, l.Committed)}
 }
 
-func handledText(ps *ledger.PartitionScan) string {
+func handledText(ps *audit.PartitionScan) string {
 	if ps.Start < 0 {
 		return "nothing (there is no ledger)"
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/spillway/spillway/internal/audit"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
@@ -152,7 +153,7 @@ func (f *fixture) check(t *testing.T, dir string, deep bool) Report {
 	before := tree(t, dir)
 	opts := Options{Names: f.names}
 	if deep {
-		opts.Deep = &ledger.DeepOptions{OffsetField: true}
+		opts.Deep = &audit.DeepOptions{OffsetField: true}
 	}
 	r, err := Run(ctx, b, f.adm, group, []string{"events"}, opts)
 	if err != nil {
@@ -413,7 +414,7 @@ func TestVerify(t *testing.T) {
 		r := f.check(t, dir, true)
 		wantProblems(t, r, "1 checksum_mismatch "+key, "1 unreadable_record "+key)
 		for _, q := range f.partition(t, r, 1).Problems {
-			if q.Kind == ledger.ProblemUnreadable && (q.Record == nil || *q.Record != 3) {
+			if q.Kind == audit.ProblemUnreadable && (q.Record == nil || *q.Record != 3) {
 				t.Errorf("problem %+v, want record 3", q)
 			}
 		}

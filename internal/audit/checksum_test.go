@@ -1,6 +1,7 @@
-package ledger
+package audit
 
 import (
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/offsets"
 
 	"context"
@@ -59,8 +60,8 @@ func TestScanDeepChecksum(t *testing.T) {
 	// and closing it reads them for the sum.
 	const bin = "data/t-0-8.bin"
 	putFile(t, f.dir, bin, []byte("a\nb\nc\nd\n"))
-	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 8},
-		File: FileInfo{Key: bin, Ranges: offsets.Ranges{{8, 12}}, Records: 4, Bytes: 8, CRC32C: f.sum(bin)}}
+	e := &ledger.Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 8},
+		File: ledger.FileInfo{Key: bin, Ranges: offsets.Ranges{{8, 12}}, Records: 4, Bytes: 8, CRC32C: f.sum(bin)}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +101,13 @@ func TestScanDeepNoChecksum(t *testing.T) {
 // any field that can't have been written.
 func TestEntryChecksumInvalid(t *testing.T) {
 	f := newScanFixture(t)
-	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: 0,
-		File: FileInfo{Key: "data/t-0-0.jsonl", Ranges: offsets.Ranges{{0, 1}}, Records: 1, Bytes: 10, CRC32C: "ABCD0123"}}
+	e := &ledger.Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: 0,
+		File: ledger.FileInfo{Key: "data/t-0-0.jsonl", Ranges: offsets.Ranges{{0, 1}}, Records: 1, Bytes: 10, CRC32C: "ABCD0123"}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.ledger.Read(context.Background(), f.id, f.ledger.EntryKey(f.id, 0))
-	var ce *CorruptError
+	var ce *ledger.CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "crc32c") {
 		t.Errorf("read: %v, want a corrupt entry naming file.crc32c", err)
 	}

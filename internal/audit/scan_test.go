@@ -1,4 +1,4 @@
-package ledger
+package audit
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
 )
@@ -21,8 +23,8 @@ type scanFixture struct {
 	t      *testing.T
 	dir    string
 	names  naming.Names
-	ledger *Ledger
-	id     Identity
+	ledger *ledger.Ledger
+	id     ledger.Identity
 	seq    int64
 	// nextKey, when set, names the next entry's file instead of the
 	// template.
@@ -41,14 +43,14 @@ func newScanFixture(t *testing.T) *scanFixture {
 		t.Fatal(err)
 	}
 	b := openDir(t, dir)
-	return &scanFixture{t: t, dir: dir, names: names, ledger: New(b, names.Prefix),
-		id: Identity{Cluster: "c1", Topic: "t", TopicID: "id1", Partition: 0}}
+	return &scanFixture{t: t, dir: dir, names: names, ledger: ledger.New(b, names.Prefix),
+		id: ledger.Identity{Cluster: "c1", Topic: "t", TopicID: "id1", Partition: 0}}
 }
 
 // entry appends the next entry: state before, the file's runs. With
 // publish, the file is written too, holding one record per offset of its
 // runs.
-func (f *scanFixture) entry(before offsets.State, runs offsets.Ranges, publish bool) *Entry {
+func (f *scanFixture) entry(before offsets.State, runs offsets.Ranges, publish bool) *ledger.Entry {
 	f.t.Helper()
 	var offs []int64
 	for _, r := range runs {
@@ -60,8 +62,8 @@ func (f *scanFixture) entry(before offsets.State, runs offsets.Ranges, publish b
 	if f.nextKey != "" {
 		key, f.nextKey = f.nextKey, ""
 	}
-	e := &Entry{Cluster: f.id.Cluster, Topic: f.id.Topic, TopicID: f.id.TopicID, Partition: f.id.Partition, Seq: f.seq,
-		Before: before, File: FileInfo{Key: key, Ranges: runs, Records: int64(len(offs))}}
+	e := &ledger.Entry{Cluster: f.id.Cluster, Topic: f.id.Topic, TopicID: f.id.TopicID, Partition: f.id.Partition, Seq: f.seq,
+		Before: before, File: ledger.FileInfo{Key: key, Ranges: runs, Records: int64(len(offs))}}
 	typ, comp := f.typ, "zstd"
 	if typ == "" {
 		typ, comp = "jsonl", "none"
@@ -98,7 +100,7 @@ func (f *scanFixture) sum(key string) string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return FormatCRC32C(crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
+	return ledger.FormatCRC32C(crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)))
 }
 
 func (f *scanFixture) remove(key string) {
@@ -244,9 +246,11 @@ func TestScanDefects(t *testing.T) {
 		f.id.Cluster = "c1"
 		key1, key3, key6 := f.ledger.EntryKey(f.id, 1), f.ledger.EntryKey(f.id, 3), f.ledger.EntryKey(f.id, 6)
 		putFile(t, f.dir, key1, []byte(`{"version":1,`))
-		putFile(t, f.dir, f.ledger.partitionDir(f.id)+"notes.txt", []byte("hello"))
+		// The partition's directory, as the ledger lays it out.
+		partDir := f.ledger.TopicDir(f.id.Topic) + f.id.TopicID + "/" + strconv.Itoa(int(f.id.Partition)) + "/"
+		putFile(t, f.dir, partDir+"notes.txt", []byte("hello"))
 		s, ps := f.scan(nil)
-		wantKinds(t, ps.Problems, "corrupt_entry "+key1, "corrupt_entry "+f.ledger.partitionDir(f.id)+"notes.txt",
+		wantKinds(t, ps.Problems, "corrupt_entry "+key1, "corrupt_entry "+partDir+"notes.txt",
 			"entry_missing "+key3, "foreign_cluster "+key6, "ledger_inconsistent "+f.ledger.EntryKey(f.id, 5))
 		// The corrupt entry's file is named by nothing readable.
 		wantKinds(t, s.Unknown(map[string]bool{"t": true}), "unknown_file "+bad.File.Key)
@@ -315,8 +319,8 @@ func TestScanDeep(t *testing.T) {
 		t.Errorf("not checked %+v", ps.Deep.NotChecked)
 	}
 	putFile(t, f.dir, "data/t-0-100.bin", []byte("a\nb\nc\nd\n"))
-	e := &Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 16},
-		File: FileInfo{Key: "data/t-0-100.bin", Ranges: offsets.Ranges{{16, 20}}, Records: 4, Bytes: 8}}
+	e := &ledger.Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 16},
+		File: ledger.FileInfo{Key: "data/t-0-100.bin", Ranges: offsets.Ranges{{16, 20}}, Records: 4, Bytes: 8}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +434,7 @@ func TestScanDeepTyped(t *testing.T) {
 }
 
 // TestScanLateZombie: resume's rule for a paused writer's file published
-// late under a name the new owner entered again (zombieFirst, see
+// late under a name the new owner entered again (ledger.ZombieFirst, see
 // TestResumeZombiePublishedFirstAfterOtherFiles) holds in verify's scan
 // too: the file is the earlier entry's, explained, not a size mismatch;
 // and, when the new owner stored some of its offsets again, a duplicate
@@ -439,7 +443,7 @@ func TestScanLateZombie(t *testing.T) {
 	// setup writes entries 0 ([0,10)), 1 (the zombie's, [10,20), its file
 	// published late), 2 (the new owner's other file, other), and 3, the
 	// new owner naming entry 1's file again with runs again.
-	setup := func(t *testing.T, other, again offsets.Ranges) (*scanFixture, *Entry) {
+	setup := func(t *testing.T, other, again offsets.Ranges) (*scanFixture, *ledger.Entry) {
 		f := newScanFixture(t)
 		f.entry(offsets.State{Next: 0}, offsets.Ranges{{0, 10}}, true)
 		zombie := f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, false)
@@ -457,7 +461,7 @@ func TestScanLateZombie(t *testing.T) {
 	t.Run("explained", func(t *testing.T) {
 		f, zombie := setup(t, offsets.Ranges{{20, 30}}, offsets.Ranges{{10, 19}})
 		// Resume takes the same view.
-		p, err := f.ledger.Resume(context.Background(), f.id, Log{End: 40}, ResumeOptions{})
+		p, err := f.ledger.Resume(context.Background(), f.id, ledger.Log{End: 40}, ledger.ResumeOptions{})
 		if err != nil || p.State.Next != 30 {
 			t.Fatalf("Resume = %+v, %v", p, err)
 		}
@@ -481,7 +485,7 @@ func TestScanLateZombie(t *testing.T) {
 	})
 	t.Run("overlap", func(t *testing.T) {
 		f, zombie := setup(t, offsets.Ranges{{15, 30}}, offsets.Ranges{{10, 15}})
-		_, err := f.ledger.Resume(context.Background(), f.id, Log{End: 40}, ResumeOptions{})
+		_, err := f.ledger.Resume(context.Background(), f.id, ledger.Log{End: 40}, ledger.ResumeOptions{})
 		if err == nil || !strings.Contains(err.Error(), "delete "+zombie.File.Key) {
 			t.Fatalf("Resume = %v, want the file to delete", err)
 		}

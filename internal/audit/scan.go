@@ -1,4 +1,11 @@
-package ledger
+// Package audit checks what storage holds against the ledger: a Scan
+// walks a partition's entries and the files they name, and reports each
+// Problem (a missing or void file, offsets stored twice or lost, a size
+// or checksum that differs), reading files back with a deep scan. It is
+// verify's storage side; resume reads the same ledger in package ledger,
+// and the two share ledger.ZombieFirst, so that verify explains what
+// resume accepts. It only reads.
+package audit
 
 import (
 	"context"
@@ -9,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/readback"
@@ -104,7 +112,7 @@ type NotChecked struct {
 
 // PartitionScan is what storage holds for one partition, by its ledger.
 type PartitionScan struct {
-	ID Identity
+	ID ledger.Identity
 	// Entries is the number of valid entries of this cluster.
 	Entries int64
 	// Start is where the ledger begins: the first entry's state. Offsets
@@ -130,7 +138,7 @@ type PartitionScan struct {
 	Duplicates offsets.Ranges
 	// Pending is the last entry when its file is not published (the
 	// writer stopped between the two steps).
-	Pending *Entry
+	Pending *ledger.Entry
 	// Notes say what was found and explained, not a problem: a paused
 	// writer's file published late under a name entered again.
 	Notes    []string
@@ -143,19 +151,19 @@ type PartitionScan struct {
 // under it, every ledger entry of the partitions asked for, and with a
 // deep scan every published file. It never writes or deletes anything.
 type Scan struct {
-	st      Store
-	ledger  *Ledger
+	st      ledger.Store
+	ledger  *ledger.Ledger
 	names   naming.Names
-	objects map[string]int64 // data objects (not under StateDir) and their sizes
+	objects map[string]int64 // data objects (not under ledger.StateDir) and their sizes
 	named   map[string]bool  // objects a ledger entry read so far names
 }
 
 // NewScan lists the objects under names.Prefix. Do it after reading
 // Kafka's offsets and before the ledger: a running writer then can't make
 // a file look missing or unknown, nor a commit look ahead of storage.
-func NewScan(ctx context.Context, st Store, names naming.Names) (*Scan, error) {
-	s := &Scan{st: st, ledger: New(st, names.Prefix), names: names, objects: map[string]int64{}, named: map[string]bool{}}
-	own := names.Prefix + StateDir
+func NewScan(ctx context.Context, st ledger.Store, names naming.Names) (*Scan, error) {
+	s := &Scan{st: st, ledger: ledger.New(st, names.Prefix), names: names, objects: map[string]int64{}, named: map[string]bool{}}
+	own := names.Prefix + ledger.StateDir
 	err := st.List(ctx, names.Prefix, func(o storage.Object) error {
 		// Dot names are storage's own (the startup probe, temp files),
 		// never data.
@@ -192,21 +200,21 @@ type ScannedGap struct {
 
 type scanned struct {
 	key string
-	e   *Entry
+	e   *ledger.Entry
 }
 
 // Partition reads every ledger entry of a partition, checks each against
 // the next and against storage, and with deep set reads every published
 // file back.
-func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*PartitionScan, error) {
+func (s *Scan) Partition(ctx context.Context, id ledger.Identity, deep *DeepOptions) (*PartitionScan, error) {
 	ps := &PartitionScan{ID: id, Start: -1}
 	if deep != nil {
 		ps.Deep = &DeepStats{}
 	}
 	var items []scanned
 	var seqs []int64
-	err := s.ledger.Entries(ctx, id, func(key string, e *Entry, err error) error {
-		if seq, ok := s.seqOf(id, key); ok {
+	err := s.ledger.Entries(ctx, id, func(key string, e *ledger.Entry, err error) error {
+		if seq, ok := s.ledger.EntrySeq(id, key); ok {
 			seqs = append(seqs, seq)
 		}
 		if err != nil {
@@ -240,13 +248,13 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 			lastNaming[it.e.File.Key] = i
 		}
 	}
-	bySeq := make(map[int64]*Entry, len(items))
+	bySeq := make(map[int64]*ledger.Entry, len(items))
 	for _, it := range items {
 		bySeq[it.e.Seq] = it.e
 	}
-	entry := func(seq int64) (*Entry, bool) { e, ok := bySeq[seq]; return e, ok }
+	entry := func(seq int64) (*ledger.Entry, bool) { e, ok := bySeq[seq]; return e, ok }
 	var stored []scanned
-	var lateHead *LateFile
+	var lateHead *ledger.LateFile
 	for i, it := range items {
 		e, last := it.e, i == len(items)-1
 		if !e.HasFile() {
@@ -264,10 +272,10 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 		}
 		// The file under e's name may be an earlier entry's, published
 		// late by a writer that had lost the partition: resume's rule
-		// (zombieFirst), so that verify explains what resume accepts.
-		var late *LateFile
+		// (ledger.ZombieFirst), so that verify explains what resume accepts.
+		var late *ledger.LateFile
 		if exists && size != e.File.Bytes && lastNaming[e.File.Key] == i {
-			if z, ok := zombieFirst(e, size, entry); ok {
+			if z, ok := ledger.ZombieFirst(e, size, entry); ok {
 				late = &z
 			}
 		}
@@ -371,7 +379,7 @@ func (s *Scan) Partition(ctx context.Context, id Identity, deep *DeepOptions) (*
 // published under the name its void entry gave again: stored, or, when
 // the new owner stored some of its offsets again, a duplicate naming the
 // file to delete, as resume's error does.
-func (s *Scan) storeLate(ctx context.Context, ps *PartitionScan, stored []scanned, z LateFile, deep *DeepOptions) ([]scanned, error) {
+func (s *Scan) storeLate(ctx context.Context, ps *PartitionScan, stored []scanned, z ledger.LateFile, deep *DeepOptions) ([]scanned, error) {
 	j := z.File
 	it := scanned{s.ledger.EntryKey(ps.ID, j.Seq), j}
 	ps.Files++
@@ -427,27 +435,9 @@ func (ps *PartitionScan) store(stored []scanned, it scanned) []scanned {
 	return append(stored, it)
 }
 
-// seqOf reads the sequence number out of an entry's key.
-func (s *Scan) seqOf(id Identity, key string) (int64, bool) {
-	rest, ok := strings.CutPrefix(key, s.ledger.partitionDir(id))
-	if !ok {
-		return 0, false
-	}
-	rest, ok = strings.CutSuffix(rest, ".json")
-	if !ok {
-		return 0, false
-	}
-	digits := strings.ReplaceAll(rest, "/", "")
-	if len(digits) != seqDigits || len(rest) != seqDigits+seqDigits/seqLevel-1 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	return n, err == nil && s.ledger.EntryKey(id, n) == key
-}
-
 // missingSeqs reports sequence numbers missing below the highest: entries
 // are written one after another from 0, and never deleted by Spillway.
-func (s *Scan) missingSeqs(ps *PartitionScan, id Identity, seqs []int64) {
+func (s *Scan) missingSeqs(ps *PartitionScan, id ledger.Identity, seqs []int64) {
 	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
 	next := int64(0)
 	for _, q := range seqs {
@@ -546,10 +536,10 @@ func (s *Scan) checkSum(ps *PartitionScan, it scanned, sr *summingReader) error 
 		return nil
 	case e.File.CRC32C == "":
 		ps.Deep.notChecked(notSummed, e.File.Key)
-	case FormatCRC32C(sum) != e.File.CRC32C:
+	case ledger.FormatCRC32C(sum) != e.File.CRC32C:
 		ps.problem(Problem{Kind: ProblemChecksumMismatch, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
 			"%s has the size its ledger entry %d records (%d bytes), but its CRC-32C is %s where the entry says Spillway wrote %s: something other than Spillway changed its bytes in place; restore it from a backup",
-			e.File.Key, e.Seq, e.File.Bytes, FormatCRC32C(sum), e.File.CRC32C)})
+			e.File.Key, e.Seq, e.File.Bytes, ledger.FormatCRC32C(sum), e.File.CRC32C)})
 	}
 	return nil
 }
@@ -578,7 +568,7 @@ func (s *Scan) ForeignLedgers(ctx context.Context, topic, topicID string) ([]Pro
 		if other == topicID {
 			continue
 		}
-		dir := s.ledger.topicDir(topic) + other + "/"
+		dir := s.ledger.TopicDir(topic) + other + "/"
 		var parts []int32
 		err := s.st.ListDir(ctx, dir, func(o storage.Object) error {
 			if p, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(o.Key, dir), "/"), 10, 32); o.Dir && err == nil {
@@ -591,8 +581,8 @@ func (s *Scan) ForeignLedgers(ctx context.Context, topic, topicID string) ([]Pro
 		}
 		var entries, files int64
 		for _, p := range parts {
-			id := Identity{Topic: topic, TopicID: other, Partition: p}
-			err := s.ledger.Entries(ctx, id, func(_ string, e *Entry, err error) error {
+			id := ledger.Identity{Topic: topic, TopicID: other, Partition: p}
+			err := s.ledger.Entries(ctx, id, func(_ string, e *ledger.Entry, err error) error {
 				if err == nil {
 					entries++
 					if _, ok := s.objects[e.File.Key]; ok && !s.named[e.File.Key] {
