@@ -141,8 +141,9 @@ type SchemaRegistry struct {
 	TLS    RegistryTLS `koanf:"tls"`
 }
 
-// RegistryTLS is the registry's TLS, used with an https URL: a CA to trust
-// besides the system's, and a client certificate for mutual TLS.
+// RegistryTLS is the registry's TLS, used with an https URL: the CA to trust
+// instead of the system's (as Kafka's tls.ca_file), and a client certificate
+// for mutual TLS.
 type RegistryTLS struct {
 	CAFile   string `koanf:"ca_file"`
 	CertFile string `koanf:"cert_file"`
