@@ -347,10 +347,11 @@ func TestConfigImportBadInput(t *testing.T) {
 	}
 }
 
-// TestConfigImportExamplesPassCheck: every example of internal/connect's
-// testdata, imported by the command, passes `config check`.
+// TestConfigImportExamplesPassCheck: every example in the testdata of
+// internal/connect/aiven and confluent, imported by the command, passes
+// `config check`.
 func TestConfigImportExamplesPassCheck(t *testing.T) {
-	ins, err := filepath.Glob("../../internal/connect/testdata/*.*")
+	ins, err := filepath.Glob("../../internal/connect/*/testdata/*.*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/connect"
+	"github.com/spillway/spillway/internal/connect/sinks"
 	"github.com/spillway/spillway/internal/demo"
 	"github.com/spillway/spillway/internal/runner"
 )
@@ -256,7 +256,7 @@ func importCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			res, err := connect.Import(args[0], data, from)
+			res, err := sinks.Import(args[0], data, from)
 			if err != nil {
 				return usageError{err}
 			}

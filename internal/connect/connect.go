@@ -31,6 +31,15 @@
 //
 // Errors (input that isn't a connector config, a connector it doesn't
 // know, a layout it can't express) are *Error.
+//
+// This package holds what every sink shares: reading the config
+// (Connector: its keys, and which are used), the YAML being written (Doc:
+// its lines, warnings, credentials to set and keys not mapped), the keys
+// Connect itself defines (kafka, errors, the converters and the schema
+// registry), and Import, which runs them around one product's rules. The
+// rules are in the subpackages aiven and confluent, each of which gives
+// its Sinks; package sinks hands them all to Import, for the command.
+// Nothing here imports a product's package.
 package connect
 
 import (
@@ -54,9 +63,11 @@ type Error struct{ Msg string }
 
 func (e *Error) Error() string { return e.Msg }
 
-func errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
+// Errorf makes an *Error.
+func Errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(format, args...)} }
 
-// Products that --from accepts.
+// The products whose sinks Spillway imports: Sink.Product, and what
+// --from names.
 const (
 	Aiven     = "aiven"
 	Confluent = "confluent"
@@ -73,59 +84,77 @@ type Result struct {
 	Warnings []string
 }
 
+// Sink is a connector class Spillway imports, with its product's rules.
+// The products' packages make them (aiven.Sinks, confluent.Sinks), and
+// the caller hands them to Import, so that this package needs neither.
+type Sink struct {
+	Class   string // connector.class, in full
+	Product string // Aiven or Confluent
+	Title   string // for the YAML's header: "Aiven's S3 sink"
+	// Map maps the product's own keys (storage, format, object names),
+	// after the keys every sink shares (kafka, errors, the converters)
+	// are read. It sets the Connector's Stored, which the mapping of the
+	// registry converters that follows reads.
+	Map func(c *Connector, d *Doc) error
+	// Explain says why a key no mapping used has no line in the YAML, for
+	// the keys Connect's own don't cover; why prefixes the key as shown.
+	Explain func(key string, why func(string) string) string
+}
+
 // Import reads a connector config (Connect's JSON, with or without the
 // {"name":..,"config":{..}} wrapper, or a .properties file) named name,
-// and returns its Spillway config. from is "", aiven or confluent: when
-// set, connector.class must agree with it.
-func Import(name string, data []byte, from string) (*Result, error) {
-	if from != "" && from != Aiven && from != Confluent {
-		return nil, errorf("--from %q: use aiven or confluent", from)
+// and returns its Spillway config, by the rules of the sink among sinks
+// that its connector.class names. from is "" or a product of sinks
+// (aiven, confluent): when set, connector.class must agree with it.
+func Import(name string, data []byte, from string, sinks []Sink) (*Result, error) {
+	var products []string
+	for _, s := range sinks {
+		if !slices.Contains(products, s.Product) {
+			products = append(products, s.Product)
+		}
+	}
+	if from != "" && !slices.Contains(products, from) {
+		return nil, Errorf("--from %q: use %s", from, strings.Join(products, " or "))
 	}
 	props, connName, err := parse(name, data)
 	if err != nil {
 		return nil, err
 	}
-	c := &connector{file: filepath.Base(name), props: props, used: map[string]bool{}, stored: map[string]bool{}}
-	k, err := detect(c, from)
+	c := &Connector{File: filepath.Base(name), props: props, used: map[string]bool{}, Stored: map[string]bool{}}
+	k, err := detect(c, from, sinks)
 	if err != nil {
 		return nil, err
 	}
 	if connName == "" {
 		connName = c.props["name"]
 	}
-	c.use("name")
+	c.Use("name")
 	if strings.TrimSpace(connName) == "" {
-		return nil, errorf("%s: the connector has no name: Kafka Connect's consumer group for it is connect-<name>, so Spillway needs the name to continue where the connector stopped; add \"name\"", c.file)
+		return nil, Errorf("%s: the connector has no name: Kafka Connect's consumer group for it is connect-<name>, so Spillway needs the name to continue where the connector stopped; add \"name\"", c.File)
 	}
 	c.name = connName
 	readConverters(c)
 	d := newDoc()
 	d.header = append(d.header,
-		fmt.Sprintf("Imported by `spillway config import` from %s: %s, connector %q.", c.file, k.title, connName),
+		fmt.Sprintf("Imported by `spillway config import` from %s: %s, connector %q.", c.File, k.Title, connName),
 		"Check it with `spillway config check FILE`; read every comment before the cut-over (see docs/migration.md).")
 	if err := importKafka(c, d); err != nil {
 		return nil, err
 	}
 	importErrors(c, d)
-	switch k.product {
-	case Aiven:
-		err = importAiven(c, d, k.store)
-	default:
-		err = importConfluent(c, d)
-	}
-	if err != nil {
+	if err := k.Map(c, d); err != nil {
 		return nil, err
 	}
 	if err := importRegistry(c, d); err != nil {
 		return nil, err
 	}
 	guardTolerance(c, d)
-	d.set("storage", "earlier_files", "foreign", "files without a ledger entry are the connector's: start at its committed offsets, leave its files alone")
+	d.Set("storage", "earlier_files", "foreign", "files without a ledger entry are the connector's: start at its committed offsets, leave its files alone")
 	for _, key := range c.unused() {
-		d.unmapped = append(d.unmapped, c.explain(key, k))
+		d.NotMapped(c.explain(key, k))
 	}
 	if v, ok := c.props["transforms"]; ok && strings.TrimSpace(v) != "" {
-		d.warn("transforms=%s: Spillway has no Single Message Transforms; it stores the records as they are in Kafka, untransformed", strings.TrimSpace(v))
+		d.Warn("transforms=%s: Spillway has no Single Message Transforms; it stores the records as they are in Kafka, untransformed", strings.TrimSpace(v))
 	}
 	out := d.render()
 	// What is printed must pass `config check`: a combination the
@@ -138,51 +167,42 @@ func Import(name string, data []byte, from string) (*Result, error) {
 		}
 	}
 	if _, err := config.LoadBytes(out, env); err != nil {
-		return nil, errorf("%s: these settings make a Spillway config that isn't valid, so nothing is printed:\n%v", c.file, err)
+		return nil, Errorf("%s: these settings make a Spillway config that isn't valid, so nothing is printed:\n%v", c.File, err)
 	}
 	return &Result{YAML: out, Warnings: d.warnings}, nil
 }
 
-// kind is a connector class Spillway imports.
-type kind struct {
-	product string // Aiven or Confluent
-	store   string // s3, gcs or azure
-	title   string // for the header
-}
-
-var classes = map[string]kind{
-	"io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector": {Aiven, "s3", "Aiven's S3 sink"},
-	"io.aiven.kafka.connect.gcs.GcsSinkConnector":                {Aiven, "gcs", "Aiven's GCS sink"},
-	"io.aiven.kafka.connect.azure.sink.AzureBlobSinkConnector":   {Aiven, "azure", "Aiven's Azure Blob sink"},
-	"io.confluent.connect.s3.S3SinkConnector":                    {Confluent, "s3", "Confluent's S3 sink"},
-}
-
-// detect reads connector.class. Connect also takes a class's simple name
-// (an alias) where it is unique among installed plugins.
-func detect(c *connector, from string) (kind, error) {
+// detect reads connector.class and finds its sink. Connect also takes a
+// class's simple name (an alias) where it is unique among installed
+// plugins.
+func detect(c *Connector, from string, sinks []Sink) (Sink, error) {
 	class := strings.TrimSpace(c.props["connector.class"])
-	c.use("connector.class")
+	c.Use("connector.class")
 	var known []string
-	for name := range classes {
-		known = append(known, name)
+	for _, s := range sinks {
+		known = append(known, s.Class)
 	}
 	sort.Strings(known)
 	if class == "" {
-		return kind{}, errorf("%s has no connector.class; it must name one of %s", c.file, strings.Join(known, ", "))
+		return Sink{}, Errorf("%s has no connector.class; it must name one of %s", c.File, strings.Join(known, ", "))
 	}
-	k, ok := classes[class]
-	if !ok && !strings.Contains(class, ".") {
-		for name, kk := range classes {
-			if strings.HasSuffix(name, "."+class) && (from == "" || kk.product == from) {
-				k, ok = kk, true
+	i := slices.IndexFunc(sinks, func(s Sink) bool { return s.Class == class })
+	ok := i >= 0
+	var k Sink
+	if ok {
+		k = sinks[i]
+	} else if !strings.Contains(class, ".") {
+		for _, s := range sinks {
+			if strings.HasSuffix(s.Class, "."+class) && (from == "" || s.Product == from) {
+				k, ok = s, true
 			}
 		}
 	}
 	if !ok {
-		return kind{}, errorf("%s: connector.class %q is not a connector Spillway imports; it imports %s", c.file, class, strings.Join(known, ", "))
+		return Sink{}, Errorf("%s: connector.class %q is not a connector Spillway imports; it imports %s", c.File, class, strings.Join(known, ", "))
 	}
-	if from != "" && k.product != from {
-		return kind{}, errorf("%s: connector.class %q is %s, not --from %s", c.file, class, k.title, from)
+	if from != "" && k.Product != from {
+		return Sink{}, Errorf("%s: connector.class %q is %s, not --from %s", c.File, class, k.Title, from)
 	}
 	return k, nil
 }
@@ -193,10 +213,10 @@ func parse(name string, data []byte) (map[string]string, string, error) {
 	base := filepath.Base(name)
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return nil, "", errorf("%s is empty; give a connector config as Kafka Connect's JSON or a .properties file", base)
+		return nil, "", Errorf("%s is empty; give a connector config as Kafka Connect's JSON or a .properties file", base)
 	}
 	if !utf8.Valid(data) {
-		return nil, "", errorf("%s is not text; give a connector config as Kafka Connect's JSON or a .properties file", base)
+		return nil, "", Errorf("%s is not text; give a connector config as Kafka Connect's JSON or a .properties file", base)
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' || strings.EqualFold(filepath.Ext(name), ".json") {
 		return parseJSON(base, trimmed)
@@ -212,16 +232,16 @@ func parseJSON(file string, data []byte) (map[string]string, string, error) {
 	if err := dec.Decode(&top); err != nil {
 		var se *json.SyntaxError
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, "", errorf("%s is not valid JSON: it ends before its object is closed; give Kafka Connect's JSON, {\"name\": ..., \"config\": {...}} or the config object alone, or a .properties file", file)
+			return nil, "", Errorf("%s is not valid JSON: it ends before its object is closed; give Kafka Connect's JSON, {\"name\": ..., \"config\": {...}} or the config object alone, or a .properties file", file)
 		}
 		if errors.As(err, &se) {
 			line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
-			return nil, "", errorf("%s is not valid JSON (line %d: %v); give Kafka Connect's JSON, {\"name\": ..., \"config\": {...}} or the config object alone, or a .properties file", file, line, se)
+			return nil, "", Errorf("%s is not valid JSON (line %d: %v); give Kafka Connect's JSON, {\"name\": ..., \"config\": {...}} or the config object alone, or a .properties file", file, line, se)
 		}
-		return nil, "", errorf("%s is not a JSON object of connector settings (%v); give {\"name\": ..., \"config\": {...}} or the config object alone", file, err)
+		return nil, "", Errorf("%s is not a JSON object of connector settings (%v); give {\"name\": ..., \"config\": {...}} or the config object alone", file, err)
 	}
 	if dec.More() {
-		return nil, "", errorf("%s holds more than one JSON value; give one connector config", file)
+		return nil, "", Errorf("%s holds more than one JSON value; give one connector config", file)
 	}
 	obj, name := top, ""
 	if inner, ok := top["config"].(map[string]any); ok {
@@ -231,7 +251,7 @@ func parseJSON(file string, data []byte) (map[string]string, string, error) {
 		}
 		for k := range top {
 			if k != "name" && k != "config" && k != "tasks" && k != "type" {
-				return nil, "", errorf("%s: %q beside \"config\" is not part of Kafka Connect's {\"name\": ..., \"config\": {...}}; move it into \"config\"", file, k)
+				return nil, "", Errorf("%s: %q beside \"config\" is not part of Kafka Connect's {\"name\": ..., \"config\": {...}}; move it into \"config\"", file, k)
 			}
 		}
 	}
@@ -247,7 +267,7 @@ func parseJSON(file string, data []byte) (map[string]string, string, error) {
 		case nil:
 			// Connect treats null as unset.
 		default:
-			return nil, "", errorf("%s: %q is a JSON %s; Kafka Connect takes strings (lists comma-separated)", file, k, jsonKind(v))
+			return nil, "", Errorf("%s: %q is a JSON %s; Kafka Connect takes strings (lists comma-separated)", file, k, jsonKind(v))
 		}
 	}
 	return props, name, nil
@@ -293,11 +313,11 @@ func parseProperties(file, text string) (map[string]string, error) {
 			}
 		}
 		if sep < 0 {
-			return nil, errorf("%s line %d is neither JSON nor a .properties \"key=value\" line: %q; give Kafka Connect's JSON or a .properties file", file, lineNo, clip(line, 60))
+			return nil, Errorf("%s line %d is neither JSON nor a .properties \"key=value\" line: %q; give Kafka Connect's JSON or a .properties file", file, lineNo, clip(line, 60))
 		}
 		key := unescape(strings.TrimRight(line[:sep], " \t\f"))
 		if key == "" {
-			return nil, errorf("%s line %d has no key before %q", file, lineNo, line[sep:sep+1])
+			return nil, Errorf("%s line %d has no key before %q", file, lineNo, line[sep:sep+1])
 		}
 		props[key] = unescape(strings.TrimLeft(line[sep+1:], " \t\f"))
 	}
@@ -356,22 +376,24 @@ func clip(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// connector is the config being imported, with the keys used so far.
-type connector struct {
-	file  string
+// Connector is the config being imported, with the keys used so far.
+type Connector struct {
+	// File is the config's file name, without its directory, for errors.
+	File  string
 	name  string
 	props map[string]string
 	used  map[string]bool
-	// conv is key.converter and value.converter, by part.
-	conv map[string]*converter
-	// stored says which parts ("key", "value") the output holds or its
-	// names use, so that their converters matter.
-	stored map[string]bool
+	// Conv is key.converter and value.converter, by part.
+	Conv map[string]*Converter
+	// Stored says which parts ("key", "value") the output holds or its
+	// names use, so that their converters matter. A product's rules set
+	// it before KeyContent, and the registry mapping after them, read it.
+	Stored map[string]bool
 }
 
-// get returns the first of keys that is set (a key and its legacy names),
+// Get returns the first of keys that is set (a key and its legacy names),
 // and marks them all as used.
-func (c *connector) get(keys ...string) (key, val string, ok bool) {
+func (c *Connector) Get(keys ...string) (key, val string, ok bool) {
 	for _, k := range keys {
 		c.used[k] = true
 	}
@@ -383,14 +405,23 @@ func (c *connector) get(keys ...string) (key, val string, ok bool) {
 	return "", "", false
 }
 
-func (c *connector) use(keys ...string) {
+// Use marks keys as used: mapped, or explained where they are read.
+func (c *Connector) Use(keys ...string) {
 	for _, k := range keys {
 		c.used[k] = true
 	}
 }
 
+// Peek returns a key's value as set, untrimmed, without marking it used:
+// for a key that is mapped only for some of its values, and otherwise left
+// to be explained.
+func (c *Connector) Peek(key string) (string, bool) {
+	v, ok := c.props[key]
+	return v, ok
+}
+
 // unused lists the keys no mapping took, sorted.
-func (c *connector) unused() []string {
+func (c *Connector) unused() []string {
 	var out []string
 	for k := range c.props {
 		if !c.used[k] {
@@ -401,8 +432,8 @@ func (c *connector) unused() []string {
 	return out
 }
 
-// list splits a comma-separated value, as Connect does.
-func list(v string) []string {
+// List splits a comma-separated value, as Connect does.
+func List(v string) []string {
 	var out []string
 	for _, s := range strings.Split(v, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -426,13 +457,11 @@ func secretKey(key string) bool {
 	return false
 }
 
-// shown is how a key's value may appear in a comment.
-func (c *connector) shown(key string) string {
+// Shown is how a key's value may appear in a comment.
+func (c *Connector) Shown(key string) string {
 	if secretKey(key) {
 		return key + " (secret, not shown)"
 	}
 	v := strings.Join(strings.Fields(c.props[key]), " ")
 	return key + "=" + clip(v, 80)
 }
-
-func has(xs []string, x string) bool { return slices.Contains(xs, x) }

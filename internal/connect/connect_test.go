@@ -1,25 +1,23 @@
-package connect
+package connect_test
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/connect"
+	"github.com/spillway/spillway/internal/connect/sinks"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// inputs are the example configs in testdata, written from each product's
-// documentation.
+// inputs are the example configs in each product's testdata, written from
+// its documentation.
 func inputs(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	for _, pat := range []string{"*.json", "*.properties"} {
-		m, err := filepath.Glob(filepath.Join("testdata", pat))
+		m, err := filepath.Glob(filepath.Join("*", "testdata", pat))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,52 +29,6 @@ func inputs(t *testing.T) []string {
 	return out
 }
 
-// TestGolden imports each example and compares the YAML with the golden
-// file beside it; the YAML must load and validate as `config check` does.
-func TestGolden(t *testing.T) {
-	for _, in := range inputs(t) {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := Import(in, data, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden := strings.TrimSuffix(in, filepath.Ext(in)) + ".yaml"
-			if *update {
-				if err := os.WriteFile(golden, res.YAML, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGolden -update to write it)", err)
-			}
-			if string(res.YAML) != string(want) {
-				t.Errorf("YAML differs from %s (run with -update and review the diff):\n%s", golden, res.YAML)
-			}
-			// Credentials come from the environment, as the YAML's
-			// header says.
-			if _, err := config.LoadBytes(res.YAML, credentialEnv(res.YAML)); err != nil {
-				t.Errorf("the imported YAML is not a valid config: %v", err)
-			}
-		})
-	}
-}
-
-// credentialEnv is what the header of an imported YAML asks to set.
-func credentialEnv(yaml []byte) []string {
-	var env []string
-	for _, v := range []string{"SPILLWAY_KAFKA_SASL_PASSWORD", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD"} {
-		if strings.Contains(string(yaml), v) {
-			env = append(env, v+"=x")
-		}
-	}
-	return env
-}
-
 // TestEveryKeyAccountedFor: each key of each example is named in the YAML,
 // on the line it maps to or in a comment saying why it isn't mapped, and
 // no secret's value is.
@@ -86,11 +38,11 @@ func TestEveryKeyAccountedFor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		props, _, err := parse(in, data)
+		props, _, err := connect.Parse(in, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Import(in, data, "")
+		res, err := sinks.Import(in, data, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +51,7 @@ func TestEveryKeyAccountedFor(t *testing.T) {
 			if k != "name" && k != "connector.class" && !strings.Contains(out, k) {
 				t.Errorf("%s: key %s is neither mapped nor explained", in, k)
 			}
-			if secretKey(k) && len(v) > 3 && strings.Contains(out, v) {
+			if connect.SecretKey(k) && len(v) > 3 && strings.Contains(out, v) {
 				t.Errorf("%s: the value of secret %s is in the YAML", in, k)
 			}
 		}
@@ -123,7 +75,7 @@ func TestBadInput(t *testing.T) {
 		{"a list", "c.json", `{"config": {"topics": ["a", "b"]}}`, "", `"topics" is a JSON array`},
 		{"no class", "c.properties", "name=x\ntopics=a\n", "", "has no connector.class"},
 		{"unknown class", "c.json", `{"name":"x","connector.class":"io.confluent.connect.hdfs.HdfsSinkConnector"}`, "", `connector.class "io.confluent.connect.hdfs.HdfsSinkConnector" is not a connector Spillway imports`},
-		{"wrong --from", "c.properties", "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\n", Aiven, "is Confluent's S3 sink, not --from aiven"},
+		{"wrong --from", "c.properties", "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\n", connect.Aiven, "is Confluent's S3 sink, not --from aiven"},
 		{"no name", "c.properties", "connector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\n", "", "the connector has no name"},
 		{"template without partition", "c.properties", "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\nfile.name.template={{topic}}-{{start_offset}}\n", "",
 			"the file name template can't be expressed in Spillway: file name template \"{{topic}}-{{start_offset}}\": template has no {{partition}}"},
@@ -138,8 +90,8 @@ func TestBadInput(t *testing.T) {
 		{"no bucket", "c.properties", "name=x\nconnector.class=io.confluent.connect.s3.S3SinkConnector\ntopics=t\nformat.class=io.confluent.connect.s3.format.json.JsonFormat\n", "", "s3.bucket.name is not set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Import(tc.file, []byte(tc.data), tc.from)
-			var e *Error
+			_, err := sinks.Import(tc.file, []byte(tc.data), tc.from)
+			var e *connect.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("err = %v (%T), want an *Error", err, err)
 			}
@@ -159,7 +111,7 @@ func confluentTime(format, duration string) string {
 
 // TestProperties covers the .properties syntax Connect's files use.
 func TestProperties(t *testing.T) {
-	got, err := parseProperties("c.properties", "# comment\n! also\n  a = 1\nb:2\nc=multi \\\n   line\nd=\\u00e9\\t\\\\\ne\\:f=g\n\nh=\n")
+	got, err := connect.ParseProperties("c.properties", "# comment\n! also\n  a = 1\nb:2\nc=multi \\\n   line\nd=\\u00e9\\t\\\\\ne\\:f=g\n\nh=\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,11 +131,11 @@ func TestProperties(t *testing.T) {
 func TestWrapperAndFlat(t *testing.T) {
 	flat := `{"name":"s","connector.class":"io.confluent.connect.s3.S3SinkConnector","s3.bucket.name":"b","topics":"t","flush.size":100,"format.class":"io.confluent.connect.s3.format.json.JsonFormat"}`
 	wrapped := `{"name":"s","config":{"connector.class":"io.confluent.connect.s3.S3SinkConnector","s3.bucket.name":"b","topics":"t","flush.size":"100","format.class":"io.confluent.connect.s3.format.json.JsonFormat"}}`
-	a, err := Import("a.json", []byte(flat), "")
+	a, err := sinks.Import("a.json", []byte(flat), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Import("a.json", []byte(wrapped), Confluent)
+	b, err := sinks.Import("a.json", []byte(wrapped), connect.Confluent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,100 +144,6 @@ func TestWrapperAndFlat(t *testing.T) {
 	}
 	if !strings.Contains(string(a.YAML), "group: connect-s ") {
 		t.Errorf("no connect-s group:\n%s", a.YAML)
-	}
-}
-
-// TestWarnings: each line that changes what is stored is a warning that
-// names the connector's key, and the converters that would lose records
-// are mapped or made to fail loudly (issue #22, case 5).
-func TestWarnings(t *testing.T) {
-	for _, tc := range []struct {
-		in       string
-		want     []string // substrings of one warning each
-		yaml     []string // substrings of the YAML
-		notYAML  []string
-		noWarnOf []string
-	}{{
-		in: "confluent-avro-registry.properties",
-		want: []string{
-			"errors.tolerance=all: Spillway skips every record it can't write",
-			"sent to orders-dlq",
-			"rotate.interval.ms and rotate.schedule.interval.ms are not set",
-		},
-		yaml: []string{
-			"schema_registry:\n", "url: 'https://psrc-abc.eu-central-1.aws.confluent.cloud'", "decode: value  #",
-			"username: SRKEY123\n", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD", "\n  tolerance: all\n", "dead_letter_topic: orders-dlq",
-			"max_age: 24h0m0s", "type: avro", "value_encoding: none",
-		},
-		notYAML: []string{"s3cr3t-pw", "max_age: 5m"},
-	}, {
-		in:   "aiven-parquet-avro.json",
-		want: []string{"errors.tolerance=all: Spillway skips"},
-		yaml: []string{"url: 'https://karapace.example:28419'", "decode: both\n", "username: avnadmin\n", "schema_registry.tls.ca_file"},
-	}, {
-		in:       "aiven-parquet-bytes.properties",
-		yaml:     []string{"value_encoding: base64"},
-		noWarnOf: []string{"converter"},
-	}, {
-		in:   "confluent-json-envelope.json",
-		want: []string{"value.converter=org.apache.kafka.connect.json.JsonConverter (value.converter.schemas.enable not set: true, JsonConverter's default): the records hold {\"schema\":...,\"payload\":...}; Confluent stores the payload, Spillway stores the whole envelope"},
-		yaml: []string{"NOT THE SAME: Confluent writes the payload"},
-	}, {
-		in: "confluent-protobuf-unresolved.properties",
-		want: []string{
-			"errors.tolerance=all is not imported: value.converter=io.confluent.connect.protobuf.ProtobufConverter (its registry is not known)",
-			"errors.tolerance: none and no dead-letter topic",
-			"the schema registry's URL is not known",
-			"Spillway maps each Protobuf schema onto parquet columns its own way",
-		},
-		yaml:    []string{"tolerance: none\n", "SET THIS: value.converter.schema.registry.url is a Connect config provider reference", "decode: value"},
-		notYAML: []string{"dead_letter_topic:", "\n  tolerance: all"},
-	}, {
-		in:      "aiven-long-converter.properties",
-		want:    []string{"errors.tolerance=all is not imported: value.converter=org.apache.kafka.connect.converters.LongConverter can't be mapped", "LongConverter: no Spillway mapping"},
-		yaml:    []string{"tolerance: none\n"},
-		notYAML: []string{"\n  tolerance: all"},
-	}, {
-		in:   "confluent-s3.properties",
-		want: []string{"value.converter (not set): the Connect worker's converter applies", "rotate.interval.ms and rotate.schedule.interval.ms are not set"},
-		yaml: []string{"max_age: 24h0m0s"},
-	}, {
-		in:   "confluent-parquet.json",
-		want: []string{"transforms=route: Spillway has no Single Message Transforms", "schema.compatibility=BACKWARD"},
-		yaml: []string{"url: 'http://schema-registry:8081'", "decode: value"},
-	}} {
-		t.Run(tc.in, func(t *testing.T) {
-			in := filepath.Join("testdata", tc.in)
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := Import(in, data, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			all := strings.Join(res.Warnings, "\n")
-			for _, w := range tc.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("no warning says %q; warnings:\n%s", w, all)
-				}
-			}
-			for _, w := range tc.noWarnOf {
-				if strings.Contains(all, w) {
-					t.Errorf("a warning says %q; warnings:\n%s", w, all)
-				}
-			}
-			for _, y := range tc.yaml {
-				if !strings.Contains(string(res.YAML), y) {
-					t.Errorf("the YAML has no %q:\n%s", y, res.YAML)
-				}
-			}
-			for _, y := range tc.notYAML {
-				if strings.Contains(string(res.YAML), y) {
-					t.Errorf("the YAML has %q:\n%s", y, res.YAML)
-				}
-			}
-		})
 	}
 }
 
@@ -298,11 +156,11 @@ func TestWarningsNameTheirKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		props, _, err := parse(in, data)
+		props, _, err := connect.Parse(in, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Import(in, data, "")
+		res, err := sinks.Import(in, data, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +187,7 @@ func TestDeadLetterTopicNeedsToleranceAll(t *testing.T) {
 	in := "name=x\nconnector.class=io.aiven.kafka.connect.gcs.GcsSinkConnector\ngcs.bucket.name=b\ntopics=t\n" +
 		"key.converter=org.apache.kafka.connect.storage.StringConverter\nvalue.converter=org.apache.kafka.connect.converters.ByteArrayConverter\n" +
 		"errors.deadletterqueue.topic.name=dlq\n"
-	res, err := Import("c.properties", []byte(in), "")
+	res, err := sinks.Import("c.properties", []byte(in), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,8 +209,8 @@ func TestRegistryConverterBadInput(t *testing.T) {
 		{"not http", "key.converter.schema.registry.url=http://a:8081\nvalue.converter.schema.registry.url=mock://a\n", `value.converter.schema.registry.url="mock://a" is not an http:// or https:// URL`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Import("c.properties", []byte(base+tc.extra), "")
-			var e *Error
+			_, err := sinks.Import("c.properties", []byte(base+tc.extra), "")
+			var e *connect.Error
 			if !errors.As(err, &e) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want an *Error with %q", err, tc.want)
 			}
@@ -360,7 +218,7 @@ func TestRegistryConverterBadInput(t *testing.T) {
 	}
 	// Credentials in the URL (basic.auth.credentials.source URL, the
 	// default) become the username and a password to set.
-	res, err := Import("c.properties", []byte(base+"key.converter.schema.registry.url=http://u1:s3cr3t-pw@reg:8081\nvalue.converter.schema.registry.url=http://u1:s3cr3t-pw@reg:8081,http://reg2:8081\n"), "")
+	res, err := sinks.Import("c.properties", []byte(base+"key.converter.schema.registry.url=http://u1:s3cr3t-pw@reg:8081\nvalue.converter.schema.registry.url=http://u1:s3cr3t-pw@reg:8081,http://reg2:8081\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}

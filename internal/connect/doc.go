@@ -11,9 +11,9 @@ import (
 	"github.com/spillway/spillway/internal/config"
 )
 
-// doc is the YAML being written: sections of keys, each line with the
+// Doc is the YAML being written: sections of keys, each line with the
 // comment that says where it came from.
-type doc struct {
+type Doc struct {
 	header   []string
 	env      []string // credentials to set: "NAME  (was key)"
 	sections []*section
@@ -33,18 +33,18 @@ type line struct {
 // sectionOrder is config's order, so the YAML reads like `config check`.
 var sectionOrder = []string{"kafka", "storage", "file", "format", "schema_registry", "backpressure", "errors"}
 
-func newDoc() *doc {
-	d := &doc{}
+func newDoc() *Doc {
+	d := &Doc{}
 	for _, s := range sectionOrder {
 		d.sections = append(d.sections, &section{name: s})
 	}
 	return d
 }
 
-// set writes key (under section; "a.b" for a nested key) with value, a
+// Set writes key (under section; "a.b" for a nested key) with value, a
 // string, []string, bool, int, int64, config.Size or time.Duration.
 // Setting a key again replaces its value and comment in place.
-func (d *doc) set(sec, key string, value any, comment string) {
+func (d *Doc) Set(sec, key string, value any, comment string) {
 	v := yamlValue(value)
 	for _, s := range d.sections {
 		if s.name != sec {
@@ -63,7 +63,7 @@ func (d *doc) set(sec, key string, value any, comment string) {
 }
 
 // lookup returns a key's YAML value as set, or "".
-func (d *doc) lookup(sec, key string) string {
+func (d *Doc) lookup(sec, key string) string {
 	for _, s := range d.sections {
 		if s.name == sec {
 			for _, l := range s.lines {
@@ -77,7 +77,7 @@ func (d *doc) lookup(sec, key string) string {
 }
 
 // unset removes a key set earlier; nothing if it isn't.
-func (d *doc) unset(sec, key string) {
+func (d *Doc) unset(sec, key string) {
 	for _, s := range d.sections {
 		if s.name == sec {
 			s.lines = slices.DeleteFunc(s.lines, func(l *line) bool { return l.key == key })
@@ -85,8 +85,8 @@ func (d *doc) unset(sec, key string) {
 	}
 }
 
-// note adds to the comment of a key already set; nothing if it isn't.
-func (d *doc) note(sec, key, more string) {
+// Note adds to the comment of a key already set; nothing if it isn't.
+func (d *Doc) Note(sec, key, more string) {
 	for _, s := range d.sections {
 		if s.name == sec {
 			for _, l := range s.lines {
@@ -98,16 +98,24 @@ func (d *doc) note(sec, key, more string) {
 	}
 }
 
-// warn records a difference in names or content the user must know of.
-func (d *doc) warn(format string, args ...any) {
+// Warn records a difference in names or content the user must know of.
+func (d *Doc) Warn(format string, args ...any) {
 	d.warnings = append(d.warnings, fmt.Sprintf(format, args...))
 }
 
-func (d *doc) credential(env, from string) {
+// Credential names an environment variable to set in place of a
+// credential the connector config holds (from); its value is never copied.
+func (d *Doc) Credential(env, from string) {
 	d.env = append(d.env, fmt.Sprintf("%-34s (was %s)", env, from))
 }
 
-func (d *doc) render() []byte {
+// NotMapped records a key of the connector's config that has no line in
+// the YAML: the key, why, and what to do, in one sentence.
+func (d *Doc) NotMapped(s string) {
+	d.unmapped = append(d.unmapped, s)
+}
+
+func (d *Doc) render() []byte {
 	var b strings.Builder
 	for _, h := range d.header {
 		b.WriteString("# " + h + "\n")

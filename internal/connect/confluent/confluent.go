@@ -1,4 +1,9 @@
-package connect
+// Package confluent holds the rules of Confluent's S3 sink connector for
+// `spillway config import`: its storage and format classes, rotation, the
+// partitioners and file names, its defaults, and why one of its keys has no
+// mapping. The keys every sink shares (kafka, errors, the converters) and
+// the YAML are package connect's.
+package confluent
 
 import (
 	"fmt"
@@ -7,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/connect"
 	"github.com/spillway/spillway/internal/naming"
 )
 
@@ -44,7 +50,15 @@ var parquetCodecExt = map[string]struct {
 // gzip as the deflate codec).
 var avroCodecs = map[string]string{"null": "none", "deflate": "gzip", "snappy": "snappy", "zstandard": "zstd"}
 
-func importConfluent(c *connector, d *doc) error {
+// Sinks are Confluent's sinks, for connect.Import.
+func Sinks() []connect.Sink {
+	return []connect.Sink{{
+		Class: "io.confluent.connect.s3.S3SinkConnector", Product: connect.Confluent, Title: "Confluent's S3 sink",
+		Map: importConfluent, Explain: confluentExplain,
+	}}
+}
+
+func importConfluent(c *connect.Connector, d *connect.Doc) error {
 	if err := confluentS3(c, d); err != nil {
 		return err
 	}
@@ -62,79 +76,79 @@ func importConfluent(c *connector, d *doc) error {
 	return nil
 }
 
-func confluentS3(c *connector, d *doc) error {
-	_, bucket, ok := c.get("s3.bucket.name")
+func confluentS3(c *connect.Connector, d *connect.Doc) error {
+	_, bucket, ok := c.Get("s3.bucket.name")
 	if !ok || bucket == "" {
-		return errorf("%s: s3.bucket.name is not set; Confluent's S3 sink needs it", c.file)
+		return connect.Errorf("%s: s3.bucket.name is not set; Confluent's S3 sink needs it", c.File)
 	}
-	q := &query{}
+	q := &connect.Query{}
 	from := []string{"s3.bucket.name"}
-	if key, v, ok := c.get("s3.region"); ok && v != "" {
-		q.add("region", v)
+	if key, v, ok := c.Get("s3.region"); ok && v != "" {
+		q.Add("region", v)
 		from = append(from, key)
 	} else {
-		q.add("region", "us-west-2")
+		q.Add("region", "us-west-2")
 		from = append(from, "Confluent's default s3.region us-west-2")
 	}
-	_, pathStyle, psSet := c.get("s3.path.style.access.enabled")
-	if key, v, ok := c.get("store.url"); ok && v != "" {
-		q.add("endpoint", v)
+	_, pathStyle, psSet := c.Get("s3.path.style.access.enabled")
+	if key, v, ok := c.Get("store.url"); ok && v != "" {
+		q.Add("endpoint", v)
 		from = append(from, key)
 		// Confluent's default is path style, which matters with an
 		// endpoint only.
 		if !psSet || strings.EqualFold(pathStyle, "true") {
-			q.add("use_path_style", "true")
+			q.Add("use_path_style", "true")
 			from = append(from, "s3.path.style.access.enabled (default true)")
 		}
 	}
-	if key, v, ok := c.get("s3.ssea.name"); ok && v != "" {
-		q.add("ssetype", v)
+	if key, v, ok := c.Get("s3.ssea.name"); ok && v != "" {
+		q.Add("ssetype", v)
 		from = append(from, key)
 	}
-	if key, v, ok := c.get("s3.sse.kms.key.id"); ok && v != "" {
-		q.add("kmskeyid", v)
+	if key, v, ok := c.Get("s3.sse.kms.key.id"); ok && v != "" {
+		q.Add("kmskeyid", v)
 		from = append(from, key)
 	}
-	d.set("storage", "url", "s3://"+bucket+q.String(), "from "+strings.Join(from, ", "))
-	if key, _, ok := c.get("aws.access.key.id"); ok {
-		d.credential("AWS_ACCESS_KEY_ID", key)
+	d.Set("storage", "url", "s3://"+bucket+q.String(), "from "+strings.Join(from, ", "))
+	if key, _, ok := c.Get("aws.access.key.id"); ok {
+		d.Credential("AWS_ACCESS_KEY_ID", key)
 	}
-	if key, _, ok := c.get("aws.secret.access.key"); ok {
-		d.credential("AWS_SECRET_ACCESS_KEY", key)
+	if key, _, ok := c.Get("aws.secret.access.key"); ok {
+		d.Credential("AWS_SECRET_ACCESS_KEY", key)
 	}
-	if key, v, ok := c.get("s3.part.size"); ok {
+	if key, v, ok := c.Get("s3.part.size"); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < int64(5*config.MiB) {
-			return errorf("%s: %s=%q is not a part size of at least 5MiB (5242880)", c.file, key, v)
+			return connect.Errorf("%s: %s=%q is not a part size of at least 5MiB (5242880)", c.File, key, v)
 		}
-		d.set("storage", "part_size", config.Size(n), "from "+key+"; Spillway holds (upload_concurrency+1) parts per open file, within its memory limit")
+		d.Set("storage", "part_size", config.Size(n), "from "+key+"; Spillway holds (upload_concurrency+1) parts per open file, within its memory limit")
 	}
-	if key, v, ok := c.get("s3.part.retries"); ok {
+	if key, v, ok := c.Get("s3.part.retries"); ok {
 		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			d.set("storage", "max_retries", n, "from "+key)
+			d.Set("storage", "max_retries", n, "from "+key)
 		}
 	}
-	if key, _, ok := c.get("s3.sse.customer.key"); ok {
-		d.unmapped = append(d.unmapped, key+" (secret, not shown): NOT SUPPORTED: Spillway can't write with customer-provided keys (SSE-C); use s3.ssea.name aws:kms with a KMS key (ssetype and kmskeyid in storage.url)")
-		d.warn("s3.sse.customer.key: SSE-C is not supported; objects would be written without it")
+	if key, _, ok := c.Get("s3.sse.customer.key"); ok {
+		d.NotMapped(key + " (secret, not shown): NOT SUPPORTED: Spillway can't write with customer-provided keys (SSE-C); use s3.ssea.name aws:kms with a KMS key (ssetype and kmskeyid in storage.url)")
+		d.Warn("s3.sse.customer.key: SSE-C is not supported; objects would be written without it")
 	}
 	return nil
 }
 
 // confluentFormatClass maps format.class and returns the files' extension.
-func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error) {
+func confluentFormatClass(c *connect.Connector, d *connect.Doc) (ext, extFrom string, err error) {
 	extFrom = "the format's extension, as Confluent names files"
-	key, class, ok := c.get("format.class")
+	key, class, ok := c.Get("format.class")
 	if !ok || class == "" {
-		return "", "", errorf("%s: format.class is not set; Confluent's S3 sink needs it (JsonFormat, ByteArrayFormat, AvroFormat or ParquetFormat)", c.file)
+		return "", "", connect.Errorf("%s: format.class is not set; Confluent's S3 sink needs it (JsonFormat, ByteArrayFormat, AvroFormat or ParquetFormat)", c.File)
 	}
-	compKey, comp, compSet := c.get("s3.compression.type")
+	compKey, comp, compSet := c.Get("s3.compression.type")
 	comp = strings.ToLower(comp)
 	if !compSet {
 		comp = "none"
 	}
 	if comp != "none" && comp != "gzip" {
-		return "", "", errorf("%s: %s=%q is not one of Confluent's (none, gzip)", c.file, compKey, comp)
+		return "", "", connect.Errorf("%s: %s=%q is not one of Confluent's (none, gzip)", c.File, compKey, comp)
 	}
 	streamExt := map[string]string{"none": "", "gzip": ".gz"}[comp]
 	compFrom := "Confluent's default s3.compression.type"
@@ -144,101 +158,101 @@ func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error)
 	from := "from " + key + "=" + class
 	short := strings.TrimPrefix(class, confluentFormat)
 	// Confluent writes the value alone, as its converter made it.
-	c.stored["value"] = true
-	val := c.conv["value"]
+	c.Stored["value"] = true
+	val := c.Conv["value"]
 	typed := func(typ string) {
-		d.set("format", "fields", []string{"value"}, "the value alone")
-		d.set("format", "envelope", false, "the bare value")
+		d.Set("format", "fields", []string{"value"}, "the value alone")
+		d.Set("format", "envelope", false, "the bare value")
 		enc := "none"
-		if val.kind == convBytes {
+		if val.Kind == connect.ConvBytes {
 			enc = "base64"
 		}
-		comment, warning := val.typedContent(Confluent, typ)
-		d.set("format", "value_encoding", enc, comment)
+		comment, warning := val.TypedContent(connect.Confluent, typ)
+		d.Set("format", "value_encoding", enc, comment)
 		if warning != "" {
-			d.warn("%s", warning)
+			d.Warn("%s", warning)
 		}
-		keyContent(c, d, Confluent, typ, enc)
+		connect.KeyContent(c, d, connect.Confluent, typ, enc)
 	}
 	switch short {
 	case "json.JsonFormat":
-		d.set("format", "type", "jsonl", from+": one value per line")
-		d.set("format", "fields", []string{"value"}, "Confluent writes the value alone")
-		d.set("format", "envelope", false, "the bare value, no object around it")
+		d.Set("format", "type", "jsonl", from+": one value per line")
+		d.Set("format", "fields", []string{"value"}, "Confluent writes the value alone")
+		d.Set("format", "envelope", false, "the bare value, no object around it")
 		enc := "none"
-		if val.kind == convBytes {
+		if val.Kind == connect.ConvBytes {
 			enc = "base64" // JsonConverter writes bytes as base64
 		}
-		comment, warning := val.textContent(Confluent)
-		d.set("format", "value_encoding", enc, comment)
+		comment, warning := val.TextContent(connect.Confluent)
+		d.Set("format", "value_encoding", enc, comment)
 		if warning != "" {
-			d.warn("%s", warning)
+			d.Warn("%s", warning)
 		}
-		keyContent(c, d, Confluent, "jsonl", enc)
-		d.set("format", "compression", comp, compFrom)
+		connect.KeyContent(c, d, connect.Confluent, "jsonl", enc)
+		d.Set("format", "compression", comp, compFrom)
 		return ".json" + streamExt, extFrom, nil
 	case "bytearray.ByteArrayFormat":
-		d.set("format", "type", "bytes", from)
-		d.set("format", "fields", []string{"value"}, "the value's bytes alone")
-		if val.kind == convWorker {
+		d.Set("format", "type", "bytes", from)
+		d.Set("format", "fields", []string{"value"}, "the value's bytes alone")
+		if val.Kind == connect.ConvWorker {
 			// ByteArrayFormat writes byte[] values only: the worker's
 			// converter must be ByteArrayConverter.
-			val.kind = convBytes
+			val.Kind = connect.ConvBytes
 		}
-		if val.kind != convBytes {
-			d.warn("%s with format.class ByteArrayFormat: Spillway writes each value's bytes as they are in Kafka, not what the converter makes of them", val.shown())
-			d.unmapped = append(d.unmapped, c.shown(val.key)+": NOT THE SAME: Spillway's bytes format writes each value's bytes as they are in Kafka")
+		if val.Kind != connect.ConvBytes {
+			d.Warn("%s with format.class ByteArrayFormat: Spillway writes each value's bytes as they are in Kafka, not what the converter makes of them", val.Shown())
+			d.NotMapped(c.Shown(val.Key) + ": NOT THE SAME: Spillway's bytes format writes each value's bytes as they are in Kafka")
 		}
-		keyContent(c, d, Confluent, "bytes", "none")
+		connect.KeyContent(c, d, connect.Confluent, "bytes", "none")
 		sep := `\n`
 		sepFrom := "Confluent's default format.bytearray.separator (the line separator)"
-		if k, v, ok := c.get("format.bytearray.separator"); ok {
+		if k, v, ok := c.Get("format.bytearray.separator"); ok {
 			sep = strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(v)
 			sepFrom = "from " + k
 		}
-		d.set("format", "bytes_separator", sep, sepFrom)
-		d.set("format", "compression", comp, compFrom)
+		d.Set("format", "bytes_separator", sep, sepFrom)
+		d.Set("format", "compression", comp, compFrom)
 		ext := ".bin"
-		if k, v, ok := c.get("format.bytearray.extension"); ok {
+		if k, v, ok := c.Get("format.bytearray.extension"); ok {
 			ext, extFrom = v, "from "+k+", then the compression's, as Confluent names files"
 		}
 		return ext + streamExt, extFrom, nil
 	case "avro.AvroFormat":
-		d.set("format", "type", "avro", from)
+		d.Set("format", "type", "avro", from)
 		typed("avro")
 		if compSet {
-			d.unmapped = append(d.unmapped, c.shown(compKey)+": Confluent ignores it for avro (avro.codec compresses)")
+			d.NotMapped(c.Shown(compKey) + ": Confluent ignores it for avro (avro.codec compresses)")
 		}
 		codec := "null"
 		codecFrom := "Confluent's default avro.codec null"
-		if k, v, ok := c.get("avro.codec"); ok {
+		if k, v, ok := c.Get("avro.codec"); ok {
 			codec, codecFrom = strings.ToLower(v), "from "+k
 		}
 		cmp, ok := avroCodecs[codec]
 		if !ok {
-			return "", "", errorf("%s: avro.codec %q is not one Spillway writes (null, deflate, snappy, zstandard)", c.file, codec)
+			return "", "", connect.Errorf("%s: avro.codec %q is not one Spillway writes (null, deflate, snappy, zstandard)", c.File, codec)
 		}
-		d.set("format", "compression", cmp, codecFrom)
+		d.Set("format", "compression", cmp, codecFrom)
 		return ".avro", extFrom, nil
 	case "parquet.ParquetFormat":
-		d.set("format", "type", "parquet", from)
+		d.Set("format", "type", "parquet", from)
 		typed("parquet")
 		if compSet {
-			d.unmapped = append(d.unmapped, c.shown(compKey)+": Confluent ignores it for parquet (parquet.codec compresses)")
+			d.NotMapped(c.Shown(compKey) + ": Confluent ignores it for parquet (parquet.codec compresses)")
 		}
 		codec := "snappy"
 		codecFrom := "Confluent's default parquet.codec snappy"
-		if k, v, ok := c.get("parquet.codec"); ok {
+		if k, v, ok := c.Get("parquet.codec"); ok {
 			codec, codecFrom = strings.ToLower(v), "from "+k
 		}
 		pc, ok := parquetCodecExt[codec]
 		if !ok {
-			return "", "", errorf("%s: parquet.codec %q is not one Spillway writes (none, snappy, gzip, zstd)", c.file, codec)
+			return "", "", connect.Errorf("%s: parquet.codec %q is not one Spillway writes (none, snappy, gzip, zstd)", c.File, codec)
 		}
-		d.set("format", "compression", pc.compression, codecFrom)
+		d.Set("format", "compression", pc.compression, codecFrom)
 		return pc.ext + ".parquet", extFrom, nil
 	}
-	return "", "", errorf("%s: format.class %q is not one Spillway imports (%sjson.JsonFormat, bytearray.ByteArrayFormat, avro.AvroFormat, parquet.ParquetFormat)", c.file, class, confluentFormat)
+	return "", "", connect.Errorf("%s: format.class %q is not one Spillway imports (%sjson.JsonFormat, bytearray.ByteArrayFormat, avro.AvroFormat, parquet.ParquetFormat)", c.File, class, confluentFormat)
 }
 
 // noRotateAge is file.max_age for a Confluent config that rotates on
@@ -246,13 +260,13 @@ func confluentFormatClass(c *connector, d *doc) (ext, extFrom string, err error)
 const noRotateAge = 24 * time.Hour
 
 // confluentRotation maps flush.size and the rotation intervals.
-func confluentRotation(c *connector, d *doc) error {
-	if key, v, ok := c.get("flush.size"); ok {
+func confluentRotation(c *connect.Connector, d *connect.Doc) error {
+	if key, v, ok := c.Get("flush.size"); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
-			return errorf("%s: %s=%q is not a positive number of records", c.file, key, v)
+			return connect.Errorf("%s: %s=%q is not a positive number of records", c.File, key, v)
 		}
-		d.set("file", "max_records", n, "from "+key)
+		d.Set("file", "max_records", n, "from "+key)
 	}
 	var age time.Duration
 	var ageFrom []string
@@ -260,13 +274,13 @@ func confluentRotation(c *connector, d *doc) error {
 		{"rotate.interval.ms", "Confluent measures it in record time; Spillway's max_age is wall-clock time since the file opened (it also closes files of idle partitions)"},
 		{"rotate.schedule.interval.ms", "wall clock, as Confluent's"},
 	} {
-		_, v, ok := c.get(m.key)
+		_, v, ok := c.Get(m.key)
 		if !ok || v == "" || v == "-1" {
 			continue
 		}
 		ms, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || ms < 0 {
-			return errorf("%s: %s=%q is not a number of milliseconds", c.file, m.key, v)
+			return connect.Errorf("%s: %s=%q is not a number of milliseconds", c.File, m.key, v)
 		}
 		a := max(time.Duration(ms)*time.Millisecond, time.Second)
 		if age == 0 || a < age {
@@ -275,7 +289,7 @@ func confluentRotation(c *connector, d *doc) error {
 		ageFrom = append(ageFrom, "from "+m.key+": "+m.what)
 	}
 	if age > 0 {
-		d.set("file", "max_age", age, strings.Join(ageFrom, "; "))
+		d.Set("file", "max_age", age, strings.Join(ageFrom, "; "))
 	} else {
 		// Confluent has no time limit then: a file closes at flush.size
 		// records, however long that takes. Spillway's max_age can't be
@@ -283,39 +297,39 @@ func confluentRotation(c *connector, d *doc) error {
 		// files on a quiet topic; a day is as near to "never" as keeps
 		// records of a partition gone quiet from waiting uncommitted for
 		// good, and keeps admin.stall_timeout, derived from it, bounded.
-		d.set("file", "max_age", noRotateAge, "NOT THE SAME: neither rotate.interval.ms nor rotate.schedule.interval.ms is set, so Confluent closes a file at flush.size records only, however long that takes; Spillway always has a time limit (at least 1s, and 5m by default), so a day is the nearest: a partition quiet for a day gets a file of fewer records")
-		d.warn("rotate.interval.ms and rotate.schedule.interval.ms are not set: Confluent closes files at flush.size records only; Spillway has no such setting and closes a file after file.max_age, written as %s (not its default of 5m), so a partition quiet that long gets a shorter file, with a start offset Confluent would not have used", noRotateAge)
+		d.Set("file", "max_age", noRotateAge, "NOT THE SAME: neither rotate.interval.ms nor rotate.schedule.interval.ms is set, so Confluent closes a file at flush.size records only, however long that takes; Spillway always has a time limit (at least 1s, and 5m by default), so a day is the nearest: a partition quiet for a day gets a file of fewer records")
+		d.Warn("rotate.interval.ms and rotate.schedule.interval.ms are not set: Confluent closes files at flush.size records only; Spillway has no such setting and closes a file after file.max_age, written as %s (not its default of 5m), so a partition quiet that long gets a shorter file, with a start offset Confluent would not have used", noRotateAge)
 	}
 	return nil
 }
 
 // confluentNames maps the partitioner and the file name rules.
-func confluentNames(c *connector, d *doc, ext, extFrom string) error {
+func confluentNames(c *connect.Connector, d *connect.Doc, ext, extFrom string) error {
 	topicsDir, dirDelim, fileDelim := "topics", "/", "+"
 	var nameKeys []string // the keys that shape the file name, for its comment
-	if _, v, ok := c.get("topics.dir"); ok {
+	if _, v, ok := c.Get("topics.dir"); ok {
 		topicsDir = v
 	}
-	if _, v, ok := c.get("directory.delim"); ok && v != "" {
+	if _, v, ok := c.Get("directory.delim"); ok && v != "" {
 		dirDelim = v
 		nameKeys = append(nameKeys, "directory.delim")
 	}
-	if _, v, ok := c.get("file.delim"); ok && v != "" {
+	if _, v, ok := c.Get("file.delim"); ok && v != "" {
 		fileDelim = v
 		nameKeys = append(nameKeys, "file.delim")
 	}
 	width := 10
-	if key, v, ok := c.get("filename.offset.zero.pad.width"); ok {
+	if key, v, ok := c.Get("filename.offset.zero.pad.width"); ok {
 		nameKeys = append(nameKeys, key)
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 20 {
-			return errorf("%s: %s=%q can't be expressed: Spillway pads offsets to 1 to 20 digits", c.file, key, v)
+			return connect.Errorf("%s: %s=%q can't be expressed: Spillway pads offsets to 1 to 20 digits", c.File, key, v)
 		}
 		width = n
 	}
 	for _, s := range []string{topicsDir, dirDelim, fileDelim} {
 		if strings.Contains(s, "{{") || strings.Contains(s, "}}") {
-			return errorf("%s: %q can't be part of a Spillway name: \"{{\" and \"}}\" mark its variables", c.file, s)
+			return connect.Errorf("%s: %q can't be part of a Spillway name: \"{{\" and \"}}\" mark its variables", c.File, s)
 		}
 	}
 	prefix := ""
@@ -323,11 +337,11 @@ func confluentNames(c *connector, d *doc, ext, extFrom string) error {
 		prefix = topicsDir + dirDelim
 	}
 	if err := naming.CheckPrefix(prefix); err != nil {
-		return errorf("%s: topics.dir %q can't be Spillway's storage.prefix: it %v", c.file, topicsDir, err)
+		return connect.Errorf("%s: topics.dir %q can't be Spillway's storage.prefix: it %v", c.File, topicsDir, err)
 	}
 	file := fmt.Sprintf("{{topic}}%s{{partition}}%s{{start_offset:padding=%d}}", fileDelim, fileDelim, width)
 
-	pkey, class, _ := c.get("partitioner.class")
+	pkey, class, _ := c.Get("partitioner.class")
 	if class == "" {
 		pkey, class = "partitioner.class (default)", partitionerPkg+"DefaultPartitioner"
 	}
@@ -347,71 +361,71 @@ func confluentNames(c *connector, d *doc, ext, extFrom string) error {
 		dirFrom = pkey + " DailyPartitioner's path"
 	case "TimeBasedPartitioner":
 		timeBased = true
-		_, format, _ := c.get("path.format")
-		_, durText, _ := c.get("partition.duration.ms")
+		_, format, _ := c.Get("path.format")
+		_, durText, _ := c.Get("partition.duration.ms")
 		path, unit, err := jodaTemplate(format)
 		if err != nil {
-			return errorf("%s: path.format %q can't be expressed in a Spillway template: %v", c.file, format, err)
+			return connect.Errorf("%s: path.format %q can't be expressed in a Spillway template: %v", c.File, format, err)
 		}
 		dur, err := strconv.ParseInt(durText, 10, 64)
 		if err != nil || dur != unit.ms {
-			return errorf("%s: partition.duration.ms %q with path.format %q can't be expressed: Spillway's time buckets are the finest unit of the path (%s, partition.duration.ms=%d)", c.file, durText, format, unit.name, unit.ms)
+			return connect.Errorf("%s: partition.duration.ms %q with path.format %q can't be expressed: Spillway's time buckets are the finest unit of the path (%s, partition.duration.ms=%d)", c.File, durText, format, unit.name, unit.ms)
 		}
 		dir, dirFrom = "{{topic}}"+dirDelim+path, pkey+" TimeBasedPartitioner with path.format and partition.duration.ms"
 	case "FieldPartitioner":
-		c.use("partition.field.name")
+		c.Use("partition.field.name")
 		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" FieldPartitioner (partition.field.name): Spillway has no field partitioning, so this writes DefaultPartitioner's partition=<p> directories instead"
-		d.warn("partitioner.class FieldPartitioner: Spillway has no field partitioning; files go to <topic>/partition=<p>/ instead of <field>=<value>/ directories")
+		d.Warn("partitioner.class FieldPartitioner: Spillway has no field partitioning; files go to <topic>/partition=<p>/ instead of <field>=<value>/ directories")
 	default:
 		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" "+class+" is a custom partitioner; this writes DefaultPartitioner's partition=<p> directories instead"
-		d.warn("partitioner.class %s: custom partitioners are not supported; files go to <topic>/partition=<p>/", class)
+		d.Warn("partitioner.class %s: custom partitioners are not supported; files go to <topic>/partition=<p>/", class)
 	}
 	if timeBased {
-		d.note("file", "max_records", "; Spillway counts a file's records, Confluent a partition's across its open files: while records of two time buckets arrive together, files differ")
-		tzKey, tzVal, tzSet := c.get("timezone")
+		d.Note("file", "max_records", "; Spillway counts a file's records, Confluent a partition's across its open files: while records of two time buckets arrive together, files differ")
+		tzKey, tzVal, tzSet := c.Get("timezone")
 		tzFrom := "from " + tzKey
-		if _, _, ok := c.get("locale"); ok {
+		if _, _, ok := c.Get("locale"); ok {
 			tzFrom += " (locale changes nothing: the path has numbers only)"
 		}
 		if tzSet && tzVal != "" {
 			tz = tzVal
-			d.set("file", "timezone", tz, tzFrom)
+			d.Set("file", "timezone", tz, tzFrom)
 		} else {
-			d.set("file", "timezone", tz, "timezone is not set (Confluent requires it for time partitioning); UTC assumed")
+			d.Set("file", "timezone", tz, "timezone is not set (Confluent requires it for time partitioning); UTC assumed")
 		}
-		_, ex, _ := c.get("timestamp.extractor")
+		_, ex, _ := c.Get("timestamp.extractor")
 		switch ex {
 		case "", "Wallclock":
-			d.set("file", "timestamp_source", "wallclock", "timestamp.extractor Wallclock: the time the record is written")
+			d.Set("file", "timestamp_source", "wallclock", "timestamp.extractor Wallclock: the time the record is written")
 		case "Record":
-			d.set("file", "timestamp_source", "event", "timestamp.extractor Record: the record's own timestamp")
+			d.Set("file", "timestamp_source", "event", "timestamp.extractor Record: the record's own timestamp")
 		case "RecordField":
-			c.use("timestamp.field")
-			d.set("file", "timestamp_source", "event", "NOT SUPPORTED: timestamp.extractor RecordField reads a field of the value; Spillway has no field timestamps, and uses the record's timestamp instead")
-			d.warn("timestamp.extractor RecordField: Spillway buckets by the record's timestamp, not by a field of the value; files of a record whose field and timestamp differ go elsewhere")
+			c.Use("timestamp.field")
+			d.Set("file", "timestamp_source", "event", "NOT SUPPORTED: timestamp.extractor RecordField reads a field of the value; Spillway has no field timestamps, and uses the record's timestamp instead")
+			d.Warn("timestamp.extractor RecordField: Spillway buckets by the record's timestamp, not by a field of the value; files of a record whose field and timestamp differ go elsewhere")
 		default:
-			return errorf("%s: timestamp.extractor %q can't be expressed: Spillway's time buckets come from the wall clock (Wallclock) or the record's timestamp (Record)", c.file, ex)
+			return connect.Errorf("%s: timestamp.extractor %q can't be expressed: Spillway's time buckets come from the wall clock (Wallclock) or the record's timestamp (Record)", c.File, ex)
 		}
 	}
 	template := dir + dirDelim + file
 	loc, err := naming.LoadLocation(tz)
 	if err != nil {
-		return errorf("%s: timezone %q: %v", c.file, tz, err)
+		return connect.Errorf("%s: timezone %q: %v", c.File, tz, err)
 	}
 	if _, err := naming.Parse(template, naming.Location(loc)); err != nil {
-		return errorf("%s: the object names can't be expressed in Spillway: %v", c.file, err)
+		return connect.Errorf("%s: the object names can't be expressed in Spillway: %v", c.File, err)
 	}
 	if prefix != "" {
-		d.set("storage", "prefix", prefix, "topics.dir and directory.delim")
+		d.Set("storage", "prefix", prefix, "topics.dir and directory.delim")
 	} else {
-		d.set("storage", "prefix", "", "topics.dir is empty")
+		d.Set("storage", "prefix", "", "topics.dir is empty")
 	}
 	nameFrom := dirFrom + ", then <topic>" + fileDelim + "<partition>" + fileDelim + "<offset padded to " + strconv.Itoa(width) + ">"
 	if len(nameKeys) > 0 {
 		nameFrom += " (" + strings.Join(nameKeys, ", ") + ")"
 	}
-	d.set("file", "name_template", template, nameFrom)
-	d.set("file", "extension", ext, extFrom)
+	d.Set("file", "name_template", template, nameFrom)
+	d.Set("file", "extension", ext, extFrom)
 	return nil
 }
 
@@ -497,34 +511,34 @@ func jodaTemplate(format string) (string, timeUnit, error) {
 
 // confluentBehaviour maps null values, keys and headers, open files and
 // schema handling.
-func confluentBehaviour(c *connector, d *doc) {
+func confluentBehaviour(c *connect.Connector, d *connect.Doc) {
 	nulls, from := "fail", "Confluent's default behavior.on.null.values: a tombstone stops the connector"
-	if key, v, ok := c.get("behavior.on.null.values"); ok {
+	if key, v, ok := c.Get("behavior.on.null.values"); ok {
 		nulls, from = strings.ToLower(v), "from "+key
 	}
 	switch nulls {
 	case "fail", "ignore", "write":
-		d.set("errors", "null_values", nulls, from)
+		d.Set("errors", "null_values", nulls, from)
 	default:
-		d.set("errors", "null_values", "fail", "behavior.on.null.values="+nulls+" is not fail, ignore or write")
+		d.Set("errors", "null_values", "fail", "behavior.on.null.values="+nulls+" is not fail, ignore or write")
 	}
 	for _, key := range []string{"store.kafka.keys", "store.kafka.headers"} {
-		if strings.EqualFold(strings.TrimSpace(c.props[key]), "true") {
-			c.use(key)
-			d.unmapped = append(d.unmapped, key+"=true: NOT SUPPORTED: Spillway writes no side files (.keys.*, .headers.*); to keep keys or headers, use format.type jsonl with envelope: true and fields [key, value, headers] (other content), or keep the connector")
-			d.warn("%s=true: Spillway writes no .keys/.headers side files", key)
+		if v, _ := c.Peek(key); strings.EqualFold(strings.TrimSpace(v), "true") {
+			c.Use(key)
+			d.NotMapped(key + "=true: NOT SUPPORTED: Spillway writes no side files (.keys.*, .headers.*); to keep keys or headers, use format.type jsonl with envelope: true and fields [key, value, headers] (other content), or keep the connector")
+			d.Warn("%s=true: Spillway writes no .keys/.headers side files", key)
 		}
 	}
-	if key, v, ok := c.get("partitioner.max.open.files"); ok {
+	if key, v, ok := c.Get("partitioner.max.open.files"); ok {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			d.set("backpressure", "max_open_files", n, "from "+key+": when more are open, the least recently written closes")
+			d.Set("backpressure", "max_open_files", n, "from "+key+": when more are open, the least recently written closes")
 		}
 	}
-	if v, ok := c.props["schema.compatibility"]; ok && !strings.EqualFold(strings.TrimSpace(v), "NONE") {
+	if v, ok := c.Peek("schema.compatibility"); ok && !strings.EqualFold(strings.TrimSpace(v), "NONE") {
 		key := "schema.compatibility"
-		c.use(key)
-		d.unmapped = append(d.unmapped, c.shown(key)+": NOT SUPPORTED: Spillway doesn't project records onto a newer schema: with schema_registry it starts a new file at each change of schema, as Confluent does with NONE")
-		d.warn("schema.compatibility=%s: Spillway doesn't project records onto a newer schema; with a schema registry each file holds one schema and a change starts a new file (Confluent's NONE)", strings.TrimSpace(v))
+		c.Use(key)
+		d.NotMapped(c.Shown(key) + ": NOT SUPPORTED: Spillway doesn't project records onto a newer schema: with schema_registry it starts a new file at each change of schema, as Confluent does with NONE")
+		d.Warn("schema.compatibility=%s: Spillway doesn't project records onto a newer schema; with a schema registry each file holds one schema and a change starts a new file (Confluent's NONE)", strings.TrimSpace(v))
 	}
 }
 
