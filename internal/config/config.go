@@ -5,7 +5,11 @@
 // keys, never rename them.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/spillway/spillway/internal/registry"
+)
 
 // Size is a byte count. In YAML and the environment it takes units:
 // "64MiB", "1GB", "512KiB" or a bare number of bytes.
@@ -19,12 +23,12 @@ type Config struct {
 	Format  Format  `koanf:"format"`
 	// SchemaRegistry types keys and values in the Confluent wire format
 	// by their registered schemas (see docs/design.md, "Schema registry").
-	SchemaRegistry SchemaRegistry `koanf:"schema_registry"`
-	Backpressure   Backpressure   `koanf:"backpressure"`
-	Errors         Errors         `koanf:"errors"`
-	Admin          Admin          `koanf:"admin"`
-	Log            Log            `koanf:"log"`
-	Shutdown       Shutdown       `koanf:"shutdown"`
+	SchemaRegistry registry.Options `koanf:"schema_registry"`
+	Backpressure   Backpressure     `koanf:"backpressure"`
+	Errors         Errors           `koanf:"errors"`
+	Admin          Admin            `koanf:"admin"`
+	Log            Log              `koanf:"log"`
+	Shutdown       Shutdown         `koanf:"shutdown"`
 }
 
 // Kafka is the source: the consumer group and how to reach the brokers.
@@ -127,39 +131,10 @@ type Format struct {
 	BytesSeparator string `koanf:"bytes_separator"`
 }
 
-// SchemaRegistry is a Confluent-compatible schema registry. URL "" means
-// no registry: keys and values are written as the bytes Kafka holds.
-type SchemaRegistry struct {
-	URL string `koanf:"url"` // http://host:8081 or https://...
-	// Username and Password are HTTP basic auth (Confluent Cloud's API key
-	// and secret); both or neither.
-	Username string `koanf:"username"`
-	Password string `koanf:"password"` // secret
-	// Decode says which record parts are in the wire format: value, key
-	// or both. A part not listed is written as its bytes.
-	Decode string      `koanf:"decode"`
-	TLS    RegistryTLS `koanf:"tls"`
-}
-
-// RegistryTLS is the registry's TLS, used with an https URL: the CA to trust
-// instead of the system's (as Kafka's tls.ca_file), and a client certificate
-// for mutual TLS.
-type RegistryTLS struct {
-	CAFile   string `koanf:"ca_file"`
-	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
-}
-
-// DecodeKeys and DecodeValues say which parts schema_registry.decode
-// names; both are false without a registry.
-func (s SchemaRegistry) DecodeKeys() bool {
-	return s.URL != "" && (s.Decode == "key" || s.Decode == "both")
-}
-
-// DecodeValues: see DecodeKeys.
-func (s SchemaRegistry) DecodeValues() bool {
-	return s.URL != "" && (s.Decode == "value" || s.Decode == "both")
-}
+// SchemaRegistry is the schema_registry section, which package registry
+// defines and validates. The name stays for the callers that spell it so
+// (internal/format's tests); new code writes registry.Options.
+type SchemaRegistry = registry.Options
 
 // Backpressure bounds memory, and local disk when a spool is set.
 type Backpressure struct {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/registry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -519,7 +520,7 @@ func TestDefaults(t *testing.T) {
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
 			ValueEncoding: "none", Envelope: true, BytesSeparator: `\n`,
 		},
-		SchemaRegistry: SchemaRegistry{Decode: "value"},
+		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
 		Admin:          Admin{Listen: "127.0.0.1:8080"},

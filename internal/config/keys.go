@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spillway/spillway/internal/registry"
 )
 
 // Default returns the built-in defaults. docs/config.md is generated from
@@ -48,7 +50,7 @@ func Default() *Config {
 			Envelope:       true,
 			BytesSeparator: DefaultBytesSeparator,
 		},
-		SchemaRegistry: SchemaRegistry{Decode: "value"},
+		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
 		Admin:          Admin{Listen: "127.0.0.1:8080"},
