@@ -8,6 +8,7 @@ package config
 import (
 	"time"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -26,7 +27,7 @@ type Config struct {
 	SchemaRegistry registry.Options `koanf:"schema_registry"`
 	Backpressure   Backpressure     `koanf:"backpressure"`
 	Errors         Errors           `koanf:"errors"`
-	Admin          Admin            `koanf:"admin"`
+	Admin          admin.Options    `koanf:"admin"`
 	Log            Log              `koanf:"log"`
 	Shutdown       Shutdown         `koanf:"shutdown"`
 }
@@ -155,32 +156,6 @@ type Errors struct {
 	Tolerance       string `koanf:"tolerance"` // none | all
 	DeadLetterTopic string `koanf:"dead_letter_topic"`
 	NullValues      string `koanf:"null_values"` // write | ignore | fail
-}
-
-// Admin is the HTTP endpoint for metrics and health.
-type Admin struct {
-	Listen string `koanf:"listen"`
-	// Token, when set, is required as a bearer token (or as the password
-	// of basic auth) on /metrics, /status and the status page; /healthz
-	// and /readyz stay open for the kubelet's probes. TokenFile names a
-	// file that holds it instead, read at start.
-	Token     string   `koanf:"token"` // secret
-	TokenFile string   `koanf:"token_file"`
-	TLS       AdminTLS `koanf:"tls"`
-	// StallTimeout is how long the pipeline may make no progress (no
-	// record written, file stored or offset committed) while it lags,
-	// and not because the byte budget holds it back, before /healthz
-	// fails. 0 derives it: file.max_age plus the storage retries' longest
-	// wait plus a minute, so a file waiting out its age or a request
-	// being retried is not taken for a stall.
-	StallTimeout time.Duration `koanf:"stall_timeout"`
-}
-
-// AdminTLS serves the admin endpoint over HTTPS with this certificate and
-// key (PEM files, read at start); both or neither.
-type AdminTLS struct {
-	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
 }
 
 // Log configures logging.

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/registry"
 )
@@ -523,7 +524,7 @@ func TestDefaults(t *testing.T) {
 		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
-		Admin:          Admin{Listen: "127.0.0.1:8080"},
+		Admin:          admin.Options{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},
 		Shutdown:       Shutdown{Timeout: 30 * time.Second},
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -53,7 +54,7 @@ func Default() *Config {
 		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
-		Admin:          Admin{Listen: "127.0.0.1:8080"},
+		Admin:          admin.Options{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},
 		Shutdown:       Shutdown{Timeout: 30 * time.Second},
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -138,7 +139,7 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 			SpoolDir: filepath.Join(dir, "spool"), DiskLimit: "20GiB",
 		},
 		Errors: Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
-		Admin: Admin{Listen: ":0", TokenFile: files[0], TLS: AdminTLS{CertFile: files[1], KeyFile: files[2]},
+		Admin: admin.Options{Listen: ":0", TokenFile: files[0], TLS: admin.TLS{CertFile: files[1], KeyFile: files[2]},
 			StallTimeout: 10 * time.Minute},
 		Log:      Log{Level: "debug", Format: "json"},
 		Shutdown: Shutdown{Timeout: 1500 * time.Millisecond},

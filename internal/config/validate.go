@@ -195,15 +195,7 @@ func (c *Config) problems() problems {
 		ps.add("errors.dead_letter_topic", t, "is not a valid topic name; use 1 to 249 letters, digits, '.', '_' or '-', or \"\" for none")
 	}
 	ps.oneOf("errors.null_values", c.Errors.NullValues, nullPolicies)
-	if c.Admin.Listen != "" {
-		if err := hostport.Listen(c.Admin.Listen); err != nil {
-			ps.add("admin.listen", c.Admin.Listen, "%v; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", err)
-		}
-	}
-	c.Admin.check(&ps)
-	if t := c.Admin.StallTimeout; t != 0 && (t < time.Second || t > 24*time.Hour) {
-		ps.add("admin.stall_timeout", t.String(), "is out of range; use a duration from 1s to 24h, or 0 to derive it from file.max_age and storage.max_retries")
-	}
+	ps.absorb("admin", c.Admin.Validate())
 	ps.oneOf("log.level", c.Log.Level, logLevels)
 	ps.oneOf("log.format", c.Log.Format, logFormats)
 	if c.Shutdown.Timeout <= 0 {
