@@ -14,7 +14,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/registry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -519,10 +521,10 @@ func TestDefaults(t *testing.T) {
 			Type: "jsonl", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp", "headers"},
 			ValueEncoding: "none", Envelope: true, BytesSeparator: `\n`,
 		},
-		SchemaRegistry: SchemaRegistry{Decode: "value"},
+		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
-		Admin:          Admin{Listen: "127.0.0.1:8080"},
+		Admin:          admin.Options{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},
 		Shutdown:       Shutdown{Timeout: 30 * time.Second},
 	}

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/registry"
 )
 
 // Default returns the built-in defaults. docs/config.md is generated from
@@ -48,10 +51,10 @@ func Default() *Config {
 			Envelope:       true,
 			BytesSeparator: DefaultBytesSeparator,
 		},
-		SchemaRegistry: SchemaRegistry{Decode: "value"},
+		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
-		Admin:          Admin{Listen: "127.0.0.1:8080"},
+		Admin:          admin.Options{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},
 		Shutdown:       Shutdown{Timeout: 30 * time.Second},
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/registry"
 )
 
 // The effective default config as `spillway config check` prints it.
@@ -129,14 +132,14 @@ func TestYAMLRoundTripEveryKey(t *testing.T) {
 		File: File{NameTemplate: "{{topic}}/{{partition:padding=true}}/{{start_offset:padding=true}}.json", TimestampSource: "event", Timezone: "Europe/Berlin",
 			MaxRecords: 1000, MaxBytes: 1_000_000_000, MaxAge: 90 * time.Second},
 		Format: Format{Type: "bytes", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "base64", Envelope: false, BytesSeparator: `\r\n`},
-		SchemaRegistry: SchemaRegistry{URL: "https://registry:8081", Username: "key", Password: "s3cret", Decode: "both",
-			TLS: RegistryTLS{CAFile: files[0], CertFile: files[1], KeyFile: files[2]}},
+		SchemaRegistry: registry.Options{URL: "https://registry:8081", Username: "key", Password: "s3cret", Decode: "both",
+			TLS: registry.TLS{CAFile: files[0], CertFile: files[1], KeyFile: files[2]}},
 		Backpressure: Backpressure{
 			MemoryLimit: "1500MB", MaxBufferedRecords: 10_000, MaxOpenFiles: 7,
 			SpoolDir: filepath.Join(dir, "spool"), DiskLimit: "20GiB",
 		},
 		Errors: Errors{Tolerance: "all", DeadLetterTopic: "dlq", NullValues: "ignore"},
-		Admin: Admin{Listen: ":0", TokenFile: files[0], TLS: AdminTLS{CertFile: files[1], KeyFile: files[2]},
+		Admin: admin.Options{Listen: ":0", TokenFile: files[0], TLS: admin.TLS{CertFile: files[1], KeyFile: files[2]},
 			StallTimeout: 10 * time.Minute},
 		Log:      Log{Level: "debug", Format: "json"},
 		Shutdown: Shutdown{Timeout: 1500 * time.Millisecond},
@@ -175,7 +178,7 @@ func TestRedacted(t *testing.T) {
 	c := Default()
 	c.Kafka.Topics = []string{"events"}
 	c.Kafka.SASL = SASL{Mechanism: "PLAIN", Username: "me", Password: secret}
-	c.SchemaRegistry = SchemaRegistry{URL: "https://registry:8081", Username: "key", Password: secret, Decode: "value"}
+	c.SchemaRegistry = registry.Options{URL: "https://registry:8081", Username: "key", Password: secret, Decode: "value"}
 	c.Storage.URL = "s3://bucket?region=us-east-1&access_key=AKIA" + secret + "&secret=" + secret + "&endpoint=http://minio:9000"
 	c.Admin.Token = secret
 

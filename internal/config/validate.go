@@ -18,6 +18,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/hostport"
+	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/redact"
 	"github.com/spillway/spillway/internal/storage"
@@ -36,7 +37,6 @@ var (
 	nullPolicies   = []string{"write", "ignore", "fail"}
 	logLevels      = []string{"debug", "info", "warn", "error"}
 	logFormats     = []string{"text", "json"}
-	registryParts  = []string{"value", "key", "both"}
 	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
 	timestampSources = []string{"wallclock", "event"}
 )
@@ -126,7 +126,7 @@ func (c *Config) normalize() {
 	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
-	c.SchemaRegistry.Decode = canon(c.SchemaRegistry.Decode, registryParts)
+	c.SchemaRegistry.Normalize()
 	c.Storage.URL = resolveFileURL(c.Storage.URL)
 	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
@@ -172,14 +172,7 @@ func resolveFileURL(raw string) string {
 	return u.String()
 }
 
-func canon(v string, allowed []string) string {
-	for _, a := range allowed {
-		if strings.EqualFold(strings.TrimSpace(v), a) {
-			return a
-		}
-	}
-	return v
-}
+func canon(v string, allowed []string) string { return keycheck.Canon(v, allowed) }
 
 // Validate reports every problem with c as an *Error, or nil. Load calls
 // it; call it again after changing a loaded Config (from flags, say).
@@ -194,7 +187,7 @@ func (c *Config) problems() problems {
 	c.checkStateDir(&ps)
 	c.checkParts(&ps)
 	c.Format.check(&ps)
-	c.SchemaRegistry.check(&ps)
+	ps.absorb("schema_registry", c.SchemaRegistry.Validate())
 	c.Backpressure.check(&ps)
 
 	ps.oneOf("errors.tolerance", c.Errors.Tolerance, tolerances)
@@ -202,15 +195,7 @@ func (c *Config) problems() problems {
 		ps.add("errors.dead_letter_topic", t, "is not a valid topic name; use 1 to 249 letters, digits, '.', '_' or '-', or \"\" for none")
 	}
 	ps.oneOf("errors.null_values", c.Errors.NullValues, nullPolicies)
-	if c.Admin.Listen != "" {
-		if err := hostport.Listen(c.Admin.Listen); err != nil {
-			ps.add("admin.listen", c.Admin.Listen, "%v; use host:port such as 127.0.0.1:8080 or :8080, or \"\" to disable the endpoint", err)
-		}
-	}
-	c.Admin.check(&ps)
-	if t := c.Admin.StallTimeout; t != 0 && (t < time.Second || t > 24*time.Hour) {
-		ps.add("admin.stall_timeout", t.String(), "is out of range; use a duration from 1s to 24h, or 0 to derive it from file.max_age and storage.max_retries")
-	}
+	ps.absorb("admin", c.Admin.Validate())
 	ps.oneOf("log.level", c.Log.Level, logLevels)
 	ps.oneOf("log.format", c.Log.Format, logFormats)
 	if c.Shutdown.Timeout <= 0 {
@@ -669,21 +654,8 @@ func unwrapPath(err error) error {
 
 // oneOf reports v unless it is one of allowed.
 func (ps *problems) oneOf(key, v string, allowed []string) {
-	switch {
-	case slices.Contains(allowed, v):
-	case v == "":
-		ps.add(key, "", "is empty; use %s", orList(allowed))
-	default:
-		ps.add(key, v, "is not valid; use %s", orList(allowed))
-	}
+	(*keycheck.List)(ps).OneOf(key, v, allowed)
 }
 
-func orList(xs []string) string  { return joinLast(xs, " or ") }
-func andList(xs []string) string { return joinLast(xs, " and ") }
-
-func joinLast(xs []string, last string) string {
-	if len(xs) <= 1 {
-		return strings.Join(xs, "")
-	}
-	return strings.Join(xs[:len(xs)-1], ", ") + last + xs[len(xs)-1]
-}
+func orList(xs []string) string  { return keycheck.OrList(xs) }
+func andList(xs []string) string { return keycheck.AndList(xs) }

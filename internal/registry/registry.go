@@ -29,7 +29,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/tlsfiles"
 )
 
@@ -85,7 +84,7 @@ const requestTimeout = 10 * time.Second
 // New returns a registry client for cfg, or nil when cfg has no URL. It
 // makes no request: an unreachable registry is found, and waited for, by
 // Resolve.
-func New(cfg config.SchemaRegistry, log *slog.Logger) (*Registry, error) {
+func New(cfg Options, log *slog.Logger) (*Registry, error) {
 	if cfg.URL == "" {
 		return nil, nil
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"go.uber.org/goleak"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -46,7 +45,7 @@ func wire(id int, payload string) []byte {
 
 func newRegistry(t *testing.T, url, user, pass, decode string) *Registry {
 	t.Helper()
-	r, err := New(config.SchemaRegistry{URL: url, Username: user, Password: pass, Decode: decode}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r, err := New(Options{URL: url, Username: user, Password: pass, Decode: decode}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -75,7 +76,7 @@ func registryConfig(cluster *testkit.Cluster, dir, url, typ, group string) *conf
 	cfg.Format.Compression = "zstd"
 	cfg.File.MaxRecords = 100_000
 	cfg.File.MaxAge = time.Minute // files close on a schema change or at the stop
-	cfg.SchemaRegistry = config.SchemaRegistry{URL: url, Decode: "value"}
+	cfg.SchemaRegistry = registry.Options{URL: url, Decode: "value"}
 	return cfg
 }
 
