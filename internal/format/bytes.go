@@ -24,15 +24,15 @@ import (
 // With format.value_encoding: base64 each value is written in base64
 // instead, which makes any bytes safe to split on a line break.
 type bytesEncoder struct {
-	out    output
+	out    Output
 	sep    []byte
 	base64 bool
 }
 
-func newBytesEncoder(cfg config.Format, out output) (*bytesEncoder, error) {
+func newBytesEncoder(cfg config.Format, out Output) (*bytesEncoder, error) {
 	e := &bytesEncoder{out: out}
 	var err error
-	if e.base64, err = base64Values(cfg); err != nil {
+	if e.base64, err = Base64Values(cfg); err != nil {
 		return nil, err
 	}
 	sep, err := cfg.Separator()
@@ -47,12 +47,12 @@ func newBytesEncoder(cfg config.Format, out output) (*bytesEncoder, error) {
 // handed to the writer as it is, without a copy, so a large one costs no
 // memory here.
 func (e *bytesEncoder) Encode(r *kgo.Record) error {
-	if err := e.out.check(); err != nil {
+	if err := e.out.Check(); err != nil {
 		return err
 	}
 	if e.base64 {
-		b := base64.StdEncoding.AppendEncode(e.out.buf[:0], r.Value)
-		return e.out.write(append(b, e.sep...))
+		b := base64.StdEncoding.AppendEncode(e.out.Buf(), r.Value)
+		return e.out.Send(append(b, e.sep...))
 	}
 	if len(r.Value) > 0 {
 		if err := e.writeRaw(r.Value); err != nil {
@@ -75,6 +75,5 @@ func (e *bytesEncoder) writeRaw(b []byte) error {
 
 // Close has no trailer to write: every value ends in its own separator.
 func (e *bytesEncoder) Close() error {
-	e.out.closed = true
-	return e.out.err
+	return e.out.Close()
 }

@@ -50,7 +50,7 @@ const (
 
 func NewEnvelope(cfg config.Format) (Envelope, error) {
 	var env Envelope
-	b64, err := base64Values(cfg)
+	b64, err := Base64Values(cfg)
 	if err != nil {
 		return Envelope{}, err
 	}

@@ -3,7 +3,6 @@ package format
 import (
 	"bytes"
 	"encoding/base64"
-	"fmt"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -47,18 +46,18 @@ import (
 // Rows end in "\n", the last one too. Aiven puts "\n" between rows only,
 // so its files lack the final line break; ours can be concatenated.
 type csvEncoder struct {
-	out    output
+	out    Output
 	fields []Field
 	base64 bool // value_encoding base64
 }
 
-func newCSVEncoder(cfg config.Format, out output) (*csvEncoder, error) {
+func newCSVEncoder(cfg config.Format, out Output) (*csvEncoder, error) {
 	e := &csvEncoder{out: out}
 	var err error
-	if e.base64, err = base64Values(cfg); err != nil {
+	if e.base64, err = Base64Values(cfg); err != nil {
 		return nil, err
 	}
-	fields, err := parseFields(cfg.Fields)
+	fields, err := ParseFields(cfg.Fields)
 	if err != nil {
 		return nil, err
 	}
@@ -66,39 +65,18 @@ func newCSVEncoder(cfg config.Format, out output) (*csvEncoder, error) {
 	return e, nil
 }
 
-// parseFields reads format.fields: known names, each once, at least one.
-func parseFields(names []string) ([]Field, error) {
-	if len(names) == 0 {
-		return nil, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
-	}
-	var out []Field
-	for _, name := range names {
-		f, ok := parseField(name)
-		if !ok {
-			return nil, fmt.Errorf("format.fields: unknown field %q; valid: %s", name, validFields)
-		}
-		for _, g := range out {
-			if g == f {
-				return nil, fmt.Errorf("format.fields: field %q is listed twice", name)
-			}
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
 // Encode builds the whole row in the encoder's buffer before writing it, so
 // a record error leaves nothing in the output.
 func (e *csvEncoder) Encode(r *kgo.Record) error {
-	if err := e.out.check(); err != nil {
+	if err := e.out.Check(); err != nil {
 		return err
 	}
-	b, err := e.appendRow(e.out.buf[:0], r)
+	b, err := e.appendRow(e.out.Buf(), r)
 	if err != nil {
-		e.out.keep(b)
+		e.out.Keep(b)
 		return err
 	}
-	return e.out.write(b)
+	return e.out.Send(b)
 }
 
 func (e *csvEncoder) appendRow(dst []byte, r *kgo.Record) ([]byte, error) {
@@ -124,7 +102,7 @@ func (e *csvEncoder) appendRow(dst []byte, r *kgo.Record) ([]byte, error) {
 			case e.base64:
 				dst = appendCSVBase64(dst, r.Value)
 			case !utf8.Valid(r.Value):
-				return dst[:0], notUTF8("value", r)
+				return dst[:0], NotUTF8("value", r)
 			default:
 				dst = appendCSVText(dst, r.Value)
 			}
@@ -198,6 +176,5 @@ func csvNeedsQuotes(b []byte) bool {
 
 // Close has no trailer to write: every row ends in its own line break.
 func (e *csvEncoder) Close() error {
-	e.out.closed = true
-	return e.out.err
+	return e.out.Close()
 }

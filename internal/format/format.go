@@ -20,10 +20,11 @@
 // Encoders and compressors are not safe for concurrent use: one goroutine
 // owns a file's chain.
 //
-// This package holds the text formats and what every format shares (the
-// Encoder interface, Kind, Memory, the envelope, Typed); avro and parquet
-// are packages of their own, and package formats is the table of all
-// kinds, which callers look formats up in.
+// This package holds csv, bytes and what every format shares (the Encoder
+// interface, Kind, Memory, Output, the fields and the envelope, Typed);
+// jsonl and json (package jsonfmt), avro and parquet are packages of their
+// own, and package formats is the table of all kinds, which callers look
+// formats up in.
 package format
 
 import (
@@ -66,10 +67,12 @@ type Encoder interface {
 // (the budget counts open files, not their history).
 const MaxRetainedBuffer = 64 << 10
 
-// output is the write side shared by the encoders: one reusable buffer, one
-// Write per record (a record with a large field goes down in pieces, see
-// jsonRecord.stream), and a sticky error once the underlying writer fails.
-type output struct {
+// Output is the write side shared by the text encoders (here and in
+// package jsonfmt): one reusable buffer, one Write per record (a record
+// with a large field goes down in pieces, see Put), and a sticky error once
+// the underlying writer fails. The zero Output has no writer: build one
+// with NewOutput.
+type Output struct {
 	w      io.Writer
 	name   string // format name, for error messages
 	buf    []byte
@@ -77,8 +80,11 @@ type output struct {
 	closed bool
 }
 
-// check reports whether the output can still take a record.
-func (o *output) check() error {
+// NewOutput is an Output writing to w for the format name.
+func NewOutput(w io.Writer, name string) Output { return Output{w: w, name: name} }
+
+// Check reports whether the output can still take a record.
+func (o *Output) Check() error {
 	if o.err != nil {
 		return o.err
 	}
@@ -88,8 +94,11 @@ func (o *output) check() error {
 	return nil
 }
 
-// keep takes b back as the reusable buffer, unless it grew too large.
-func (o *output) keep(b []byte) {
+// Buf is the reusable buffer, empty, to build the next record in.
+func (o *Output) Buf() []byte { return o.buf[:0] }
+
+// Keep takes b back as the reusable buffer, unless it grew too large.
+func (o *Output) Keep(b []byte) {
 	if cap(b) > MaxRetainedBuffer {
 		o.buf = nil
 		return
@@ -97,16 +106,16 @@ func (o *output) keep(b []byte) {
 	o.buf = b[:0]
 }
 
-// write hands b to the underlying writer in a single call, and keeps b's
+// Send hands b to the underlying writer in a single call, and keeps b's
 // storage for the next record.
-func (o *output) write(b []byte) error {
-	err := o.put(b)
-	o.keep(b)
+func (o *Output) Send(b []byte) error {
+	err := o.Put(b)
+	o.Keep(b)
 	return err
 }
 
-// put hands b to the underlying writer; an error sticks.
-func (o *output) put(b []byte) error {
+// Put hands b to the underlying writer; an error sticks.
+func (o *Output) Put(b []byte) error {
 	if _, err := o.w.Write(b); err != nil {
 		o.err = fmt.Errorf("format: writing %s output: %w", o.name, err)
 		return o.err
@@ -114,9 +123,28 @@ func (o *output) put(b []byte) error {
 	return nil
 }
 
-// base64Values reads format.value_encoding, the one rule for every
+// Err is the first write error, if any.
+func (o *Output) Err() error { return o.err }
+
+// Close ends the file: Check reports ErrClosed from now on. It returns
+// the first write error, if any, and does not close the underlying writer.
+func (o *Output) Close() error {
+	o.closed = true
+	return o.err
+}
+
+// Reset starts a new file on w after Close ended the last.
+func (o *Output) Reset(w io.Writer) error {
+	if !o.closed {
+		return ErrNotClosed
+	}
+	o.w, o.err, o.closed = w, nil, false
+	return nil
+}
+
+// Base64Values reads format.value_encoding, the one rule for every
 // encoder: base64 (true) or none (false).
-func base64Values(cfg config.Format) (bool, error) {
+func Base64Values(cfg config.Format) (bool, error) {
 	switch cfg.ValueEncoding {
 	case "", "none":
 		return false, nil

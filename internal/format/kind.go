@@ -10,9 +10,9 @@ import (
 // Kind is one file format: what everything outside the encoders needs to
 // know about it (its name and extension, how to build its encoders, what
 // its open files cost), so that no caller switches on the format's name.
-// The text formats' kinds are here (JSONL, JSON, CSV, Bytes); avro's and
-// parquet's are in their packages, and package formats holds the table of
-// all of them. A Kind is a value built by a function, never a registered
+// CSV's and Bytes' kinds are here; jsonl's and json's are in package
+// jsonfmt, avro's and parquet's in their packages, and package formats
+// holds the table of all of them. A Kind is a value built by a function, never a registered
 // global: callers get a copy.
 //
 // The zero Kind's methods answer as a text format does (no buffering,
@@ -163,16 +163,6 @@ func (k Kind) StreamCompression(cfg config.Format) string {
 	return cfg.Compression
 }
 
-// JSONL is the kind of JSON Lines files: one JSON record a line.
-func JSONL() Kind {
-	return Kind{Name: "jsonl", Ext: "jsonl", Envelope: true, JSONRecords: true, New: newJSONL}
-}
-
-// JSON is the kind of JSON files: one array of JSON records.
-func JSON() Kind {
-	return Kind{Name: "json", Ext: "json", Envelope: true, JSONRecords: true, New: newJSON}
-}
-
 // CSV is the kind of CSV files: one row a record, format.fields its
 // columns.
 func CSV() Kind { return Kind{Name: "csv", Ext: "csv", New: newCSV} }
@@ -181,26 +171,10 @@ func CSV() Kind { return Kind{Name: "csv", Ext: "csv", New: newCSV} }
 // format.bytes_separator.
 func Bytes() Kind { return Kind{Name: "bytes", Ext: "bin", ValueOnly: true, New: newBytes} }
 
-func newJSONL(cfg config.Format, w io.Writer, _ Memory) (Encoder, error) {
-	rec, err := newJSONRecord(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &jsonlEncoder{out: output{w: w, name: "jsonl"}, rec: rec}, nil
-}
-
-func newJSON(cfg config.Format, w io.Writer, _ Memory) (Encoder, error) {
-	rec, err := newJSONRecord(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &jsonEncoder{out: output{w: w, name: "json"}, rec: rec}, nil
-}
-
 func newCSV(cfg config.Format, w io.Writer, _ Memory) (Encoder, error) {
-	return newCSVEncoder(cfg, output{w: w, name: "csv"})
+	return newCSVEncoder(cfg, NewOutput(w, "csv"))
 }
 
 func newBytes(cfg config.Format, w io.Writer, _ Memory) (Encoder, error) {
-	return newBytesEncoder(cfg, output{w: w, name: "bytes"})
+	return newBytesEncoder(cfg, NewOutput(w, "bytes"))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/jsonscan"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -283,14 +284,14 @@ func asJSON(dst []byte, s *registry.Schema, data []byte) ([]byte, error) {
 	if s.Type == sr.TypeProtobuf {
 		return s.ProtoJSON(dst, data)
 	}
-	ok, multiline := scanJSON(data)
+	ok, multiline := jsonscan.Scan(data)
 	if !ok {
 		return nil, fmt.Errorf("%w: the data after the header of JSON Schema id %d is not JSON in UTF-8", registry.ErrUndecodable, s.ID)
 	}
 	if multiline {
 		// Pretty-printed: a line break would split a JSON Lines record.
-		var c compactor
-		return c.append(dst, data), nil
+		var c jsonscan.Compactor
+		return c.Append(dst, data), nil
 	}
 	return append(dst, data...), nil
 }

@@ -3,7 +3,6 @@ package format
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -100,8 +99,8 @@ func duckPath(t *testing.T, path string) string {
 	return path
 }
 
-// TestTextFormatsReadByDuckDB writes csv, jsonl, json and bytes files in
-// every compression and reads each back with DuckDB, a reader nobody here
+// TestTextFormatsReadByDuckDB writes csv and bytes files in every
+// compression and reads each back with DuckDB, a reader nobody here
 // wrote: exact row counts and every field's value. Snappy files are
 // decompressed by python3-snappy first (DuckDB reads no snappy framing).
 func TestTextFormatsReadByDuckDB(t *testing.T) {
@@ -130,21 +129,6 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 			columns={'key': 'VARCHAR', 'value': 'VARCHAR', 'offset': 'BIGINT', 'timestamp': 'BIGINT', 'headers': 'VARCHAR'})`, testkit.SQLString(p)))
 		checks = append(checks, func(t *testing.T, rows []testkit.Row) { checkCSVRows(t, rows, withLines) })
 
-		for _, typ := range []string{"jsonl", "json"} {
-			cfg := base
-			cfg.Type = typ
-			p := duckPath(t, writeFile(t, dir, cfg, withLines))
-			layout := "newline_delimited"
-			if typ == "json" {
-				layout = "array"
-			}
-			names = append(names, typ+"/"+comp)
-			queries = append(queries, fmt.Sprintf(`SELECT key, value, "offset", "timestamp", headers FROM read_json(%s, format='%s',
-				columns={'key': 'VARCHAR', 'value': 'JSON', 'offset': 'BIGINT', 'timestamp': 'BIGINT', 'headers': 'STRUCT(key VARCHAR, value VARCHAR)[]'})`,
-				testkit.SQLString(p), layout))
-			checks = append(checks, func(t *testing.T, rows []testkit.Row) { checkJSONRows(t, rows, withLines) })
-		}
-
 		cfg = base
 		cfg.Type = "bytes"
 		p = duckPath(t, writeFile(t, dir, cfg, oneLine))
@@ -158,12 +142,6 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 	for i, rows := range results {
 		t.Run(names[i], func(t *testing.T) { checks[i](t, rows) })
 	}
-}
-
-// duckString is a DuckDB VARCHAR: ok=false for NULL.
-func duckString(v any) (string, bool) {
-	s, ok := v.(string)
-	return s, ok
 }
 
 func checkCSVRows(t *testing.T, rows []testkit.Row, recs []*kgo.Record) {
@@ -202,54 +180,6 @@ func csvText(b []byte, b64 bool) any {
 		return base64.StdEncoding.EncodeToString(b)
 	}
 	return string(b)
-}
-
-func checkJSONRows(t *testing.T, rows []testkit.Row, recs []*kgo.Record) {
-	if len(rows) != len(recs) {
-		t.Fatalf("DuckDB read %d rows, want %d", len(rows), len(recs))
-	}
-	for i, r := range recs {
-		row := rows[i]
-		if k, ok := duckString(row["key"]); (r.Key == nil) != (row["key"] == nil) || r.Key != nil && (!ok || k != string(r.Key)) {
-			t.Fatalf("row %d: key %#v, want %q", i, row["key"], r.Key)
-		}
-		if got, want := row["offset"], strconv.FormatInt(r.Offset, 10); got != want {
-			t.Fatalf("row %d: offset %#v, want %s", i, got, want)
-		}
-		if got, want := row["timestamp"], strconv.FormatInt(r.Timestamp.UnixMilli(), 10); got != want {
-			t.Fatalf("row %d: timestamp %#v, want %s", i, got, want)
-		}
-		// The value column is JSON text: an embedded document, or a string.
-		var got, want any
-		if r.Value != nil {
-			want = string(r.Value)
-			if json.Valid(r.Value) {
-				if err := json.Unmarshal(r.Value, &want); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s, ok := duckString(row["value"])
-			if !ok || json.Unmarshal([]byte(s), &got) != nil {
-				t.Fatalf("row %d: value %#v is not JSON text", i, row["value"])
-			}
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("row %d: value %#v, want %#v", i, got, want)
-		}
-		hs, _ := row["headers"].([]any)
-		if len(hs) != len(r.Headers) {
-			t.Fatalf("row %d: headers %#v, want %d", i, row["headers"], len(r.Headers))
-		}
-		for j, h := range r.Headers {
-			var wantV any
-			if h.Value != nil {
-				wantV = string(h.Value)
-			}
-			if got := hs[j].(map[string]any); got["key"] != h.Key || got["value"] != wantV {
-				t.Fatalf("row %d: header %d = %#v, want %s=%q", i, j, got, h.Key, h.Value)
-			}
-		}
-	}
 }
 
 func checkBytesRows(t *testing.T, rows []testkit.Row, recs []*kgo.Record) {

@@ -16,6 +16,7 @@ import (
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/avro"
 	"github.com/spillway/spillway/internal/format/formats"
+	"github.com/spillway/spillway/internal/format/jsonfmt"
 	"github.com/spillway/spillway/internal/format/parquet"
 )
 
@@ -92,7 +93,7 @@ func Records(ctx context.Context, st Reader, key string, exts, csvFields []strin
 		return &UnsupportedError{Key: key, Why: "its name has no format extension, so its format is unknown"}
 	case !known:
 	case kind.JSONRecords:
-		return readJSON(ctx, r, key, kind.Name == format.JSON().Name, fn)
+		return readJSON(ctx, r, key, kind.Name == jsonfmt.JSON().Name, fn)
 	case kind.Name == avro.Kind().Name:
 		return readAvro(ctx, r, key, fn)
 	case kind.Name == parquet.Kind().Name:

@@ -1,7 +1,7 @@
 // Package formats is the table of every file format Spillway writes: one
 // format.Kind each, looked up by format.type or by file extension. It is
-// apart from package format because the table must import the avro and
-// parquet packages, which import format for the types they share.
+// apart from package format because the table must import the jsonfmt, avro
+// and parquet packages, which import format for the types they share.
 //
 // The table is built by a function, not registered into a map at init:
 // there is no global state, and a caller gets copies.
@@ -15,6 +15,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/avro"
+	"github.com/spillway/spillway/internal/format/jsonfmt"
 	"github.com/spillway/spillway/internal/format/parquet"
 	"github.com/spillway/spillway/internal/registry"
 )
@@ -22,7 +23,7 @@ import (
 // table is every kind, in the order messages list them. An array, so a
 // lookup builds it on the stack.
 func table() [6]format.Kind {
-	return [...]format.Kind{format.JSONL(), format.JSON(), format.CSV(), format.Bytes(), avro.Kind(), parquet.Kind()}
+	return [...]format.Kind{jsonfmt.JSONL(), jsonfmt.JSON(), format.CSV(), format.Bytes(), avro.Kind(), parquet.Kind()}
 }
 
 // All returns every kind, in the order messages list them.

@@ -1,7 +1,6 @@
-package format
+package jsonfmt
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -12,35 +11,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/jsonscan"
 )
-
-// field is one record field that can be written.
-type Field uint8
-
-const (
-	FieldKey Field = iota
-	FieldValue
-	FieldOffset
-	FieldTimestamp
-	FieldHeaders
-)
-
-// FieldNames are the names in format.fields and in the JSON output.
-var FieldNames = [...]string{
-	FieldKey:       "key",
-	FieldValue:     "value",
-	FieldOffset:    "offset",
-	FieldTimestamp: "timestamp",
-	FieldHeaders:   "headers",
-}
-
-const validFields = "key, value, offset, timestamp, headers"
 
 // jsonRecord renders one record as JSON, as the jsonl and json formats
 // share it. It appends to a caller's buffer and allocates nothing per record
 // on the common path.
 type jsonRecord struct {
-	fields   []Field
+	fields   []format.Field
 	prefixes []string // `{"key":`, `,"value":`, ...; empty without envelope
 	envelope bool
 	base64   bool // value_encoding base64: bytes become base64 strings
@@ -64,23 +43,11 @@ const (
 func newJSONRecord(cfg config.Format) (jsonRecord, error) {
 	rec := jsonRecord{envelope: cfg.Envelope, streamMin: defaultStreamMin, streamPiece: defaultStreamPiece}
 	var err error
-	if rec.base64, err = base64Values(cfg); err != nil {
+	if rec.base64, err = format.Base64Values(cfg); err != nil {
 		return jsonRecord{}, err
 	}
-	if len(cfg.Fields) == 0 {
-		return jsonRecord{}, fmt.Errorf("format.fields is empty; valid fields: %s", validFields)
-	}
-	seen := map[Field]bool{}
-	for _, name := range cfg.Fields {
-		f, ok := parseField(name)
-		if !ok {
-			return jsonRecord{}, fmt.Errorf("format.fields: unknown field %q; valid: %s", name, validFields)
-		}
-		if seen[f] {
-			return jsonRecord{}, fmt.Errorf("format.fields: field %q is listed twice", name)
-		}
-		seen[f] = true
-		rec.fields = append(rec.fields, f)
+	if rec.fields, err = format.ParseFields(cfg.Fields); err != nil {
+		return jsonRecord{}, err
 	}
 	if !cfg.Envelope && len(rec.fields) != 1 {
 		return jsonRecord{}, fmt.Errorf("format.envelope: false writes one bare field per record, but format.fields lists %d (%s); list one field or set envelope: true",
@@ -92,19 +59,10 @@ func newJSONRecord(cfg config.Format) (jsonRecord, error) {
 			if i == 0 {
 				sep = "{"
 			}
-			rec.prefixes = append(rec.prefixes, sep+`"`+FieldNames[f]+`":`)
+			rec.prefixes = append(rec.prefixes, sep+`"`+format.FieldNames[f]+`":`)
 		}
 	}
 	return rec, nil
-}
-
-func parseField(name string) (Field, bool) {
-	for f, n := range FieldNames {
-		if n == name {
-			return Field(f), true
-		}
-	}
-	return 0, false
 }
 
 // append appends r as JSON (without a line break) to dst. On error the
@@ -117,21 +75,21 @@ func (j *jsonRecord) append(dst []byte, r *kgo.Record) ([]byte, error) {
 			dst = append(dst, j.prefixes[i]...)
 		}
 		switch f {
-		case FieldKey:
+		case format.FieldKey:
 			var ok bool
 			if dst, ok = j.appendBytes(dst, r.Key, false); !ok {
-				err = notUTF8("key", r)
+				err = format.NotUTF8("key", r)
 			}
-		case FieldValue:
+		case format.FieldValue:
 			var ok bool
 			if dst, ok = j.appendBytes(dst, r.Value, true); !ok {
-				err = notUTF8("value", r)
+				err = format.NotUTF8("value", r)
 			}
-		case FieldOffset:
+		case format.FieldOffset:
 			dst = strconv.AppendInt(dst, r.Offset, 10)
-		case FieldTimestamp:
+		case format.FieldTimestamp:
 			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
-		case FieldHeaders:
+		case format.FieldHeaders:
 			dst, err = j.appendHeaders(dst, r)
 		}
 		if err != nil {
@@ -157,11 +115,6 @@ func (j *jsonRecord) sizeHint(r *kgo.Record) int {
 	return n
 }
 
-// notUTF8 is the error for bytes that can only be written as base64.
-func notUTF8(what string, r *kgo.Record) error {
-	return fmt.Errorf("%w: %s at offset %d is not valid UTF-8; set format.value_encoding: base64", ErrRecord, what, r.Offset)
-}
-
 // form is how a key, value or header value is written.
 type form uint8
 
@@ -184,8 +137,8 @@ func (j *jsonRecord) formOf(b []byte, raw bool) form {
 	case j.base64:
 		return formBase64
 	}
-	if raw && maybeJSON(b) {
-		switch ok, multiline := scanJSON(b); {
+	if raw && jsonscan.Maybe(b) {
+		switch ok, multiline := jsonscan.Scan(b); {
 		case ok && multiline:
 			// Pretty-printed JSON: a line break would split the JSON
 			// Lines record, so put it on one line.
@@ -217,69 +170,13 @@ func (j *jsonRecord) appendForm(dst, b []byte, f form) ([]byte, bool) {
 	case formRaw:
 		return append(dst, b...), true
 	case formCompact:
-		var c compactor
-		return c.append(dst, b), true
+		var c jsonscan.Compactor
+		return c.Append(dst, b), true
 	case formString:
 		return appendString(dst, b), true
 	}
 	return dst, false
 }
-
-// compactor takes the whitespace out of valid JSON, as json.Compact does,
-// in as many pieces as it is given: it carries whether a piece ends inside
-// a string, and after a backslash.
-type compactor struct {
-	inString, escaped bool
-}
-
-func (c *compactor) append(dst, b []byte) []byte {
-	start := 0
-	for i, ch := range b {
-		switch {
-		case c.inString:
-			switch {
-			case c.escaped:
-				c.escaped = false
-			case ch == '\\':
-				c.escaped = true
-			case ch == '"':
-				c.inString = false
-			}
-		case ch == '"':
-			c.inString = true
-		case isJSONSpace(rune(ch)):
-			dst = append(dst, b[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(dst, b[start:]...)
-}
-
-// maybeJSON is a cheap filter in front of scanJSON: most plain text fails
-// on its first or last byte already, where scanJSON could read a long
-// string or number before it fails. It never rejects valid JSON.
-func maybeJSON(b []byte) bool {
-	b = bytes.TrimFunc(b, isJSONSpace)
-	if len(b) == 0 {
-		return false
-	}
-	first, last := b[0], b[len(b)-1]
-	switch {
-	case first == '{', first == '[':
-		return last == '}' || last == ']'
-	case first == '"':
-		return last == '"'
-	case first == '-', first >= '0' && first <= '9':
-		return last >= '0' && last <= '9'
-	case first == 't', first == 'f':
-		return last == 'e'
-	case first == 'n':
-		return last == 'l'
-	}
-	return false
-}
-
-func isJSONSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
 
 // appendHeaders appends [{"key":"k","value":"v"},...]. Header keys are
 // strings; header values are encoded like record keys.
@@ -297,7 +194,7 @@ func (j *jsonRecord) appendHeaders(dst []byte, r *kgo.Record) ([]byte, error) {
 		dst = append(dst, `,"value":`...)
 		var ok bool
 		if dst, ok = j.appendBytes(dst, h.Value, false); !ok {
-			return dst, notUTF8("value of header "+strconv.Quote(h.Key), r)
+			return dst, format.NotUTF8("value of header "+strconv.Quote(h.Key), r)
 		}
 		dst = append(dst, '}')
 	}
@@ -306,7 +203,7 @@ func (j *jsonRecord) appendHeaders(dst []byte, r *kgo.Record) ([]byte, error) {
 
 // headerKeyError is the error for a header key that is not UTF-8.
 func headerKeyError(key string, r *kgo.Record) error {
-	return fmt.Errorf("%w: header key %q at offset %d is not valid UTF-8", ErrRecord, key, r.Offset)
+	return fmt.Errorf("%w: header key %q at offset %d is not valid UTF-8", format.ErrRecord, key, r.Offset)
 }
 
 // safeASCII marks the ASCII bytes a JSON string holds unescaped.

@@ -1,9 +1,11 @@
-package format
+package jsonfmt
 
 import (
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/format"
 )
 
 // jsonEncoder writes one JSON array per file, one record per line:
@@ -17,13 +19,13 @@ import (
 // first record, so a record error before it leaves the file empty, and an
 // empty file is closed as "[]".
 type jsonEncoder struct {
-	out output
+	out format.Output
 	rec jsonRecord
 	n   int64 // records written
 }
 
 func (e *jsonEncoder) Encode(r *kgo.Record) error {
-	if err := e.out.check(); err != nil {
+	if err := e.out.Check(); err != nil {
 		return err
 	}
 	head := ",\n"
@@ -37,12 +39,12 @@ func (e *jsonEncoder) Encode(r *kgo.Record) error {
 		e.n++
 		return nil
 	}
-	b, err := e.rec.append(append(e.out.buf[:0], head...), r)
+	b, err := e.rec.append(append(e.out.Buf(), head...), r)
 	if err != nil {
-		e.out.keep(b)
+		e.out.Keep(b)
 		return err
 	}
-	if err := e.out.write(b); err != nil {
+	if err := e.out.Send(b); err != nil {
 		return err
 	}
 	e.n++
@@ -51,8 +53,8 @@ func (e *jsonEncoder) Encode(r *kgo.Record) error {
 
 // Close writes the closing bracket. It does not close the underlying writer.
 func (e *jsonEncoder) Close() error {
-	if err := e.out.check(); err != nil {
-		if errors.Is(err, ErrClosed) {
+	if err := e.out.Check(); err != nil {
+		if errors.Is(err, format.ErrClosed) {
 			return nil
 		}
 		return err
@@ -61,7 +63,7 @@ func (e *jsonEncoder) Close() error {
 	if e.n == 0 {
 		trailer = "[]\n"
 	}
-	err := e.out.write(append(e.out.buf[:0], trailer...))
-	e.out.closed = true
+	err := e.out.Send(append(e.out.Buf(), trailer...))
+	_ = e.out.Close() // its error, if any, is err
 	return err
 }

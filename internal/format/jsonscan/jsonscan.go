@@ -1,4 +1,9 @@
-package format
+// Package jsonscan checks and compacts JSON text in one pass and without
+// allocating, for the json and jsonl encoders (package jsonfmt) and the
+// registry-typed text encoders (format.Typed), which both embed values that
+// are already JSON. It is a leaf apart from both because Typed stays in
+// package format while the JSON encoders import it.
+package jsonscan
 
 import (
 	"bytes"
@@ -6,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// scanJSON reports whether b is exactly one JSON value that encoding/json
+// Scan reports whether b is exactly one JSON value that encoding/json
 // accepts, in valid UTF-8, and whether it holds a line break: outside its
 // strings, since inside them a raw line break is not JSON.
 //
@@ -17,10 +22,68 @@ import (
 // strings for control characters. Strings, most of a typical value, are
 // scanned with vector searches and eight bytes at a time. FuzzScanJSON
 // holds it to encoding/json.
-func scanJSON(b []byte) (ok, multiline bool) {
+func Scan(b []byte) (ok, multiline bool) {
 	s := jsonScanner{b: b}
 	return s.value() && s.i == len(b), s.multiline
 }
+
+// Compactor takes the whitespace out of valid JSON, as json.Compact does,
+// in as many pieces as it is given: it carries whether a piece ends inside
+// a string, and after a backslash. The zero Compactor starts outside any
+// string.
+type Compactor struct {
+	inString, escaped bool
+}
+
+// Append appends b, a piece of valid JSON, to dst without its whitespace.
+func (c *Compactor) Append(dst, b []byte) []byte {
+	start := 0
+	for i, ch := range b {
+		switch {
+		case c.inString:
+			switch {
+			case c.escaped:
+				c.escaped = false
+			case ch == '\\':
+				c.escaped = true
+			case ch == '"':
+				c.inString = false
+			}
+		case ch == '"':
+			c.inString = true
+		case isSpace(rune(ch)):
+			dst = append(dst, b[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(dst, b[start:]...)
+}
+
+// Maybe is a cheap filter in front of Scan: most plain text fails on its
+// first or last byte already, where Scan could read a long string or
+// number before it fails. It never rejects valid JSON.
+func Maybe(b []byte) bool {
+	b = bytes.TrimFunc(b, isSpace)
+	if len(b) == 0 {
+		return false
+	}
+	first, last := b[0], b[len(b)-1]
+	switch {
+	case first == '{', first == '[':
+		return last == '}' || last == ']'
+	case first == '"':
+		return last == '"'
+	case first == '-', first >= '0' && first <= '9':
+		return last >= '0' && last <= '9'
+	case first == 't', first == 'f':
+		return last == 'e'
+	case first == 'n':
+		return last == 'l'
+	}
+	return false
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
 
 // maxJSONDepth is encoding/json's nesting limit: deeper is invalid there,
 // so it is here.

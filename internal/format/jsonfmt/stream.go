@@ -1,4 +1,4 @@
-package format
+package jsonfmt
 
 import (
 	"encoding/base64"
@@ -6,6 +6,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/jsonscan"
 )
 
 // large reports whether r holds a key, value or header value of streamMin
@@ -28,26 +31,26 @@ func (j *jsonRecord) large(r *kgo.Record) bool {
 // make r a record error is checked first, so that a record error still
 // leaves nothing in the output. Only a failed write can stop it halfway,
 // and that breaks the file anyway.
-func (j *jsonRecord) stream(o *output, head string, r *kgo.Record, tail string) error {
+func (j *jsonRecord) stream(o *format.Output, head string, r *kgo.Record, tail string) error {
 	keyForm, valueForm, err := j.check(r)
 	if err != nil {
 		return err
 	}
-	s := streamer{o: o, j: j, buf: append(o.buf[:0], head...)}
+	s := streamer{o: o, j: j, buf: append(o.Buf(), head...)}
 	for i, f := range j.fields {
 		if j.envelope {
 			s.buf = append(s.buf, j.prefixes[i]...)
 		}
 		switch f {
-		case FieldKey:
+		case format.FieldKey:
 			s.field(r.Key, keyForm)
-		case FieldValue:
+		case format.FieldValue:
 			s.field(r.Value, valueForm)
-		case FieldOffset:
+		case format.FieldOffset:
 			s.buf = strconv.AppendInt(s.buf, r.Offset, 10)
-		case FieldTimestamp:
+		case format.FieldTimestamp:
 			s.buf = strconv.AppendInt(s.buf, r.Timestamp.UnixMilli(), 10)
-		case FieldHeaders:
+		case format.FieldHeaders:
 			s.buf = append(s.buf, '[')
 			for i, h := range r.Headers {
 				if i > 0 {
@@ -67,8 +70,8 @@ func (j *jsonRecord) stream(o *output, head string, r *kgo.Record, tail string) 
 	}
 	s.buf = append(s.buf, tail...)
 	s.flush()
-	o.keep(s.buf)
-	return o.err
+	o.Keep(s.buf)
+	return o.Err()
 }
 
 // check finds the error append would report for r, if any, and how its key
@@ -76,22 +79,22 @@ func (j *jsonRecord) stream(o *output, head string, r *kgo.Record, tail string) 
 func (j *jsonRecord) check(r *kgo.Record) (keyForm, valueForm form, err error) {
 	for _, f := range j.fields {
 		switch f {
-		case FieldKey:
+		case format.FieldKey:
 			if keyForm = j.formOf(r.Key, false); keyForm == formInvalid {
-				return 0, 0, notUTF8("key", r)
+				return 0, 0, format.NotUTF8("key", r)
 			}
-		case FieldValue:
+		case format.FieldValue:
 			if valueForm = j.formOf(r.Value, true); valueForm == formInvalid {
-				return 0, 0, notUTF8("value", r)
+				return 0, 0, format.NotUTF8("value", r)
 			}
-		case FieldHeaders:
+		case format.FieldHeaders:
 			// The checks of appendHeaders, in its order.
 			for _, h := range r.Headers {
 				if !utf8.ValidString(h.Key) {
 					return 0, 0, headerKeyError(h.Key, r)
 				}
 				if j.formOf(h.Value, false) == formInvalid {
-					return 0, 0, notUTF8("value of header "+strconv.Quote(h.Key), r)
+					return 0, 0, format.NotUTF8("value of header "+strconv.Quote(h.Key), r)
 				}
 			}
 		}
@@ -102,14 +105,14 @@ func (j *jsonRecord) check(r *kgo.Record) (keyForm, valueForm form, err error) {
 // streamer writes one record through o: small parts gather in buf, a
 // large field goes down in pieces of about j.streamPiece bytes of input.
 type streamer struct {
-	o   *output
+	o   *format.Output
 	j   *jsonRecord
 	buf []byte
 }
 
 func (s *streamer) flush() {
-	if len(s.buf) > 0 && s.o.err == nil {
-		_ = s.o.put(s.buf)
+	if len(s.buf) > 0 && s.o.Err() == nil {
+		_ = s.o.Put(s.buf)
 	}
 	s.buf = s.buf[:0]
 }
@@ -123,16 +126,16 @@ func (s *streamer) field(b []byte, f form) {
 	switch f {
 	case formRaw:
 		s.flush()
-		for len(b) > 0 && s.o.err == nil {
+		for len(b) > 0 && s.o.Err() == nil {
 			n := min(len(b), piece)
-			_ = s.o.put(b[:n])
+			_ = s.o.Put(b[:n])
 			b = b[n:]
 		}
 	case formCompact:
-		var c compactor
+		var c jsonscan.Compactor
 		for len(b) > 0 {
 			n := min(len(b), piece)
-			s.buf = c.append(s.buf, b[:n])
+			s.buf = c.Append(s.buf, b[:n])
 			s.flush()
 			b = b[n:]
 		}

@@ -1,8 +1,7 @@
-package format
+package jsonfmt
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"runtime"
 	"runtime/metrics"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 )
 
 // largeValues are 40 MiB values in each form a value takes in JSON: embedded
@@ -93,7 +93,7 @@ func mib(n int) float64 { return float64(n) / (1 << 20) }
 // measureEncode encodes r once and reports the bytes allocated meanwhile,
 // the largest live heap above the one before (which holds r), sampled after
 // a collection at every 4 MiB the encoder writes, and the bytes written.
-func measureEncode(t *testing.T, enc Encoder, r *kgo.Record) (allocated, extra, written int64) {
+func measureEncode(t *testing.T, enc format.Encoder, r *kgo.Record) (allocated, extra, written int64) {
 	t.Helper()
 	samples := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	read := func() (allocs, live int64) {
@@ -133,11 +133,12 @@ func (w *peakWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (e *jsonlEncoder) setOutput(w *peakWriter) { e.out.w = w }
+// setOutput points a new encoder, which has written nothing, at w.
+func (e *jsonlEncoder) setOutput(w *peakWriter) { e.out = format.NewOutput(w, "jsonl") }
 
 // setStream makes enc stream every field of min bytes or more, in pieces of
 // piece bytes.
-func setStream(enc Encoder, min, piece int) {
+func setStream(enc format.Encoder, min, piece int) {
 	switch e := enc.(type) {
 	case *jsonlEncoder:
 		e.rec.streamMin, e.rec.streamPiece = min, piece
@@ -201,7 +202,7 @@ func TestStreamedRecordsMatchBuilt(t *testing.T) {
 		for _, r := range recs {
 			before := buf.Len()
 			if err := enc.Encode(r); err != nil {
-				if !errors.Is(err, ErrRecord) {
+				if !errors.Is(err, format.ErrRecord) {
 					t.Fatalf("offset %d: %v, want a record error", r.Offset, err)
 				}
 				if buf.Len() != before {
@@ -232,34 +233,6 @@ func TestStreamedRecordsMatchBuilt(t *testing.T) {
 			}
 			if !slices.Equal(streamedErrs, builtErrs) {
 				t.Fatalf("%s, pieces of %d: record errors differ:\nbuilt    %q\nstreamed %q", name, piece, builtErrs, streamedErrs)
-			}
-		}
-	}
-}
-
-// TestCompactorMatchesEncodingJSON: the compactor takes out exactly what
-// json.Compact does, whatever the pieces it is given.
-func TestCompactorMatchesEncodingJSON(t *testing.T) {
-	docs := []string{
-		`{"a": [1, 2,` + "\n" + ` 3], "s": "x \" \\ y  z", "t":"\\", "u" : " \\\" "}`,
-		"[\r\n\t\"a b\" ,\n  {\"k\" : \"v\\\\\" }\n]\n",
-		` "  spaces  inside " `,
-		"{\"\\\\\\\"\" : \" \\\\\\\\ \"}",
-		` [ true , false , null , -1.5e3 , "é \u2028" ] `,
-	}
-	for _, doc := range docs {
-		var want bytes.Buffer
-		if err := json.Compact(&want, []byte(doc)); err != nil {
-			t.Fatalf("%q: %v", doc, err)
-		}
-		for piece := 1; piece <= len(doc); piece++ {
-			var c compactor
-			var got []byte
-			for rest := []byte(doc); len(rest) > 0; rest = rest[min(piece, len(rest)):] {
-				got = c.append(got, rest[:min(piece, len(rest))])
-			}
-			if string(got) != want.String() {
-				t.Fatalf("%q in pieces of %d: compacted to %q, want %q", doc, piece, got, want.String())
 			}
 		}
 	}

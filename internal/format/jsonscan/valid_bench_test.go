@@ -1,4 +1,4 @@
-package format
+package jsonscan
 
 import (
 	"bytes"
@@ -8,12 +8,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var benchDoc = []byte(`{"id":12345,"user":"user-42","tags":["a","b","c"],"nested":{"x":1.5,"y":null,"z":true},"payload":"` + strings.Repeat("lorem ipsum ", 75) + `"}`)
 
-// The value check as it was before scanJSON, and encoding/json's, against
-// scanJSON on the same 1 KiB document: each answers whether it is JSON in
+// The value check as it was before Scan, and encoding/json's, against
+// Scan on the same 1 KiB document: each answers whether it is JSON in
 // UTF-8 and whether it holds a line break.
 func BenchmarkValidStd(b *testing.B) {
 	b.SetBytes(int64(len(benchDoc)))
@@ -36,7 +39,7 @@ func BenchmarkValidFastjson(b *testing.B) {
 func BenchmarkValidScan(b *testing.B) {
 	b.SetBytes(int64(len(benchDoc)))
 	for b.Loop() {
-		if ok, multiline := scanJSON(benchDoc); !ok || multiline {
+		if ok, multiline := Scan(benchDoc); !ok || multiline {
 			b.Fatal()
 		}
 	}
@@ -67,18 +70,18 @@ func TestScanJSON(t *testing.T) {
 		{strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), false, false},
 		{strings.Repeat(`{"a":`, maxJSONDepth) + "1" + strings.Repeat("}", maxJSONDepth), true, false},
 	} {
-		ok, multiline := scanJSON([]byte(c.in))
+		ok, multiline := Scan([]byte(c.in))
 		if ok != c.ok || ok && multiline != c.multiline {
-			t.Errorf("scanJSON(%.40q) = %v, %v; want %v, %v", c.in, ok, multiline, c.ok, c.multiline)
+			t.Errorf("Scan(%.40q) = %v, %v; want %v, %v", c.in, ok, multiline, c.ok, c.multiline)
 		}
 		// The depth limit is encoding/json's.
 		if want := json.Valid([]byte(c.in)) && utf8.ValidString(c.in); ok != want {
-			t.Errorf("scanJSON(%.40q) = %v, encoding/json and utf8 say %v", c.in, ok, want)
+			t.Errorf("Scan(%.40q) = %v, encoding/json and utf8 say %v", c.in, ok, want)
 		}
 	}
 }
 
-// FuzzScanJSON: scanJSON must agree with encoding/json and utf8.Valid, or
+// FuzzScanJSON: Scan must agree with encoding/json and utf8.Valid, or
 // a line we write could be invalid JSON (or a valid value be quoted), and
 // find every line break, or a JSON Lines record could be split.
 func FuzzScanJSON(f *testing.F) {
@@ -88,12 +91,51 @@ func FuzzScanJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ok, multiline := scanJSON(b)
+		ok, multiline := Scan(b)
 		if want := utf8.Valid(b) && json.Valid(b); ok != want {
-			t.Fatalf("scanJSON(%q) = %v, encoding/json and utf8 say %v", b, ok, want)
+			t.Fatalf("Scan(%q) = %v, encoding/json and utf8 say %v", b, ok, want)
 		}
 		if want := bytes.ContainsAny(b, "\r\n"); ok && multiline != want {
-			t.Fatalf("scanJSON(%q) says multiline %v, want %v", b, multiline, want)
+			t.Fatalf("Scan(%q) says multiline %v, want %v", b, multiline, want)
+		}
+	})
+}
+
+// TestCompactorMatchesEncodingJSON: the Compactor takes out exactly what
+// json.Compact does, whatever the pieces it is given.
+func TestCompactorMatchesEncodingJSON(t *testing.T) {
+	docs := []string{
+		`{"a": [1, 2,` + "\n" + ` 3], "s": "x \" \\ y  z", "t":"\\", "u" : " \\\" "}`,
+		"[\r\n\t\"a b\" ,\n  {\"k\" : \"v\\\\\" }\n]\n",
+		` "  spaces  inside " `,
+		"{\"\\\\\\\"\" : \" \\\\\\\\ \"}",
+		` [ true , false , null , -1.5e3 , "é \u2028" ] `,
+	}
+	for _, doc := range docs {
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(doc)); err != nil {
+			t.Fatalf("%q: %v", doc, err)
+		}
+		for piece := 1; piece <= len(doc); piece++ {
+			var c Compactor
+			var got []byte
+			for rest := []byte(doc); len(rest) > 0; rest = rest[min(piece, len(rest)):] {
+				got = c.Append(got, rest[:min(piece, len(rest))])
+			}
+			if string(got) != want.String() {
+				t.Fatalf("%q in pieces of %d: compacted to %q, want %q", doc, piece, got, want.String())
+			}
+		}
+	}
+}
+
+func FuzzMaybeJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, " [1] ", "1", "-0.5e3", "true", "false", "null", `""`, "text", "\t\n{}\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if json.Valid(b) && !Maybe(b) {
+			t.Fatalf("Maybe rejects valid JSON %q", b)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package format
+package jsonfmt
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -231,8 +232,8 @@ func TestRecordErrorWritesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = enc.Encode(tc.rec)
-			if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s/%s: err = %v, want ErrRecord containing %q", typ, tc.name, err, tc.want)
+			if !errors.Is(err, format.ErrRecord) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s/%s: err = %v, want format.ErrRecord containing %q", typ, tc.name, err, tc.want)
 			}
 			if buf.Len() != 0 {
 				t.Errorf("%s/%s: failed record left %q in the output", typ, tc.name, buf.String())
@@ -274,8 +275,8 @@ func TestWriteErrorIsNotRecordError(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = enc.Encode(&kgo.Record{Value: []byte("v")})
-		if !errors.Is(err, boom) || errors.Is(err, ErrRecord) {
-			t.Fatalf("%s: err = %v, want the writer's error, not ErrRecord", typ, err)
+		if !errors.Is(err, boom) || errors.Is(err, format.ErrRecord) {
+			t.Fatalf("%s: err = %v, want the writer's error, not format.ErrRecord", typ, err)
 		}
 		// Sticky: the file is broken; nothing more is written.
 		if err2 := enc.Encode(&kgo.Record{Value: []byte("v")}); !errors.Is(err2, boom) {
@@ -298,7 +299,7 @@ func TestEncodeAfterClose(t *testing.T) {
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := enc.Encode(&kgo.Record{}); err == nil || errors.Is(err, ErrRecord) {
+	if err := enc.Encode(&kgo.Record{}); err == nil || errors.Is(err, format.ErrRecord) {
 		t.Errorf("Encode after Close = %v, want a non-record error", err)
 	}
 }
@@ -439,17 +440,6 @@ func TestTextThatLooksLikeJSONStaysAString(t *testing.T) {
 	}
 }
 
-func FuzzMaybeJSON(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, " [1] ", "1", "-0.5e3", "true", "false", "null", `""`, "text", "\t\n{}\r\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		if json.Valid(b) && !maybeJSON(b) {
-			t.Fatalf("maybeJSON rejects valid JSON %q", b)
-		}
-	})
-}
-
 func TestLargeRecordBufferIsNotRetained(t *testing.T) {
 	enc, err := newEncoder(jsonlConfig("none"), discard{})
 	if err != nil {
@@ -459,25 +449,25 @@ func TestLargeRecordBufferIsNotRetained(t *testing.T) {
 	if err := enc.Encode(&kgo.Record{Value: bytes.Repeat([]byte("x"), 1<<20)}); err != nil {
 		t.Fatal(err)
 	}
-	if cap(out.buf) > MaxRetainedBuffer {
-		t.Errorf("encoder kept a %d B buffer after a 1 MiB record", cap(out.buf))
+	if cap(out.Buf()) > format.MaxRetainedBuffer {
+		t.Errorf("encoder kept a %d B buffer after a 1 MiB record", cap(out.Buf()))
 	}
 	if err := enc.Encode(&kgo.Record{Value: []byte("small")}); err != nil {
 		t.Fatal(err)
 	}
-	if cap(out.buf) == 0 || cap(out.buf) > MaxRetainedBuffer {
-		t.Errorf("encoder buffer cap %d after a small record", cap(out.buf))
+	if cap(out.Buf()) == 0 || cap(out.Buf()) > format.MaxRetainedBuffer {
+		t.Errorf("encoder buffer cap %d after a small record", cap(out.Buf()))
 	}
 }
 
-// newEncoder is formats.NewEncoder for the text formats, which this
+// newEncoder is formats.NewEncoder for the JSON formats, which this
 // package's tests cover (package formats imports this one, so its table
 // can't be used here).
-func newEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
-	for _, k := range []Kind{JSONL(), JSON(), CSV(), Bytes()} {
+func newEncoder(cfg config.Format, w io.Writer) (format.Encoder, error) {
+	for _, k := range []format.Kind{JSONL(), JSON()} {
 		if k.Name == cfg.Type {
 			return k.NewEncoder(cfg, w)
 		}
 	}
-	return nil, fmt.Errorf("format.type %q is not a text format", cfg.Type)
+	return nil, fmt.Errorf("format.type %q is not a JSON format", cfg.Type)
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package jsonfmt
+
+const raceEnabled = false
