@@ -132,11 +132,6 @@ type Format struct {
 	BytesSeparator string `koanf:"bytes_separator"`
 }
 
-// SchemaRegistry is the schema_registry section, which package registry
-// defines and validates. The name stays for the callers that spell it so
-// (internal/format's tests); new code writes registry.Options.
-type SchemaRegistry = registry.Options
-
 // Backpressure bounds memory, and local disk when a spool is set.
 type Backpressure struct {
 	MemoryLimit        string `koanf:"memory_limit"` // "auto" or a size

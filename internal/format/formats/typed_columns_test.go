@@ -104,7 +104,7 @@ var columnsSeeds = []sr.SubjectSchema{
 func columnsRegistry(t testing.TB) *registry.Registry {
 	t.Helper()
 	srv := testkit.StartRegistry(t, columnsSeeds, "", "")
-	reg, err := registry.New(config.SchemaRegistry{URL: srv.URL(), Decode: "value"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	reg, err := registry.New(registry.Options{URL: srv.URL(), Decode: "value"}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
