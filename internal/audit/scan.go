@@ -211,6 +211,44 @@ func (s *Scan) Partition(ctx context.Context, id ledger.Identity, deep *DeepOpti
 	if deep != nil {
 		ps.Deep = &DeepStats{}
 	}
+	items, err := s.readEntries(ctx, id, ps)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return ps, nil
+	}
+	ps.Start = items[0].e.Before.Next
+	ps.Entries = int64(len(items))
+	w := &walk{s: s, ps: ps, items: items, deep: deep,
+		lastNaming: make(map[string]int, len(items)), bySeq: make(map[int64]*ledger.Entry, len(items))}
+	for i, it := range items {
+		if it.e.HasFile() {
+			w.lastNaming[it.e.File.Key] = i
+		}
+		w.bySeq[it.e.Seq] = it.e
+	}
+	for i := range items {
+		if err := w.entry(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	last := items[len(items)-1].e
+	switch {
+	case w.lateHead != nil:
+		ps.Handled = w.lateHead.State()
+	case ps.Pending != nil:
+		ps.Handled = last.Before
+	default:
+		ps.Handled = last.After()
+	}
+	return ps, nil
+}
+
+// readEntries reads a partition's ledger entries in order, leaving out
+// (as problems) those that can't be read or are another cluster's, and
+// reports the sequence numbers missing between them.
+func (s *Scan) readEntries(ctx context.Context, id ledger.Identity, ps *PartitionScan) ([]scanned, error) {
 	var items []scanned
 	var seqs []int64
 	err := s.ledger.Entries(ctx, id, func(key string, e *ledger.Entry, err error) error {
@@ -237,142 +275,156 @@ func (s *Scan) Partition(ctx context.Context, id ledger.Identity, deep *DeepOpti
 		return nil, err
 	}
 	s.missingSeqs(ps, id, seqs)
-	if len(items) == 0 {
-		return ps, nil
+	return items, nil
+}
+
+// walk is one partition's scan going through its entries in order: what
+// an entry's check needs of the others, and what the checks so far found.
+type walk struct {
+	s     *Scan
+	ps    *PartitionScan
+	items []scanned
+	deep  *DeepOptions
+	// lastNaming is the index of the last entry naming each file, bySeq
+	// each entry by its sequence number.
+	lastNaming map[string]int
+	bySeq      map[int64]*ledger.Entry
+	stored     []scanned
+	// lateHead is the late writer's file that the last entry's name holds.
+	lateHead *ledger.LateFile
+}
+
+// next is the entry after items[i] when it directly follows it.
+func (w *walk) next(i int) (*ledger.Entry, bool) {
+	if i+1 < len(w.items) && w.items[i+1].e.Seq == w.items[i].e.Seq+1 {
+		return w.items[i+1].e, true
 	}
-	ps.Start = items[0].e.Before.Next
-	ps.Entries = int64(len(items))
-	lastNaming := make(map[string]int, len(items))
-	for i, it := range items {
-		if it.e.HasFile() {
-			lastNaming[it.e.File.Key] = i
-		}
-	}
-	bySeq := make(map[int64]*ledger.Entry, len(items))
-	for _, it := range items {
-		bySeq[it.e.Seq] = it.e
-	}
-	entry := func(seq int64) (*ledger.Entry, bool) { e, ok := bySeq[seq]; return e, ok }
-	var stored []scanned
-	var lateHead *ledger.LateFile
-	for i, it := range items {
-		e, last := it.e, i == len(items)-1
-		if !e.HasFile() {
-			// Gaps alone: nothing was to be published.
-			if !last && items[i+1].e.Seq == e.Seq+1 {
-				skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(e.GapRanges())
-				ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
-			}
-			ps.gaps(it)
-			continue
-		}
-		size, exists, err := s.object(ctx, e.File.Key)
-		if err != nil {
-			return nil, err
-		}
-		// The file under e's name may be an earlier entry's, published
-		// late by a writer that had lost the partition: resume's rule
-		// (ledger.ZombieFirst), so that verify explains what resume accepts.
-		var late *ledger.LateFile
-		if exists && size != e.File.Bytes && lastNaming[e.File.Key] == i {
-			if z, ok := ledger.ZombieFirst(e, size, entry); ok {
-				late = &z
-			}
-		}
-		runs := e.File.Ranges
-		if late != nil {
-			runs = late.File.File.Ranges
-		}
-		if !last && items[i+1].e.Seq == e.Seq+1 {
-			// What the next entry's state adds to this one's, besides
-			// this file, was handled without a file. Across a missing or
-			// corrupt entry that can't be told, and is left out: it
-			// shows as a gap.
-			skipped := items[i+1].e.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(runs).Subtract(e.GapRanges())
+	return nil, false
+}
+
+// entry checks items[i] against the next entry and against storage.
+func (w *walk) entry(ctx context.Context, i int) error {
+	ps, it := w.ps, w.items[i]
+	e, last := it.e, i == len(w.items)-1
+	if !e.HasFile() {
+		// Gaps alone: nothing was to be published.
+		if n, ok := w.next(i); ok {
+			skipped := n.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(e.GapRanges())
 			ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
 		}
-		if late != nil {
-			stored, err = s.storeLate(ctx, ps, stored, *late, deep)
-			if err != nil {
-				return nil, err
-			}
-			if last {
-				lateHead = late
-			}
-			continue
+		ps.gaps(it)
+		return nil
+	}
+	size, exists, err := w.s.object(ctx, e.File.Key)
+	if err != nil {
+		return err
+	}
+	// The file under e's name may be an earlier entry's, published
+	// late by a writer that had lost the partition: resume's rule
+	// (ledger.ZombieFirst), so that verify explains what resume accepts.
+	var late *ledger.LateFile
+	if exists && size != e.File.Bytes && w.lastNaming[e.File.Key] == i {
+		if z, ok := ledger.ZombieFirst(e, size, func(seq int64) (*ledger.Entry, bool) { e, ok := w.bySeq[seq]; return e, ok }); ok {
+			late = &z
 		}
-		void := last && !exists
-		if !last {
-			next := items[i+1].e.Before
-			switch in := next.Ranges().Overlap(e.File.Ranges).Count(); {
-			case in == 0:
-				void = true
-			case in < e.File.Ranges.Count():
-				ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: items[i+1].key, Entry: it.key, Offsets: e.File.Ranges.Subtract(next.Ranges()), Message: fmt.Sprintf(
-					"ledger entry %d's state holds only part of the runs of entry %d's file %s: Spillway never writes that; the ledger was changed by hand or is damaged",
-					items[i+1].e.Seq, e.Seq, e.File.Key)})
-			}
+	}
+	runs := e.File.Ranges
+	if late != nil {
+		runs = late.File.File.Ranges
+	}
+	if n, ok := w.next(i); ok {
+		// What the next entry's state adds to this one's, besides
+		// this file, was handled without a file. Across a missing or
+		// corrupt entry that can't be told, and is left out: it
+		// shows as a gap.
+		skipped := n.Before.Ranges().Subtract(e.Before.Ranges()).Subtract(runs).Subtract(e.GapRanges())
+		ps.Skipped = ps.Skipped.Union(skipped.From(ps.Start))
+	}
+	if late != nil {
+		w.stored, err = w.s.storeLate(ctx, ps, w.stored, *late, w.deep)
+		if last {
+			w.lateHead = late
 		}
-		if !void {
-			ps.gaps(it)
+		return err
+	}
+	if w.void(i, exists) {
+		return nil
+	}
+	ps.gaps(it)
+	return w.published(ctx, i, size, exists)
+}
+
+// void tells whether items[i]'s file was never published (the next entry
+// was written without it, or it is the last entry's and not in storage),
+// and reports it when it is stored all the same.
+func (w *walk) void(i int, exists bool) bool {
+	ps, it := w.ps, w.items[i]
+	e, last := it.e, i == len(w.items)-1
+	void := last && !exists
+	if !last {
+		next := w.items[i+1].e.Before
+		switch in := next.Ranges().Overlap(e.File.Ranges).Count(); {
+		case in == 0:
+			void = true
+		case in < e.File.Ranges.Count():
+			ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: w.items[i+1].key, Entry: it.key, Offsets: e.File.Ranges.Subtract(next.Ranges()), Message: fmt.Sprintf(
+				"ledger entry %d's state holds only part of the runs of entry %d's file %s: Spillway never writes that; the ledger was changed by hand or is damaged",
+				w.items[i+1].e.Seq, e.Seq, e.File.Key)})
 		}
-		if void {
-			if last {
-				ps.Pending = e
-			}
-			if exists && lastNaming[e.File.Key] == i {
-				ps.problem(Problem{Kind: ProblemVoidFilePresent, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
-					"%s is stored, but the ledger entry after its own (%d) was written without it: a writer that had lost the partition published it late, and its records were stored again by a later file; delete it",
-					e.File.Key, e.Seq)})
-				stored = ps.store(stored, it)
-			}
-			continue
-		}
-		if lastNaming[e.File.Key] != i {
-			if s.names.Template.LatestPerKey() {
-				// One object per key, overwritten by a later file: its
-				// records were stored, then replaced, as that layout
-				// promises.
-				ps.Records += e.File.Records
-				ps.Stored = ps.Stored.Union(e.File.Ranges)
-			} else {
-				ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
-					"ledger entry %d and a later published entry both name %s, but Spillway never writes a file twice with file.name_template %q: the ledger was changed by hand or is damaged",
-					e.Seq, e.File.Key, s.names.Template)})
-			}
-			continue
-		}
-		switch {
-		case !exists:
-			ps.problem(Problem{Kind: ProblemFileMissing, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
-				"%s is not in storage, but ledger entry %d names it and a later entry says it was published: it was deleted or moved; restore it from a backup",
-				e.File.Key, e.Seq)})
-		case size != e.File.Bytes:
-			ps.problem(Problem{Kind: ProblemSizeMismatch, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
-				"%s holds %d bytes, but ledger entry %d says Spillway wrote %d: something other than Spillway changed or truncated it; restore it from a backup",
-				e.File.Key, size, e.Seq, e.File.Bytes)})
-		default:
-			ps.Files++
+	}
+	if !void {
+		return false
+	}
+	if last {
+		ps.Pending = e
+	}
+	if exists && w.lastNaming[e.File.Key] == i {
+		ps.problem(Problem{Kind: ProblemVoidFilePresent, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+			"%s is stored, but the ledger entry after its own (%d) was written without it: a writer that had lost the partition published it late, and its records were stored again by a later file; delete it",
+			e.File.Key, e.Seq)})
+		w.stored = ps.store(w.stored, it)
+	}
+	return true
+}
+
+// published checks the file of items[i], which the ledger says was
+// published, against storage, and with deep set reads it back.
+func (w *walk) published(ctx context.Context, i int, size int64, exists bool) error {
+	ps, it := w.ps, w.items[i]
+	e := it.e
+	if w.lastNaming[e.File.Key] != i {
+		if w.s.names.Template.LatestPerKey() {
+			// One object per key, overwritten by a later file: its
+			// records were stored, then replaced, as that layout
+			// promises.
 			ps.Records += e.File.Records
-			ps.Bytes += e.File.Bytes
-			stored = ps.store(stored, it)
-			if deep != nil {
-				if err := s.read(ctx, ps, it, *deep); err != nil {
-					return nil, err
-				}
-			}
+			ps.Stored = ps.Stored.Union(e.File.Ranges)
+		} else {
+			ps.problem(Problem{Kind: ProblemLedgerInconsistent, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+				"ledger entry %d and a later published entry both name %s, but Spillway never writes a file twice with file.name_template %q: the ledger was changed by hand or is damaged",
+				e.Seq, e.File.Key, w.s.names.Template)})
+		}
+		return nil
+	}
+	switch {
+	case !exists:
+		ps.problem(Problem{Kind: ProblemFileMissing, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+			"%s is not in storage, but ledger entry %d names it and a later entry says it was published: it was deleted or moved; restore it from a backup",
+			e.File.Key, e.Seq)})
+	case size != e.File.Bytes:
+		ps.problem(Problem{Kind: ProblemSizeMismatch, Key: e.File.Key, Entry: it.key, Offsets: e.File.Ranges, Message: fmt.Sprintf(
+			"%s holds %d bytes, but ledger entry %d says Spillway wrote %d: something other than Spillway changed or truncated it; restore it from a backup",
+			e.File.Key, size, e.Seq, e.File.Bytes)})
+	default:
+		ps.Files++
+		ps.Records += e.File.Records
+		ps.Bytes += e.File.Bytes
+		w.stored = ps.store(w.stored, it)
+		if w.deep != nil {
+			return w.s.read(ctx, ps, it, *w.deep)
 		}
 	}
-	last := items[len(items)-1].e
-	switch {
-	case lateHead != nil:
-		ps.Handled = lateHead.State()
-	case ps.Pending != nil:
-		ps.Handled = last.Before
-	default:
-		ps.Handled = last.After()
-	}
-	return ps, nil
+	return nil
 }
 
 // storeLate counts the file of a late writer's entry (LateFile.File) as
