@@ -43,14 +43,7 @@ func Golden(t *testing.T, sinks []connect.Sink, update bool) {
 	t.Helper()
 	for _, in := range Inputs(t, "testdata") {
 		t.Run(filepath.Base(in), func(t *testing.T) {
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := connect.Import(in, data, "", sinks)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := importFile(t, in, sinks)
 			golden := strings.TrimSuffix(in, filepath.Ext(in)) + ".yaml"
 			if update {
 				if err := os.WriteFile(golden, res.YAML, 0o644); err != nil {
@@ -71,6 +64,20 @@ func Golden(t *testing.T, sinks []connect.Sink, update bool) {
 			}
 		})
 	}
+}
+
+// importFile imports the example in with sinks.
+func importFile(t *testing.T, in string, sinks []connect.Sink) *connect.Result {
+	t.Helper()
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := connect.Import(in, data, "", sinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // credentialEnv is what the header of an imported YAML asks to set.
@@ -100,14 +107,7 @@ func Warnings(t *testing.T, sinks []connect.Sink, cases []Warning) {
 	for _, tc := range cases {
 		t.Run(tc.In, func(t *testing.T) {
 			in := filepath.Join("testdata", tc.In)
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := connect.Import(in, data, "", sinks)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := importFile(t, in, sinks)
 			all := strings.Join(res.Warnings, "\n")
 			for _, w := range tc.Want {
 				if !strings.Contains(all, w) {
