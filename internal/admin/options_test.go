@@ -1,15 +1,12 @@
 package admin
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/spillway/spillway/internal/keycheck"
+	"github.com/spillway/spillway/internal/keycheck/keychecktest"
 )
 
 // TestOptionsValidate checks the section on its own, as config gathers it:
@@ -49,27 +46,7 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.o.Validate()
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			var ke *keycheck.Error
-			if !errors.As(err, &ke) {
-				t.Fatalf("Validate = %v (%T), want a *keycheck.Error", err, err)
-			}
-			var got []string
-			for _, p := range ke.Problems {
-				got = append(got, p.String())
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("problems:\n got %q\nwant %q", got, tt.want)
-			}
-			if strings.Contains(err.Error(), secret) {
-				t.Errorf("error shows the token: %v", err)
-			}
+			keychecktest.Problems(t, tt.o.Validate(), tt.want, secret, "token")
 		})
 	}
 }

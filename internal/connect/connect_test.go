@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/connect"
+	"github.com/spillway/spillway/internal/connect/connecttest"
 	"github.com/spillway/spillway/internal/connect/sinks"
 )
 
@@ -15,18 +16,7 @@ import (
 // its documentation.
 func inputs(t *testing.T) []string {
 	t.Helper()
-	var out []string
-	for _, pat := range []string{"*.json", "*.properties"} {
-		m, err := filepath.Glob(filepath.Join("*", "testdata", pat))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m...)
-	}
-	if len(out) < 6 {
-		t.Fatalf("only %d example configs in testdata", len(out))
-	}
-	return out
+	return connecttest.Inputs(t, filepath.Join("*", "testdata"))
 }
 
 // TestEveryKeyAccountedFor: each key of each example is named in the YAML,
