@@ -6,19 +6,15 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
-
-var ts = time.UnixMilli(1733150000123)
 
 // encodeAll encodes recs and closes the encoder, failing on any error.
 func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
@@ -38,11 +34,6 @@ func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
 	}
 	return buf.String()
 }
-
-// discard is io.Discard without its io.ReaderFrom, like a compressor.
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // newEncoder is formats.NewEncoder for the formats of this package, which
 // its tests cover (package formats imports this one, so its table can't be
@@ -68,7 +59,7 @@ func (w *failWriter) Write(p []byte) (int, error) { w.writes++; return 0, w.err 
 // jsonfmt's BenchmarkJSONL.
 func benchRecord(value []byte) *kgo.Record {
 	return &kgo.Record{
-		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: ts,
+		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: formattest.TS,
 		Key:     []byte("user-1234567"),
 		Value:   value,
 		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("4bf92f3577b34da6a3ce929d0e0e4736")}},

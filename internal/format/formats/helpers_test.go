@@ -2,99 +2,21 @@ package formats
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/spillway/spillway/internal/config"
 	"github.com/twmb/avro/ocf"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
-
-var ts = time.UnixMilli(1733150000123)
-
-// discard is io.Discard without its io.ReaderFrom, like a compressor.
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-func columnarConfig(typ, compression, encoding string, fields ...string) config.Format {
-	if len(fields) == 0 {
-		fields = allFields
-	}
-	return config.Format{Type: typ, Compression: compression, Fields: fields, ValueEncoding: encoding, Envelope: true}
-}
-
-// jsonForm round-trips v through JSON, so that values from Go and from a
-// reader's JSON output compare with reflect.DeepEqual.
-func jsonForm(t *testing.T, v any) []map[string]any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// golden compares got with testdata/golden/name, or rewrites it when
-// SPILLWAY_UPDATE_GOLDEN=1 (as TestGoldenTextFormats does).
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if os.Getenv(updateGoldenEnv) == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with %s=1 to write it)", err, updateGoldenEnv)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: %d bytes differ from the golden file's %d; if the change is meant and the readers' tests pass, rerun with %s=1 and review the diff", path, len(got), len(want), updateGoldenEnv)
-	}
-}
-
-// updateGoldenEnv rewrites the golden files from the encoders' output when
-// set to 1. Review the diff: a change in these bytes is a change of the file
-// format that users' readers see.
-const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
-
-// varied returns n records of about size bytes of JSON, no two alike, so
-// that compressors and page encoders see realistic input.
-func varied(n, size int) []*kgo.Record {
-	rng := rand.New(rand.NewPCG(1, 2))
-	words := []string{"checkout", "login", "search", "mobile", "desktop", "eu-west-1", "premium", "trial", "lorem", "ipsum", "dolor", "amet"}
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		v := fmt.Appendf(nil, `{"id":%d,"user":"u-%06d","event":"%s","amount":%d,"text":"`, i, rng.IntN(1_000_000), words[rng.IntN(len(words))], rng.IntN(100000))
-		for len(v) < size-2 {
-			v = append(v, words[rng.IntN(len(words))]...)
-			v = append(v, ' ')
-		}
-		v = append(v, `"}`...)
-		recs[i] = &kgo.Record{Offset: int64(i), Timestamp: ts, Key: fmt.Appendf(nil, "u-%d", i%977), Value: v,
-			Headers: []kgo.RecordHeader{{Key: "trace-id", Value: fmt.Appendf(nil, "%032x", rng.Uint64())}}}
-	}
-	return recs
-}
 
 // readAvroGo decodes an OCF into rows, with bytes as base64 strings (as
 // encoding/json writes []byte) and timestamps as milliseconds.
@@ -153,7 +75,7 @@ func readParquetGo(t *testing.T, b []byte, text bool) []map[string]any {
 		case text:
 			return string(*b)
 		}
-		return b64(string(*b))
+		return formattest.B64(string(*b))
 	}
 	var rows []map[string]any
 	for _, rec := range recs {
@@ -178,7 +100,7 @@ func readParquetGo(t *testing.T, b []byte, text bool) []map[string]any {
 		}
 		rows = append(rows, row)
 	}
-	return jsonForm(t, rows)
+	return formattest.JSONForm(t, rows)
 }
 
 // pqRow and pqHeader read the envelope back with parquet-go; bytes are
@@ -197,7 +119,7 @@ type pqHeader struct {
 }
 
 func jsonlConfig(enc string) config.Format {
-	return config.Format{Type: "jsonl", Fields: allFields, ValueEncoding: enc, Envelope: true}
+	return config.Format{Type: "jsonl", Fields: formattest.AllFields(), ValueEncoding: enc, Envelope: true}
 }
 
 func decodeLines(t *testing.T, out string) []line {
@@ -230,8 +152,6 @@ type line struct {
 		Value json.RawMessage `json:"value"`
 	} `json:"headers"`
 }
-
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // withSync is an avro file with its sync marker, random and not
 // settable from outside the avro package, replaced by sync: the marker

@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // Reset starts a new, independent file with the state of the last: the
 // jsonl and avro encoders (what a sink keeps from file to file). Each file
 // reads back whole on its own. The compressors' half is in package format.
 func TestResetStartsAnIndependentFile(t *testing.T) {
-	recs := varied(300, 1024)
+	recs := formattest.Varied(300, 1024)
 	for _, c := range []struct {
 		name string
 		cfg  config.Format
-	}{{"jsonl", jsonlConfig("none")}, {"avro+zstd", columnarConfig("avro", "zstd", "none")}, {"avro+gzip", columnarConfig("avro", "gzip", "none")}} {
+	}{{"jsonl", jsonlConfig("none")}, {"avro+zstd", formattest.ColumnarConfig("avro", "zstd", "none")}, {"avro+gzip", formattest.ColumnarConfig("avro", "gzip", "none")}} {
 		t.Run(c.name, func(t *testing.T) {
 			fc := c.cfg
 			var first bytes.Buffer

@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,17 +16,14 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
-
 func jsonlConfig(enc string) config.Format {
-	return config.Format{Type: "jsonl", Fields: allFields, ValueEncoding: enc, Envelope: true}
+	return config.Format{Type: "jsonl", Fields: formattest.AllFields(), ValueEncoding: enc, Envelope: true}
 }
-
-var ts = time.UnixMilli(1733150000123)
 
 // encodeAll encodes recs and closes the encoder, failing on any error.
 func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
@@ -85,14 +81,14 @@ func str(s string) string { return marshalString(s) }
 func TestJSONLEnvelope(t *testing.T) {
 	binary := []byte{0xff, 0x00, 0xfe, 'a'}
 	recs := []*kgo.Record{
-		{Offset: 1, Timestamp: ts, Key: []byte(`{"id":1}`), Value: []byte(`{"a":[1,2,{"b":null}],"s":"x"}`)},
-		{Offset: 2, Timestamp: ts, Key: []byte("plain key"), Value: []byte("hello \"world\"\n\ttab <&> \u2028 é 日本")},
-		{Offset: 3, Timestamp: ts, Key: nil, Value: nil},
-		{Offset: 4, Timestamp: ts, Key: []byte{}, Value: []byte{}},
-		{Offset: 5, Timestamp: ts, Value: []byte("42"), Headers: []kgo.RecordHeader{
+		{Offset: 1, Timestamp: formattest.TS, Key: []byte(`{"id":1}`), Value: []byte(`{"a":[1,2,{"b":null}],"s":"x"}`)},
+		{Offset: 2, Timestamp: formattest.TS, Key: []byte("plain key"), Value: []byte("hello \"world\"\n\ttab <&> \u2028 é 日本")},
+		{Offset: 3, Timestamp: formattest.TS, Key: nil, Value: nil},
+		{Offset: 4, Timestamp: formattest.TS, Key: []byte{}, Value: []byte{}},
+		{Offset: 5, Timestamp: formattest.TS, Value: []byte("42"), Headers: []kgo.RecordHeader{
 			{Key: "h", Value: []byte("v")}, {Key: "json", Value: []byte(`{"x":1}`)}, {Key: "nil", Value: nil},
 		}},
-		{Offset: 6, Timestamp: ts, Value: []byte(" \"a JSON string\" ")},
+		{Offset: 6, Timestamp: formattest.TS, Value: []byte(" \"a JSON string\" ")},
 	}
 	lines := decodeLines(t, encodeAll(t, jsonlConfig("none"), recs...))
 	if len(lines) != len(recs) {
@@ -159,7 +155,7 @@ func compact(t *testing.T, raw json.RawMessage) string {
 
 func TestJSONLExactBytes(t *testing.T) {
 	out := encodeAll(t, jsonlConfig("none"), &kgo.Record{
-		Offset: 123, Timestamp: ts, Key: []byte("k"), Value: []byte(`{"a":1}`),
+		Offset: 123, Timestamp: formattest.TS, Key: []byte("k"), Value: []byte(`{"a":1}`),
 		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}},
 	})
 	want := `{"key":"k","value":{"a":1},"offset":123,"timestamp":1733150000123,"headers":[{"key":"h","value":"v"}]}` + "\n"
@@ -189,9 +185,9 @@ func TestJSONLPrettyValueStaysOnOneLine(t *testing.T) {
 }
 
 func TestJSONLNoEnvelope(t *testing.T) {
-	r := &kgo.Record{Offset: 5, Timestamp: ts, Key: []byte("k\n"), Value: []byte(`{"a":1}`),
+	r := &kgo.Record{Offset: 5, Timestamp: formattest.TS, Key: []byte("k\n"), Value: []byte(`{"a":1}`),
 		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
-	text := &kgo.Record{Offset: 6, Timestamp: ts, Value: []byte("plain")}
+	text := &kgo.Record{Offset: 6, Timestamp: formattest.TS, Value: []byte("plain")}
 	for _, tc := range []struct {
 		field string
 		recs  []*kgo.Record
@@ -374,7 +370,7 @@ func FuzzAppendString(f *testing.F) {
 // benchRecord is a typical record with a 1 KiB value.
 func benchRecord(value []byte) *kgo.Record {
 	return &kgo.Record{
-		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: ts,
+		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: formattest.TS,
 		Key:     []byte("user-1234567"),
 		Value:   value,
 		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("4bf92f3577b34da6a3ce929d0e0e4736")}},
@@ -410,7 +406,7 @@ func BenchmarkJSONL(b *testing.B) {
 		{"base64_value", "base64", bin},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			enc, err := newEncoder(jsonlConfig(bc.enc), discard{})
+			enc, err := newEncoder(jsonlConfig(bc.enc), formattest.Discard{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -426,11 +422,6 @@ func BenchmarkJSONL(b *testing.B) {
 	}
 }
 
-// discard is io.Discard without its io.ReaderFrom, like a compressor.
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
 func TestTextThatLooksLikeJSONStaysAString(t *testing.T) {
 	for _, v := range []string{"123 apples", "nullable", "true story", "{not json}", "[1,2", `"half`, "-", "1e", "  "} {
 		cfg := config.Format{Type: "jsonl", Fields: []string{"value"}}
@@ -441,7 +432,7 @@ func TestTextThatLooksLikeJSONStaysAString(t *testing.T) {
 }
 
 func TestLargeRecordBufferIsNotRetained(t *testing.T) {
-	enc, err := newEncoder(jsonlConfig("none"), discard{})
+	enc, err := newEncoder(jsonlConfig("none"), formattest.Discard{})
 	if err != nil {
 		t.Fatal(err)
 	}
