@@ -241,7 +241,7 @@ func BenchmarkCSV(b *testing.B) {
 		enc   string
 		value []byte
 	}{
-		{"json_value", "none", jsonValue(1024)},
+		{"json_value", "none", formattest.JSONValue(1024)},
 		{"quoted_text", "none", text},
 		{"base64_value", "base64", text},
 	} {
@@ -250,7 +250,7 @@ func BenchmarkCSV(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := benchRecord(bc.value)
+			r := formattest.BenchRecord(bc.value)
 			b.SetBytes(int64(len(bc.value)))
 			b.ReportAllocs()
 			for b.Loop() {

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -54,27 +52,3 @@ type failWriter struct {
 }
 
 func (w *failWriter) Write(p []byte) (int, error) { w.writes++; return 0, w.err }
-
-// benchRecord and jsonValue are the benchmarks' input, as in package
-// jsonfmt's BenchmarkJSONL.
-func benchRecord(value []byte) *kgo.Record {
-	return &kgo.Record{
-		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: formattest.TS,
-		Key:     []byte("user-1234567"),
-		Value:   value,
-		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("4bf92f3577b34da6a3ce929d0e0e4736")}},
-	}
-}
-
-func jsonValue(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`{"items":[`)
-	for i := 0; b.Len() < n-40; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"id":%d,"name":"item-%d"}`, i, i)
-	}
-	b.WriteString(`],"ok":true}`)
-	return []byte(b.String())
-}

@@ -5,12 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"io"
 	"reflect"
 	"testing"
-	"time"
 
-	"github.com/twmb/avro/ocf"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/format"
@@ -97,37 +94,10 @@ func TestAvroGoReads(t *testing.T) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		rows := readAvroGo(t, buf.Bytes())
+		rows := formattest.ReadAvroGo(t, buf.Bytes())
 		want := formattest.WantRows(t, c.Cfg, c.Recs, func(b []byte) any { return formattest.B64(string(b)) })
 		formattest.CheckRows(t, c.Name, formattest.JSONForm(t, rows), want)
 	}
-}
-
-// readAvroGo decodes an OCF into rows, with bytes as base64 strings (as
-// encoding/json writes []byte) and timestamps as milliseconds.
-func readAvroGo(t *testing.T, file []byte) []map[string]any {
-	t.Helper()
-	r, err := ocf.NewReader(bytes.NewReader(file), ocf.WithMaxDecompressedBlockBytes(64<<20))
-	if err != nil {
-		t.Fatalf("ocf.NewReader: %v", err)
-	}
-	defer r.Close()
-	var rows []map[string]any
-	for {
-		var m map[string]any
-		if err := r.Decode(&m); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("ocf decode: %v", err)
-		}
-		for k, v := range m {
-			if tm, ok := v.(time.Time); ok {
-				m[k] = tm.UnixMilli()
-			}
-		}
-		rows = append(rows, m)
-	}
-	return rows
 }
 
 func compactJSON(t *testing.T, b []byte) string {
@@ -246,7 +216,7 @@ func TestAvroBlocksCutByBytes(t *testing.T) {
 	if total != int64(len(recs)) {
 		t.Errorf("blocks hold %d records, want %d", total, len(recs))
 	}
-	rows := readAvroGo(t, buf.Bytes())
+	rows := formattest.ReadAvroGo(t, buf.Bytes())
 	for i, row := range rows {
 		if row["offset"] != int64(i) {
 			t.Fatalf("row %d has offset %v", i, row["offset"])

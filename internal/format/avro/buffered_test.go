@@ -78,7 +78,7 @@ func TestBufferedCountedAsTheyGrow(t *testing.T) {
 							t.Errorf("block %d: %d B, want about %d B", i, b.size, tc.flush)
 						}
 					}
-					if n := len(readAvroGo(t, buf.Bytes())); n != len(recs) {
+					if n := len(formattest.ReadAvroGo(t, buf.Bytes())); n != len(recs) {
 						t.Errorf("read %d records, want %d", n, len(recs))
 					}
 				}

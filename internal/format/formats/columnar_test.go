@@ -60,9 +60,9 @@ func TestColumnarRecordErrorWritesNothing(t *testing.T) {
 			}
 			var rows []map[string]any
 			if typ == "avro" {
-				rows = readAvroGo(t, buf.Bytes())
+				rows = formattest.ReadAvroGo(t, buf.Bytes())
 			} else {
-				rows = readParquetGo(t, buf.Bytes(), tc.encoding == "none")
+				rows = formattest.ReadParquetGo(t, buf.Bytes(), tc.encoding == "none")
 			}
 			var offsets []string
 			for _, r := range rows {

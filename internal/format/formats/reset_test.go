@@ -18,7 +18,7 @@ func TestResetStartsAnIndependentFile(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  config.Format
-	}{{"jsonl", jsonlConfig("none")}, {"avro+zstd", formattest.ColumnarConfig("avro", "zstd", "none")}, {"avro+gzip", formattest.ColumnarConfig("avro", "gzip", "none")}} {
+	}{{"jsonl", formattest.JSONLConfig("none")}, {"avro+zstd", formattest.ColumnarConfig("avro", "zstd", "none")}, {"avro+gzip", formattest.ColumnarConfig("avro", "gzip", "none")}} {
 		t.Run(c.name, func(t *testing.T) {
 			fc := c.cfg
 			var first bytes.Buffer
@@ -50,11 +50,11 @@ func TestResetStartsAnIndependentFile(t *testing.T) {
 			for i, buf := range files {
 				var offsets []string
 				if fc.Type == "avro" {
-					for _, row := range readAvroGo(t, buf.Bytes()) {
+					for _, row := range formattest.ReadAvroGo(t, buf.Bytes()) {
 						offsets = append(offsets, fmt.Sprint(row["offset"]))
 					}
 				} else {
-					for _, l := range decodeLines(t, buf.String()) {
+					for _, l := range formattest.DecodeLines(t, buf.String()) {
 						offsets = append(offsets, fmt.Sprint(*l.Offset))
 					}
 				}

@@ -69,7 +69,7 @@ func TestLargeValueIsNotCopied(t *testing.T) {
 		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
 			r := &kgo.Record{Key: []byte("k"), Value: v.value, Offset: 7, Timestamp: formattest.TS,
 				Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
-			enc, err := newEncoder(jsonlConfig(v.enc), formattest.Discard{})
+			enc, err := newEncoder(formattest.JSONLConfig(v.enc), formattest.Discard{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,8 +183,8 @@ func TestStreamedRecordsMatchBuilt(t *testing.T) {
 		}
 	}
 	configs := map[string]config.Format{
-		"jsonl":          jsonlConfig("none"),
-		"jsonl base64":   jsonlConfig("base64"),
+		"jsonl":          formattest.JSONLConfig("none"),
+		"jsonl base64":   formattest.JSONLConfig("base64"),
 		"json":           {Type: "json", Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true},
 		"bare value":     {Type: "jsonl", Fields: []string{"value"}, ValueEncoding: "none"},
 		"bare key json":  {Type: "json", Fields: []string{"key"}, ValueEncoding: "base64"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,70 +18,6 @@ import (
 	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/testkit"
 )
-
-// pqRow and pqHeader read the envelope back with parquet-go; bytes are
-// []byte whatever the logical type, so that binary values compare exactly.
-type pqRow struct {
-	Key       *[]byte    `parquet:"key,optional"`
-	Value     *[]byte    `parquet:"value,optional"`
-	Offset    int64      `parquet:"offset"`
-	Timestamp int64      `parquet:"timestamp"`
-	Headers   []pqHeader `parquet:"headers,list"`
-}
-
-type pqHeader struct {
-	Key   string  `parquet:"key"`
-	Value *[]byte `parquet:"value,optional"`
-}
-
-// readParquetGo reads a parquet file with parquet-go's reader into rows of
-// the columns the file has, in the form of wantRows with base64 blobs.
-func readParquetGo(t *testing.T, b []byte, text bool) []map[string]any {
-	t.Helper()
-	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatalf("parquet.OpenFile: %v", err)
-	}
-	r := parquet.NewGenericReader[pqRow](f)
-	defer r.Close()
-	recs := make([]pqRow, f.NumRows())
-	if n, err := r.Read(recs); n != len(recs) || (err != nil && err != io.EOF) {
-		t.Fatalf("parquet read: %d of %d rows: %v", n, len(recs), err)
-	}
-	val := func(b *[]byte) any {
-		switch {
-		case b == nil:
-			return nil
-		case text:
-			return string(*b)
-		}
-		return formattest.B64(string(*b))
-	}
-	var rows []map[string]any
-	for _, rec := range recs {
-		row := map[string]any{}
-		for _, fl := range f.Schema().Fields() {
-			switch fl.Name() {
-			case "key":
-				row["key"] = val(rec.Key)
-			case "value":
-				row["value"] = val(rec.Value)
-			case "offset":
-				row["offset"] = rec.Offset
-			case "timestamp":
-				row["timestamp"] = rec.Timestamp
-			case "headers":
-				hs := []any{}
-				for _, h := range rec.Headers {
-					hs = append(hs, map[string]any{"key": h.Key, "value": val(h.Value)})
-				}
-				row["headers"] = hs
-			}
-		}
-		rows = append(rows, row)
-	}
-	return formattest.JSONForm(t, rows)
-}
 
 func encodeParquet(t *testing.T, c formattest.ColumnarCase) []byte {
 	t.Helper()
@@ -109,7 +44,7 @@ func TestParquetGoReads(t *testing.T) {
 	for _, c := range formattest.ColumnarCases("parquet") {
 		b := encodeParquet(t, c)
 		want := formattest.WantRows(t, c.Cfg, c.Recs, func(b []byte) any { return formattest.B64(string(b)) })
-		formattest.CheckRows(t, c.Name, readParquetGo(t, b, c.Cfg.ValueEncoding == "none"), want)
+		formattest.CheckRows(t, c.Name, formattest.ReadParquetGo(t, b, c.Cfg.ValueEncoding == "none"), want)
 
 		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
