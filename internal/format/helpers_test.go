@@ -1,7 +1,6 @@
 package format
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"testing"
@@ -10,27 +9,17 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// encodeAll encodes recs and closes the encoder, failing on any error.
+// encodeAll encodes recs with this package's encoders and closes the
+// encoder, failing on any error.
 func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
 	t.Helper()
-	var buf bytes.Buffer
-	enc, err := newEncoder(cfg, &buf)
-	if err != nil {
-		t.Fatalf("NewEncoder: %v", err)
-	}
-	for _, r := range recs {
-		if err := enc.Encode(r); err != nil {
-			t.Fatalf("Encode(offset %d): %v", r.Offset, err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	return buf.String()
+	encode := func(c config.Format, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
+	return formattest.EncodeAll(t, encode, cfg, recs...)
 }
 
 // newEncoder is formats.NewEncoder for the formats of this package, which

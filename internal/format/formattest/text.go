@@ -1,6 +1,7 @@
 package formattest
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -133,4 +134,24 @@ func DuckPath(t *testing.T, path string) string {
 		return testkit.Unsnappy(t, path)
 	}
 	return path
+}
+
+// EncodeAll encodes recs with the encoder encode makes for cfg and closes
+// it, failing on any error, and returns the bytes written.
+func EncodeAll(t *testing.T, encode func(config.Format, io.Writer) (Encoder, error), cfg config.Format, recs ...*kgo.Record) string {
+	t.Helper()
+	var buf bytes.Buffer
+	enc, err := encode(cfg, &buf)
+	if err != nil {
+		t.Fatalf("NewEncoder: %v", err)
+	}
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			t.Fatalf("Encode(offset %d): %v", r.Offset, err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return buf.String()
 }
