@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func bytesConfig(sep string) config.Format {
-	return config.Format{Type: "bytes", Fields: allFields, ValueEncoding: "none", Envelope: true, BytesSeparator: sep}
+	return config.Format{Type: "bytes", Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true, BytesSeparator: sep}
 }
 
 // TestBytesValueAndSeparator: Confluent's ByteArrayFormat, the value as it
@@ -21,7 +22,7 @@ func bytesConfig(sep string) config.Format {
 func TestBytesValueAndSeparator(t *testing.T) {
 	bin := []byte{0x00, 0xff, '\n', 0xfe}
 	recs := []*kgo.Record{
-		{Offset: 1, Timestamp: ts, Key: []byte("k"), Value: []byte(`{"a":1}`), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}},
+		{Offset: 1, Timestamp: formattest.TS, Key: []byte("k"), Value: []byte(`{"a":1}`), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}},
 		{Offset: 2, Value: bin},
 		{Offset: 3, Value: nil},      // a tombstone, with errors.null_values: write
 		{Offset: 4, Value: []byte{}}, // empty

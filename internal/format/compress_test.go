@@ -13,9 +13,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
-)
 
-var compressions = []string{"none", "gzip", "zstd", "snappy"}
+	"github.com/spillway/spillway/internal/format/formattest"
+)
 
 // sample returns n bytes of JSON Lines, compressible like real output.
 func sample(n int) []byte {
@@ -89,7 +89,7 @@ func decompress(t *testing.T, kind string, data []byte) []byte {
 }
 
 func TestCompressorRoundTrip(t *testing.T) {
-	for _, kind := range compressions {
+	for _, kind := range formattest.Compressions() {
 		for _, n := range []int{0, 1, 100 << 10, 3 << 20} {
 			data := sample(n)
 			z := compress(t, kind, data)
@@ -132,7 +132,7 @@ func TestCompressorSystemTools(t *testing.T) {
 
 func TestCompressorWriteError(t *testing.T) {
 	boom := errors.New("bucket on fire")
-	for _, kind := range compressions {
+	for _, kind := range formattest.Compressions() {
 		zw, err := NewCompressor(kind, &failWriter{err: boom})
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +159,7 @@ func TestCompressorMemory(t *testing.T) {
 		t.Skip("measures memory: skipped with -short and -race (run: go test -run TestCompressorMemory -v)")
 	}
 	data := sample(1 << 20)
-	for _, kind := range compressions[1:] {
+	for _, kind := range formattest.Compressions()[1:] {
 		measured, goroutines := measureCompressors(t, kind, 100, data)
 		est := CompressorMemory(kind)
 		t.Logf("%-6s measured %8d B per open compressor, CompressorMemory %8d B", kind, measured, est)
@@ -191,7 +191,7 @@ func measureCompressors(t testing.TB, kind string, n int, data []byte) (perCompr
 	before := heap()
 	zws := make([]io.WriteCloser, n)
 	for i := range zws {
-		zw, err := NewCompressor(kind, discard{})
+		zw, err := NewCompressor(kind, formattest.Discard{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,12 +217,12 @@ func measureCompressors(t testing.TB, kind string, n int, data []byte) (perCompr
 
 func BenchmarkCompressor(b *testing.B) {
 	data := sample(1 << 20)
-	for _, kind := range compressions {
+	for _, kind := range formattest.Compressions() {
 		b.Run(kind, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				zw, err := NewCompressor(kind, discard{})
+				zw, err := NewCompressor(kind, formattest.Discard{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -14,38 +14,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func csvConfig(enc string, fields ...string) config.Format {
 	if len(fields) == 0 {
-		fields = allFields
+		fields = formattest.AllFields()
 	}
 	return config.Format{Type: "csv", Fields: fields, ValueEncoding: enc, Envelope: true}
 }
 
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
-
 // TestCSVAivenLayout: the row Aiven's PlainOutputWriter writes for the same
 // record: base64 key, raw value, decimal offset, epoch milliseconds,
-// b64(key):b64(value); per header, no header row.
+// formattest.B64(key):formattest.B64(value); per header, no header row.
 func TestCSVAivenLayout(t *testing.T) {
 	r := &kgo.Record{
-		Offset: 123, Timestamp: ts, Key: []byte("user-1"), Value: []byte("hello"),
+		Offset: 123, Timestamp: formattest.TS, Key: []byte("user-1"), Value: []byte("hello"),
 		Headers: []kgo.RecordHeader{{Key: "h1", Value: []byte("v1")}, {Key: "trace", Value: []byte{0xff, 0x00}}},
 	}
-	want := b64("user-1") + ",hello,123,1733150000123," + b64("h1") + ":" + b64("v1") + ";" + b64("trace") + ":/wA=;\n"
+	want := formattest.B64("user-1") + ",hello,123,1733150000123," + formattest.B64("h1") + ":" + formattest.B64("v1") + ";" + formattest.B64("trace") + ":/wA=;\n"
 	if got := encodeAll(t, csvConfig("none"), r); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 	// base64 changes the value only; the key is base64 either way.
-	want = b64("user-1") + "," + b64("hello") + ",123\n"
+	want = formattest.B64("user-1") + "," + formattest.B64("hello") + ",123\n"
 	if got := encodeAll(t, csvConfig("base64", "key", "value", "offset"), r); got != want {
 		t.Errorf("base64: got %q, want %q", got, want)
 	}
 }
 
 func TestCSVFieldsInConfiguredOrder(t *testing.T) {
-	r := &kgo.Record{Offset: 9, Timestamp: ts, Key: []byte("k"), Value: []byte("v")}
+	r := &kgo.Record{Offset: 9, Timestamp: formattest.TS, Key: []byte("k"), Value: []byte("v")}
 	for _, tc := range []struct {
 		fields []string
 		want   string
@@ -72,13 +71,13 @@ func TestCSVFieldsInConfiguredOrder(t *testing.T) {
 // header value is an empty header value.
 func TestCSVNullsAndEmpties(t *testing.T) {
 	recs := []*kgo.Record{
-		{Offset: 1, Timestamp: ts},                                 // null key, tombstone
-		{Offset: 2, Timestamp: ts, Key: []byte{}, Value: []byte{}}, // empty key and value
-		{Offset: 3, Timestamp: ts, Headers: []kgo.RecordHeader{{Key: "n"}, {Key: "e", Value: []byte{}}, {Key: ""}}},
+		{Offset: 1, Timestamp: formattest.TS},                                 // null key, tombstone
+		{Offset: 2, Timestamp: formattest.TS, Key: []byte{}, Value: []byte{}}, // empty key and value
+		{Offset: 3, Timestamp: formattest.TS, Headers: []kgo.RecordHeader{{Key: "n"}, {Key: "e", Value: []byte{}}, {Key: ""}}},
 	}
 	want := ",,1,1733150000123,\n" +
 		`"","",2,1733150000123,` + "\n" +
-		",,3,1733150000123," + b64("n") + ":;" + b64("e") + ":;:;\n"
+		",,3,1733150000123," + formattest.B64("n") + ":;" + formattest.B64("e") + ":;:;\n"
 	for _, enc := range []string{"none", "base64"} {
 		if got := encodeAll(t, csvConfig(enc), recs...); got != want {
 			t.Errorf("%s: got  %q\nwant %q", enc, got, want)
@@ -165,7 +164,7 @@ func TestCSVRecordError(t *testing.T) {
 	}
 	// The encoder stays usable; binary keys and header values are base64
 	// and never an error.
-	ok := &kgo.Record{Offset: 18, Timestamp: ts, Key: bad, Value: []byte("fine"), Headers: []kgo.RecordHeader{{Key: "b", Value: bad}}}
+	ok := &kgo.Record{Offset: 18, Timestamp: formattest.TS, Key: bad, Value: []byte("fine"), Headers: []kgo.RecordHeader{{Key: "b", Value: bad}}}
 	if err := enc.Encode(ok); err != nil {
 		t.Fatalf("Encode after record error: %v", err)
 	}
@@ -222,7 +221,7 @@ func TestCSVConfigErrors(t *testing.T) {
 }
 
 func TestCSVLargeRecordBufferIsNotRetained(t *testing.T) {
-	enc, err := newEncoder(csvConfig("none"), discard{})
+	enc, err := newEncoder(csvConfig("none"), formattest.Discard{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,16 +241,16 @@ func BenchmarkCSV(b *testing.B) {
 		enc   string
 		value []byte
 	}{
-		{"json_value", "none", jsonValue(1024)},
+		{"json_value", "none", formattest.JSONValue(1024)},
 		{"quoted_text", "none", text},
 		{"base64_value", "base64", text},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			enc, err := newEncoder(csvConfig(bc.enc), discard{})
+			enc, err := newEncoder(csvConfig(bc.enc), formattest.Discard{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := benchRecord(bc.value)
+			r := formattest.BenchRecord(bc.value)
 			b.SetBytes(int64(len(bc.value)))
 			b.ReportAllocs()
 			for b.Loop() {

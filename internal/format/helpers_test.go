@@ -1,48 +1,26 @@
 package format
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
-
-var ts = time.UnixMilli(1733150000123)
-
-// encodeAll encodes recs and closes the encoder, failing on any error.
+// encodeAll encodes recs with this package's encoders and closes the
+// encoder, failing on any error.
 func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
 	t.Helper()
-	var buf bytes.Buffer
-	enc, err := newEncoder(cfg, &buf)
-	if err != nil {
-		t.Fatalf("NewEncoder: %v", err)
-	}
-	for _, r := range recs {
-		if err := enc.Encode(r); err != nil {
-			t.Fatalf("Encode(offset %d): %v", r.Offset, err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	return buf.String()
+	encode := func(c config.Format, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
+	return formattest.EncodeAll(t, encode, cfg, recs...)
 }
-
-// discard is io.Discard without its io.ReaderFrom, like a compressor.
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // newEncoder is formats.NewEncoder for the formats of this package, which
 // its tests cover (package formats imports this one, so its table can't be
@@ -63,27 +41,3 @@ type failWriter struct {
 }
 
 func (w *failWriter) Write(p []byte) (int, error) { w.writes++; return 0, w.err }
-
-// benchRecord and jsonValue are the benchmarks' input, as in package
-// jsonfmt's BenchmarkJSONL.
-func benchRecord(value []byte) *kgo.Record {
-	return &kgo.Record{
-		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: ts,
-		Key:     []byte("user-1234567"),
-		Value:   value,
-		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("4bf92f3577b34da6a3ce929d0e0e4736")}},
-	}
-}
-
-func jsonValue(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`{"items":[`)
-	for i := 0; b.Len() < n-40; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"id":%d,"name":"item-%d"}`, i, i)
-	}
-	b.WriteString(`],"ok":true}`)
-	return []byte(b.String())
-}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"testing"
+
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // Reset starts a new, independent file with the state of the last: every
@@ -11,7 +13,7 @@ import (
 // reads back whole on its own. The encoders' half is in package formats.
 func TestResetStartsAnIndependentFile(t *testing.T) {
 	type resetter interface{ Reset(io.Writer) }
-	for _, kind := range compressions {
+	for _, kind := range formattest.Compressions() {
 		zw, err := NewCompressor(kind, io.Discard)
 		if err != nil {
 			t.Fatal(err)

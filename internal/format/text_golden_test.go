@@ -5,51 +5,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
-
-// updateGoldenEnv rewrites the golden files from the encoders' output when
-// set to 1. Review the diff: a change in these bytes is a change of the file
-// format that users' readers see.
-const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
-
-// goldenTextRecords is the fixed input of the text formats (package jsonfmt
-// pins jsonl and json on the same): keys, values and headers that are
-// text, JSON, empty, null and in need of CSV quoting.
-func goldenTextRecords() []*kgo.Record {
-	t0 := time.UnixMilli(1733150000123)
-	return []*kgo.Record{
-		{Offset: 100, Timestamp: t0, Key: []byte("user-1"), Value: []byte(`{"id":1,"name":"Ada","tags":["a","b"]}`),
-			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("abc")}, {Key: "source", Value: []byte("web")}}},
-		{Offset: 101, Timestamp: t0.Add(time.Millisecond), Key: []byte("user-2"), Value: []byte("plain text, with a comma and \"quotes\"")},
-		{Offset: 102, Timestamp: t0.Add(2 * time.Millisecond), Key: nil, Value: nil}, // a tombstone without a key
-		{Offset: 103, Timestamp: t0.Add(3 * time.Millisecond), Key: []byte{}, Value: []byte{}},
-		{Offset: 104, Timestamp: t0.Add(4 * time.Millisecond), Key: []byte("k"), Value: []byte("two\nlines and é 日本"),
-			Headers: []kgo.RecordHeader{{Key: "null", Value: nil}, {Key: "empty", Value: []byte{}}}},
-		{Offset: 105, Timestamp: t0.Add(5 * time.Millisecond), Key: []byte("k"), Value: []byte(" 42")},
-	}
-}
-
-// goldenBinaryRecords need value_encoding base64 in every format but bytes.
-func goldenBinaryRecords() []*kgo.Record {
-	t0 := time.UnixMilli(1733150000123)
-	return []*kgo.Record{
-		{Offset: 7, Timestamp: t0, Key: []byte{0xff, 0x00}, Value: []byte{0x00, 0x01, 0xfe, 0xff, '\n'},
-			Headers: []kgo.RecordHeader{{Key: "bin", Value: []byte{0x80}}}},
-		{Offset: 8, Timestamp: t0, Key: []byte("text"), Value: []byte("text")},
-		{Offset: 9, Timestamp: t0},
-	}
-}
 
 // TestGoldenText pins the exact bytes of csv and bytes on fixed input,
 // uncompressed (compressed bytes belong to the compression library).
 func TestGoldenText(t *testing.T) {
 	full := func(typ, enc string) config.Format {
-		return config.Format{Type: typ, Fields: allFields, ValueEncoding: enc, Envelope: true, BytesSeparator: config.DefaultBytesSeparator}
+		return config.Format{Type: typ, Fields: formattest.AllFields(), ValueEncoding: enc, Envelope: true, BytesSeparator: config.DefaultBytesSeparator}
 	}
 	crlf := full("bytes", "none")
 	crlf.BytesSeparator = `\r\n`
@@ -58,18 +25,18 @@ func TestGoldenText(t *testing.T) {
 		cfg  config.Format
 		recs []*kgo.Record
 	}{
-		{"text.csv", full("csv", "none"), goldenTextRecords()},
-		{"text.bin", full("bytes", "none"), goldenTextRecords()},
-		{"text-crlf.bin", crlf, goldenTextRecords()},
-		{"binary-base64.csv", full("csv", "base64"), goldenBinaryRecords()},
-		{"binary.bin", full("bytes", "none"), goldenBinaryRecords()},
-		{"binary-base64.bin", full("bytes", "base64"), goldenBinaryRecords()},
+		{"text.csv", full("csv", "none"), formattest.GoldenTextRecords()},
+		{"text.bin", full("bytes", "none"), formattest.GoldenTextRecords()},
+		{"text-crlf.bin", crlf, formattest.GoldenTextRecords()},
+		{"binary-base64.csv", full("csv", "base64"), formattest.GoldenBinaryRecords()},
+		{"binary.bin", full("bytes", "none"), formattest.GoldenBinaryRecords()},
+		{"binary-base64.bin", full("bytes", "base64"), formattest.GoldenBinaryRecords()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
 			got := encodeAll(t, tc.cfg, tc.recs...)
 			path := filepath.Join("testdata", "golden", tc.file)
-			if os.Getenv(updateGoldenEnv) == "1" {
+			if os.Getenv(formattest.UpdateGoldenEnv) == "1" {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -79,10 +46,10 @@ func TestGoldenText(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run with %s=1 to write it)", err, updateGoldenEnv)
+				t.Fatalf("%v (run with %s=1 to write it)", err, formattest.UpdateGoldenEnv)
 			}
 			if !bytes.Equal([]byte(got), want) {
-				t.Errorf("%s changed:\n got %q\nwant %q\n(if the change is meant, rerun with %s=1 and review the diff)", path, got, want, updateGoldenEnv)
+				t.Errorf("%s changed:\n got %q\nwant %q\n(if the change is meant, rerun with %s=1 and review the diff)", path, got, want, formattest.UpdateGoldenEnv)
 			}
 		})
 	}

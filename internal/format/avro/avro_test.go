@@ -5,15 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"io"
 	"reflect"
 	"testing"
-	"time"
 
-	"github.com/twmb/avro/ocf"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -25,18 +23,18 @@ var avroCodecNames = map[string]string{"none": "null", "gzip": "deflate", "snapp
 func TestAvroPythonReads(t *testing.T) {
 	testkit.PythonAvro(t)
 	dir := t.TempDir()
-	cases := columnarCases("avro")
+	cases := formattest.ColumnarCases("avro")
 	var paths []string
 	for _, c := range cases {
-		paths = append(paths, writeColumnar(t, dir, c.name+".avro", c.cfg, c.recs))
+		paths = append(paths, writeColumnar(t, dir, c.Name+".avro", c.Cfg, c.Recs))
 	}
 	files := testkit.ReadAvroPython(t, paths...)
 	for i, c := range cases {
 		f := files[i]
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return map[string]any{"b64": b64(string(b))} })
-		checkRows(t, c.name, jsonForm(t, f.Records), want)
-		if got, want := f.Codec, avroCodecNames[c.cfg.Compression]; got != want {
-			t.Errorf("%s: codec %q, want %q", c.name, got, want)
+		want := formattest.WantRows(t, c.Cfg, c.Recs, func(b []byte) any { return map[string]any{"b64": formattest.B64(string(b))} })
+		formattest.CheckRows(t, c.Name, formattest.JSONForm(t, f.Records), want)
+		if got, want := f.Codec, avroCodecNames[c.Cfg.Compression]; got != want {
+			t.Errorf("%s: codec %q, want %q", c.Name, got, want)
 		}
 		var schema struct {
 			Type, Name, Namespace string
@@ -46,26 +44,26 @@ func TestAvroPythonReads(t *testing.T) {
 			}
 		}
 		if err := json.Unmarshal(f.Schema, &schema); err != nil {
-			t.Fatalf("%s: schema %s: %v", c.name, f.Schema, err)
+			t.Fatalf("%s: schema %s: %v", c.Name, f.Schema, err)
 		}
 		if schema.Type != "record" || schema.Name != "connector_records" || schema.Namespace != "spillway" {
-			t.Errorf("%s: schema %s is not the record spillway.connector_records", c.name, f.Schema)
+			t.Errorf("%s: schema %s is not the record spillway.connector_records", c.Name, f.Schema)
 		}
 		var names []string
 		for _, fl := range schema.Fields {
 			names = append(names, fl.Name)
 		}
-		if !reflect.DeepEqual(names, c.cfg.Fields) {
-			t.Errorf("%s: schema fields %v, want %v", c.name, names, c.cfg.Fields)
+		if !reflect.DeepEqual(names, c.Cfg.Fields) {
+			t.Errorf("%s: schema fields %v, want %v", c.Name, names, c.Cfg.Fields)
 		}
 		// The reader saw the logical type: a datetime, not a bare long.
 		if _, ok := f.Types["timestamp"]; ok && f.Types["timestamp"] != "datetime" {
-			t.Errorf("%s: timestamp decoded as %s, want datetime (timestamp-millis)", c.name, f.Types["timestamp"])
+			t.Errorf("%s: timestamp decoded as %s, want datetime (timestamp-millis)", c.Name, f.Types["timestamp"])
 		}
 		if v, ok := f.Types["value"]; ok {
-			want := map[bool]string{true: "str", false: "bytes"}[c.cfg.ValueEncoding == "none"]
+			want := map[bool]string{true: "str", false: "bytes"}[c.Cfg.ValueEncoding == "none"]
 			if v != want {
-				t.Errorf("%s: value decoded as %s, want %s", c.name, v, want)
+				t.Errorf("%s: value decoded as %s, want %s", c.Name, v, want)
 			}
 		}
 	}
@@ -82,13 +80,13 @@ func TestAvroPythonReads(t *testing.T) {
 // TestAvroGoReads reads every case back with twmb/avro's own OCF reader,
 // which needs no tool installed.
 func TestAvroGoReads(t *testing.T) {
-	for _, c := range columnarCases("avro") {
+	for _, c := range formattest.ColumnarCases("avro") {
 		var buf bytes.Buffer
-		enc, err := Kind().NewEncoder(c.cfg, &buf)
+		enc, err := Kind().NewEncoder(c.Cfg, &buf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range c.recs {
+		for _, r := range c.Recs {
 			if err := enc.Encode(r); err != nil {
 				t.Fatal(err)
 			}
@@ -96,37 +94,10 @@ func TestAvroGoReads(t *testing.T) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		rows := readAvroGo(t, buf.Bytes())
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(string(b)) })
-		checkRows(t, c.name, jsonForm(t, rows), want)
+		rows := formattest.ReadAvroGo(t, buf.Bytes())
+		want := formattest.WantRows(t, c.Cfg, c.Recs, func(b []byte) any { return formattest.B64(string(b)) })
+		formattest.CheckRows(t, c.Name, formattest.JSONForm(t, rows), want)
 	}
-}
-
-// readAvroGo decodes an OCF into rows, with bytes as base64 strings (as
-// encoding/json writes []byte) and timestamps as milliseconds.
-func readAvroGo(t *testing.T, file []byte) []map[string]any {
-	t.Helper()
-	r, err := ocf.NewReader(bytes.NewReader(file), ocf.WithMaxDecompressedBlockBytes(64<<20))
-	if err != nil {
-		t.Fatalf("ocf.NewReader: %v", err)
-	}
-	defer r.Close()
-	var rows []map[string]any
-	for {
-		var m map[string]any
-		if err := r.Decode(&m); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("ocf decode: %v", err)
-		}
-		for k, v := range m {
-			if tm, ok := v.(time.Time); ok {
-				m[k] = tm.UnixMilli()
-			}
-		}
-		rows = append(rows, m)
-	}
-	return rows
 }
 
 func compactJSON(t *testing.T, b []byte) string {
@@ -145,11 +116,11 @@ var fixedSync = [16]byte{'s', 'p', 'i', 'l', 'l', 'w', 'a', 'y', '-', 's', 'y', 
 func TestAvroGolden(t *testing.T) {
 	for _, comp := range []string{"none", "snappy"} {
 		var buf bytes.Buffer
-		enc, err := newAvroEncoder(columnarConfig("avro", comp, "none"), &buf, fixedSync, format.Memory{})
+		enc, err := newAvroEncoder(formattest.ColumnarConfig("avro", comp, "none"), &buf, fixedSync, format.Memory{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range columnarRecords(false) {
+		for _, r := range formattest.ColumnarRecords(false) {
 			if err := enc.Encode(r); err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +128,7 @@ func TestAvroGolden(t *testing.T) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "envelope-"+comp+".avro", buf.Bytes())
+		formattest.Golden(t, "envelope-"+comp+".avro", buf.Bytes())
 	}
 }
 
@@ -194,7 +165,7 @@ func avroBlocks(t *testing.T, file []byte, hdrLen int, sync [16]byte) []avroBloc
 // and its buffer is not kept.
 func TestAvroBlocksCutByBytes(t *testing.T) {
 	var buf bytes.Buffer
-	cfg := columnarConfig("avro", "none", "none")
+	cfg := formattest.ColumnarConfig("avro", "none", "none")
 	enc, err := newAvroEncoder(cfg, &buf, fixedSync, format.Memory{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,10 +174,10 @@ func TestAvroBlocksCutByBytes(t *testing.T) {
 	value := bytes.Repeat([]byte("x"), 1000)
 	var recs []*kgo.Record
 	for i := range 2000 {
-		recs = append(recs, &kgo.Record{Offset: int64(i), Timestamp: ts, Value: value})
+		recs = append(recs, &kgo.Record{Offset: int64(i), Timestamp: formattest.TS, Value: value})
 	}
-	big := &kgo.Record{Offset: 2000, Timestamp: ts, Value: bytes.Repeat([]byte("y"), 3<<20)}
-	recs = append(recs, big, &kgo.Record{Offset: 2001, Timestamp: ts, Value: value})
+	big := &kgo.Record{Offset: 2000, Timestamp: formattest.TS, Value: bytes.Repeat([]byte("y"), 3<<20)}
+	recs = append(recs, big, &kgo.Record{Offset: 2001, Timestamp: formattest.TS, Value: value})
 	written := 0
 	for i, r := range recs {
 		if err := enc.Encode(r); err != nil {
@@ -245,7 +216,7 @@ func TestAvroBlocksCutByBytes(t *testing.T) {
 	if total != int64(len(recs)) {
 		t.Errorf("blocks hold %d records, want %d", total, len(recs))
 	}
-	rows := readAvroGo(t, buf.Bytes())
+	rows := formattest.ReadAvroGo(t, buf.Bytes())
 	for i, row := range rows {
 		if row["offset"] != int64(i) {
 			t.Fatalf("row %d has offset %v", i, row["offset"])
@@ -272,7 +243,7 @@ func (w *headerFailWriter) Write(p []byte) (int, error) {
 func TestAvroWriteErrorIsNotRecordError(t *testing.T) {
 	boom := errors.New("disk on fire")
 	w := &headerFailWriter{err: boom}
-	enc, err := Kind().NewEncoder(columnarConfig("avro", "zstd", "none"), w)
+	enc, err := Kind().NewEncoder(formattest.ColumnarConfig("avro", "zstd", "none"), w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,10 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/spillway/spillway/internal/format"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // grown follows what an encoder tells Memory.Grow.
@@ -35,14 +37,14 @@ func (g *grown) memory(flush int64) format.Memory {
 // is told to Grow as it grows, in many steps, never more than MaxBuffered,
 // and all of it is given back by Close.
 func TestBufferedCountedAsTheyGrow(t *testing.T) {
-	recs := varied(6000, 1024)
+	recs := formattest.Varied(6000, 1024)
 	for _, tc := range []struct {
 		typ   string
 		flush int64
 	}{{"avro", 96 << 10}} {
 		for _, comp := range []string{"none", "zstd", "snappy", "gzip"} {
 			t.Run(tc.typ+"-"+comp, func(t *testing.T) {
-				cfg := columnarConfig(tc.typ, comp, "none")
+				cfg := formattest.ColumnarConfig(tc.typ, comp, "none")
 				var g grown
 				var buf bytes.Buffer
 				enc, err := Kind().NewBufferedEncoder(cfg, &buf, g.memory(tc.flush))
@@ -76,7 +78,7 @@ func TestBufferedCountedAsTheyGrow(t *testing.T) {
 							t.Errorf("block %d: %d B, want about %d B", i, b.size, tc.flush)
 						}
 					}
-					if n := len(readAvroGo(t, buf.Bytes())); n != len(recs) {
+					if n := len(formattest.ReadAvroGo(t, buf.Bytes())); n != len(recs) {
 						t.Errorf("read %d records, want %d", n, len(recs))
 					}
 				}
@@ -135,10 +137,10 @@ func TestBigRecordCost(t *testing.T) {
 	for i := range big {
 		big[i] = 'a' + byte(rng.IntN(26))
 	}
-	small := varied(50, 1000)
+	small := formattest.Varied(50, 1000)
 	for _, typ := range []string{"avro"} {
-		for _, comp := range compressions {
-			cfg := columnarConfig(typ, comp, "none")
+		for _, comp := range formattest.Compressions() {
+			cfg := formattest.ColumnarConfig(typ, comp, "none")
 			var g grown
 			var buf bytes.Buffer
 			buf.Grow(2 * len(big)) // so that the output's growth is not counted
@@ -154,7 +156,7 @@ func TestBigRecordCost(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			if err := enc.Encode(&kgo.Record{Offset: 50, Timestamp: ts, Value: big}); err != nil {
+			if err := enc.Encode(&kgo.Record{Offset: 50, Timestamp: formattest.TS, Value: big}); err != nil {
 				t.Fatal(err)
 			}
 			runtime.ReadMemStats(&after)

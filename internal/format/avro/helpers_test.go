@@ -2,115 +2,17 @@ package avro
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
-	"time"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/config"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
-
-var ts = time.UnixMilli(1733150000123)
-
-var compressions = []string{"none", "gzip", "zstd", "snappy"}
-
-// discard is io.Discard without its io.ReaderFrom, like a compressor.
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// columnarRecords are what the avro and parquet tests write: JSON, empty and
-// non-ASCII text, a tombstone with a null key and no headers, a repeated
-// header key, a null and an empty header value, a large offset and the
-// epoch as timestamp. With binary, one more record holds bytes that are not
-// UTF-8, which only value_encoding base64 can write.
-func columnarRecords(binary bool) []*kgo.Record {
-	recs := []*kgo.Record{
-		{Offset: 0, Timestamp: ts, Key: []byte("k0"), Value: []byte(`{"a":1,"b":"x"}`),
-			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}, {Key: "h"}, {Key: "trace", Value: []byte{}}}},
-		{Offset: 1, Timestamp: ts.Add(time.Millisecond)},
-		{Offset: 2, Timestamp: time.UnixMilli(0), Key: []byte{}, Value: []byte("ü€😀 \"quoted\"\nsecond line"),
-			Headers: []kgo.RecordHeader{{Key: "ключ", Value: []byte("значение")}}},
-		{Offset: 1 << 40, Timestamp: ts, Key: []byte("big"), Value: []byte{}},
-	}
-	if binary {
-		recs = append(recs, &kgo.Record{Offset: 1<<40 + 1, Timestamp: ts, Key: []byte{0xff, 0}, Value: []byte{0, 1, 2, 0xfe, 0xff},
-			Headers: []kgo.RecordHeader{{Key: "bin", Value: []byte{0xc3}}}})
-	}
-	return recs
-}
-
-func columnarConfig(typ, compression, encoding string, fields ...string) config.Format {
-	if len(fields) == 0 {
-		fields = allFields
-	}
-	return config.Format{Type: typ, Compression: compression, Fields: fields, ValueEncoding: encoding, Envelope: true}
-}
-
-// wantRows is what a reader should find for recs written with cfg, in
-// the JSON form readers are compared in: numbers as float64, bytes as
-// text or as blob(b), null as nil; only the configured fields.
-func wantRows(t *testing.T, cfg config.Format, recs []*kgo.Record, blob func([]byte) any) []map[string]any {
-	t.Helper()
-	text := cfg.ValueEncoding != "base64"
-	val := func(b []byte) any {
-		switch {
-		case b == nil:
-			return nil
-		case text:
-			return string(b)
-		}
-		return blob(b)
-	}
-	var rows []map[string]any
-	for _, r := range recs {
-		row := map[string]any{}
-		for _, f := range cfg.Fields {
-			switch f {
-			case "key":
-				row[f] = val(r.Key)
-			case "value":
-				row[f] = val(r.Value)
-			case "offset":
-				row[f] = r.Offset
-			case "timestamp":
-				row[f] = r.Timestamp.UnixMilli()
-			case "headers":
-				hs := []any{}
-				for _, h := range r.Headers {
-					hs = append(hs, map[string]any{"key": h.Key, "value": val(h.Value)})
-				}
-				row[f] = hs
-			}
-		}
-		rows = append(rows, row)
-	}
-	return jsonForm(t, rows)
-}
-
-// jsonForm round-trips v through JSON, so that values from Go and from a
-// reader's JSON output compare with reflect.DeepEqual.
-func jsonForm(t *testing.T, v any) []map[string]any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // writeFile encodes recs with cfg into dir/name and returns the path.
 func writeColumnar(t *testing.T, dir, name string, cfg config.Format, recs []*kgo.Record) string {
@@ -134,73 +36,3 @@ func writeColumnar(t *testing.T, dir, name string, cfg config.Format, recs []*kg
 	}
 	return path
 }
-
-// columnarCase is one configuration the reader tests cover.
-type columnarCase struct {
-	name string
-	cfg  config.Format
-	recs []*kgo.Record
-}
-
-// columnarCases: every compression with text values, every compression with
-// binary values, a subset of fields in another order, no envelope, files
-// of several blocks or pages, and a file with no records.
-func columnarCases(typ string) []columnarCase {
-	var cs []columnarCase
-	for _, comp := range compressions {
-		cs = append(cs,
-			columnarCase{"text-" + comp, columnarConfig(typ, comp, "none"), columnarRecords(false)},
-			columnarCase{"binary-" + comp, columnarConfig(typ, comp, "base64"), columnarRecords(true)},
-		)
-	}
-	single := columnarConfig(typ, "zstd", "none", "value")
-	single.Envelope = false
-	return append(cs,
-		columnarCase{"subset-reordered", columnarConfig(typ, "snappy", "none", "timestamp", "headers", "offset"), columnarRecords(false)},
-		columnarCase{"no-envelope", single, columnarRecords(false)},
-		columnarCase{"many-zstd", columnarConfig(typ, "zstd", "none"), varied(1500, 1024)},
-		columnarCase{"many-gzip", columnarConfig(typ, "gzip", "base64"), varied(1500, 1024)},
-		columnarCase{"empty", columnarConfig(typ, "zstd", "none"), nil}, // every record failed
-	)
-}
-
-// checkRows compares a reader's rows with the expected ones, field by
-// field, so a failure names the record and the field.
-func checkRows(t *testing.T, what string, got, want []map[string]any) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d rows, want %d:\n got  %v\n want %v", what, len(got), len(want), got, want)
-		return
-	}
-	for i := range want {
-		if !reflect.DeepEqual(got[i], want[i]) {
-			t.Errorf("%s: row %d:\n got  %v\n want %v", what, i, got[i], want[i])
-		}
-	}
-}
-
-// golden compares got with testdata/golden/name, or rewrites it when
-// SPILLWAY_UPDATE_GOLDEN=1 (as TestGoldenTextFormats does).
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if os.Getenv(updateGoldenEnv) == "1" {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with %s=1 to write it)", err, updateGoldenEnv)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: %d bytes differ from the golden file's %d; if the change is meant and the readers' tests pass, rerun with %s=1 and review the diff", path, len(got), len(want), updateGoldenEnv)
-	}
-}
-
-// updateGoldenEnv rewrites the golden files from the encoders' output when
-// set to 1. Review the diff: a change in these bytes is a change of the file
-// format that users' readers see.
-const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
-
-func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

@@ -1,8 +1,6 @@
 package avro
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"testing"
 
@@ -10,26 +8,8 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
-
-// varied returns n records of about size bytes of JSON, no two alike, so
-// that compressors and page encoders see realistic input.
-func varied(n, size int) []*kgo.Record {
-	rng := rand.New(rand.NewPCG(1, 2))
-	words := []string{"checkout", "login", "search", "mobile", "desktop", "eu-west-1", "premium", "trial", "lorem", "ipsum", "dolor", "amet"}
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		v := fmt.Appendf(nil, `{"id":%d,"user":"u-%06d","event":"%s","amount":%d,"text":"`, i, rng.IntN(1_000_000), words[rng.IntN(len(words))], rng.IntN(100000))
-		for len(v) < size-2 {
-			v = append(v, words[rng.IntN(len(words))]...)
-			v = append(v, ' ')
-		}
-		v = append(v, `"}`...)
-		recs[i] = &kgo.Record{Offset: int64(i), Timestamp: ts, Key: fmt.Appendf(nil, "u-%d", i%977), Value: v,
-			Headers: []kgo.RecordHeader{{Key: "trace-id", Value: fmt.Appendf(nil, "%032x", rng.Uint64())}}}
-	}
-	return recs
-}
 
 // TestWriterMemory measures what an open avro or parquet file holds at its
 // fullest (just before a block or row group goes out, after one already
@@ -41,11 +21,11 @@ func TestWriterMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("measures memory: skipped with -short and -race (run: go test -run TestWriterMemory -v)")
 	}
-	recs := varied(30_000, 1024)
+	recs := formattest.Varied(30_000, 1024)
 	for _, typ := range []string{"avro"} {
 		n := 20
-		for _, comp := range compressions {
-			cfg := columnarConfig(typ, comp, "none")
+		for _, comp := range formattest.Compressions() {
+			cfg := formattest.ColumnarConfig(typ, comp, "none")
 			measured, reported, goroutines := measureWriters(t, cfg, n, recs)
 			fixed := Kind().FixedMemory(cfg)
 			t.Logf("%-7s %-6s measured %9d B per open file: FixedMemory %9d B + Grow %9d B = %9d B; measured-Grow %9d B",
@@ -83,7 +63,7 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 	encs := make([]format.Encoder, n)
 	var grown int64
 	for i := range encs {
-		enc, err := Kind().NewBufferedEncoder(cfg, discard{}, format.Memory{Grow: func(d int64) { grown += d }})
+		enc, err := Kind().NewBufferedEncoder(cfg, formattest.Discard{}, format.Memory{Grow: func(d int64) { grown += d }})
 		if err != nil {
 			t.Fatal(err)
 		}

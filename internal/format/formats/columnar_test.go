@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // TestColumnarRecordErrorWritesNothing: a record the envelope can't hold is
@@ -17,7 +19,9 @@ import (
 // every other record.
 func TestColumnarRecordErrorWritesNothing(t *testing.T) {
 	bad := []byte{'o', 'k', 0xff}
-	good := func(o int64) *kgo.Record { return &kgo.Record{Offset: o, Timestamp: ts, Value: []byte("fine")} }
+	good := func(o int64) *kgo.Record {
+		return &kgo.Record{Offset: o, Timestamp: formattest.TS, Value: []byte("fine")}
+	}
 	for _, tc := range []struct {
 		name, encoding string
 		rec            *kgo.Record
@@ -32,7 +36,7 @@ func TestColumnarRecordErrorWritesNothing(t *testing.T) {
 		for _, typ := range []string{"avro", "parquet"} {
 			name := typ + "/" + tc.name
 			var buf bytes.Buffer
-			cfg := columnarConfig(typ, "none", tc.encoding)
+			cfg := formattest.ColumnarConfig(typ, "none", tc.encoding)
 			enc, err := NewEncoder(cfg, &buf)
 			if err != nil {
 				t.Fatal(err)
@@ -56,9 +60,9 @@ func TestColumnarRecordErrorWritesNothing(t *testing.T) {
 			}
 			var rows []map[string]any
 			if typ == "avro" {
-				rows = readAvroGo(t, buf.Bytes())
+				rows = formattest.ReadAvroGo(t, buf.Bytes())
 			} else {
-				rows = readParquetGo(t, buf.Bytes(), tc.encoding == "none")
+				rows = formattest.ReadParquetGo(t, buf.Bytes(), tc.encoding == "none")
 			}
 			var offsets []string
 			for _, r := range rows {
@@ -77,15 +81,15 @@ func TestNewEncoderErrors(t *testing.T) {
 		want string
 	}{
 		{config.Format{Type: "avro", Fields: []string{"key", "value"}}, "format.envelope: false writes one field"},
-		{config.Format{Type: "avro", Fields: allFields, Envelope: true, Compression: "lz4"}, `format.compression "lz4" is unknown`},
+		{config.Format{Type: "avro", Fields: formattest.AllFields(), Envelope: true, Compression: "lz4"}, `format.compression "lz4" is unknown`},
 		{config.Format{Type: "parquet", Fields: []string{"value", "value"}, Envelope: true}, `field "value" is listed twice`},
-		{config.Format{Type: "parquet", Fields: allFields, Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
-		{config.Format{Type: "xml", Fields: allFields, Envelope: true}, `format.type "xml" is unknown`},
+		{config.Format{Type: "parquet", Fields: formattest.AllFields(), Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
+		{config.Format{Type: "xml", Fields: formattest.AllFields(), Envelope: true}, `format.type "xml" is unknown`},
 		{config.Format{Type: "jsonl", Envelope: true}, "format.fields is empty"},
 		{config.Format{Type: "jsonl", Fields: []string{"value", "partition"}, Envelope: true}, `unknown field "partition"`},
 		{config.Format{Type: "jsonl", Fields: []string{"value", "value"}, Envelope: true}, `field "value" is listed twice`},
 		{config.Format{Type: "jsonl", Fields: []string{"key", "value"}}, "format.envelope: false writes one bare field"},
-		{config.Format{Type: "jsonl", Fields: allFields, Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
+		{config.Format{Type: "jsonl", Fields: formattest.AllFields(), Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
 	} {
 		_, err := NewEncoder(tc.cfg, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // BenchmarkEncodeZstd encodes the same 1 KiB JSON records in jsonl, avro
@@ -14,18 +15,18 @@ import (
 //
 //	go test -run XXX -bench BenchmarkEncodeZstd -cpuprofile cpu.out ./internal/format/
 func BenchmarkEncodeZstd(b *testing.B) {
-	recs := varied(20_000, 1024)
+	recs := formattest.Varied(20_000, 1024)
 	var size int64
 	for _, r := range recs {
 		size += int64(len(r.Value))
 	}
 	for _, typ := range []string{"jsonl", "avro", "parquet"} {
 		b.Run(typ, func(b *testing.B) {
-			cfg := columnarConfig(typ, "zstd", "none")
+			cfg := formattest.ColumnarConfig(typ, "zstd", "none")
 			b.SetBytes(size)
 			b.ReportAllocs()
 			for range b.N {
-				w, err := format.NewCompressor(Of(cfg.Type).StreamCompression(cfg), discard{})
+				w, err := format.NewCompressor(Of(cfg.Type).StreamCompression(cfg), formattest.Discard{})
 				if err != nil {
 					b.Fatal(err)
 				}

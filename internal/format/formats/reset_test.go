@@ -7,17 +7,18 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // Reset starts a new, independent file with the state of the last: the
 // jsonl and avro encoders (what a sink keeps from file to file). Each file
 // reads back whole on its own. The compressors' half is in package format.
 func TestResetStartsAnIndependentFile(t *testing.T) {
-	recs := varied(300, 1024)
+	recs := formattest.Varied(300, 1024)
 	for _, c := range []struct {
 		name string
 		cfg  config.Format
-	}{{"jsonl", jsonlConfig("none")}, {"avro+zstd", columnarConfig("avro", "zstd", "none")}, {"avro+gzip", columnarConfig("avro", "gzip", "none")}} {
+	}{{"jsonl", formattest.JSONLConfig("none")}, {"avro+zstd", formattest.ColumnarConfig("avro", "zstd", "none")}, {"avro+gzip", formattest.ColumnarConfig("avro", "gzip", "none")}} {
 		t.Run(c.name, func(t *testing.T) {
 			fc := c.cfg
 			var first bytes.Buffer
@@ -49,11 +50,11 @@ func TestResetStartsAnIndependentFile(t *testing.T) {
 			for i, buf := range files {
 				var offsets []string
 				if fc.Type == "avro" {
-					for _, row := range readAvroGo(t, buf.Bytes()) {
+					for _, row := range formattest.ReadAvroGo(t, buf.Bytes()) {
 						offsets = append(offsets, fmt.Sprint(row["offset"]))
 					}
 				} else {
-					for _, l := range decodeLines(t, buf.String()) {
+					for _, l := range formattest.DecodeLines(t, buf.String()) {
 						offsets = append(offsets, fmt.Sprint(*l.Offset))
 					}
 				}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -495,8 +496,8 @@ func TestColumnsGolden(t *testing.T) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, c.name, withSync(buf.Bytes(), fixedSync))
+		formattest.Golden(t, c.name, withSync(buf.Bytes(), fixedSync))
 	}
-	golden(t, "typed-proto.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", false, "value"), reg), pbOrders(t, reg)))
-	golden(t, "typed-json-envelope.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true, "offset", "value"), reg), jsOrders()))
+	formattest.Golden(t, "typed-proto.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", false, "value"), reg), pbOrders(t, reg)))
+	formattest.Golden(t, "typed-json-envelope.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true, "offset", "value"), reg), jsOrders()))
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -115,7 +116,7 @@ func orders(t testing.TB) []*kgo.Record {
 
 func typedFormat(typ string, envelope bool, fields ...string) config.Format {
 	if len(fields) == 0 {
-		fields = allFields
+		fields = formattest.AllFields()
 	}
 	return config.Format{Type: typ, Compression: "none", Fields: fields, ValueEncoding: "none", Envelope: envelope}
 }
@@ -274,10 +275,10 @@ func TestTypedGolden(t *testing.T) {
 		if err := enc.Close(); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, c.name, withSync(buf.Bytes(), fixedSync))
+		formattest.Golden(t, c.name, withSync(buf.Bytes(), fixedSync))
 	}
-	golden(t, "typed-envelope.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true), reg), orders(t)))
-	golden(t, "typed-bare.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", false, "value"), reg), orders(t)))
+	formattest.Golden(t, "typed-envelope.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true), reg), orders(t)))
+	formattest.Golden(t, "typed-bare.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", false, "value"), reg), orders(t)))
 }
 
 func writeTemp(t testing.TB, dir, name string, b []byte) string {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,66 +16,17 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var allFields = []string{"key", "value", "offset", "timestamp", "headers"}
-
-func jsonlConfig(enc string) config.Format {
-	return config.Format{Type: "jsonl", Fields: allFields, ValueEncoding: enc, Envelope: true}
-}
-
-var ts = time.UnixMilli(1733150000123)
-
-// encodeAll encodes recs and closes the encoder, failing on any error.
+// encodeAll encodes recs with this package's encoders and closes the
+// encoder, failing on any error.
 func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
 	t.Helper()
-	var buf bytes.Buffer
-	enc, err := newEncoder(cfg, &buf)
-	if err != nil {
-		t.Fatalf("NewEncoder: %v", err)
-	}
-	for _, r := range recs {
-		if err := enc.Encode(r); err != nil {
-			t.Fatalf("Encode(offset %d): %v", r.Offset, err)
-		}
-	}
-	if err := enc.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	return buf.String()
-}
-
-// line is one decoded envelope. Pointers and RawMessage tell null from
-// absent and a JSON string from embedded JSON.
-type line struct {
-	Key       json.RawMessage `json:"key"`
-	Value     json.RawMessage `json:"value"`
-	Offset    *int64          `json:"offset"`
-	Timestamp *int64          `json:"timestamp"`
-	Headers   []struct {
-		Key   string          `json:"key"`
-		Value json.RawMessage `json:"value"`
-	} `json:"headers"`
-}
-
-func decodeLines(t *testing.T, out string) []line {
-	t.Helper()
-	if !strings.HasSuffix(out, "\n") {
-		t.Fatalf("output does not end in a newline: %q", out)
-	}
-	var lines []line
-	for _, s := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		d := json.NewDecoder(strings.NewReader(s))
-		d.DisallowUnknownFields()
-		var l line
-		if err := d.Decode(&l); err != nil {
-			t.Fatalf("line %q: %v", s, err)
-		}
-		lines = append(lines, l)
-	}
-	return lines
+	encode := func(c config.Format, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
+	return formattest.EncodeAll(t, encode, cfg, recs...)
 }
 
 // str returns s as a JSON string, the form a field is expected in.
@@ -85,16 +35,16 @@ func str(s string) string { return marshalString(s) }
 func TestJSONLEnvelope(t *testing.T) {
 	binary := []byte{0xff, 0x00, 0xfe, 'a'}
 	recs := []*kgo.Record{
-		{Offset: 1, Timestamp: ts, Key: []byte(`{"id":1}`), Value: []byte(`{"a":[1,2,{"b":null}],"s":"x"}`)},
-		{Offset: 2, Timestamp: ts, Key: []byte("plain key"), Value: []byte("hello \"world\"\n\ttab <&> \u2028 é 日本")},
-		{Offset: 3, Timestamp: ts, Key: nil, Value: nil},
-		{Offset: 4, Timestamp: ts, Key: []byte{}, Value: []byte{}},
-		{Offset: 5, Timestamp: ts, Value: []byte("42"), Headers: []kgo.RecordHeader{
+		{Offset: 1, Timestamp: formattest.TS, Key: []byte(`{"id":1}`), Value: []byte(`{"a":[1,2,{"b":null}],"s":"x"}`)},
+		{Offset: 2, Timestamp: formattest.TS, Key: []byte("plain key"), Value: []byte("hello \"world\"\n\ttab <&> \u2028 é 日本")},
+		{Offset: 3, Timestamp: formattest.TS, Key: nil, Value: nil},
+		{Offset: 4, Timestamp: formattest.TS, Key: []byte{}, Value: []byte{}},
+		{Offset: 5, Timestamp: formattest.TS, Value: []byte("42"), Headers: []kgo.RecordHeader{
 			{Key: "h", Value: []byte("v")}, {Key: "json", Value: []byte(`{"x":1}`)}, {Key: "nil", Value: nil},
 		}},
-		{Offset: 6, Timestamp: ts, Value: []byte(" \"a JSON string\" ")},
+		{Offset: 6, Timestamp: formattest.TS, Value: []byte(" \"a JSON string\" ")},
 	}
-	lines := decodeLines(t, encodeAll(t, jsonlConfig("none"), recs...))
+	lines := formattest.DecodeLines(t, encodeAll(t, formattest.JSONLConfig("none"), recs...))
 	if len(lines) != len(recs) {
 		t.Fatalf("got %d lines, want %d", len(lines), len(recs))
 	}
@@ -131,7 +81,7 @@ func TestJSONLEnvelope(t *testing.T) {
 		}
 	}
 	// binary: the key is decoded back to the exact bytes.
-	lines = decodeLines(t, encodeAll(t, jsonlConfig("base64"), &kgo.Record{
+	lines = formattest.DecodeLines(t, encodeAll(t, formattest.JSONLConfig("base64"), &kgo.Record{
 		Offset: 7, Key: binary, Value: binary, Headers: []kgo.RecordHeader{{Key: "b", Value: binary}, {Key: "n"}},
 	}))
 	for name, raw := range map[string]json.RawMessage{"key": lines[0].Key, "value": lines[0].Value, "header": lines[0].Headers[0].Value} {
@@ -158,8 +108,8 @@ func compact(t *testing.T, raw json.RawMessage) string {
 }
 
 func TestJSONLExactBytes(t *testing.T) {
-	out := encodeAll(t, jsonlConfig("none"), &kgo.Record{
-		Offset: 123, Timestamp: ts, Key: []byte("k"), Value: []byte(`{"a":1}`),
+	out := encodeAll(t, formattest.JSONLConfig("none"), &kgo.Record{
+		Offset: 123, Timestamp: formattest.TS, Key: []byte("k"), Value: []byte(`{"a":1}`),
 		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}},
 	})
 	want := `{"key":"k","value":{"a":1},"offset":123,"timestamp":1733150000123,"headers":[{"key":"h","value":"v"}]}` + "\n"
@@ -178,8 +128,8 @@ func TestJSONLFieldsSubsetAndOrder(t *testing.T) {
 
 func TestJSONLPrettyValueStaysOnOneLine(t *testing.T) {
 	pretty := "{\n  \"a\": 1,\r\n  \"b\": \"x y\"\n}\n"
-	out := encodeAll(t, jsonlConfig("none"), &kgo.Record{Value: []byte(pretty)}, &kgo.Record{Offset: 1, Value: []byte("1")})
-	lines := decodeLines(t, out)
+	out := encodeAll(t, formattest.JSONLConfig("none"), &kgo.Record{Value: []byte(pretty)}, &kgo.Record{Offset: 1, Value: []byte("1")})
+	lines := formattest.DecodeLines(t, out)
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want 2: %q", len(lines), out)
 	}
@@ -189,9 +139,9 @@ func TestJSONLPrettyValueStaysOnOneLine(t *testing.T) {
 }
 
 func TestJSONLNoEnvelope(t *testing.T) {
-	r := &kgo.Record{Offset: 5, Timestamp: ts, Key: []byte("k\n"), Value: []byte(`{"a":1}`),
+	r := &kgo.Record{Offset: 5, Timestamp: formattest.TS, Key: []byte("k\n"), Value: []byte(`{"a":1}`),
 		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
-	text := &kgo.Record{Offset: 6, Timestamp: ts, Value: []byte("plain")}
+	text := &kgo.Record{Offset: 6, Timestamp: formattest.TS, Value: []byte("plain")}
 	for _, tc := range []struct {
 		field string
 		recs  []*kgo.Record
@@ -225,7 +175,7 @@ func TestRecordErrorWritesNothing(t *testing.T) {
 	} {
 		for _, typ := range []string{"jsonl", "json"} {
 			var buf bytes.Buffer
-			cfg := jsonlConfig("none")
+			cfg := formattest.JSONLConfig("none")
 			cfg.Type = typ
 			enc, err := newEncoder(cfg, &buf)
 			if err != nil {
@@ -246,11 +196,11 @@ func TestRecordErrorWritesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			if typ == "json" {
-				var arr []line
+				var arr []formattest.Line
 				if err := json.Unmarshal(buf.Bytes(), &arr); err != nil || len(arr) != 1 {
 					t.Errorf("json/%s: output %q: %v", tc.name, buf.String(), err)
 				}
-			} else if n := len(decodeLines(t, buf.String())); n != 1 {
+			} else if n := len(formattest.DecodeLines(t, buf.String())); n != 1 {
 				t.Errorf("jsonl/%s: %d lines, want 1", tc.name, n)
 			}
 		}
@@ -268,7 +218,7 @@ func TestWriteErrorIsNotRecordError(t *testing.T) {
 	for _, typ := range []string{"jsonl", "json"} {
 		boom := errors.New("disk on fire")
 		w := &failWriter{err: boom}
-		cfg := jsonlConfig("none")
+		cfg := formattest.JSONLConfig("none")
 		cfg.Type = typ
 		enc, err := newEncoder(cfg, w)
 		if err != nil {
@@ -292,7 +242,7 @@ func TestWriteErrorIsNotRecordError(t *testing.T) {
 }
 
 func TestEncodeAfterClose(t *testing.T) {
-	enc, err := newEncoder(jsonlConfig("none"), &bytes.Buffer{})
+	enc, err := newEncoder(formattest.JSONLConfig("none"), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +255,7 @@ func TestEncodeAfterClose(t *testing.T) {
 }
 
 func TestJSONArray(t *testing.T) {
-	cfg := jsonlConfig("none")
+	cfg := formattest.JSONLConfig("none")
 	cfg.Type = "json"
 	if got := encodeAll(t, cfg); got != "[]\n" {
 		t.Errorf("empty file = %q, want []", got)
@@ -314,7 +264,7 @@ func TestJSONArray(t *testing.T) {
 		&kgo.Record{Offset: 1, Value: []byte(`{"a":1}`)},
 		&kgo.Record{Offset: 2, Value: []byte("text")},
 		&kgo.Record{Offset: 3})
-	var arr []line
+	var arr []formattest.Line
 	if err := json.Unmarshal([]byte(out), &arr); err != nil {
 		t.Fatalf("%q: %v", out, err)
 	}
@@ -371,29 +321,6 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
-// benchRecord is a typical record with a 1 KiB value.
-func benchRecord(value []byte) *kgo.Record {
-	return &kgo.Record{
-		Topic: "events", Partition: 3, Offset: 123456789, Timestamp: ts,
-		Key:     []byte("user-1234567"),
-		Value:   value,
-		Headers: []kgo.RecordHeader{{Key: "trace-id", Value: []byte("4bf92f3577b34da6a3ce929d0e0e4736")}},
-	}
-}
-
-func jsonValue(n int) []byte {
-	var b strings.Builder
-	b.WriteString(`{"items":[`)
-	for i := 0; b.Len() < n-40; i++ {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"id":%d,"name":"item-%d"}`, i, i)
-	}
-	b.WriteString(`],"ok":true}`)
-	return []byte(b.String())
-}
-
 func BenchmarkJSONL(b *testing.B) {
 	text := bytes.Repeat([]byte("lorem ipsum \"dolor\" sit amet\n"), 40)[:1024]
 	bin := make([]byte, 1024)
@@ -405,16 +332,16 @@ func BenchmarkJSONL(b *testing.B) {
 		enc   string
 		value []byte
 	}{
-		{"json_value", "none", jsonValue(1024)},
+		{"json_value", "none", formattest.JSONValue(1024)},
 		{"text_value", "none", text},
 		{"base64_value", "base64", bin},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			enc, err := newEncoder(jsonlConfig(bc.enc), discard{})
+			enc, err := newEncoder(formattest.JSONLConfig(bc.enc), formattest.Discard{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := benchRecord(bc.value)
+			r := formattest.BenchRecord(bc.value)
 			b.SetBytes(int64(len(bc.value)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -426,11 +353,6 @@ func BenchmarkJSONL(b *testing.B) {
 	}
 }
 
-// discard is io.Discard without its io.ReaderFrom, like a compressor.
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
 func TestTextThatLooksLikeJSONStaysAString(t *testing.T) {
 	for _, v := range []string{"123 apples", "nullable", "true story", "{not json}", "[1,2", `"half`, "-", "1e", "  "} {
 		cfg := config.Format{Type: "jsonl", Fields: []string{"value"}}
@@ -441,7 +363,7 @@ func TestTextThatLooksLikeJSONStaysAString(t *testing.T) {
 }
 
 func TestLargeRecordBufferIsNotRetained(t *testing.T) {
-	enc, err := newEncoder(jsonlConfig("none"), discard{})
+	enc, err := newEncoder(formattest.JSONLConfig("none"), formattest.Discard{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // largeValues are 40 MiB values in each form a value takes in JSON: embedded
@@ -66,9 +67,9 @@ func TestLargeValueIsNotCopied(t *testing.T) {
 	const size = 40 << 20
 	for _, v := range largeValues(size) {
 		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
-			r := &kgo.Record{Key: []byte("k"), Value: v.value, Offset: 7, Timestamp: ts,
+			r := &kgo.Record{Key: []byte("k"), Value: v.value, Offset: 7, Timestamp: formattest.TS,
 				Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("v")}}}
-			enc, err := newEncoder(jsonlConfig(v.enc), discard{})
+			enc, err := newEncoder(formattest.JSONLConfig(v.enc), formattest.Discard{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,15 +177,15 @@ func TestStreamedRecordsMatchBuilt(t *testing.T) {
 		for j, k := range keys {
 			for l, h := range headers {
 				if (i+j+l)%2 == 0 || v == nil || h == nil {
-					recs = append(recs, &kgo.Record{Key: k, Value: v, Headers: h, Offset: int64(len(recs)), Timestamp: ts})
+					recs = append(recs, &kgo.Record{Key: k, Value: v, Headers: h, Offset: int64(len(recs)), Timestamp: formattest.TS})
 				}
 			}
 		}
 	}
 	configs := map[string]config.Format{
-		"jsonl":          jsonlConfig("none"),
-		"jsonl base64":   jsonlConfig("base64"),
-		"json":           {Type: "json", Fields: allFields, ValueEncoding: "none", Envelope: true},
+		"jsonl":          formattest.JSONLConfig("none"),
+		"jsonl base64":   formattest.JSONLConfig("base64"),
+		"json":           {Type: "json", Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true},
 		"bare value":     {Type: "jsonl", Fields: []string{"value"}, ValueEncoding: "none"},
 		"bare key json":  {Type: "json", Fields: []string{"key"}, ValueEncoding: "base64"},
 		"reordered json": {Type: "json", Fields: []string{"headers", "timestamp", "value", "offset", "key"}, ValueEncoding: "none", Envelope: true},

@@ -3,100 +3,24 @@ package jsonfmt
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
-var compressionKinds = []string{"none", "gzip", "zstd", "snappy"}
-
-// readerRecords are n records with the shapes the text formats must carry:
-// JSON objects, text that needs CSV quoting or JSON escapes, empty and null
-// keys and values, headers with null values. Every value is UTF-8, and
-// with lines=false none holds a line break or a tab, so that a bytes file
-// splits into one value per line.
-func readerRecords(n int, lines bool) []*kgo.Record {
-	t0 := time.UnixMilli(1733150000000)
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		r := &kgo.Record{Offset: int64(1000 + i), Timestamp: t0.Add(time.Duration(i) * time.Millisecond), Key: fmt.Appendf(nil, "key-%d", i)}
-		switch i % 8 {
-		case 0:
-			r.Value = fmt.Appendf(nil, `{"i":%d,"s":"x, \"y\"","a":[1,2,null]}`, i)
-		case 1:
-			r.Value = fmt.Appendf(nil, `text %d, with "quotes" and é 日本`, i)
-		case 2:
-			r.Value, r.Key = nil, nil // a tombstone without a key
-		case 3:
-			r.Value, r.Key = []byte{}, []byte{}
-		case 4:
-			r.Value = fmt.Appendf(nil, " leading space %d", i)
-			if lines {
-				r.Value = fmt.Appendf(nil, "two\r\nlines %d\n", i)
-			}
-		case 5:
-			r.Value = fmt.Appendf(nil, "%d", i)
-		case 6:
-			r.Value = fmt.Appendf(nil, `"a JSON string %d"`, i)
-		case 7:
-			r.Value = []byte(`\.`)
-		}
-		if i%3 == 0 {
-			r.Headers = []kgo.RecordHeader{{Key: "trace", Value: fmt.Appendf(nil, "t%d", i)}, {Key: "nil", Value: nil}}
-		}
-		recs[i] = r
-	}
-	return recs
-}
-
-// writeFile encodes recs through the format and compression of cfg, as the
-// sink chains them, into dir, and returns the file's path.
+// writeFile encodes recs as the sink chains this package's encoders.
 func writeFile(t *testing.T, dir string, cfg config.Format, recs []*kgo.Record) string {
 	t.Helper()
-	path := filepath.Join(dir, cfg.Type+"-"+cfg.Compression+naming.Extension(cfg.Type, cfg.Compression))
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw, err := format.NewCompressor(cfg.Compression, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := newEncoder(cfg, zw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := enc.Encode(r); err != nil {
-			t.Fatalf("Encode(offset %d): %v", r.Offset, err)
-		}
-	}
-	for _, c := range []interface{ Close() error }{enc, zw, f} {
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
-
-// duckPath is where DuckDB reads a file from: DuckDB reads gzip and zstd
-// itself but not snappy framing, which python3-snappy undoes first.
-func duckPath(t *testing.T, path string) string {
-	if strings.HasSuffix(path, ".snappy") {
-		return testkit.Unsnappy(t, path)
-	}
-	return path
+	encode := func(c config.Format, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
+	return formattest.WriteFile(t, formattest.Chain{Compress: format.NewCompressor, Encode: encode}, dir, cfg, recs)
 }
 
 // TestTextFormatsReadByDuckDB writes jsonl and json files in every
@@ -106,7 +30,7 @@ func duckPath(t *testing.T, path string) string {
 func TestTextFormatsReadByDuckDB(t *testing.T) {
 	duck := testkit.NewDuckDB(t)
 	const n = 400
-	withLines := readerRecords(n, true)
+	withLines := formattest.ReaderRecords(n, true)
 	dir := t.TempDir()
 
 	type check func(t *testing.T, rows []testkit.Row)
@@ -115,13 +39,13 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 		queries []string
 		checks  []check
 	)
-	for _, comp := range compressionKinds {
-		base := config.Format{Fields: allFields, ValueEncoding: "none", Envelope: true, Compression: comp, BytesSeparator: config.DefaultBytesSeparator}
+	for _, comp := range formattest.Compressions() {
+		base := config.Format{Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true, Compression: comp, BytesSeparator: config.DefaultBytesSeparator}
 
 		for _, typ := range []string{"jsonl", "json"} {
 			cfg := base
 			cfg.Type = typ
-			p := duckPath(t, writeFile(t, dir, cfg, withLines))
+			p := formattest.DuckPath(t, writeFile(t, dir, cfg, withLines))
 			layout := "newline_delimited"
 			if typ == "json" {
 				layout = "array"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // TestWriterMemory measures what an open avro or parquet file holds at its
@@ -20,14 +21,14 @@ func TestWriterMemory(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("measures memory: skipped with -short and -race (run: go test -run TestWriterMemory -v)")
 	}
-	recs := varied(30_000, 1024)
+	recs := formattest.Varied(30_000, 1024)
 	for _, typ := range []string{"parquet"} {
 		n := 20
 		if typ == "parquet" {
 			n = 6
 		}
-		for _, comp := range compressions {
-			cfg := columnarConfig(typ, comp, "none")
+		for _, comp := range formattest.Compressions() {
+			cfg := formattest.ColumnarConfig(typ, comp, "none")
 			measured, reported, goroutines := measureWriters(t, cfg, n, recs)
 			fixed := Kind().FixedMemory(cfg)
 			t.Logf("%-7s %-6s measured %9d B per open file: FixedMemory %9d B + Grow %9d B = %9d B; measured-Grow %9d B",
@@ -65,7 +66,7 @@ func measureWriters(t *testing.T, cfg config.Format, n int, recs []*kgo.Record) 
 	encs := make([]format.Encoder, n)
 	var grown int64
 	for i := range encs {
-		enc, err := Kind().NewBufferedEncoder(cfg, discard{}, format.Memory{Grow: func(d int64) { grown += d }})
+		enc, err := Kind().NewBufferedEncoder(cfg, formattest.Discard{}, format.Memory{Grow: func(d int64) { grown += d }})
 		if err != nil {
 			t.Fatal(err)
 		}

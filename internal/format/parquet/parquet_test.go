@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,81 +15,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
-// pqRow and pqHeader read the envelope back with parquet-go; bytes are
-// []byte whatever the logical type, so that binary values compare exactly.
-type pqRow struct {
-	Key       *[]byte    `parquet:"key,optional"`
-	Value     *[]byte    `parquet:"value,optional"`
-	Offset    int64      `parquet:"offset"`
-	Timestamp int64      `parquet:"timestamp"`
-	Headers   []pqHeader `parquet:"headers,list"`
-}
-
-type pqHeader struct {
-	Key   string  `parquet:"key"`
-	Value *[]byte `parquet:"value,optional"`
-}
-
-// readParquetGo reads a parquet file with parquet-go's reader into rows of
-// the columns the file has, in the form of wantRows with base64 blobs.
-func readParquetGo(t *testing.T, b []byte, text bool) []map[string]any {
-	t.Helper()
-	f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
-	if err != nil {
-		t.Fatalf("parquet.OpenFile: %v", err)
-	}
-	r := parquet.NewGenericReader[pqRow](f)
-	defer r.Close()
-	recs := make([]pqRow, f.NumRows())
-	if n, err := r.Read(recs); n != len(recs) || (err != nil && err != io.EOF) {
-		t.Fatalf("parquet read: %d of %d rows: %v", n, len(recs), err)
-	}
-	val := func(b *[]byte) any {
-		switch {
-		case b == nil:
-			return nil
-		case text:
-			return string(*b)
-		}
-		return b64(string(*b))
-	}
-	var rows []map[string]any
-	for _, rec := range recs {
-		row := map[string]any{}
-		for _, fl := range f.Schema().Fields() {
-			switch fl.Name() {
-			case "key":
-				row["key"] = val(rec.Key)
-			case "value":
-				row["value"] = val(rec.Value)
-			case "offset":
-				row["offset"] = rec.Offset
-			case "timestamp":
-				row["timestamp"] = rec.Timestamp
-			case "headers":
-				hs := []any{}
-				for _, h := range rec.Headers {
-					hs = append(hs, map[string]any{"key": h.Key, "value": val(h.Value)})
-				}
-				row["headers"] = hs
-			}
-		}
-		rows = append(rows, row)
-	}
-	return jsonForm(t, rows)
-}
-
-func encodeParquet(t *testing.T, c columnarCase) []byte {
+func encodeParquet(t *testing.T, c formattest.ColumnarCase) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	enc, err := Kind().NewEncoder(c.cfg, &buf)
+	enc, err := Kind().NewEncoder(c.Cfg, &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range c.recs {
+	for _, r := range c.Recs {
 		if err := enc.Encode(r); err != nil {
 			t.Fatal(err)
 		}
@@ -105,10 +41,10 @@ func encodeParquet(t *testing.T, c columnarCase) []byte {
 // checks the schema's column order, logical types and codec.
 func TestParquetGoReads(t *testing.T) {
 	codecs := map[string]pqformat.CompressionCodec{"none": pqformat.Uncompressed, "gzip": pqformat.Gzip, "snappy": pqformat.Snappy, "zstd": pqformat.Zstd}
-	for _, c := range columnarCases("parquet") {
+	for _, c := range formattest.ColumnarCases("parquet") {
 		b := encodeParquet(t, c)
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(string(b)) })
-		checkRows(t, c.name, readParquetGo(t, b, c.cfg.ValueEncoding == "none"), want)
+		want := formattest.WantRows(t, c.Cfg, c.Recs, func(b []byte) any { return formattest.B64(string(b)) })
+		formattest.CheckRows(t, c.Name, formattest.ReadParquetGo(t, b, c.Cfg.ValueEncoding == "none"), want)
 
 		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
@@ -118,13 +54,13 @@ func TestParquetGoReads(t *testing.T) {
 		for _, fl := range f.Schema().Fields() {
 			names = append(names, fl.Name())
 		}
-		if !reflect.DeepEqual(names, c.cfg.Fields) {
-			t.Errorf("%s: columns %v, want %v in that order", c.name, names, c.cfg.Fields)
+		if !reflect.DeepEqual(names, c.Cfg.Fields) {
+			t.Errorf("%s: columns %v, want %v in that order", c.Name, names, c.Cfg.Fields)
 		}
 		for _, rg := range f.Metadata().RowGroups {
 			for _, cc := range rg.Columns {
-				if cc.MetaData.Codec != codecs[c.cfg.Compression] {
-					t.Errorf("%s: column %v has codec %v, want %v", c.name, cc.MetaData.PathInSchema, cc.MetaData.Codec, codecs[c.cfg.Compression])
+				if cc.MetaData.Codec != codecs[c.Cfg.Compression] {
+					t.Errorf("%s: column %v has codec %v, want %v", c.Name, cc.MetaData.PathInSchema, cc.MetaData.Codec, codecs[c.Cfg.Compression])
 				}
 			}
 		}
@@ -138,14 +74,14 @@ func TestParquetGoReads(t *testing.T) {
 			case "timestamp":
 				want = "TIMESTAMP(isAdjustedToUTC=true,unit=MILLIS)"
 			case "key", "value":
-				want = map[string]string{"none": "STRING", "base64": ""}[c.cfg.ValueEncoding]
+				want = map[string]string{"none": "STRING", "base64": ""}[c.Cfg.ValueEncoding]
 			case "headers":
 				want = "LIST"
 			default:
 				continue
 			}
 			if lt != want {
-				t.Errorf("%s: %s has logical type %q, want %q", c.name, el.Name(), lt, want)
+				t.Errorf("%s: %s has logical type %q, want %q", c.Name, el.Name(), lt, want)
 			}
 		}
 	}
@@ -154,7 +90,7 @@ func TestParquetGoReads(t *testing.T) {
 // TestParquetGolden pins the exact bytes of an uncompressed file on fixed
 // input.
 func TestParquetGolden(t *testing.T) {
-	golden(t, "envelope-none.parquet", encodeParquet(t, columnarCase{cfg: columnarConfig("parquet", "none", "none"), recs: columnarRecords(false)}))
+	formattest.Golden(t, "envelope-none.parquet", encodeParquet(t, formattest.ColumnarCase{Cfg: formattest.ColumnarConfig("parquet", "none", "none"), Recs: formattest.ColumnarRecords(false)}))
 }
 
 // TestParquetRowGroupsCutByBytes writes some 20 MiB of values: row groups
@@ -162,7 +98,7 @@ func TestParquetGolden(t *testing.T) {
 // and each stays near that size.
 func TestParquetRowGroupsCutByBytes(t *testing.T) {
 	var buf bytes.Buffer
-	enc, err := Kind().NewEncoder(columnarConfig("parquet", "none", "none"), &buf)
+	enc, err := Kind().NewEncoder(formattest.ColumnarConfig("parquet", "none", "none"), &buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +106,7 @@ func TestParquetRowGroupsCutByBytes(t *testing.T) {
 	const n = 20_000
 	var maxHeld int64
 	for i := range n {
-		if err := enc.Encode(&kgo.Record{Offset: int64(i), Timestamp: ts, Key: []byte("k"), Value: value}); err != nil {
+		if err := enc.Encode(&kgo.Record{Offset: int64(i), Timestamp: formattest.TS, Key: []byte("k"), Value: value}); err != nil {
 			t.Fatal(err)
 		}
 		// What the encoder holds is what it took in minus what it wrote.
@@ -206,7 +142,7 @@ func TestParquetRowGroupsCutByBytes(t *testing.T) {
 func TestParquetWriteErrorIsNotRecordError(t *testing.T) {
 	boom := errors.New("disk on fire")
 	w := &failWriter{err: boom}
-	enc, err := Kind().NewEncoder(columnarConfig("parquet", "zstd", "none"), w)
+	enc, err := Kind().NewEncoder(formattest.ColumnarConfig("parquet", "zstd", "none"), w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,23 +163,23 @@ func TestParquetWriteErrorIsNotRecordError(t *testing.T) {
 func TestParquetDuckDBReads(t *testing.T) {
 	db := testkit.NewDuckDB(t)
 	dir := t.TempDir()
-	cases := columnarCases("parquet")
+	cases := formattest.ColumnarCases("parquet")
 	var queries []string
 	for _, c := range cases {
-		path := filepath.Join(dir, c.name+".parquet")
+		path := filepath.Join(dir, c.Name+".parquet")
 		if err := os.WriteFile(path, encodeParquet(t, c), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		// Bytes as base64 and numbers as doubles, so that rows come back
 		// as plain JSON.
 		blob := func(col string) string {
-			if c.cfg.ValueEncoding == "base64" {
+			if c.Cfg.ValueEncoding == "base64" {
 				return "to_base64(" + col + ")"
 			}
 			return col
 		}
 		var cols []string
-		for _, f := range c.cfg.Fields {
+		for _, f := range c.Cfg.Fields {
 			switch f {
 			case "key", "value":
 				cols = append(cols, blob(`"`+f+`"`)+` AS "`+f+`"`)
@@ -265,10 +201,10 @@ func TestParquetDuckDBReads(t *testing.T) {
 	codecs := map[string]string{"none": "UNCOMPRESSED", "gzip": "GZIP", "snappy": "SNAPPY", "zstd": "ZSTD"}
 	for i, c := range cases {
 		rows, describe, meta := res[3*i], res[3*i+1], res[3*i+2]
-		want := wantRows(t, c.cfg, c.recs, func(b []byte) any { return b64(string(b)) })
-		checkRows(t, c.name, jsonForm(t, rows), want)
+		want := formattest.WantRows(t, c.Cfg, c.Recs, func(b []byte) any { return formattest.B64(string(b)) })
+		formattest.CheckRows(t, c.Name, formattest.JSONForm(t, rows), want)
 
-		blob := map[string]string{"none": "VARCHAR", "base64": "BLOB"}[c.cfg.ValueEncoding]
+		blob := map[string]string{"none": "VARCHAR", "base64": "BLOB"}[c.Cfg.ValueEncoding]
 		wantTypes := map[string]string{
 			"key": blob, "value": blob, "offset": "BIGINT", "timestamp": "TIMESTAMP WITH TIME ZONE",
 			"headers": `STRUCT("key" VARCHAR, "value" ` + blob + `)[]`,
@@ -278,18 +214,18 @@ func TestParquetDuckDBReads(t *testing.T) {
 			name := fmt.Sprint(d["column_name"])
 			names = append(names, name)
 			if got := fmt.Sprint(d["column_type"]); got != wantTypes[name] {
-				t.Errorf("%s: DESCRIBE %s is %s, want %s", c.name, name, got, wantTypes[name])
+				t.Errorf("%s: DESCRIBE %s is %s, want %s", c.Name, name, got, wantTypes[name])
 			}
 		}
-		if !reflect.DeepEqual(names, c.cfg.Fields) {
-			t.Errorf("%s: DESCRIBE columns %v, want %v", c.name, names, c.cfg.Fields)
+		if !reflect.DeepEqual(names, c.Cfg.Fields) {
+			t.Errorf("%s: DESCRIBE columns %v, want %v", c.Name, names, c.Cfg.Fields)
 		}
-		if len(c.recs) == 0 {
+		if len(c.Recs) == 0 {
 			if len(meta) != 0 {
-				t.Errorf("%s: parquet_metadata %v, want no column chunks", c.name, meta)
+				t.Errorf("%s: parquet_metadata %v, want no column chunks", c.Name, meta)
 			}
-		} else if len(meta) != 1 || meta[0]["compression"] != codecs[c.cfg.Compression] {
-			t.Errorf("%s: parquet_metadata codecs %v, want only %s", c.name, meta, codecs[c.cfg.Compression])
+		} else if len(meta) != 1 || meta[0]["compression"] != codecs[c.Cfg.Compression] {
+			t.Errorf("%s: parquet_metadata codecs %v, want only %s", c.Name, meta, codecs[c.Cfg.Compression])
 		}
 	}
 }
