@@ -90,3 +90,31 @@ func TestStatusDoesNotMoveTheStallClock(t *testing.T) {
 		t.Fatalf("graceful stop: %v", err)
 	}
 }
+
+// TestDrainedIsNeverStalled: a pipeline that has stored and committed
+// every record is not stalled, however long since the monitor last looked.
+// The look that saw the drain can come late on a busy machine (here it
+// never comes), and the stall clock, read between looks, then ran past
+// the timeout: /healthz said "stalled ... while 0 records lag" (seen in
+// TestStalledStorageFailsHealthz beside a CPU hog).
+func TestDrainedIsNeverStalled(t *testing.T) {
+	t.Parallel()
+	cluster := testkit.NewCluster(t, 1, "events")
+	cl := cluster.Client(t)
+	testkit.Produce(t, cl, "events", 100, func(int) *kgo.Record { return &kgo.Record{Value: []byte(`{"n":1}`)} })
+	cfg := testConfig(cluster.Addrs(), t.TempDir())
+	cfg.File.MaxRecords = 50
+	cfg.File.MaxAge = time.Hour
+	cfg.Admin.StallTimeout = time.Minute
+	clock := &manualClock{now: time.Unix(1000, 0), ticks: make(chan time.Time)}
+	progress, stop := startedWith(t, cfg, Options{Clock: clock})
+	waitCommitted(t, cl, cfg.Kafka.Group, testkit.EndOffsets(t, cl, "events"))
+	waitFor(t, "no lag", func() bool { return progress().Status().LagRecords == 0 })
+	clock.add(2 * time.Minute) // and no look since the start
+	if st := progress().Status(); st.Stalled {
+		t.Fatalf("drained, with no look for 2 minutes: stalled (%s), want not stalled", st.StalledReason)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+}

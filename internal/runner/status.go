@@ -77,7 +77,13 @@ func (p *Progress) Status() admin.Status {
 		stalled, since := p.mon.liveness()
 		s.StallTimeoutSeconds = p.mon.stallTimeout.Seconds()
 		s.LastProgressSeconds = since.Seconds()
-		if stalled {
+		// The clock runs between the monitor's looks, which a busy
+		// machine delays: what waits now decides, by the monitor's own
+		// rule (no lag, or held back by something with an alert of its
+		// own, is no stall), so that an idle pipeline never reads as
+		// stalled because the look that saw it drain came late.
+		_, _, held := p.mark()
+		if stalled && s.LagRecords > 0 && !held {
 			s.Stalled, s.StalledReason = true, stallReason(since, s.LagRecords, s)
 		}
 		s.Throughput, s.RecentCloses = p.mon.history()
