@@ -1,0 +1,301 @@
+package iceberg
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// The table holds what was committed, and a catalog opened afresh (a
+// restart) reads back where it ends from the snapshot summary alone.
+func TestCommitReopenNext(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := sqlOptions("kafka.events")
+	c := open(t, o, dir)
+	tb := openTable(t, c, "kafka.events")
+	loc := tb.Location()
+	if want := "file://" + dir + "/kafka.db/events"; loc != want {
+		t.Fatalf("Location = %q, want %q", loc, want)
+	}
+	commit(t, tb,
+		dataFile(t, loc, "events", 0, 0, 10, ""),
+		dataFile(t, loc, "events", 1, 0, 5, ""),
+	)
+	commit(t, tb, dataFile(t, loc, "events", 0, 10, 25, ""))
+
+	c2 := open(t, o, dir)
+	tb2 := openTable(t, c2, "kafka.events")
+	next, err := tb2.Next(testCtx(t), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int32]int64{0: 25, 1: 5}; !maps.Equal(next, want) {
+		t.Fatalf("Next = %v, want %v", next, want)
+	}
+	if other, err := tb2.Next(testCtx(t), "other"); err != nil || len(other) != 0 {
+		t.Fatalf("Next(other) = %v, %v; want empty", other, err)
+	}
+	if n := len(dataFiles(t, tb2)); n != 3 {
+		t.Fatalf("data files = %d, want 3", n)
+	}
+	if recs, distinct := scanCount(t, tb2); recs != 30 || distinct != 30 {
+		t.Fatalf("scan: %d records, %d distinct; want 30, 30", recs, distinct)
+	}
+}
+
+// A file whose offsets the table holds is skipped: a retry of a commit
+// that landed, and a zombie's copy of the same range under another name.
+// A file that straddles the table's end is refused, and a file past the
+// end (a gap the ledger recorded) is taken and the gap noted.
+func TestDuplicateSkipped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := open(t, sqlOptions("kafka.events"), dir)
+	tb := openTable(t, c, "kafka.events")
+	tb.SetWriter("instance-a")
+	loc := tb.Location()
+	a := dataFile(t, loc, "events", 0, 0, 10, "")
+	b := dataFile(t, loc, "events", 0, 10, 20, "")
+	commit(t, tb, a, b)
+
+	zombie := dataFile(t, loc, "events", 0, 10, 20, "-zombie")
+	c1 := dataFile(t, loc, "events", 0, 20, 30, "")
+	commit(t, tb, a, zombie, b, c1) // a, b in already; zombie is b's range
+	files := dataFiles(t, tb)
+	if len(files) != 3 || slices.Contains(files, zombie.Location) {
+		t.Fatalf("data files = %v, want a, b and c without the zombie's copy", files)
+	}
+	if recs, distinct := scanCount(t, tb); recs != 30 || distinct != 30 {
+		t.Fatalf("scan: %d records, %d distinct; want 30, 30", recs, distinct)
+	}
+
+	straddle := dataFile(t, loc, "events", 0, 25, 35, "-straddle")
+	err := tb.Commit(testCtx(t), []File{straddle})
+	if err == nil || !strings.Contains(err.Error(), "duplicating [25, 30)") {
+		t.Fatalf("Commit(straddling file) = %v, want a refusal naming [25, 30)", err)
+	}
+
+	gap := dataFile(t, loc, "events", 0, 40, 45, "")
+	commit(t, tb, gap)
+	snap := tb.tbl.CurrentSnapshot()
+	props := snap.Summary.Properties
+	var offs map[string]map[string]int64
+	if err := json.Unmarshal([]byte(props[PropOffsets]), &offs); err != nil {
+		t.Fatalf("%s = %q: %v", PropOffsets, props[PropOffsets], err)
+	}
+	if offs["events"]["0"] != 45 {
+		t.Fatalf("%s = %s, want events/0 at 45", PropOffsets, props[PropOffsets])
+	}
+	if got := props[PropGaps]; got != `{"events":{"0":[[30,40]]}}` {
+		t.Fatalf("%s = %q, want the gap [30, 40)", PropGaps, got)
+	}
+	if got := props[PropWriter]; got != "instance-a" {
+		t.Fatalf("%s = %q", PropWriter, got)
+	}
+	if n := len(dataFiles(t, tb)); n != 4 {
+		t.Fatalf("data files = %d, want 4", n)
+	}
+}
+
+// Two instances commit to one table. The second loses the race
+// deterministically: the first commits (the same file and one more) after
+// the second has planned. The second's catalog commit then conflicts; it
+// reloads, skips the file the first added, and adds only its own.
+func TestConflictReloadsAndSkips(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := sqlOptions("kafka.events")
+	ca, cb := open(t, o, dir), open(t, o, dir)
+	ta, tb := openTable(t, ca, "kafka.events"), openTable(t, cb, "kafka.events")
+	loc := ta.Location()
+	f0 := dataFile(t, loc, "events", 0, 0, 10, "")
+	commit(t, ta, f0) // the table exists from here on
+
+	shared := dataFile(t, loc, "events", 1, 0, 10, "")
+	sharedZombie := dataFile(t, loc, "events", 1, 0, 10, "-zombie")
+	own := dataFile(t, loc, "events", 2, 0, 7, "")
+	other := dataFile(t, loc, "events", 0, 10, 20, "")
+	attempts := 0
+	tb.beforeCommit = func() {
+		attempts++
+		if attempts == 1 {
+			commit(t, ta, shared, other)
+		}
+	}
+	commit(t, tb, sharedZombie, own)
+	if attempts < 2 {
+		t.Fatalf("attempts = %d: the commit never conflicted, the test proves nothing", attempts)
+	}
+	files := dataFiles(t, ta)
+	slices.Sort(files)
+	want := []string{f0.Location, other.Location, shared.Location, own.Location}
+	slices.Sort(want)
+	if !slices.Equal(files, want) {
+		t.Fatalf("data files = %v, want %v", files, want)
+	}
+	next, err := ta.Next(testCtx(t), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := map[int32]int64{0: 20, 1: 10, 2: 7}; !maps.Equal(next, w) {
+		t.Fatalf("Next = %v, want %v", next, w)
+	}
+	if recs, distinct := scanCount(t, ta); recs != 37 || distinct != 37 {
+		t.Fatalf("scan: %d records, %d distinct; want 37, 37", recs, distinct)
+	}
+}
+
+// Two instances commit overlapping sets of files at the same time, on a
+// table neither has created: both succeed, and no range is in twice.
+func TestConcurrentInstances(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := sqlOptions("kafka.events")
+	loc := open(t, o, dir).Location("kafka.events")
+	const parts, perPart = 4, 5
+	var mine, theirs []File // each instance's copy of every file: a zombie's and the owner's
+	for p := range int32(parts) {
+		for i := range int64(perPart) {
+			mine = append(mine, dataFile(t, loc, "events", p, i*10, i*10+10, "-a"))
+			theirs = append(theirs, dataFile(t, loc, "events", p, i*10, i*10+10, "-b"))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, files := range [][]File{mine, theirs} {
+		c := open(t, o, dir)
+		tb := openTable(t, c, "kafka.events")
+		wg.Go(func() {
+			// In several commits, as a commit loop makes them.
+			for j := 0; j < len(files); j += perPart {
+				if err := tb.Commit(testCtx(t), files[j:j+perPart]); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	tb := openTable(t, open(t, o, dir), "kafka.events")
+	if n := len(dataFiles(t, tb)); n != parts*perPart {
+		t.Fatalf("data files = %d, want %d", n, parts*perPart)
+	}
+	if recs, distinct := scanCount(t, tb); recs != parts*perPart*10 || distinct != recs {
+		t.Fatalf("scan: %d records, %d distinct; want %d of each", recs, distinct, parts*perPart*10)
+	}
+}
+
+// A file that gains an optional field adds the column; a type change, or
+// a new field with evolve_schema off, stops the commit naming the field.
+func TestSchemaEvolution(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := open(t, sqlOptions("kafka.events"), dir)
+	tb := openTable(t, c, "kafka.events")
+	loc := tb.Location()
+	commit(t, tb, dataFile(t, loc, "events", 0, 0, 10, ""))
+
+	extra := "x"
+	v2 := make([]rowV2, 0, 10)
+	for o := int64(10); o < 20; o++ {
+		v2 = append(v2, rowV2{Partition: 0, Offset: o, Timestamp: ts(o), Extra: &extra})
+	}
+	commit(t, tb, fileOf(t, loc, "events", 0, 10, 20, "", v2))
+	f, ok := tb.tbl.Schema().FindFieldByName("extra")
+	if !ok || f.ID != 6 || f.Required {
+		t.Fatalf("table schema %s: want optional extra with id 6", tb.tbl.Schema())
+	}
+	if recs, _ := scanCount(t, tb); recs != 20 {
+		t.Fatalf("scan: %d records, want 20", recs)
+	}
+
+	bad := []rowBadType{{Partition: 0, Offset: "20", Timestamp: ts(20)}}
+	err := tb.Commit(testCtx(t), []File{fileOf(t, loc, "events", 0, 20, 21, "", bad)})
+	if err == nil || !strings.Contains(err.Error(), `field "offset" changes type`) {
+		t.Fatalf("Commit(offset as string) = %v, want an error naming offset", err)
+	}
+
+	o := sqlOptions("kafka.fixed")
+	o.EvolveSchema = false
+	fixed := openTable(t, open(t, o, dir), "kafka.fixed")
+	commit(t, fixed, dataFile(t, fixed.Location(), "events", 0, 0, 10, ""))
+	err = fixed.Commit(testCtx(t), []File{fileOf(t, fixed.Location(), "events", 0, 10, 20, "", v2)})
+	if err == nil || !strings.Contains(err.Error(), "adds the fields extra and iceberg.evolve_schema is false") {
+		t.Fatalf("Commit(new field, evolve_schema false) = %v", err)
+	}
+}
+
+// A file without Iceberg field ids is refused before the table exists.
+func TestFileWithoutFieldIDs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := open(t, sqlOptions("kafka.events"), dir)
+	tb := openTable(t, c, "kafka.events")
+	rows := []rowNoIDs{{Partition: 0, Offset: 0, Timestamp: ts(0)}}
+	err := tb.Commit(testCtx(t), []File{fileOf(t, tb.Location(), "events", 0, 0, 1, "", rows)})
+	if err == nil || !strings.Contains(err.Error(), `column "partition" has no Iceberg field id`) {
+		t.Fatalf("Commit(file without ids) = %v", err)
+	}
+	if tb.exists() {
+		t.Fatal("the table was created from a file without field ids")
+	}
+}
+
+// Without auto_create a missing table is an error naming the key.
+func TestNoAutoCreate(t *testing.T) {
+	t.Parallel()
+	o := sqlOptions("kafka.events")
+	o.AutoCreate = false
+	c := open(t, o, t.TempDir())
+	_, err := c.Table(testCtx(t), "kafka.events")
+	if err == nil || !strings.Contains(err.Error(), "iceberg.auto_create is false") {
+		t.Fatalf("Table = %v", err)
+	}
+}
+
+// partition_by makes a partitioned table; each file's partition values
+// come from its column bounds.
+func TestPartitionBy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := sqlOptions("kafka.events")
+	o.PartitionBy = []string{"partition", "day(timestamp)"}
+	tb := openTable(t, open(t, o, dir), "kafka.events")
+	loc := tb.Location()
+	commit(t, tb,
+		dataFile(t, loc, "events", 0, 0, 10, ""),
+		dataFile(t, loc, "events", 3, 0, 10, ""),
+		dataFile(t, loc, "events", 3, 1440, 1450, ""), // the next day
+	)
+	spec := tb.tbl.Spec()
+	if spec.NumFields() != 2 {
+		t.Fatalf("spec = %s", spec)
+	}
+	tasks, err := tb.tbl.Scan().PlanFiles(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, task := range tasks {
+		p := task.File.Partition()
+		got = append(got, strings.Join([]string{toS(p[1000]), toS(p[1001])}, "/"))
+	}
+	slices.Sort(got)
+	if want := []string{"0/20513", "3/20513", "3/20514"}; !slices.Equal(got, want) {
+		t.Fatalf("partitions = %v, want %v", got, want)
+	}
+}
+
+func toS(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+var _ = table.MainBranch

@@ -1,0 +1,8 @@
+// Package iceberg commits the data files Spillway has stored to Apache
+// Iceberg tables, exactly once: it opens a catalog (the embedded SQL
+// catalog on a SQLite file, or a REST catalog), creates a table from the
+// first file's schema, and adds files, never rewriting them, in snapshots
+// whose summary records the Kafka offsets they make visible. That record
+// is how a restart, another instance or a zombie knows which files are
+// already in the table: see Table.Commit and docs/iceberg.md.
+package iceberg

@@ -1,0 +1,251 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// fileSchema reads the Iceberg schema of a Parquet data file from its
+// footer, by the field ids it carries. A file without them is refused:
+// Iceberg maps a file's columns to the table's by id, and a file that
+// has none would be read by name mapping only, which Spillway's files do
+// not need.
+func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, error) {
+	f, err := fs.Open(location)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", location, err)
+	}
+	defer f.Close()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("read the Parquet footer of %s: %w", location, err)
+	}
+	defer rdr.Close()
+	md := rdr.MetaData()
+	root := md.Schema.Root()
+	for i := range root.NumFields() {
+		if n := root.Field(i); n.FieldID() < 0 {
+			return nil, fmt.Errorf("%s: column %q has no Iceberg field id; Spillway's writer must set field ids on every column to commit a file to a table", location, n.Name())
+		}
+	}
+	as, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, md.KeyValueMetadata())
+	if err != nil {
+		return nil, fmt.Errorf("%s: schema: %w", location, err)
+	}
+	sc, err := table.ArrowSchemaToIceberg(as, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: schema: %w", location, err)
+	}
+	return sc, nil
+}
+
+// create makes the namespace and the table from first's schema, with the
+// partition spec of partition_by, at Catalog.Location. Another instance
+// may create it first: then the error wraps catalog.ErrTableAlreadyExists
+// and Commit reloads.
+func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
+	loc := t.c.Location(t.name)
+	fs, err := iceio.LoadFS(ctx, t.c.props, loc)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: create %s: FileIO for %s: %w", t.name, loc, t.c.scrub(err))
+	}
+	sc, err := fileSchema(fs, first.Location)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: create %s: %w", t.name, err)
+	}
+	// A new table numbers its fields afresh; the files must already use
+	// those numbers, or their columns would map to the wrong fields.
+	if err := sameIDs(sc); err != nil {
+		return nil, fmt.Errorf("iceberg: create %s from %s: %w", t.name, first.Location, err)
+	}
+	spec, err := partitionSpec(t.c.opts.PartitionBy, sc)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: create %s: %w", t.name, err)
+	}
+	ns := catalog.NamespaceFromIdent(t.ident)
+	if err := t.c.cat.CreateNamespace(ctx, ns, nil); err != nil && !isAlreadyExists(err) {
+		return nil, fmt.Errorf("iceberg: create namespace %s: %w", strings.Join(ns, "."), t.c.scrub(err))
+	}
+	tbl, err := t.c.cat.CreateTable(ctx, t.ident, sc, catalog.WithPartitionSpec(&spec), catalog.WithLocation(loc))
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: create table %s: %w", t.name, t.c.scrub(err))
+	}
+	t.mu.Lock()
+	t.tbl = tbl
+	t.mu.Unlock()
+	return tbl, nil
+}
+
+func isAlreadyExists(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), catalog.ErrNamespaceAlreadyExists.Error()))
+}
+
+// sameIDs checks that sc numbers its fields as a new table would.
+func sameIDs(sc *iceberg.Schema) error {
+	fresh, err := iceberg.AssignFreshSchemaIDs(sc, nil)
+	if err != nil {
+		return err
+	}
+	have, err := iceberg.IndexByName(sc)
+	if err != nil {
+		return err
+	}
+	want, err := iceberg.IndexByName(fresh)
+	if err != nil {
+		return err
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range have {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, n := range names {
+		if have[n] != want[n] {
+			return fmt.Errorf("the file numbers field %q %d, but a new Iceberg table numbers it %d: number the top-level fields 1..n in order, then each nested field after all of its level's fields", n, have[n], want[n])
+		}
+	}
+	return nil
+}
+
+// partitionSpec builds the spec of partition_by against sc.
+func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
+	var opts []iceberg.PartitionOption
+	for i, s := range by {
+		tr, err := parseTransform(s)
+		if err != nil {
+			return iceberg.PartitionSpec{}, fmt.Errorf("iceberg.partition_by[%d] %q %w", i, s, err)
+		}
+		if _, ok := sc.FindFieldByName(tr.column); !ok {
+			var cols []string
+			for _, f := range sc.Fields() {
+				cols = append(cols, f.Name)
+			}
+			return iceberg.PartitionSpec{}, fmt.Errorf("iceberg.partition_by[%d] %q names no column of the data files; their columns are %s", i, s, strings.Join(cols, ", "))
+		}
+		var it iceberg.Transform
+		target := tr.column
+		switch tr.kind {
+		case "identity":
+			it = iceberg.IdentityTransform{}
+		case "year":
+			it, target = iceberg.YearTransform{}, tr.column+"_year"
+		case "month":
+			it, target = iceberg.MonthTransform{}, tr.column+"_month"
+		case "day":
+			it, target = iceberg.DayTransform{}, tr.column+"_day"
+		case "hour":
+			it, target = iceberg.HourTransform{}, tr.column+"_hour"
+		}
+		opts = append(opts, iceberg.AddPartitionFieldByName(tr.column, target, it, sc, nil))
+	}
+	spec, err := iceberg.NewPartitionSpecOpts(opts...)
+	if err != nil {
+		return iceberg.PartitionSpec{}, fmt.Errorf("iceberg.partition_by: %w", err)
+	}
+	return spec, nil
+}
+
+// evolve checks each file's schema against the table's and, with
+// evolve_schema, stages the optional columns the files add in tx. A field
+// whose type changes, a required field a file lacks or makes optional, and
+// a new required field stop the commit with an error naming the field.
+func (t *Table) evolve(ctx context.Context, tbl *table.Table, tx *table.Transaction, files []File) error {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
+	}
+	ts := tbl.Schema()
+	added := map[int]iceberg.NestedField{}
+	var addedBy []string
+	for _, f := range files {
+		fsch, err := fileSchema(fs, f.Location)
+		if err != nil {
+			return fmt.Errorf("iceberg: %s: %w", t.name, err)
+		}
+		for _, ff := range fsch.Fields() {
+			tf, ok := ts.FindFieldByID(ff.ID)
+			if !ok {
+				if ff.Required {
+					return fmt.Errorf("iceberg: %s: file %s adds the required field %q; a table can only gain optional fields, so make it optional (or give it a default) in the schema", t.name, f.Location, ff.Name)
+				}
+				if other, ok := ts.FindFieldByName(ff.Name); ok {
+					return fmt.Errorf("iceberg: %s: file %s numbers field %q %d, but the table numbers it %d", t.name, f.Location, ff.Name, ff.ID, other.ID)
+				}
+				if prev, ok := added[ff.ID]; ok && (prev.Name != ff.Name || !prev.Type.Equals(ff.Type)) {
+					return fmt.Errorf("iceberg: %s: files add field %d as both %q (%s) and %q (%s)", t.name, ff.ID, prev.Name, prev.Type, ff.Name, ff.Type)
+				}
+				if _, ok := added[ff.ID]; !ok {
+					addedBy = append(addedBy, f.Location)
+				}
+				added[ff.ID] = ff
+				continue
+			}
+			switch {
+			case tf.Name != ff.Name:
+				return fmt.Errorf("iceberg: %s: file %s names field %d %q, but the table names it %q", t.name, f.Location, ff.ID, ff.Name, tf.Name)
+			case !tf.Type.Equals(ff.Type):
+				return fmt.Errorf("iceberg: %s: field %q changes type from %s in the table to %s in file %s: an incompatible schema change; write to a new table, or change the schema back", t.name, ff.Name, tf.Type, ff.Type, f.Location)
+			case tf.Required && !ff.Required:
+				return fmt.Errorf("iceberg: %s: field %q is required in the table but optional in file %s: an incompatible schema change", t.name, ff.Name, f.Location)
+			}
+		}
+		for _, tf := range ts.Fields() {
+			if _, ok := fsch.FindFieldByID(tf.ID); !ok && tf.Required {
+				return fmt.Errorf("iceberg: %s: file %s lacks the required field %q: an incompatible schema change (a required field can't be removed)", t.name, f.Location, tf.Name)
+			}
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(func(yield func(int) bool) {
+		for id := range added {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	var names []string
+	for _, id := range ids {
+		names = append(names, added[id].Name)
+	}
+	if !t.c.opts.EvolveSchema {
+		return fmt.Errorf("iceberg: %s: file %s adds the fields %s and iceberg.evolve_schema is false; set it to true, or add the columns to the table", t.name, addedBy[0], strings.Join(names, ", "))
+	}
+	// Apply is not idempotent: one update to see the ids it gives, and
+	// another to stage.
+	update := func() *table.UpdateSchema {
+		upd := tx.UpdateSchema(true, false)
+		for _, id := range ids {
+			ff := added[id]
+			upd.AddColumn([]string{ff.Name}, ff.Type, ff.Doc, false, nil)
+		}
+		return upd
+	}
+	next, err := update().Apply()
+	if err != nil {
+		return fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
+	}
+	for _, id := range ids {
+		ff := added[id]
+		got, _ := next.FindFieldByName(ff.Name)
+		if got.ID != ff.ID || !got.Type.Equals(ff.Type) {
+			return fmt.Errorf("iceberg: %s: the files number the new field %q %d, but the table numbers it %d: number new fields after the table's highest field id (%d), in order", t.name, ff.Name, ff.ID, got.ID, ts.HighestFieldID())
+		}
+	}
+	if err := update().Commit(); err != nil {
+		return fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
+	}
+	return nil
+}

@@ -1,0 +1,366 @@
+package iceberg
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Summary properties Spillway writes on each snapshot it commits.
+const (
+	// PropOffsets is JSON {topic: {partition: end}}: per partition, the
+	// first offset the table does not hold, merged with the previous
+	// Spillway snapshot's, so that the newest one alone tells where the
+	// table ends.
+	PropOffsets = "spillway.offsets"
+	// PropWriter is the id of the Spillway instance that committed.
+	PropWriter = "spillway.writer"
+	// PropGaps is JSON {topic: {partition: [[from, to], ...]}}: offsets
+	// [from, to) this snapshot skips, because the ledger recorded them as
+	// a gap (records gone from Kafka, or dropped by the error policy). Only
+	// on snapshots that skip some.
+	PropGaps = "spillway.gaps"
+)
+
+// File is a data file Spillway stored, as the ledger describes it.
+type File struct {
+	Location   string // the data file's full URI, as the table's FileIO reads it
+	Topic      string
+	Partition  int32
+	First, End int64 // the offsets [First, End) the file holds
+	Records    int64
+	Bytes      int64
+}
+
+// Table is one Iceberg table. Its methods may be called from several
+// goroutines; they take turns.
+type Table struct {
+	c     *Catalog
+	name  string
+	ident table.Identifier
+
+	mu     sync.Mutex
+	tbl    *table.Table // nil while the table does not exist
+	writer string
+
+	// beforeCommit, when set (by tests only), runs in each attempt after
+	// the plan and before the catalog commit: where another writer's
+	// commit makes this one conflict.
+	beforeCommit func()
+}
+
+// Name is the table's "ns.table".
+func (t *Table) Name() string { return t.name }
+
+// Location is the table's location: its own once it exists, else the one
+// Spillway will create it at.
+func (t *Table) Location() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tbl != nil {
+		return t.tbl.Location()
+	}
+	return t.c.Location(t.name)
+}
+
+// SetWriter sets the id recorded in each snapshot's PropWriter (the
+// instance's client or host name); "" leaves it out.
+func (t *Table) SetWriter(id string) {
+	t.mu.Lock()
+	t.writer = id
+	t.mu.Unlock()
+}
+
+func (t *Table) exists() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tbl != nil
+}
+
+// refresh loads the table's current metadata from the catalog; it returns
+// nil, nil when the table does not exist.
+func (t *Table) refresh(ctx context.Context) (*table.Table, error) {
+	tbl, err := t.c.cat.LoadTable(ctx, t.ident)
+	switch {
+	case errors.Is(err, catalog.ErrNoSuchTable), errors.Is(err, catalog.ErrNoSuchNamespace):
+		tbl = nil
+	case err != nil:
+		return nil, fmt.Errorf("iceberg: load table %s: %w", t.name, t.c.scrub(err))
+	}
+	t.mu.Lock()
+	t.tbl = tbl
+	t.mu.Unlock()
+	return tbl, nil
+}
+
+// Next returns, per partition of topic, the first offset the table's
+// current snapshot does not hold, as the newest snapshot Spillway
+// committed records it. A partition the table holds nothing of is absent.
+// It reads the catalog afresh: another instance may have committed.
+func (t *Table) Next(ctx context.Context, topic string) (map[int32]int64, error) {
+	tbl, err := t.refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := tableEnds(tbl)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: table %s: %w", t.name, err)
+	}
+	out := map[int32]int64{}
+	maps.Copy(out, ends[topic])
+	return out, nil
+}
+
+// ends is {topic: {partition: end}}.
+type ends map[string]map[int32]int64
+
+// tableEnds reads PropOffsets from the newest snapshot in the current
+// snapshot's ancestry that has it: snapshots other engines commit
+// (compaction, maintenance) carry none, and leave the records as they were.
+func tableEnds(tbl *table.Table) (ends, error) {
+	out := ends{}
+	if tbl == nil {
+		return out, nil
+	}
+	meta := tbl.Metadata()
+	for s := meta.CurrentSnapshot(); s != nil; {
+		if s.Summary != nil {
+			if raw, ok := s.Summary.Properties[PropOffsets]; ok {
+				if err := json.Unmarshal([]byte(raw), &out); err != nil {
+					return nil, fmt.Errorf("snapshot %d: %s does not parse: %w", s.SnapshotID, PropOffsets, err)
+				}
+				return out, nil
+			}
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = meta.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return out, nil
+}
+
+// Backoff between commit attempts that lost to another instance.
+const (
+	retryMin = 50 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// Commit makes files visible in one snapshot, exactly once: a file whose
+// offsets the table already holds (committed by an earlier attempt, by
+// another instance, or a zombie's copy of the same range) is skipped, and
+// the snapshot records the offsets it makes visible (PropOffsets). Files
+// of one partition must come in offset order. A file that starts past the
+// table's end is accepted: the ledger passes only files in order, so the
+// offsets between are a gap it recorded; the snapshot notes it (PropGaps).
+// A file that starts inside what the table holds but ends past it is
+// refused: no snapshot can hold its records once.
+//
+// When another instance commits first, Commit reloads the table, applies
+// the rule again and retries, with backoff, until ctx ends. With
+// auto_create the first Commit creates the namespace and table from the
+// first file's schema; with evolve_schema a file that adds optional
+// columns adds them to the table first.
+func (t *Table) Commit(ctx context.Context, files []File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	files = slices.Clone(files)
+	sort.SliceStable(files, func(i, j int) bool {
+		a, b := files[i], files[j]
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.First, b.First)) < 0
+	})
+	wait := retryMin
+	for {
+		err := t.commitOnce(ctx, files)
+		if !errors.Is(err, errConflict) && !errors.Is(err, table.ErrCommitFailed) && !errors.Is(err, catalog.ErrTableAlreadyExists) {
+			return err
+		}
+		// Another writer moved the table on: reload and decide again.
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("iceberg: commit to %s: %w (last conflict: %v)", t.name, context.Cause(ctx), err)
+		case <-timer.C:
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// plan is what one commit attempt adds.
+type plan struct {
+	add  []File
+	ends ends
+	gaps map[string]map[int32][][2]int64
+}
+
+// planCommit applies the skip rule to files (sorted) against the table's
+// ends.
+func planCommit(cur ends, files []File) (plan, error) {
+	p := plan{ends: ends{}, gaps: map[string]map[int32][][2]int64{}}
+	for topic, m := range cur {
+		p.ends[topic] = maps.Clone(m)
+	}
+	for _, f := range files {
+		if f.End <= f.First {
+			return plan{}, fmt.Errorf("file %s holds no offsets ([%d, %d))", f.Location, f.First, f.End)
+		}
+		m := p.ends[f.Topic]
+		if m == nil {
+			m = map[int32]int64{}
+			p.ends[f.Topic] = m
+		}
+		end, held := m[f.Partition]
+		switch {
+		case held && f.End <= end:
+			continue // already in the table
+		case held && f.First < end:
+			return plan{}, fmt.Errorf("file %s holds %s/%d offsets [%d, %d) but the table already holds up to %d: it can't be added without duplicating [%d, %d)",
+				f.Location, f.Topic, f.Partition, f.First, f.End, end, f.First, end)
+		case held && f.First > end:
+			g := p.gaps[f.Topic]
+			if g == nil {
+				g = map[int32][][2]int64{}
+				p.gaps[f.Topic] = g
+			}
+			g[f.Partition] = append(g[f.Partition], [2]int64{end, f.First})
+		}
+		m[f.Partition] = f.End
+		p.add = append(p.add, f)
+	}
+	return p, nil
+}
+
+// commitOnce is one attempt: reload, plan, create or evolve, add. It
+// returns table.ErrCommitFailed (wrapped) when another writer won.
+func (t *Table) commitOnce(ctx context.Context, files []File) error {
+	tbl, err := t.refresh(ctx)
+	if err != nil {
+		return err
+	}
+	cur, err := tableEnds(tbl)
+	if err != nil {
+		return fmt.Errorf("iceberg: table %s: %w", t.name, err)
+	}
+	p, err := planCommit(cur, files)
+	if err != nil {
+		return fmt.Errorf("iceberg: commit to %s: %w", t.name, err)
+	}
+	if len(p.add) == 0 {
+		return nil
+	}
+	if tbl == nil {
+		if !t.c.opts.AutoCreate {
+			return fmt.Errorf("iceberg: table %s does not exist and iceberg.auto_create is false; create it, or set iceberg.auto_create: true", t.name)
+		}
+		if tbl, err = t.create(ctx, p.add[0]); err != nil {
+			return err
+		}
+	}
+	tx := tbl.NewTransaction()
+	// Pin the branch head: on a conflict iceberg-go would otherwise
+	// rebase this append onto the other writer's snapshot, past the skip
+	// rule and with stale PropOffsets. Pinned, it fails with
+	// ErrCommitFailed and Commit decides again.
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return fmt.Errorf("iceberg: commit to %s: %w", t.name, err)
+	}
+	if err := t.evolve(ctx, tbl, tx, p.add); err != nil {
+		return err
+	}
+	props, err := t.summary(p)
+	if err != nil {
+		return err
+	}
+	paths := make([]string, len(p.add))
+	for i, f := range p.add {
+		paths[i] = f.Location
+	}
+	// ignoreDuplicates: the offsets rule above is what keeps a file from
+	// being added twice; iceberg-go's own check would read every manifest
+	// of the table on every commit.
+	if err := tx.AddFiles(ctx, paths, props, true); err != nil {
+		return fmt.Errorf("iceberg: add %d files to %s: %w", len(paths), t.name, t.c.scrub(err))
+	}
+	if t.beforeCommit != nil {
+		t.beforeCommit()
+	}
+	committed, err := tx.Commit(ctx)
+	if err != nil {
+		err = fmt.Errorf("iceberg: commit %d files to %s: %w", len(paths), t.name, t.c.scrub(err))
+		// The catalogs report a lost race differently (the SQL catalog as
+		// a failed requirement, REST as ErrCommitFailed); a head that
+		// moved since the plan is the sign common to all. Retrying is
+		// safe even if this commit went in after all: the next plan
+		// skips its files.
+		now, rerr := t.refresh(ctx)
+		if rerr == nil && headID(now) != headID(tbl) {
+			return fmt.Errorf("%w: %w", errConflict, err)
+		}
+		return err
+	}
+	t.mu.Lock()
+	t.tbl = committed
+	t.mu.Unlock()
+	return nil
+}
+
+// errConflict is a commit that lost to another writer's.
+var errConflict = errors.New("another writer committed first")
+
+// headID is the table's current snapshot id, -1 for none.
+func headID(tbl *table.Table) int64 {
+	if tbl == nil {
+		return -2
+	}
+	if s := tbl.CurrentSnapshot(); s != nil {
+		return s.SnapshotID
+	}
+	return -1
+}
+
+// summary renders the snapshot's summary properties.
+func (t *Table) summary(p plan) (iceberg.Properties, error) {
+	enc := func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	}
+	// JSON object keys must be strings; the partitions become "0", "1".
+	offs := map[string]map[string]int64{}
+	for topic, m := range p.ends {
+		o := map[string]int64{}
+		for part, end := range m {
+			o[strconv.Itoa(int(part))] = end
+		}
+		offs[topic] = o
+	}
+	s, err := enc(offs)
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{PropOffsets: s}
+	if len(p.gaps) > 0 {
+		if props[PropGaps], err = enc(p.gaps); err != nil {
+			return nil, err
+		}
+	}
+	t.mu.Lock()
+	if t.writer != "" {
+		props[PropWriter] = t.writer
+	}
+	t.mu.Unlock()
+	return props, nil
+}
