@@ -1,0 +1,109 @@
+package iceberg
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spillway/spillway/internal/keycheck"
+	"github.com/spillway/spillway/internal/keycheck/keychecktest"
+)
+
+const secret = "s3cr3t-value"
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	with := func(f func(*Options)) Options {
+		o := Defaults()
+		o.Table = "kafka.{{topic}}"
+		f(&o)
+		return o
+	}
+	tests := []struct {
+		name string
+		o    Options
+		want []string
+	}{
+		{"off", Defaults(), nil},
+		{"default sql", with(func(*Options) {}), nil},
+		{"partition_by without a table", func() Options { o := Defaults(); o.PartitionBy = []string{"partition"}; return o }(),
+			[]string{`iceberg.partition_by: "partition" is set but iceberg.table is empty; set iceberg.table, such as kafka.{{topic}}`}},
+		{"no namespace", with(func(o *Options) { o.Table = "{{topic}}" }),
+			[]string{`iceberg.table: "{{topic}}" has no namespace; use namespace.table, such as kafka.events or kafka.{{topic}}`}},
+		{"other variable", with(func(o *Options) { o.Table = "kafka.{{partition}}" }),
+			[]string{`iceberg.table: "kafka.{{partition}}" has an empty or invalid part "{{partition}}" (letters, digits, _ and - only); use namespace.table, such as kafka.events or kafka.{{topic}}`}},
+		{"glue", with(func(o *Options) { o.Catalog.Type = "glue" }),
+			[]string{`iceberg.catalog.type: "glue" is not supported yet; use rest (AWS Glue serves the Iceberg REST protocol at https://glue.<region>.amazonaws.com/iceberg with rest.sigv4-enabled) or sql`}},
+		{"unknown type", with(func(o *Options) { o.Catalog.Type = "hive" }),
+			[]string{`iceberg.catalog.type: "hive" is not valid; use sql, rest or glue`}},
+		{"rest without uri", with(func(o *Options) { o.Catalog.Type = "rest" }),
+			[]string{`iceberg.catalog.uri: is required with iceberg.catalog.type rest; give the catalog's URL, such as https://catalog.example.com/api/catalog`}},
+		{"rest uri with credentials", with(func(o *Options) { o.Catalog.Type = "rest"; o.Catalog.URI = "https://u:" + secret + "@h/c" }),
+			[]string{`iceberg.catalog.uri: must not carry credentials; set iceberg.catalog.credential or iceberg.catalog.token instead`}},
+		{"rest credential and token", with(func(o *Options) {
+			o.Catalog.Type, o.Catalog.URI, o.Catalog.Credential, o.Catalog.Token = "rest", "https://h/c", "id:"+secret, secret
+		}), []string{`iceberg.catalog.token: is set with iceberg.catalog.credential; set one of them`}},
+		{"token on sql", with(func(o *Options) { o.Catalog.Token = secret }),
+			[]string{`iceberg.catalog.token: is set but iceberg.catalog.type is sql; it is for a rest catalog`}},
+		{"sql uri not a file", with(func(o *Options) { o.Catalog.URI = "postgres://u:" + secret + "@h/db" }),
+			[]string{`iceberg.catalog.uri: "postgres://REDACTED@h/db" is not a SQLite file; the sql catalog takes a local file path, such as /var/lib/spillway/catalog.db`}},
+		{"azure warehouse", with(func(o *Options) { o.Catalog.Warehouse = "azblob://c" }),
+			[]string{`iceberg.catalog.warehouse: "azblob://c" is an azblob:// URL, which Iceberg does not read; set iceberg.catalog.warehouse to abfs://container@account.dfs.core.windows.net/prefix and the adls.* properties in iceberg.catalog.properties`}},
+		{"bucket", with(func(o *Options) { o.PartitionBy = []string{"day(timestamp)", "bucket(16, key)"} }),
+			[]string{`iceberg.partition_by[1]: "bucket(16, key)" bucket is not supported: Spillway registers the files it wrote, and a file's partition value must follow from its column bounds; use a column, day(col), hour(col), month(col) or year(col)`}},
+		{"not a transform", with(func(o *Options) { o.PartitionBy = []string{"days(timestamp"} }),
+			[]string{`iceberg.partition_by[0]: "days(timestamp" is not a transform; use a column ("partition"), day(col), hour(col), month(col) or year(col)`}},
+		{"commit interval", with(func(o *Options) { o.CommitInterval = 0 }),
+			[]string{`iceberg.commit_interval: "0s" must be positive; use a duration such as 1m`}},
+		{"tls on sql", with(func(o *Options) { o.Catalog.TLS.CAFile = "/nonexistent/ca.pem" }),
+			[]string{`iceberg.catalog.tls.ca_file: "/nonexistent/ca.pem" is set but iceberg.catalog.type is not rest; TLS is for a rest catalog`, `iceberg.catalog.tls.ca_file: "/nonexistent/ca.pem" does not exist; give the path of a PEM file`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := tt.o
+			o.Normalize()
+			keychecktest.Problems(t, o.Validate(), tt.want, secret, "secret")
+		})
+	}
+}
+
+// A remote warehouse has no place for the SQLite file: Open and
+// CheckWarehouse name iceberg.catalog.uri.
+func TestRemoteWarehouseNeedsSQLiteURI(t *testing.T) {
+	t.Parallel()
+	o := Defaults()
+	o.Table = "kafka.events"
+	err := o.CheckWarehouse("s3://bucket/prefix?endpoint=http://127.0.0.1:1&region=us-east-1")
+	var ke *keycheck.Error
+	if !errors.As(err, &ke) || ke.Problems[0].Key != "iceberg.catalog.uri" {
+		t.Fatalf("CheckWarehouse = %v, want a problem with iceberg.catalog.uri", err)
+	}
+	if _, err := Open(testCtx(t), o, "s3://bucket/prefix"); !errors.As(err, &ke) {
+		t.Fatalf("Open = %v, want a *keycheck.Error", err)
+	}
+}
+
+// Redacted hides every credential, and keeps the rest as written.
+func TestRedacted(t *testing.T) {
+	t.Parallel()
+	o := Defaults()
+	o.Table = "kafka.events"
+	o.Catalog = CatalogOptions{Type: "rest", URI: "https://h/c?token=" + secret, Credential: "id:" + secret, Token: secret,
+		Properties: map[string]string{"s3.secret-access-key": secret, "s3.access-key-id": "AKID", "s3.endpoint": "http://h"}}
+	r := o.Redacted()
+	all := strings.Join([]string{r.Catalog.URI, r.Catalog.Credential, r.Catalog.Token, r.Catalog.Properties["s3.secret-access-key"]}, " ")
+	if strings.Contains(all, secret) {
+		t.Fatalf("Redacted shows a secret: %s", all)
+	}
+	if r.Catalog.Properties["s3.access-key-id"] != "AKID" || r.Catalog.Properties["s3.endpoint"] != "http://h" {
+		t.Fatalf("Redacted hid what is not secret: %v", r.Catalog.Properties)
+	}
+	if o.Catalog.Properties["s3.secret-access-key"] != secret {
+		t.Fatal("Redacted changed the options it was called on")
+	}
+	c := &Catalog{secrets: o.secrets()}
+	if err := c.scrub(errors.New("request with key " + secret + " failed")); strings.Contains(err.Error(), secret) {
+		t.Fatalf("scrub left the secret: %v", err)
+	}
+}
