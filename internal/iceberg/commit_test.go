@@ -299,3 +299,59 @@ func TestPartitionBy(t *testing.T) {
 func toS(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 var _ = table.MainBranch
+
+// rowMillis has its timestamp in milliseconds, as Spillway's plain-file
+// writer keeps it.
+type rowMillis struct {
+	Partition int32 `parquet:"partition,id(1)"`
+	Offset    int64 `parquet:"offset,id(2)"`
+	Timestamp int64 `parquet:"timestamp,id(3),timestamp(millisecond:utc)"`
+}
+
+// A millisecond timestamp is refused, naming the column: its bounds would
+// be read as microseconds.
+func TestMillisecondTimestampRefused(t *testing.T) {
+	t.Parallel()
+	tb := openTable(t, open(t, sqlOptions("kafka.events"), t.TempDir()), "kafka.events")
+	rows := []rowMillis{{Partition: 0, Offset: 0, Timestamp: day0.UnixMilli()}}
+	err := tb.Commit(testCtx(t), []File{fileOf(t, tb.Location(), "events", 0, 0, 1, "", rows)})
+	if err == nil || !strings.Contains(err.Error(), `column "timestamp" is a time or timestamp in milliseconds`) {
+		t.Fatalf("Commit(millisecond timestamps) = %v", err)
+	}
+}
+
+// With day(timestamp), a file must hold one day: one that spans two is
+// refused, naming the partition field, and nothing is committed.
+func TestFileSpanningPartitionsRefused(t *testing.T) {
+	t.Parallel()
+	o := sqlOptions("kafka.events")
+	o.PartitionBy = []string{"day(timestamp)"}
+	tb := openTable(t, open(t, o, t.TempDir()), "kafka.events")
+	err := tb.Commit(testCtx(t), []File{dataFile(t, tb.Location(), "events", 0, 1430, 1450, "")})
+	if err == nil || !strings.Contains(err.Error(), "more than one value for partition field: timestamp_day") {
+		t.Fatalf("Commit(file over two days) = %v", err)
+	}
+	if next, err := tb.Next(testCtx(t), "events"); err != nil || len(next) != 0 {
+		t.Fatalf("Next = %v, %v; want nothing committed", next, err)
+	}
+}
+
+// rowOwnIDs numbers its fields other than a new table would.
+type rowOwnIDs struct {
+	Partition int32 `parquet:"partition,id(10)"`
+	Offset    int64 `parquet:"offset,id(11)"`
+}
+
+// A file whose ids a new table would renumber is refused before the table
+// is created: its columns would map to the wrong fields.
+func TestFileIDsMustMatchANewTable(t *testing.T) {
+	t.Parallel()
+	tb := openTable(t, open(t, sqlOptions("kafka.events"), t.TempDir()), "kafka.events")
+	err := tb.Commit(testCtx(t), []File{fileOf(t, tb.Location(), "events", 0, 0, 1, "", []rowOwnIDs{{}})})
+	if err == nil || !strings.Contains(err.Error(), `the file numbers field "offset" 11, but a new Iceberg table numbers it 2`) {
+		t.Fatalf("Commit(file with its own ids) = %v", err)
+	}
+	if tb.exists() {
+		t.Fatal("the table was created")
+	}
+}

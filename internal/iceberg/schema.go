@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	iceio "github.com/apache/iceberg-go/io"
@@ -37,6 +38,9 @@ func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, error) {
 			return nil, fmt.Errorf("%s: column %q has no Iceberg field id; Spillway's writer must set field ids on every column to commit a file to a table", location, n.Name())
 		}
 	}
+	if err := checkUnits(md.Schema); err != nil {
+		return nil, fmt.Errorf("%s: %w", location, err)
+	}
 	as, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, md.KeyValueMetadata())
 	if err != nil {
 		return nil, fmt.Errorf("%s: schema: %w", location, err)
@@ -46,6 +50,45 @@ func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, error) {
 		return nil, fmt.Errorf("%s: schema: %w", location, err)
 	}
 	return sc, nil
+}
+
+// checkUnits refuses time and timestamp columns in a unit other than
+// microseconds. Iceberg's timestamp, timestamptz and time are microseconds
+// (the spec maps them to Parquet's TIMESTAMP(MICROS) and TIME(MICROS)):
+// iceberg-go would take a millisecond column's bounds for microseconds,
+// and the file's day and hour partition values and the bounds that
+// readers prune files by would be off by a factor of 1000.
+func checkUnits(sc *pqschema.Schema) error {
+	for i := range sc.NumColumns() {
+		col := sc.Column(i)
+		var unit pqschema.TimeUnitType
+		switch lt := col.LogicalType().(type) {
+		case *pqschema.TimestampLogicalType:
+			unit = lt.TimeUnit()
+		case pqschema.TimestampLogicalType:
+			unit = lt.TimeUnit()
+		case *pqschema.TimeLogicalType:
+			unit = lt.TimeUnit()
+		case pqschema.TimeLogicalType:
+			unit = lt.TimeUnit()
+		default:
+			continue
+		}
+		if unit != pqschema.TimeUnitMicros {
+			return fmt.Errorf("column %q is a time or timestamp in %s; Iceberg keeps them in microseconds, so Spillway's writer must write TIMESTAMP(MICROS) and TIME(MICROS) for a table", col.Path(), unitName(unit))
+		}
+	}
+	return nil
+}
+
+func unitName(u pqschema.TimeUnitType) string {
+	switch u {
+	case pqschema.TimeUnitMillis:
+		return "milliseconds"
+	case pqschema.TimeUnitNanos:
+		return "nanoseconds"
+	}
+	return "an unknown unit"
 }
 
 // create makes the namespace and the table from first's schema, with the
