@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -298,7 +299,6 @@ func TestPartitionBy(t *testing.T) {
 
 func toS(v any) string { b, _ := json.Marshal(v); return string(b) }
 
-var _ = table.MainBranch
 
 // rowMillis has its timestamp in milliseconds, as Spillway's plain-file
 // writer keeps it.
@@ -353,5 +353,40 @@ func TestFileIDsMustMatchANewTable(t *testing.T) {
 	}
 	if tb.exists() {
 		t.Fatal("the table was created")
+	}
+}
+
+// Many small commits do not pile up one manifest each: the tables
+// Spillway creates merge them.
+func TestManifestsMerge(t *testing.T) {
+	t.Parallel()
+	tb := openTable(t, open(t, sqlOptions("kafka.events"), t.TempDir()), "kafka.events")
+	loc := tb.Location()
+	commit(t, tb, dataFile(t, loc, "events", 0, 0, 1, ""))
+	// A low merge threshold keeps the test short; the default is 100.
+	tx := tb.tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.ManifestMinMergeCountKey: "4"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	const commits = 12
+	for i := int64(1); i < commits; i++ {
+		commit(t, tb, dataFile(t, loc, "events", 0, i, i+1, ""))
+	}
+	fs, err := tb.tbl.FS(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := tb.tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) >= 4 {
+		t.Fatalf("%d manifests after %d commits, want fewer than 4", len(ms), commits)
+	}
+	if n := len(dataFiles(t, tb)); n != commits {
+		t.Fatalf("data files = %d, want %d", n, commits)
 	}
 }

@@ -118,7 +118,7 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 	if err := t.c.cat.CreateNamespace(ctx, ns, nil); err != nil && !isAlreadyExists(err) {
 		return nil, fmt.Errorf("iceberg: create namespace %s: %w", strings.Join(ns, "."), t.c.scrub(err))
 	}
-	tbl, err := t.c.cat.CreateTable(ctx, t.ident, sc, catalog.WithPartitionSpec(&spec), catalog.WithLocation(loc))
+	tbl, err := t.c.cat.CreateTable(ctx, t.ident, sc, catalog.WithPartitionSpec(&spec), catalog.WithLocation(loc), catalog.WithProperties(tableProps))
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: create table %s: %w", t.name, t.c.scrub(err))
 	}
@@ -127,6 +127,12 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 	t.mu.Unlock()
 	return tbl, nil
 }
+
+// tableProps are the properties of a table Spillway creates. Merging
+// manifests (Java's default, not iceberg-go's) keeps a table that gets a
+// small commit every commit_interval from piling up one manifest per
+// commit, which every reader's planning would open.
+var tableProps = iceberg.Properties{table.ManifestMergeEnabledKey: "true"}
 
 func isAlreadyExists(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), catalog.ErrNamespaceAlreadyExists.Error()))
