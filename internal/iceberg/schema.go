@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -115,7 +116,7 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 		return nil, fmt.Errorf("iceberg: create %s: %w", t.name, err)
 	}
 	ns := catalog.NamespaceFromIdent(t.ident)
-	if err := t.c.cat.CreateNamespace(ctx, ns, nil); err != nil && !isAlreadyExists(err) {
+	if err := t.c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("iceberg: create namespace %s: %w", strings.Join(ns, "."), t.c.scrub(err))
 	}
 	tbl, err := t.c.cat.CreateTable(ctx, t.ident, sc, catalog.WithPartitionSpec(&spec), catalog.WithLocation(loc), catalog.WithProperties(tableProps))
@@ -134,9 +135,6 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 // commit, which every reader's planning would open.
 var tableProps = iceberg.Properties{table.ManifestMergeEnabledKey: "true"}
 
-func isAlreadyExists(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), catalog.ErrNamespaceAlreadyExists.Error()))
-}
 
 // sameIDs checks that sc numbers its fields as a new table would.
 func sameIDs(sc *iceberg.Schema) error {
