@@ -163,7 +163,7 @@ func (c *Catalog) Table(ctx context.Context, name string) (*Table, error) {
 func (o Options) resolve(defaultWarehouse string) (resolved, error) {
 	var ps keycheck.List
 	raw, key := o.Catalog.Warehouse, "iceberg.catalog.warehouse"
-	if raw == "" {
+	if raw == "" || restWarehouseName(o.Catalog) {
 		raw, key = defaultWarehouse, "storage.url"
 	}
 	var r resolved
@@ -187,6 +187,14 @@ func (o Options) resolve(defaultWarehouse string) (resolved, error) {
 		}
 	}
 	return r, ps.Err()
+}
+
+// restWarehouseName reports whether iceberg.catalog.warehouse is a REST
+// catalog's warehouse name (as Polaris and Lakekeeper take it) rather
+// than a location: it is then sent to the catalog, and tables go under
+// the default warehouse.
+func restWarehouseName(c CatalogOptions) bool {
+	return c.Type == TypeREST && c.Warehouse != "" && !strings.Contains(c.Warehouse, "://")
 }
 
 type warehouse struct {

@@ -158,7 +158,7 @@ func (o *Options) Validate() error {
 			ps.Add("iceberg.catalog.credential", "", "must be client_id:client_secret")
 		}
 	}
-	if c.Warehouse != "" {
+	if c.Warehouse != "" && !restWarehouseName(c) {
 		if _, err := warehouseLocation(c.Warehouse); err != nil {
 			ps.Add("iceberg.catalog.warehouse", redactURI(c.Warehouse), "%v", err)
 		}

@@ -163,9 +163,13 @@ func TestRESTCatalog(t *testing.T) {
 	const token = "rest-token-value"
 	o := sqlOptions("kafka.events")
 	o.Catalog.Type, o.Catalog.URI, o.Catalog.Token = TypeREST, restStandIn(t, dir, token), token
+	o.Catalog.Warehouse = "analytics" // a name for the catalog, not a location
 	ca, cb := open(t, o, filepath.Join(dir, "wh")), open(t, o, filepath.Join(dir, "wh"))
 	ta, tb := openTable(t, ca, "kafka.events"), openTable(t, cb, "kafka.events")
 	loc := ta.Location()
+	if want := "file://" + dir + "/wh/kafka.db/events"; loc != want {
+		t.Fatalf("Location = %q, want %q", loc, want)
+	}
 	f0 := dataFile(t, loc, "events", 0, 0, 10, "")
 	commit(t, ta, f0)
 	// A table may ask its writers to retry conflicts themselves (Java's
