@@ -49,7 +49,9 @@ func TestValidate(t *testing.T) {
 			[]string{`iceberg.catalog.uri: "postgres://REDACTED@h/db" is not a SQLite file; the sql catalog takes a local file path, such as /var/lib/spillway/catalog.db`}},
 		{"azure warehouse", with(func(o *Options) { o.Catalog.Warehouse = "azblob://c" }),
 			[]string{`iceberg.catalog.warehouse: "azblob://c" is an azblob:// URL, which Iceberg does not read; set iceberg.catalog.warehouse to abfs://container@account.dfs.core.windows.net/prefix and the adls.* properties in iceberg.catalog.properties`}},
-		{"rest warehouse name", with(func(o *Options) { o.Catalog.Type, o.Catalog.URI, o.Catalog.Warehouse = "rest", "https://h/c", "analytics" }), nil},
+		{"rest warehouse name", with(func(o *Options) {
+			o.Catalog.Type, o.Catalog.URI, o.Catalog.Warehouse = "rest", "https://h/c", "analytics"
+		}), nil},
 		{"bucket", with(func(o *Options) { o.PartitionBy = []string{"day(timestamp)", "bucket(16, key)"} }),
 			[]string{`iceberg.partition_by[1]: "bucket(16, key)" bucket is not supported: Spillway registers the files it wrote, and a file's partition value must follow from its column bounds; use a column, day(col), hour(col), month(col) or year(col)`}},
 		{"not a transform", with(func(o *Options) { o.PartitionBy = []string{"days(timestamp"} }),

@@ -135,7 +135,6 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 // commit, which every reader's planning would open.
 var tableProps = iceberg.Properties{table.ManifestMergeEnabledKey: "true"}
 
-
 // sameIDs checks that sc numbers its fields as a new table would.
 func sameIDs(sc *iceberg.Schema) error {
 	fresh, err := iceberg.AssignFreshSchemaIDs(sc, nil)
