@@ -389,3 +389,16 @@ func TestManifestsMerge(t *testing.T) {
 		t.Fatalf("data files = %d, want %d", n, commits)
 	}
 }
+
+// A file whose record count is not its ledger entry's is refused: the
+// entry names another file, or the file was replaced.
+func TestRecordCountMismatchRefused(t *testing.T) {
+	t.Parallel()
+	tb := openTable(t, open(t, sqlOptions("kafka.events"), t.TempDir()), "kafka.events")
+	f := dataFile(t, tb.Location(), "events", 0, 0, 10, "")
+	f.Records = 9
+	err := tb.Commit(testCtx(t), []File{f})
+	if err == nil || !strings.Contains(err.Error(), "holds 10 records, but its ledger entry says 9") {
+		t.Fatalf("Commit(wrong count) = %v", err)
+	}
+}

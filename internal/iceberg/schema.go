@@ -21,36 +21,36 @@ import (
 // Iceberg maps a file's columns to the table's by id, and a file that
 // has none would be read by name mapping only, which Spillway's files do
 // not need.
-func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, error) {
+func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, int64, error) {
 	f, err := fs.Open(location)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", location, err)
+		return nil, 0, fmt.Errorf("open %s: %w", location, err)
 	}
 	defer f.Close()
 	rdr, err := file.NewParquetReader(f)
 	if err != nil {
-		return nil, fmt.Errorf("read the Parquet footer of %s: %w", location, err)
+		return nil, 0, fmt.Errorf("read the Parquet footer of %s: %w", location, err)
 	}
 	defer rdr.Close()
 	md := rdr.MetaData()
 	root := md.Schema.Root()
 	for i := range root.NumFields() {
 		if n := root.Field(i); n.FieldID() < 0 {
-			return nil, fmt.Errorf("%s: column %q has no Iceberg field id; Spillway's writer must set field ids on every column to commit a file to a table", location, n.Name())
+			return nil, 0, fmt.Errorf("%s: column %q has no Iceberg field id; Spillway's writer must set field ids on every column to commit a file to a table", location, n.Name())
 		}
 	}
 	if err := checkUnits(md.Schema); err != nil {
-		return nil, fmt.Errorf("%s: %w", location, err)
+		return nil, 0, fmt.Errorf("%s: %w", location, err)
 	}
 	as, err := pqarrow.FromParquet(md.Schema, &pqarrow.ArrowReadProperties{}, md.KeyValueMetadata())
 	if err != nil {
-		return nil, fmt.Errorf("%s: schema: %w", location, err)
+		return nil, 0, fmt.Errorf("%s: schema: %w", location, err)
 	}
 	sc, err := table.ArrowSchemaToIceberg(as, false, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%s: schema: %w", location, err)
+		return nil, 0, fmt.Errorf("%s: schema: %w", location, err)
 	}
-	return sc, nil
+	return sc, md.NumRows, nil
 }
 
 // checkUnits refuses time and timestamp columns in a unit other than
@@ -102,7 +102,7 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: create %s: FileIO for %s: %w", t.name, loc, t.c.scrub(err))
 	}
-	sc, err := fileSchema(fs, first.Location)
+	sc, _, err := fileSchema(fs, first.Location)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: create %s: %w", t.name, err)
 	}
@@ -215,9 +215,14 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, tx *table.Transact
 	added := map[int]iceberg.NestedField{}
 	var addedBy []string
 	for _, f := range files {
-		fsch, err := fileSchema(fs, f.Location)
+		fsch, rows, err := fileSchema(fs, f.Location)
 		if err != nil {
 			return fmt.Errorf("iceberg: %s: %w", t.name, err)
+		}
+		// The ledger's count is the file's: a mismatch is a file replaced
+		// or a ledger entry that names the wrong one.
+		if f.Records > 0 && rows != f.Records {
+			return fmt.Errorf("iceberg: %s: file %s holds %d records, but its ledger entry says %d", t.name, f.Location, rows, f.Records)
 		}
 		for _, ff := range fsch.Fields() {
 			tf, ok := ts.FindFieldByID(ff.ID)
