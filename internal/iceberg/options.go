@@ -20,8 +20,9 @@ import (
 // rename them.
 type Options struct {
 	// Table is "namespace.table"; {{topic}} in it is replaced by each
-	// record's topic. The namespace may have several levels
-	// ("a.b.table"): the last dot separates the table name.
+	// record's topic, with its dots as "_" (see Name). The namespace may
+	// have several levels ("a.b.table"): the last dot separates the table
+	// name.
 	Table   string         `koanf:"table"`
 	Catalog CatalogOptions `koanf:"catalog"`
 	// PartitionBy is the table's partition spec, as Iceberg transforms of
@@ -227,9 +228,12 @@ func SplitName(name string) (ns []string, table string, err error) {
 	return parts[:len(parts)-1], parts[len(parts)-1], nil
 }
 
-// Name resolves iceberg.table for a topic.
+// Name resolves iceberg.table for a topic. A dot in the topic becomes
+// "_": dots separate the namespace levels, and "kafka.{{topic}}" must
+// name one table for orders.v1 (kafka.orders_v1), not table v1 in
+// namespace kafka.orders.
 func (o Options) Name(topic string) string {
-	return strings.ReplaceAll(o.Table, topicVar, topic)
+	return strings.ReplaceAll(o.Table, topicVar, strings.ReplaceAll(topic, ".", "_"))
 }
 
 // transform is one parsed partition_by entry.

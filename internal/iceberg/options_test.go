@@ -110,3 +110,18 @@ func TestRedacted(t *testing.T) {
 		t.Fatalf("scrub left the secret: %v", err)
 	}
 }
+
+// {{topic}} names one table per topic, whatever dots the topic has.
+func TestName(t *testing.T) {
+	t.Parallel()
+	o := Options{Table: "kafka.{{topic}}"}
+	for topic, want := range map[string]string{"events": "kafka.events", "orders.v1": "kafka.orders_v1", "a-b_c": "kafka.a-b_c"} {
+		got := o.Name(topic)
+		if got != want {
+			t.Errorf("Name(%q) = %q, want %q", topic, got, want)
+		}
+		if ns, tbl, err := SplitName(got); err != nil || len(ns) != 1 {
+			t.Errorf("SplitName(%q) = %v, %q, %v", got, ns, tbl, err)
+		}
+	}
+}
