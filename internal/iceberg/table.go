@@ -45,7 +45,8 @@ type File struct {
 }
 
 // Table is one Iceberg table. Its methods may be called from several
-// goroutines; they take turns.
+// goroutines: two Commits at once resolve as two instances' do, one of
+// them reloading and retrying.
 type Table struct {
 	c     *Catalog
 	name  string
@@ -162,7 +163,8 @@ const (
 // offsets the table already holds (committed by an earlier attempt, by
 // another instance, or a zombie's copy of the same range) is skipped, and
 // the snapshot records the offsets it makes visible (PropOffsets). Files
-// of one partition must come in offset order. A file that starts past the
+// are taken in offset order per partition, whatever their order in files.
+// A file that starts past the
 // table's end is accepted: the ledger passes only files in order, so the
 // offsets between are a gap it recorded; the snapshot notes it (PropGaps).
 // A file that starts inside what the table holds but ends past it is
