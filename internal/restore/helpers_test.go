@@ -256,3 +256,13 @@ func sameRecord(want, got *kgo.Record) error {
 }
 
 var errKilled = errors.New("killed by the test")
+
+func openBucket(t *testing.T, cfg *config.Config) *storage.Bucket {
+	t.Helper()
+	b, err := storage.Open(t.Context(), cfg.Storage.URL, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
