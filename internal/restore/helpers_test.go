@@ -109,7 +109,7 @@ func newSource(t *testing.T, cluster *testkit.Cluster, topic string, partitions 
 	return f
 }
 
-func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
+func createTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
 	defer cancel()
@@ -123,7 +123,7 @@ func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
 }
 
 // drain runs the sink until its group committed the end of topic.
-func drain(t *testing.T, cfg *config.Config, cl *kgo.Client, topic string) {
+func drain(t testing.TB, cfg *config.Config, cl *kgo.Client, topic string) {
 	t.Helper()
 	end := testkit.EndOffsets(t, cl, topic)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -150,7 +150,7 @@ func drain(t *testing.T, cfg *config.Config, cl *kgo.Client, topic string) {
 }
 
 // restoreTo restores the fixture's storage into dst with opts.
-func (f *sourceFixture) restoreTo(t *testing.T, dst string, opts Options) (Result, error) {
+func (f *sourceFixture) restoreTo(t testing.TB, dst string, opts Options) (Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitDeadline)
 	defer cancel()

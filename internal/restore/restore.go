@@ -279,21 +279,133 @@ type restorer struct {
 	firstErr error
 }
 
+// batch is a run of records of one partition, read and checked, for the
+// producing side.
+type batch struct {
+	p    *Partition
+	recs []*kgo.Record
+}
+
+// Reading ahead overlaps decoding with producing and with the waits of a
+// commit. It is bounded: readAheadBatches batches of at most
+// readAheadBytes (plus the record that crossed the line) wait at once.
+const (
+	readAheadBatches = 4
+	readAheadBytes   = 1 << 20
+	readAheadRecords = 1024
+)
+
+// restore reads in one goroutine and produces in this one.
 func (r *restorer) restore(ctx context.Context, plan []Partition, resumed map[string]map[int32]int64) error {
-	for i := range plan {
-		p := &plan[i]
-		next := max(resumed[p.To][p.Partition], r.opts.FromOffset)
-		if err := r.partition(ctx, p, next); err != nil {
-			return err
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan batch, readAheadBatches)
+	var readErr error
+	go func() {
+		defer close(ch)
+		readErr = r.readAll(rctx, plan, resumed, ch)
+	}()
+	var err error
+	for b := range ch {
+		for _, rec := range b.recs {
+			if err != nil {
+				break
+			}
+			err = r.produce(ctx, b.p, rec)
+		}
+		if err != nil {
+			cancel() // the reader stops; the loop drains what it sent
 		}
 	}
-	if r.inTxn {
+	// ch is closed: the reader has returned and readErr is set.
+	switch {
+	case err != nil:
+		return err
+	case readErr != nil:
+		return readErr
+	case r.inTxn:
 		return r.commit(ctx)
 	}
 	return nil
 }
 
-func (r *restorer) partition(ctx context.Context, p *Partition, next int64) error {
+// readPartitions is how many partitions are read at once: their batches
+// interleave, so that a produce request carries several partitions, as a
+// producer's does, and decoding uses more than one core.
+const readPartitions = 4
+
+// readAll reads the selected records of every partition of plan, each in
+// order from its progress on, readPartitions partitions at once, and
+// sends them in batches.
+func (r *restorer) readAll(ctx context.Context, plan []Partition, resumed map[string]map[int32]int64, ch chan<- batch) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan *Partition)
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range min(readPartitions, len(plan)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range jobs {
+				if err := r.readPartition(ctx, p, max(resumed[p.To][p.Partition], r.opts.FromOffset), ch); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for i := range plan {
+		select {
+		case jobs <- &plan[i]:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// readPartition reads one partition into batches.
+func (r *restorer) readPartition(ctx context.Context, p *Partition, next int64, ch chan<- batch) error {
+	b := batch{p: p}
+	size := 0
+	send := func() error {
+		if len(b.recs) == 0 {
+			return nil
+		}
+		select {
+		case ch <- b:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		b, size = batch{p: p}, 0
+		return nil
+	}
+	err := r.partition(ctx, p, next, func(rec *kgo.Record) error {
+		b.recs = append(b.recs, rec)
+		size += len(rec.Key) + len(rec.Value)
+		if size >= readAheadBytes || len(b.recs) >= readAheadRecords {
+			return send()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return send()
+}
+
+// partition reads the records of p from next on, checks each against its
+// file's ledger entry, and passes those selected to out.
+func (r *restorer) partition(ctx context.Context, p *Partition, next int64, out func(*kgo.Record) error) error {
 	last := int64(-1)
 	for _, f := range p.Files {
 		if f.Ranges.Max() <= next {
@@ -322,7 +434,7 @@ func (r *restorer) partition(ctx context.Context, p *Partition, next int64) erro
 				r.skipped.Add(1)
 				return nil
 			}
-			return r.produce(ctx, p, rec)
+			return out(rec)
 		})
 		if errors.Is(err, errStop) {
 			return nil
