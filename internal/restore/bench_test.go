@@ -63,6 +63,12 @@ func benchRestore(b *testing.B, compression string) {
 		bytes += int64(len(r.Key) + len(r.Value))
 	}
 
+	// The raw producer's records are built before the clock starts: it
+	// pays for producing only.
+	pre := make([]*kgo.Record, partitions*perPartition)
+	for j := range pre {
+		pre[j] = gen(j)
+	}
 	var raw, rest time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -73,9 +79,8 @@ func benchRestore(b *testing.B, compression string) {
 		pcl := cluster.Client(b)
 		start := time.Now()
 		var wg sync.WaitGroup
-		for j := range partitions * perPartition {
-			r := gen(j)
-			r.Topic = rawTopic
+		for _, g := range pre {
+			r := &kgo.Record{Topic: rawTopic, Partition: g.Partition, Key: g.Key, Value: g.Value, Timestamp: g.Timestamp}
 			wg.Add(1)
 			pcl.Produce(context.Background(), r, func(_ *kgo.Record, err error) {
 				if err != nil {

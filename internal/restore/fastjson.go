@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -111,10 +112,18 @@ func (p *envParser) blob() ([]byte, bool) {
 		p.i += 4
 		return nil, true
 	}
-	s, ok := p.plainString()
-	if !ok {
+	// The closing quote is the first one: base64 has no quote, and
+	// Decode refuses anything that is not base64 (an escape, a control
+	// character), which then goes to encoding/json.
+	if !p.byte('"') {
 		return nil, false
 	}
+	end := bytes.IndexByte(p.b[p.i:], '"')
+	if end < 0 {
+		return nil, false
+	}
+	s := p.b[p.i : p.i+end]
+	p.i += end + 1
 	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
 	n, err := base64.StdEncoding.Decode(out, s)
 	if err != nil {
