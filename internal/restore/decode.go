@@ -30,6 +30,12 @@ const maxAvroBlock = 1 << 30
 // comes last, is first copied to a temporary file, as readback does. fn
 // owns the record it is given.
 func decodeFile(ctx context.Context, st readback.Reader, key string, exts []string, fn func(*kgo.Record) error) error {
+	return decodeFileBuf(ctx, st, key, exts, 256<<10, fn)
+}
+
+// decodeFileBuf is decodeFile with a read buffer of bufSize bytes for the
+// line formats: smaller when several files are read at once.
+func decodeFileBuf(ctx context.Context, st readback.Reader, key string, exts []string, bufSize int, fn func(*kgo.Record) error) error {
 	rc, err := st.Read(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
@@ -42,9 +48,9 @@ func decodeFile(ctx context.Context, st readback.Reader, key string, exts []stri
 	defer r.Close()
 	switch ext {
 	case "jsonl":
-		return decodeJSON(ctx, r, key, false, fn)
+		return decodeJSON(ctx, r, key, false, bufSize, fn)
 	case "json":
-		return decodeJSON(ctx, r, key, true, fn)
+		return decodeJSON(ctx, r, key, true, bufSize, fn)
 	case "avro":
 		return decodeAvro(ctx, r, key, fn)
 	case "parquet":
@@ -90,8 +96,8 @@ func jsonEnvelope(line []byte) (*kgo.Record, error) {
 	return rec, nil
 }
 
-func decodeJSON(ctx context.Context, r io.Reader, key string, array bool, fn func(*kgo.Record) error) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+func decodeJSON(ctx context.Context, r io.Reader, key string, array bool, bufSize int, fn func(*kgo.Record) error) error {
+	br := bufio.NewReaderSize(r, bufSize)
 	var long []byte
 	var n int64
 	opened := false

@@ -79,8 +79,7 @@ func clip(rs offsets.Ranges, sel Selection) offsets.Ranges {
 // topic whose ledger holds several topic ids (it was deleted and
 // recreated) is refused: which one to restore is the operator's choice.
 // Files whose offsets interleave (a name template that splits a partition
-// into several open files) are refused too: restore produces in offset
-// order and reads one file at a time.
+// into several open files) are merged when read.
 func Plan(ctx context.Context, st ledger.Store, prefix string, topics map[string]string, sel Selection) ([]Partition, error) {
 	led := ledger.New(st, prefix)
 	names := make([]string, 0, len(topics))
@@ -136,17 +135,10 @@ func Plan(ctx context.Context, st ledger.Store, prefix string, topics map[string
 	return out, nil
 }
 
-// order sorts the partition's files by their first offset and refuses
-// files whose offsets interleave.
+// order sorts the partition's files by their first offset.
 func order(p *Partition) error {
 	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return len(f.Ranges) == 0 })
 	sort.Slice(p.Files, func(i, j int) bool { return p.Files[i].Ranges[0][0] < p.Files[j].Ranges[0][0] })
-	for i := 1; i < len(p.Files); i++ {
-		a, b := p.Files[i-1], p.Files[i]
-		if a.Ranges.Max() > b.Ranges[0][0] {
-			return fmt.Errorf("%s/%d: files %s and %s interleave their offsets (a name template that splits a partition across files open at once); restore reads one file at a time in offset order and can't restore this partition", p.Topic, p.Partition, a.Key, b.Key)
-		}
-	}
 	return nil
 }
 

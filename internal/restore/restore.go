@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"sort"
 	"strconv"
 	"sync"
@@ -404,25 +405,22 @@ func (r *restorer) readPartition(ctx context.Context, p *Partition, next int64, 
 }
 
 // partition reads the records of p from next on, checks each against its
-// file's ledger entry, and passes those selected to out.
+// file's ledger entry, and passes those selected to out, in offset order.
+// Files whose offsets interleave (a name template with {{key}} or
+// {{timestamp}} keeps several open per partition) are read at once and
+// merged.
 func (r *restorer) partition(ctx context.Context, p *Partition, next int64, out func(*kgo.Record) error) error {
 	last := int64(-1)
-	for _, f := range p.Files {
-		if f.Ranges.Max() <= next {
+	for _, group := range overlapping(p.Files) {
+		if groupMax(group) <= next {
 			continue
 		}
-		if r.opts.ToOffset > 0 && f.Ranges[0][0] >= r.opts.ToOffset {
+		if r.opts.ToOffset > 0 && group[0].Ranges[0][0] >= r.opts.ToOffset {
 			return nil
 		}
-		var n int64
-		err := decodeFile(ctx, r.st, f.Key, r.opts.ContentExts(f.Key), func(rec *kgo.Record) error {
-			n++
-			r.read.Add(1)
-			switch {
-			case !f.Ranges.Contains(rec.Offset) || rec.Offset <= last:
-				return fmt.Errorf("%s: record %d has offset %d, which its ledger entry (offsets %s) or the order of the file does not allow: the file is damaged", f.Key, n-1, rec.Offset, fmtRanges(f.Ranges))
-			case r.opts.ToOffset > 0 && rec.Offset >= r.opts.ToOffset:
-				return errStop
+		err := r.merge(ctx, group, func(rec *kgo.Record) error {
+			if rec.Offset <= last {
+				return fmt.Errorf("offset %d comes after %d: two files hold it, or a file is out of order", rec.Offset, last)
 			}
 			last = rec.Offset
 			if rec.Offset < next {
@@ -440,13 +438,119 @@ func (r *restorer) partition(ctx context.Context, p *Partition, next int64, out 
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("restore %s/%d from %s: %w", p.Topic, p.Partition, f.Key, err)
-		}
-		if n != f.Records {
-			return fmt.Errorf("restore %s/%d: %s holds %d records, and its ledger entry says %d: the file is damaged or not the one the ledger names", p.Topic, p.Partition, f.Key, n, f.Records)
+			return fmt.Errorf("restore %s/%d: %w", p.Topic, p.Partition, err)
 		}
 	}
 	return nil
+}
+
+// overlapping splits files, sorted by first offset, into groups whose
+// offset spans overlap: each group is read apart, one after another.
+func overlapping(files []File) [][]File {
+	var groups [][]File
+	hi := int64(-1)
+	for _, f := range files {
+		if len(groups) == 0 || f.Ranges[0][0] >= hi {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], f)
+		hi = max(hi, f.Ranges.Max())
+	}
+	return groups
+}
+
+func groupMax(files []File) int64 {
+	m := int64(-1)
+	for _, f := range files {
+		m = max(m, f.Ranges.Max())
+	}
+	return m
+}
+
+// fileCursor is one file of a merge: its records, pulled one at a time.
+type fileCursor struct {
+	f    File
+	next func() (*kgo.Record, error, bool)
+	stop func()
+	head *kgo.Record
+	n    int64 // records pulled
+	last int64
+}
+
+var errPulled = errors.New("restore: the merge stopped reading")
+
+// merge reads the files of a group at once and passes their records to fn
+// in offset order, each checked against its file's ledger entry and its
+// count. A group of one file is read straight through.
+func (r *restorer) merge(ctx context.Context, group []File, fn func(*kgo.Record) error) error {
+	bufSize := max(16<<10, (256<<10)/len(group))
+	cursors := make([]*fileCursor, 0, len(group))
+	defer func() {
+		for _, c := range cursors {
+			c.stop()
+		}
+	}()
+	pull := func(c *fileCursor) error {
+		rec, err, ok := c.next()
+		switch {
+		case !ok:
+			c.head = nil
+			if c.n != c.f.Records {
+				return fmt.Errorf("%s holds %d records, and its ledger entry says %d: the file is damaged or not the one the ledger names", c.f.Key, c.n, c.f.Records)
+			}
+			return nil
+		case err != nil:
+			return fmt.Errorf("%s: %w", c.f.Key, err)
+		case !c.f.Ranges.Contains(rec.Offset) || rec.Offset <= c.last:
+			return fmt.Errorf("%s: record %d has offset %d, which its ledger entry (offsets %s) or the order of the file does not allow: the file is damaged", c.f.Key, c.n, rec.Offset, fmtRanges(c.f.Ranges))
+		}
+		c.n++
+		c.last = rec.Offset
+		c.head = rec
+		r.read.Add(1)
+		return nil
+	}
+	for _, f := range group {
+		key, exts := f.Key, r.opts.ContentExts(f.Key)
+		seq := func(yield func(*kgo.Record, error) bool) {
+			err := decodeFileBuf(ctx, r.st, key, exts, bufSize, func(rec *kgo.Record) error {
+				if !yield(rec, nil) {
+					return errPulled
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, errPulled) {
+				yield(nil, err)
+			}
+		}
+		next, stop := iter.Pull2(seq)
+		c := &fileCursor{f: f, next: next, stop: stop, last: -1}
+		cursors = append(cursors, c)
+		if err := pull(c); err != nil {
+			return err
+		}
+	}
+	for {
+		var low *fileCursor
+		for _, c := range cursors {
+			if c.head != nil && (low == nil || c.head.Offset < low.head.Offset) {
+				low = c
+			}
+		}
+		if low == nil {
+			return nil
+		}
+		rec := low.head
+		if r.opts.ToOffset > 0 && rec.Offset >= r.opts.ToOffset {
+			return errStop
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+		if err := pull(low); err != nil {
+			return err
+		}
+	}
 }
 
 func (r *restorer) produce(ctx context.Context, p *Partition, rec *kgo.Record) error {
