@@ -22,19 +22,14 @@ import (
 // block of its own, as large as Kafka's message.max.bytes allows.
 const maxAvroBlock = 1 << 30
 
-// decodeFile streams the records of the data file under key to fn, in
+// decodeFileBuf streams the records of the data file under key to fn, in
 // file order, each whole: key, value, headers, timestamp, and its source
 // offset in Offset. Nothing but the record at hand and the decoder's
 // buffers (one line, one avro block, one parquet page) is held, so a file
 // of any size restores in bounded memory; a parquet file, whose footer
 // comes last, is first copied to a temporary file, as readback does. fn
-// owns the record it is given.
-func decodeFile(ctx context.Context, st readback.Reader, key string, exts []string, fn func(*kgo.Record) error) error {
-	return decodeFileBuf(ctx, st, key, exts, 256<<10, fn)
-}
-
-// decodeFileBuf is decodeFile with a read buffer of bufSize bytes for the
-// line formats: smaller when several files are read at once.
+// owns the record it is given. bufSize is the read buffer of the line
+// formats: smaller when several files of a merge are open at once.
 func decodeFileBuf(ctx context.Context, st readback.Reader, key string, exts []string, bufSize int, fn func(*kgo.Record) error) error {
 	rc, err := st.Read(ctx, key)
 	if err != nil {
