@@ -490,25 +490,49 @@ func (r *restorer) merge(ctx context.Context, group []File, fn func(*kgo.Record)
 			c.stop()
 		}
 	}()
+	check := func(c *fileCursor, rec *kgo.Record) error {
+		if !c.f.Ranges.Contains(rec.Offset) || rec.Offset <= c.last {
+			return fmt.Errorf("%s: record %d has offset %d, which its ledger entry (offsets %s) or the order of the file does not allow: the file is damaged", c.f.Key, c.n, rec.Offset, fmtRanges(c.f.Ranges))
+		}
+		c.n++
+		c.last = rec.Offset
+		r.read.Add(1)
+		return nil
+	}
+	counted := func(c *fileCursor) error {
+		if c.n != c.f.Records {
+			return fmt.Errorf("%s holds %d records, and its ledger entry says %d: the file is damaged or not the one the ledger names", c.f.Key, c.n, c.f.Records)
+		}
+		return nil
+	}
+	if len(group) == 1 {
+		// One file: read straight through, without a coroutine per record.
+		c := &fileCursor{f: group[0], last: -1}
+		err := decodeFileBuf(ctx, r.st, c.f.Key, r.opts.ContentExts(c.f.Key), bufSize, func(rec *kgo.Record) error {
+			if err := check(c, rec); err != nil {
+				return err
+			}
+			if r.opts.ToOffset > 0 && rec.Offset >= r.opts.ToOffset {
+				return errStop
+			}
+			return fn(rec)
+		})
+		if err != nil {
+			return err
+		}
+		return counted(c)
+	}
 	pull := func(c *fileCursor) error {
 		rec, err, ok := c.next()
 		switch {
 		case !ok:
 			c.head = nil
-			if c.n != c.f.Records {
-				return fmt.Errorf("%s holds %d records, and its ledger entry says %d: the file is damaged or not the one the ledger names", c.f.Key, c.n, c.f.Records)
-			}
-			return nil
+			return counted(c)
 		case err != nil:
 			return fmt.Errorf("%s: %w", c.f.Key, err)
-		case !c.f.Ranges.Contains(rec.Offset) || rec.Offset <= c.last:
-			return fmt.Errorf("%s: record %d has offset %d, which its ledger entry (offsets %s) or the order of the file does not allow: the file is damaged", c.f.Key, c.n, rec.Offset, fmtRanges(c.f.Ranges))
 		}
-		c.n++
-		c.last = rec.Offset
 		c.head = rec
-		r.read.Add(1)
-		return nil
+		return check(c, rec)
 	}
 	for _, f := range group {
 		key, exts := f.Key, r.opts.ContentExts(f.Key)
