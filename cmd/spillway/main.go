@@ -100,7 +100,7 @@ func newRoot(stdout, stderr io.Writer, environ []string) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(runCmd(stderr, environ), demoCmd(stdout, stderr), verifyCmd(stdout, environ), skipCmd(stdout, environ), configCmd(stdout, stderr, environ), versionCmd(stdout))
+	root.AddCommand(runCmd(stderr, environ), demoCmd(stdout, stderr), verifyCmd(stdout, environ), skipCmd(stdout, environ), restoreCmd(stdout, stderr, environ), configCmd(stdout, stderr, environ), versionCmd(stdout))
 	return root
 }
 
