@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"github.com/spillway/spillway/internal/testkit/datafiles"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/testkit/datafiles"
 )
 
 // scanFixture writes a partition's ledger and files by hand, as the sink
