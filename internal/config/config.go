@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -120,17 +121,12 @@ type File struct {
 	MaxAge     time.Duration `koanf:"max_age"`
 }
 
-// Format decides how records are encoded.
-type Format struct {
-	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet | bytes
-	Compression   string   `koanf:"compression"` // none | gzip | snappy | zstd
-	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers
-	ValueEncoding string   `koanf:"value_encoding"`
-	Envelope      bool     `koanf:"envelope"`
-	// BytesSeparator follows each value in the bytes format, with
-	// backslash escapes; see Separator.
-	BytesSeparator string `koanf:"bytes_separator"`
-}
+// Format decides how records are encoded: package format's options,
+// which it validates.
+type Format = formatopts.Options
+
+// DefaultBytesSeparator is format.bytes_separator's default.
+const DefaultBytesSeparator = formatopts.DefaultBytesSeparator
 
 // Backpressure bounds memory, and local disk when a spool is set.
 type Backpressure struct {

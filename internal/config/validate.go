@@ -30,9 +30,6 @@ var (
 	startOffsets   = []string{"earliest", "latest"}
 	saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 	storageSchemes = []string{"file", "mem", "s3", "gs", "azblob"}
-	compressions   = []string{"none", "gzip", "snappy", "zstd"}
-	fieldNames     = []string{"key", "value", "offset", "timestamp", "headers"}
-	valueEncodings = []string{"none", "base64"}
 	tolerances     = []string{"none", "all"}
 	nullPolicies   = []string{"write", "ignore", "fail"}
 	logLevels      = []string{"debug", "info", "warn", "error"}
@@ -40,33 +37,6 @@ var (
 	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
 	timestampSources = []string{"wallclock", "event"}
 )
-
-// formats is every format.type name, in the order messages list them.
-// built says whether this binary can write it: a planned format is refused
-// by validation, so that `config check` and `run` agree, and is turned on
-// here, by this one flag, once internal/format has its encoder.
-var formats = []struct {
-	name  string
-	built bool
-}{
-	{"jsonl", true},
-	{"json", true},
-	{"csv", true},
-	{"bytes", true},
-	{"avro", true},
-	{"parquet", true},
-}
-
-// formatNames lists the names in formats that are built, or planned.
-func formatNames(built bool) []string {
-	var out []string
-	for _, f := range formats {
-		if f.built == built {
-			out = append(out, f.name)
-		}
-	}
-	return out
-}
 
 // Limits below which a setting can't work well.
 const (
@@ -116,12 +86,7 @@ var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 func (c *Config) normalize() {
 	c.Kafka.StartOffset = canon(c.Kafka.StartOffset, startOffsets)
 	c.Kafka.SASL.Mechanism = canon(c.Kafka.SASL.Mechanism, saslMechanisms)
-	c.Format.Type = canon(c.Format.Type, append(formatNames(true), formatNames(false)...))
-	c.Format.Compression = canon(c.Format.Compression, compressions)
-	for i, f := range c.Format.Fields {
-		c.Format.Fields[i] = canon(f, fieldNames)
-	}
-	c.Format.ValueEncoding = canon(c.Format.ValueEncoding, valueEncodings)
+	c.Format.Normalize()
 	c.Errors.Tolerance = canon(c.Errors.Tolerance, tolerances)
 	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
 	c.Log.Level = canon(c.Log.Level, logLevels)
@@ -186,7 +151,7 @@ func (c *Config) problems() problems {
 	c.File.check(&ps)
 	c.checkStateDir(&ps)
 	c.checkParts(&ps)
-	c.Format.check(&ps)
+	ps.absorb("format", c.Format.Validate())
 	ps.absorb("schema_registry", c.SchemaRegistry.Validate())
 	c.Backpressure.check(&ps)
 
@@ -509,51 +474,6 @@ func (f *File) check(ps *problems) {
 	}
 }
 
-func (f *Format) check(ps *problems) {
-	switch built, planned := formatNames(true), formatNames(false); {
-	case slices.Contains(planned, f.Type):
-		ps.add("format.type", f.Type, "is planned but not built in this version; use %s", orList(built))
-	case f.Type == "":
-		ps.add("format.type", "", "is empty; use %s", orList(built))
-	case !slices.Contains(built, f.Type) && len(planned) == 0:
-		ps.add("format.type", f.Type, "is not valid; use %s", orList(built))
-	case !slices.Contains(built, f.Type):
-		ps.add("format.type", f.Type, "is not valid; use %s (%s are planned)", orList(built), andList(planned))
-	}
-	ps.oneOf("format.compression", f.Compression, compressions)
-	if len(f.Fields) == 0 {
-		ps.add("format.fields", "", "required; list the record parts to write, such as [key, value, offset, timestamp, headers]")
-	}
-	for i, name := range f.Fields {
-		switch {
-		case !slices.Contains(fieldNames, name):
-			ps.add("format.fields", name, "is not a field; use %s", orList(fieldNames))
-		case slices.Index(f.Fields, name) < i:
-			ps.add("format.fields", name, "is listed twice")
-		}
-	}
-	ps.oneOf("format.value_encoding", f.ValueEncoding, valueEncodings)
-	// A csv row and a bytes record have no envelope to leave out, so
-	// format.envelope means nothing to them.
-	envelope := f.Type != "csv" && f.Type != "bytes"
-	if envelope && !f.Envelope && len(f.Fields) != 1 {
-		ps.add("format.fields", "", "must list exactly one field when format.envelope is false (that field is written bare), such as [value]; it lists %d", len(f.Fields))
-	}
-	if f.Type == "bytes" {
-		// The bytes format is the value alone, so a list that names other
-		// fields asks for something it can't write; the default list (left
-		// unset) and [value] are what it does.
-		if len(f.Fields) > 0 && !slices.Equal(f.Fields, Default().Format.Fields) && !slices.Equal(f.Fields, []string{"value"}) {
-			ps.add("format.fields", strings.Join(f.Fields, ", "), "can't be written by format.type bytes, which writes the value alone; set format.fields to [value] (or leave it unset), or use format.type csv or jsonl for other fields")
-		}
-	}
-	if sep, err := f.Separator(); err != nil {
-		ps.add("format.bytes_separator", f.BytesSeparator, "%v", err)
-	} else if f.Type != "bytes" && string(sep) != "\n" {
-		ps.add("format.bytes_separator", f.BytesSeparator, "is used only by format.type bytes; remove it, or set format.type: bytes")
-	}
-}
-
 func (b *Backpressure) check(ps *problems) {
 	const key = "backpressure.memory_limit"
 	if strings.TrimSpace(b.MemoryLimit) == "" {
@@ -657,5 +577,4 @@ func (ps *problems) oneOf(key, v string, allowed []string) {
 	(*keycheck.List)(ps).OneOf(key, v, allowed)
 }
 
-func orList(xs []string) string  { return keycheck.OrList(xs) }
-func andList(xs []string) string { return keycheck.AndList(xs) }
+func orList(xs []string) string { return keycheck.OrList(xs) }
