@@ -11,6 +11,7 @@ import (
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/registry"
+	"github.com/spillway/spillway/internal/source/sourceopts"
 )
 
 // Size is a byte count. In YAML and the environment it takes units:
@@ -33,43 +34,15 @@ type Config struct {
 	Shutdown       Shutdown         `koanf:"shutdown"`
 }
 
-// Kafka is the source: the consumer group and how to reach the brokers.
-type Kafka struct {
-	Brokers     []string `koanf:"brokers"`
-	Group       string   `koanf:"group"`
-	Topics      []string `koanf:"topics"`
-	TopicRegex  string   `koanf:"topic_regex"`
-	StartOffset string   `koanf:"start_offset"` // earliest | latest
-	ClientID    string   `koanf:"client_id"`
-	// InstanceID turns on static membership (KIP-345): a restarted
-	// instance with the same id takes its partitions back at once, with
-	// no rebalance, instead of waiting out the old member's session.
-	InstanceID string `koanf:"instance_id"`
-	// SessionTimeout is how long the group waits for a silent member
-	// before giving its partitions to others.
-	SessionTimeout time.Duration `koanf:"session_timeout"`
-	// StartupTimeout bounds the check at start that the brokers answer,
-	// accept the credentials and hold the topics: a setup that can't work
-	// stops with what to fix instead of idling.
-	StartupTimeout time.Duration `koanf:"startup_timeout"`
-	TLS            TLS           `koanf:"tls"`
-	SASL           SASL          `koanf:"sasl"`
-}
+// Kafka is the source: the consumer group and how to reach the brokers;
+// package sourceopts' options, which it validates.
+type Kafka = sourceopts.Options
 
 // TLS configures the connection to the brokers.
-type TLS struct {
-	Enabled  bool   `koanf:"enabled"`
-	CAFile   string `koanf:"ca_file"`
-	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
-}
+type TLS = sourceopts.TLS
 
 // SASL configures broker authentication.
-type SASL struct {
-	Mechanism string `koanf:"mechanism"` // "" | PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
-	Username  string `koanf:"username"`
-	Password  string `koanf:"password"` // secret
-}
+type SASL = sourceopts.SASL
 
 // Storage is where files go.
 type Storage struct {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/hostport"
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/redact"
@@ -27,8 +25,6 @@ import (
 // The accepted values of enumerated keys. Load matches them
 // case-insensitively and stores them in the case given here.
 var (
-	startOffsets   = []string{"earliest", "latest"}
-	saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 	storageSchemes = []string{"file", "mem", "s3", "gs", "azblob"}
 	tolerances     = []string{"none", "all"}
 	nullPolicies   = []string{"write", "ignore", "fail"}
@@ -47,14 +43,6 @@ const (
 	minMaxBytes    = 1 * KiB
 	minMaxAge      = time.Second
 	minMemoryLimit = Size(budget.MinMemoryLimit)
-	// Kafka brokers' default group.min.session.timeout.ms and
-	// group.max.session.timeout.ms: outside them every join is refused.
-	minSessionTimeout = 6 * time.Second
-	maxSessionTimeout = 30 * time.Minute
-	// Below a second a healthy but distant cluster fails the startup check;
-	// past an hour a setup that can't work idles as if it could.
-	minStartupTimeout = time.Second
-	maxStartupTimeout = time.Hour
 )
 
 // Object stores' limits on multipart uploads. S3 and Azure Blob cap an
@@ -84,8 +72,7 @@ var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // plain strings. Values that match nothing are left as given, for Validate
 // to report as the user wrote them.
 func (c *Config) normalize() {
-	c.Kafka.StartOffset = canon(c.Kafka.StartOffset, startOffsets)
-	c.Kafka.SASL.Mechanism = canon(c.Kafka.SASL.Mechanism, saslMechanisms)
+	c.Kafka.Normalize()
 	c.Format.Normalize()
 	c.Errors.Tolerance = canon(c.Errors.Tolerance, tolerances)
 	c.Errors.NullValues = canon(c.Errors.NullValues, nullPolicies)
@@ -146,7 +133,7 @@ func (c *Config) Validate() error { return c.problems().err() }
 
 func (c *Config) problems() problems {
 	var ps problems
-	c.Kafka.check(&ps)
+	ps.absorb("kafka", c.Kafka.Validate())
 	c.Storage.check(&ps)
 	c.File.check(&ps)
 	c.checkStateDir(&ps)
@@ -167,127 +154,6 @@ func (c *Config) problems() problems {
 		ps.add("shutdown.timeout", c.Shutdown.Timeout.String(), "must be positive; use a duration such as 30s")
 	}
 	return ps
-}
-
-func (k *Kafka) check(ps *problems) {
-	if len(k.Brokers) == 0 {
-		ps.add("kafka.brokers", "", "required; list at least one broker as host:port, such as [\"127.0.0.1:9092\"]")
-	}
-	for _, b := range k.Brokers {
-		if err := hostport.Dial(b); err != nil {
-			ps.add("kafka.brokers", b, "%v; use host:port such as 127.0.0.1:9092", err)
-		}
-	}
-	if strings.TrimSpace(k.Group) == "" {
-		ps.add("kafka.group", "", "required; set the consumer group name, such as spillway")
-	}
-	if k.InstanceID != "" && !topicName.MatchString(k.InstanceID) {
-		ps.add("kafka.instance_id", k.InstanceID, "is not a valid group instance id; use 1 to 249 letters, digits, '.', '_' or '-', unique per instance, such as the pod name")
-	}
-	if k.SessionTimeout < minSessionTimeout || k.SessionTimeout > maxSessionTimeout {
-		ps.add("kafka.session_timeout", k.SessionTimeout.String(), "is outside what brokers accept by default; use a duration from %s to %s, such as 45s", minSessionTimeout, maxSessionTimeout)
-	}
-	if k.StartupTimeout < minStartupTimeout || k.StartupTimeout > maxStartupTimeout {
-		ps.add("kafka.startup_timeout", k.StartupTimeout.String(), "is out of range; use a duration from %s to %s, such as 60s", minStartupTimeout, maxStartupTimeout)
-	}
-
-	switch {
-	case len(k.Topics) == 0 && k.TopicRegex == "":
-		ps.add("kafka.topics", "", `required; list the topics to consume, such as ["events"], or set kafka.topic_regex to a pattern such as "events\\..*"`)
-	case len(k.Topics) > 0 && k.TopicRegex != "":
-		ps.add("kafka.topic_regex", k.TopicRegex, "is set as well as kafka.topics; set only one of the two")
-	}
-	for i, t := range k.Topics {
-		switch {
-		case !topicName.MatchString(t):
-			ps.add("kafka.topics", t, "is not a valid topic name; use 1 to 249 letters, digits, '.', '_' or '-'")
-		case slices.Index(k.Topics, t) < i:
-			ps.add("kafka.topics", t, "is listed twice")
-		}
-	}
-	if _, err := k.TopicPattern(); err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			*ps = append(*ps, e.Problems...)
-		}
-	}
-
-	ps.oneOf("kafka.start_offset", k.StartOffset, startOffsets)
-	k.TLS.check(ps)
-	k.SASL.check(ps)
-}
-
-// TopicPattern returns kafka.topic_regex compiled, or nil when it is unset.
-// Validation, the consumer and verify all compile it here, so they agree
-// on what it accepts and matches: like kgo.ConsumeRegex, it matches
-// anywhere in a topic name unless anchored with ^ and $. A pattern that
-// does not compile is an *Error naming the key.
-func (k *Kafka) TopicPattern() (*regexp.Regexp, error) {
-	if k.TopicRegex == "" {
-		return nil, nil
-	}
-	re, err := regexp.Compile(k.TopicRegex)
-	if err != nil {
-		why := err.Error()
-		var se *syntax.Error
-		if errors.As(err, &se) {
-			why = se.Code.String()
-		}
-		return nil, &Error{Problems: []Problem{{Key: "kafka.topic_regex", Value: k.TopicRegex, Msg: "is not a valid regular expression: " + why}}}
-	}
-	return re, nil
-}
-
-func (t *TLS) check(ps *problems) {
-	switch {
-	case t.CertFile != "" && t.KeyFile == "":
-		ps.add("kafka.tls.key_file", "", "required when kafka.tls.cert_file is set: a client certificate needs its private key")
-	case t.KeyFile != "" && t.CertFile == "":
-		ps.add("kafka.tls.cert_file", "", "required when kafka.tls.key_file is set: a private key needs its client certificate")
-	}
-	files := []struct{ key, path string }{
-		{"kafka.tls.ca_file", t.CAFile},
-		{"kafka.tls.cert_file", t.CertFile},
-		{"kafka.tls.key_file", t.KeyFile},
-	}
-	for _, f := range files {
-		if f.path == "" {
-			continue
-		}
-		if !t.Enabled {
-			ps.add(f.key, f.path, "is set but kafka.tls.enabled is false; set kafka.tls.enabled: true to use TLS")
-		}
-		switch fi, err := os.Stat(f.path); {
-		case errors.Is(err, fs.ErrNotExist):
-			ps.add(f.key, f.path, "does not exist; give the path of a PEM file")
-		case err != nil:
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			ps.add(f.key, f.path, "can't be read: %v", err)
-		case fi.IsDir():
-			ps.add(f.key, f.path, "is a directory; give the path of a PEM file")
-		}
-	}
-}
-
-func (s *SASL) check(ps *problems) {
-	if s.Mechanism == "" {
-		if s.Username != "" || s.Password != "" {
-			ps.add("kafka.sasl.mechanism", "", "required when kafka.sasl.username or password is set; use %s", orList(saslMechanisms))
-		}
-		return
-	}
-	if !slices.Contains(saslMechanisms, s.Mechanism) {
-		ps.add("kafka.sasl.mechanism", s.Mechanism, "is not valid; use %s, or leave it empty for no authentication", orList(saslMechanisms))
-	}
-	if s.Username == "" {
-		ps.add("kafka.sasl.username", "", "required when kafka.sasl.mechanism is set")
-	}
-	if s.Password == "" {
-		ps.add("kafka.sasl.password", "", "required when kafka.sasl.mechanism is set")
-	}
 }
 
 func (s *Storage) check(ps *problems) {
