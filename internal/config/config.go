@@ -14,10 +14,6 @@ import (
 	"github.com/spillway/spillway/internal/source/sourceopts"
 )
 
-// Size is a byte count. In YAML and the environment it takes units:
-// "64MiB", "1GB", "512KiB" or a bare number of bytes.
-type Size int64
-
 // Config is the whole effective configuration.
 type Config struct {
 	Kafka   Kafka   `koanf:"kafka"`

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/bytesize"
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/redact"
@@ -345,9 +346,9 @@ func (b *Backpressure) check(ps *problems) {
 	if strings.TrimSpace(b.MemoryLimit) == "" {
 		ps.add(key, "", "is empty; use auto or a size of at least %s such as 1GiB", minMemoryLimit)
 	} else if limit, auto, err := b.MemoryLimitBytes(); err != nil {
-		var se *sizeError
+		var se *bytesize.Error
 		if errors.As(err, &se) {
-			ps.add(key, b.MemoryLimit, "is not auto or a size; %s", se.hint)
+			ps.add(key, b.MemoryLimit, "is not auto or a size; %s", se.Hint)
 		} else {
 			ps.add(key, b.MemoryLimit, "is not auto or a size")
 		}
@@ -366,9 +367,9 @@ func (b *Backpressure) check(ps *problems) {
 func (b *Backpressure) checkSpool(ps *problems) {
 	const key = "backpressure.disk_limit"
 	if limit, auto, err := b.DiskLimitBytes(); err != nil {
-		var se *sizeError
+		var se *bytesize.Error
 		if errors.As(err, &se) && strings.TrimSpace(b.DiskLimit) != "" {
-			ps.add(key, b.DiskLimit, "is not auto or a size; %s", se.hint)
+			ps.add(key, b.DiskLimit, "is not auto or a size; %s", se.Hint)
 		} else {
 			ps.add(key, b.DiskLimit, "is not auto or a size; use auto, or a size of at least %s such as 20GiB", MinDiskLimit)
 		}
