@@ -12,6 +12,7 @@ import (
 	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/source/sourceopts"
+	"github.com/spillway/spillway/internal/storage"
 )
 
 // Config is the whole effective configuration.
@@ -40,37 +41,9 @@ type TLS = sourceopts.TLS
 // SASL configures broker authentication.
 type SASL = sourceopts.SASL
 
-// Storage is where files go.
-type Storage struct {
-	URL               string `koanf:"url"`
-	Prefix            string `koanf:"prefix"`
-	PartSize          Size   `koanf:"part_size"`
-	UploadConcurrency int    `koanf:"upload_concurrency"`
-	// MaxRetries is how many times one storage request that failed for a
-	// reason that may pass (throttling, 5xx, timeout, reset) is retried,
-	// with capped exponential backoff, before the error stops the run.
-	MaxRetries int `koanf:"max_retries"`
-	// TopicIDChange says what to do when storage.prefix holds a ledger of
-	// another id of a topic (it was deleted and recreated): fail, or
-	// start_fresh with a new ledger beside the old one.
-	TopicIDChange string `koanf:"topic_id_change"`
-	// EarlierFiles says who wrote data files that no ledger entry names:
-	// "none" (the default), nobody Spillway can account for: such files
-	// never move a resume point, and verify reports them; "spillway", an
-	// earlier version from before the ledger, whose last file resume
-	// reads back (or stops), asked for by name; or "foreign", another
-	// writer such as Kafka Connect before a cut-over, whose files are left
-	// alone: a partition without a ledger starts at the group's committed
-	// offset, and verify counts those files apart instead of reporting
-	// them.
-	EarlierFiles string `koanf:"earlier_files"`
-	// ConditionalWrites says what to do when the startup check finds
-	// that the store ignores create-only writes (an S3-compatible store
-	// without If-None-Match): "required" stops with exit 1;
-	// "unsafe_ignore" runs without the fencing and the protection of
-	// foreign objects they give, with a warning.
-	ConditionalWrites string `koanf:"conditional_writes"`
-}
+// Storage is where files go: package storage's section, which it
+// validates.
+type Storage = storage.Config
 
 // File decides how records are grouped into files.
 type File struct {

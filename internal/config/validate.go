@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,28 +18,24 @@ import (
 	"github.com/spillway/spillway/internal/bytesize"
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
-	"github.com/spillway/spillway/internal/redact"
 	"github.com/spillway/spillway/internal/storage"
 )
 
 // The accepted values of enumerated keys. Load matches them
 // case-insensitively and stores them in the case given here.
 var (
-	storageSchemes = []string{"file", "mem", "s3", "gs", "azblob"}
-	tolerances     = []string{"none", "all"}
-	nullPolicies   = []string{"write", "ignore", "fail"}
-	logLevels      = []string{"debug", "info", "warn", "error"}
-	logFormats     = []string{"text", "json"}
+	tolerances   = []string{"none", "all"}
+	nullPolicies = []string{"write", "ignore", "fail"}
+	logLevels    = []string{"debug", "info", "warn", "error"}
+	logFormats   = []string{"text", "json"}
 	// What {{timestamp}} renders, as Aiven's file.name.timestamp.source.
 	timestampSources = []string{"wallclock", "event"}
 )
 
 // Limits below which a setting can't work well.
 const (
-	minPartSize    = 64 * KiB
-	minS3PartSize  = 5 * MiB // S3 rejects smaller multipart parts (all but the last)
-	maxConcurrency = 64
-	maxRetries     = 50 // with 15 s waits, over 12 minutes of retrying
+	minPartSize    = storage.MinPartSize
+	minS3PartSize  = storage.MinS3PartSize
 	minMaxBytes    = 1 * KiB
 	minMaxAge      = time.Second
 	minMemoryLimit = Size(budget.MinMemoryLimit)
@@ -58,8 +53,6 @@ const (
 	maxAzureBlockSize = 4000 * MiB
 	gcsChunkUnit      = 256 * KiB
 )
-
-const storageURLHint = "set it to a gocloud URL such as file:///var/lib/spillway/out or s3://bucket?region=us-east-1"
 
 // fileExtension is what file.extension accepts besides auto: nothing, or a
 // suffix that keeps names safe on every store and can't add a directory.
@@ -135,7 +128,7 @@ func (c *Config) Validate() error { return c.problems().err() }
 func (c *Config) problems() problems {
 	var ps problems
 	ps.absorb("kafka", c.Kafka.Validate())
-	c.Storage.check(&ps)
+	ps.absorb("storage", c.Storage.Validate())
 	c.File.check(&ps)
 	c.checkStateDir(&ps)
 	c.checkParts(&ps)
@@ -155,107 +148,6 @@ func (c *Config) problems() problems {
 		ps.add("shutdown.timeout", c.Shutdown.Timeout.String(), "must be positive; use a duration such as 30s")
 	}
 	return ps
-}
-
-func (s *Storage) check(ps *problems) {
-	scheme := s.checkURL(ps)
-	if err := naming.CheckPrefix(s.Prefix); err != nil {
-		ps.add("storage.prefix", s.Prefix, "%v", err)
-	}
-	switch {
-	case s.PartSize < minPartSize:
-		ps.add("storage.part_size", s.PartSize.String(), "is too small; use at least %s", minPartSize)
-	case scheme == "s3" && s.PartSize < minS3PartSize:
-		ps.add("storage.part_size", s.PartSize.String(), "is too small for s3: S3 parts must be at least %s; use %s or more, such as 8MiB", minS3PartSize, minS3PartSize)
-	}
-	if s.UploadConcurrency < 1 || s.UploadConcurrency > maxConcurrency {
-		ps.add("storage.upload_concurrency", strconv.Itoa(s.UploadConcurrency), "is out of range; use 1 to %d", maxConcurrency)
-	}
-	if scheme == "s3" {
-		if u, err := url.Parse(s.URL); err == nil && u.Query().Has(storage.StorageClassParam) {
-			if err := storage.CheckStorageClass(u.Query().Get(storage.StorageClassParam)); err != nil {
-				ps.add("storage.url", redact.URL(s.URL), "%v", err)
-			}
-		}
-	}
-	if s.MaxRetries < 0 || s.MaxRetries > maxRetries {
-		ps.add("storage.max_retries", strconv.Itoa(s.MaxRetries), "is out of range; use 0 (fail on the first error) to %d", maxRetries)
-	}
-	ps.oneOf("storage.topic_id_change", s.TopicIDChange, []string{"fail", "start_fresh"})
-	ps.oneOf("storage.earlier_files", s.EarlierFiles, []string{"none", "spillway", "foreign"})
-	ps.oneOf("storage.conditional_writes", s.ConditionalWrites, []string{"required", "unsafe_ignore"})
-}
-
-// checkURL validates storage.url and returns its scheme. Values are shown
-// redacted: the URL may carry credentials.
-func (s *Storage) checkURL(ps *problems) string {
-	const key = "storage.url"
-	if strings.TrimSpace(s.URL) == "" {
-		ps.add(key, "", "required; %s", storageURLHint)
-		return ""
-	}
-	shown := redact.URL(s.URL)
-	u, err := url.Parse(s.URL)
-	switch {
-	case err != nil:
-		// url.Parse's message quotes the URL unredacted, so it is not shown.
-		ps.add(key, shown, "is not a valid URL; %s", storageURLHint)
-		return ""
-	case u.Scheme == "":
-		hint := storageURLHint
-		if strings.HasPrefix(s.URL, "/") {
-			hint = "for a local directory use file://" + shown
-		}
-		ps.add(key, shown, "has no scheme; %s", hint)
-		return ""
-	case !slices.Contains(storageSchemes, u.Scheme):
-		ps.add(key, shown, "has scheme %s, which is not supported; use %s", u.Scheme, orList(storageSchemes))
-	case u.Scheme == "file":
-		checkFileURL(ps, u, shown)
-	case u.Scheme != "file" && u.Scheme != "mem" && u.Host == "":
-		ps.add(key, shown, "has no bucket or container name; use a form such as %s://NAME", u.Scheme)
-	}
-	return u.Scheme
-}
-
-// fileURLForms says how to write a local directory in storage.url.
-const fileURLForms = "write an absolute directory as file:///var/lib/spillway/out (three slashes), or one relative to the working directory as file:out"
-
-// checkFileURL checks a file: storage.url, after resolveFileURL. Go's URL
-// parser reads file://relative/dir as the host "relative" and the path
-// /dir, and storage would write to /dir: a host is refused, with the two
-// forms that say what was meant.
-func checkFileURL(ps *problems, u *url.URL, shown string) {
-	const key = "storage.url"
-	switch {
-	case u.User != nil:
-		ps.add(key, shown, "has a user name or password, which a file URL can't have; %s", fileURLForms)
-	case u.Host != "" && u.Host != "localhost": // file://localhost/x is /x (RFC 8089)
-		where := "; " + fileURLForms
-		if rel := strings.TrimSuffix(u.Host+u.EscapedPath(), "/"); rel != "" && !strings.ContainsAny(u.Host, ":[]") {
-			abs := "for /" + rel + " write file:///" + rel
-			if strings.HasPrefix(u.Host, ".") { // file://./out: only the relative reading makes sense
-				abs = "for an absolute one write file:///var/lib/spillway/out"
-			}
-			where = fmt.Sprintf("; for the directory %s under the working directory write file:%s, %s", rel, rel, abs)
-			if u.Path != "" {
-				where = fmt.Sprintf(" (files would go to %s)%s", u.Path, where)
-			}
-		}
-		ps.add(key, shown, "names the host %q, which a file URL can't have%s", u.Host, where)
-	case u.Fragment != "" || u.RawQuery != "" || u.ForceQuery:
-		// A # or ? in a directory's name starts a fragment or a query:
-		// the files would go to the directory named before it.
-		ps.add(key, shown, "has a query or fragment (? or #), which a file URL doesn't use: files would go to %s; if the directory's name holds ? or #, write them as %%3F and %%23", u.Path+u.Opaque)
-	case strings.HasPrefix(u.Opaque, "~"):
-		ps.add(key, shown, "starts with ~, which is not expanded to a home directory; write the absolute path, such as file:///home/me/out")
-	case u.Opaque != "":
-		// Load resolves a relative path; a Config built in code must
-		// give an absolute one.
-		ps.add(key, shown, "has a relative path; write an absolute one such as file:///var/lib/spillway/out")
-	case u.Path == "":
-		ps.add(key, shown, "has no path; %s", fileURLForms)
-	}
 }
 
 // checkParts checks storage.part_size against the store's multipart limits
@@ -443,5 +335,3 @@ func unwrapPath(err error) error {
 func (ps *problems) oneOf(key, v string, allowed []string) {
 	(*keycheck.List)(ps).OneOf(key, v, allowed)
 }
-
-func orList(xs []string) string { return keycheck.OrList(xs) }
