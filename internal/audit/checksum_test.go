@@ -3,6 +3,7 @@ package audit
 import (
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/testkit/datafiles"
 
 	"context"
 	"errors"
@@ -36,7 +37,7 @@ func TestScanDeepChecksum(t *testing.T) {
 		t.Fatalf("%s: no record 2 in %q", a.File.Key, data)
 	}
 	data[i+len(`"n":`)] = '3'
-	putFile(t, f.dir, a.File.Key, data)
+	datafiles.Put(t, f.dir, a.File.Key, data)
 	found := f.sum(a.File.Key)
 
 	// Without --deep it is out of sight: the size is right.
@@ -59,20 +60,20 @@ func TestScanDeepChecksum(t *testing.T) {
 	// are summed all the same: the records' reader never reads them,
 	// and closing it reads them for the sum.
 	const bin = "data/t-0-8.bin"
-	putFile(t, f.dir, bin, []byte("a\nb\nc\nd\n"))
+	datafiles.Put(t, f.dir, bin, []byte("a\nb\nc\nd\n"))
 	e := &ledger.Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 8},
 		File: ledger.FileInfo{Key: bin, Ranges: offsets.Ranges{{8, 12}}, Records: 4, Bytes: 8, CRC32C: f.sum(bin)}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
 	data[i+len(`"n":`)] = '2' // a as it was
-	putFile(t, f.dir, a.File.Key, data)
+	datafiles.Put(t, f.dir, a.File.Key, data)
 	_, ps = f.scan(&DeepOptions{OffsetField: true})
 	wantKinds(t, ps.Problems)
 	if len(ps.Deep.NotChecked) != 1 || ps.Deep.NotChecked[0].Example != bin {
 		t.Errorf("not checked %+v, want the bytes file's records only", ps.Deep.NotChecked)
 	}
-	putFile(t, f.dir, bin, []byte("a\nb\nC\nd\n"))
+	datafiles.Put(t, f.dir, bin, []byte("a\nb\nC\nd\n"))
 	_, ps = f.scan(&DeepOptions{OffsetField: true})
 	wantKinds(t, ps.Problems, "checksum_mismatch "+bin)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/testkit/datafiles"
 )
 
 // scanFixture writes a partition's ledger and files by hand, as the sink
@@ -42,7 +43,7 @@ func newScanFixture(t *testing.T) *scanFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := openDir(t, dir)
+	b := datafiles.OpenDir(t, dir)
 	return &scanFixture{t: t, dir: dir, names: names, ledger: ledger.New(b, names.Prefix),
 		id: ledger.Identity{Cluster: "c1", Topic: "t", TopicID: "id1", Partition: 0}}
 }
@@ -68,7 +69,7 @@ func (f *scanFixture) entry(before offsets.State, runs offsets.Ranges, publish b
 	if typ == "" {
 		typ, comp = "jsonl", "none"
 	}
-	writeFile(f.t, f.dir, key, typ, comp, offs...)
+	datafiles.Write(f.t, f.dir, key, typ, comp, offs...)
 	e.File.Bytes = f.size(key)
 	if !f.noSum {
 		e.File.CRC32C = f.sum(key)
@@ -112,7 +113,7 @@ func (f *scanFixture) remove(key string) {
 
 func (f *scanFixture) scan(deep *DeepOptions) (*Scan, *PartitionScan) {
 	f.t.Helper()
-	s, err := NewScan(context.Background(), openDir(f.t, f.dir), f.names)
+	s, err := NewScan(context.Background(), datafiles.OpenDir(f.t, f.dir), f.names)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestScanDefects(t *testing.T) {
 		b := f.entry(offsets.State{Next: 10}, offsets.Ranges{{10, 20}}, true)
 		f.entry(offsets.State{Next: 20}, offsets.Ranges{{20, 30}}, true)
 		f.remove(a.File.Key)
-		putFile(t, f.dir, b.File.Key, []byte("{\"offset\":10}\n"))
+		datafiles.Put(t, f.dir, b.File.Key, []byte("{\"offset\":10}\n"))
 		_, ps := f.scan(nil)
 		wantKinds(t, ps.Problems, "file_missing "+a.File.Key, "size_mismatch "+b.File.Key)
 		if !reflect.DeepEqual(ps.Stored, offsets.Ranges{{20, 30}}) || len(ps.Skipped) != 0 || ps.Handled.Next != 30 {
@@ -245,10 +246,10 @@ func TestScanDefects(t *testing.T) {
 		other := f.entry(offsets.State{Next: 50}, offsets.Ranges{{50, 60}}, true)
 		f.id.Cluster = "c1"
 		key1, key3, key6 := f.ledger.EntryKey(f.id, 1), f.ledger.EntryKey(f.id, 3), f.ledger.EntryKey(f.id, 6)
-		putFile(t, f.dir, key1, []byte(`{"version":1,`))
+		datafiles.Put(t, f.dir, key1, []byte(`{"version":1,`))
 		// The partition's directory, as the ledger lays it out.
 		partDir := f.ledger.TopicDir(f.id.Topic) + f.id.TopicID + "/" + strconv.Itoa(int(f.id.Partition)) + "/"
-		putFile(t, f.dir, partDir+"notes.txt", []byte("hello"))
+		datafiles.Put(t, f.dir, partDir+"notes.txt", []byte("hello"))
 		s, ps := f.scan(nil)
 		wantKinds(t, ps.Problems, "corrupt_entry "+key1, "corrupt_entry "+partDir+"notes.txt",
 			"entry_missing "+key3, "foreign_cluster "+key6, "ledger_inconsistent "+f.ledger.EntryKey(f.id, 5))
@@ -284,7 +285,7 @@ func TestScanDeep(t *testing.T) {
 		if len(out) != len(data) || out == string(data) {
 			t.Fatalf("rewrite %s: %q not found or size changed", key, from)
 		}
-		putFile(t, f.dir, key, []byte(out))
+		datafiles.Put(t, f.dir, key, []byte(out))
 	}
 	rewrite(a.File.Key, `"n":2,`, `"n":2;`)
 	rewrite(b.File.Key, `"offset":6`, `"offset":9`)
@@ -297,7 +298,7 @@ func TestScanDeep(t *testing.T) {
 	// without an offset.
 	first := `{"offset":9}`
 	lines[1] = first + "\n" + `{"x":"` + strings.Repeat("y", len(lines[1])-len(first)-10) + `"}` + "\n"
-	putFile(t, f.dir, c.File.Key, []byte(strings.Join(lines, "")))
+	datafiles.Put(t, f.dir, c.File.Key, []byte(strings.Join(lines, "")))
 	// Each edit keeps the size: the checksums tell all three too.
 	sums := []string{"checksum_mismatch " + a.File.Key, "checksum_mismatch " + b.File.Key, "checksum_mismatch " + c.File.Key}
 	_, ps := f.scan(&DeepOptions{OffsetField: true})
@@ -318,7 +319,7 @@ func TestScanDeep(t *testing.T) {
 	if len(ps.Deep.NotChecked) != 1 || ps.Deep.NotChecked[0].Files != 4 {
 		t.Errorf("not checked %+v", ps.Deep.NotChecked)
 	}
-	putFile(t, f.dir, "data/t-0-100.bin", []byte("a\nb\nc\nd\n"))
+	datafiles.Put(t, f.dir, "data/t-0-100.bin", []byte("a\nb\nc\nd\n"))
 	e := &ledger.Entry{Cluster: "c1", Topic: "t", TopicID: "id1", Seq: f.seq, Before: offsets.State{Next: 16},
 		File: ledger.FileInfo{Key: "data/t-0-100.bin", Ranges: offsets.Ranges{{16, 20}}, Records: 4, Bytes: 8}}
 	if err := f.ledger.Append(context.Background(), e); err != nil {
@@ -341,11 +342,11 @@ func TestScanUnknownAndForeign(t *testing.T) {
 	f.id.TopicID = "old"
 	old := f.entry(offsets.State{Next: 0}, offsets.Ranges{{100, 110}}, true)
 	f.id.TopicID = "id1"
-	putFile(t, f.dir, "data/t-0-9000.jsonl.zst", []byte("random bytes"))
-	putFile(t, f.dir, "data/junk.bin", []byte("?"))
-	putFile(t, f.dir, "data/other-0-0.jsonl", []byte("{}\n")) // a topic not configured
-	putFile(t, f.dir, "data/.spillway-preflight-abc", nil)
-	putFile(t, f.dir, "outside.txt", nil)
+	datafiles.Put(t, f.dir, "data/t-0-9000.jsonl.zst", []byte("random bytes"))
+	datafiles.Put(t, f.dir, "data/junk.bin", []byte("?"))
+	datafiles.Put(t, f.dir, "data/other-0-0.jsonl", []byte("{}\n")) // a topic not configured
+	datafiles.Put(t, f.dir, "data/.spillway-preflight-abc", nil)
+	datafiles.Put(t, f.dir, "outside.txt", nil)
 	s, ps := f.scan(nil)
 	wantKinds(t, ps.Problems)
 	foreign, err := s.ForeignLedgers(context.Background(), "t", "id1")
@@ -412,7 +413,7 @@ func TestScanDeepTyped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			putFile(t, f.dir, b.File.Key, flip(data, len(data)/2))
+			datafiles.Put(t, f.dir, b.File.Key, flip(data, len(data)/2))
 			_, ps := f.scan(&DeepOptions{OffsetField: true})
 			wantKinds(t, ps.Problems, "unreadable_record "+b.File.Key, "checksum_mismatch "+b.File.Key)
 			for _, p := range ps.Problems {
@@ -452,7 +453,7 @@ func TestScanLateZombie(t *testing.T) {
 		void := f.entry(offsets.State{Next: 10, Above: other}, again, false)
 		// The zombie wins the name: its file is published, the new
 		// owner's commit fails.
-		writeFile(t, f.dir, zombie.File.Key, "jsonl", "none", 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+		datafiles.Write(t, f.dir, zombie.File.Key, "jsonl", "none", 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 		if f.size(zombie.File.Key) != zombie.File.Bytes || void.File.Bytes == zombie.File.Bytes {
 			t.Fatalf("sizes: zombie %d, stored %d, void %d", zombie.File.Bytes, f.size(zombie.File.Key), void.File.Bytes)
 		}

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/registry"
+	"github.com/spillway/spillway/internal/source/sourceopts"
+	"github.com/spillway/spillway/internal/storage"
 )
-
-// Size is a byte count. In YAML and the environment it takes units:
-// "64MiB", "1GB", "512KiB" or a bare number of bytes.
-type Size int64
 
 // Config is the whole effective configuration.
 type Config struct {
@@ -32,75 +31,19 @@ type Config struct {
 	Shutdown       Shutdown         `koanf:"shutdown"`
 }
 
-// Kafka is the source: the consumer group and how to reach the brokers.
-type Kafka struct {
-	Brokers     []string `koanf:"brokers"`
-	Group       string   `koanf:"group"`
-	Topics      []string `koanf:"topics"`
-	TopicRegex  string   `koanf:"topic_regex"`
-	StartOffset string   `koanf:"start_offset"` // earliest | latest
-	ClientID    string   `koanf:"client_id"`
-	// InstanceID turns on static membership (KIP-345): a restarted
-	// instance with the same id takes its partitions back at once, with
-	// no rebalance, instead of waiting out the old member's session.
-	InstanceID string `koanf:"instance_id"`
-	// SessionTimeout is how long the group waits for a silent member
-	// before giving its partitions to others.
-	SessionTimeout time.Duration `koanf:"session_timeout"`
-	// StartupTimeout bounds the check at start that the brokers answer,
-	// accept the credentials and hold the topics: a setup that can't work
-	// stops with what to fix instead of idling.
-	StartupTimeout time.Duration `koanf:"startup_timeout"`
-	TLS            TLS           `koanf:"tls"`
-	SASL           SASL          `koanf:"sasl"`
-}
+// Kafka is the source: the consumer group and how to reach the brokers;
+// package sourceopts' options, which it validates.
+type Kafka = sourceopts.Options
 
 // TLS configures the connection to the brokers.
-type TLS struct {
-	Enabled  bool   `koanf:"enabled"`
-	CAFile   string `koanf:"ca_file"`
-	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
-}
+type TLS = sourceopts.TLS
 
 // SASL configures broker authentication.
-type SASL struct {
-	Mechanism string `koanf:"mechanism"` // "" | PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
-	Username  string `koanf:"username"`
-	Password  string `koanf:"password"` // secret
-}
+type SASL = sourceopts.SASL
 
-// Storage is where files go.
-type Storage struct {
-	URL               string `koanf:"url"`
-	Prefix            string `koanf:"prefix"`
-	PartSize          Size   `koanf:"part_size"`
-	UploadConcurrency int    `koanf:"upload_concurrency"`
-	// MaxRetries is how many times one storage request that failed for a
-	// reason that may pass (throttling, 5xx, timeout, reset) is retried,
-	// with capped exponential backoff, before the error stops the run.
-	MaxRetries int `koanf:"max_retries"`
-	// TopicIDChange says what to do when storage.prefix holds a ledger of
-	// another id of a topic (it was deleted and recreated): fail, or
-	// start_fresh with a new ledger beside the old one.
-	TopicIDChange string `koanf:"topic_id_change"`
-	// EarlierFiles says who wrote data files that no ledger entry names:
-	// "none" (the default), nobody Spillway can account for: such files
-	// never move a resume point, and verify reports them; "spillway", an
-	// earlier version from before the ledger, whose last file resume
-	// reads back (or stops), asked for by name; or "foreign", another
-	// writer such as Kafka Connect before a cut-over, whose files are left
-	// alone: a partition without a ledger starts at the group's committed
-	// offset, and verify counts those files apart instead of reporting
-	// them.
-	EarlierFiles string `koanf:"earlier_files"`
-	// ConditionalWrites says what to do when the startup check finds
-	// that the store ignores create-only writes (an S3-compatible store
-	// without If-None-Match): "required" stops with exit 1;
-	// "unsafe_ignore" runs without the fencing and the protection of
-	// foreign objects they give, with a warning.
-	ConditionalWrites string `koanf:"conditional_writes"`
-}
+// Storage is where files go: package storage's section, which it
+// validates.
+type Storage = storage.Config
 
 // File decides how records are grouped into files.
 type File struct {
@@ -120,17 +63,12 @@ type File struct {
 	MaxAge     time.Duration `koanf:"max_age"`
 }
 
-// Format decides how records are encoded.
-type Format struct {
-	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet | bytes
-	Compression   string   `koanf:"compression"` // none | gzip | snappy | zstd
-	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers
-	ValueEncoding string   `koanf:"value_encoding"`
-	Envelope      bool     `koanf:"envelope"`
-	// BytesSeparator follows each value in the bytes format, with
-	// backslash escapes; see Separator.
-	BytesSeparator string `koanf:"bytes_separator"`
-}
+// Format decides how records are encoded: package format's options,
+// which it validates.
+type Format = formatopts.Options
+
+// DefaultBytesSeparator is format.bytes_separator's default.
+const DefaultBytesSeparator = formatopts.DefaultBytesSeparator
 
 // Backpressure bounds memory, and local disk when a spool is set.
 type Backpressure struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -46,7 +47,7 @@ func Default() *Config {
 		Format: Format{
 			Type:           "jsonl",
 			Compression:    "none",
-			Fields:         []string{"key", "value", "offset", "timestamp", "headers"},
+			Fields:         formatopts.DefaultFields(),
 			ValueEncoding:  "none",
 			Envelope:       true,
 			BytesSeparator: DefaultBytesSeparator,

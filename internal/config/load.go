@@ -16,6 +16,8 @@ import (
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/spillway/spillway/internal/bytesize"
 )
 
 // Load builds the effective config from three layers, each overriding the
@@ -393,9 +395,9 @@ func convert(s *keySpec, where string, v any) (any, *Problem) {
 	case kindSize:
 		if str, ok := v.(string); ok {
 			n, err := ParseSize(str)
-			var se *sizeError
+			var se *bytesize.Error
 			if errors.As(err, &se) {
-				return nil, &Problem{Key: where, Value: show(v), Msg: "is not a size; " + se.hint}
+				return nil, &Problem{Key: where, Value: show(v), Msg: "is not a size; " + se.Hint}
 			}
 			return n, nil
 		}
@@ -408,7 +410,7 @@ func convert(s *keySpec, where string, v any) (any, *Problem) {
 		if v == nil || !isScalar(v) {
 			return nil, wrongType()
 		}
-		return nil, &Problem{Key: where, Value: show(v), Msg: "is not a size; " + sizeHint}
+		return nil, &Problem{Key: where, Value: show(v), Msg: "is not a size; " + bytesize.Hint}
 
 	case kindDuration:
 		if v == nil || !isScalar(v) {

@@ -2,125 +2,25 @@ package config
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
+
+	"github.com/spillway/spillway/internal/bytesize"
 )
 
-// Byte units. Binary units are what memory and part sizes are usually
-// reasoned in; decimal ones are accepted because people write "1GB".
+// Size is a byte count. In YAML and the environment it takes units:
+// "64MiB", "1GB", "512KiB" or a bare number of bytes (package bytesize).
+type Size = bytesize.Size
+
+// Byte units.
 const (
-	KiB Size = 1 << 10
-	MiB Size = 1 << 20
-	GiB Size = 1 << 30
-	TiB Size = 1 << 40
+	KiB = bytesize.KiB
+	MiB = bytesize.MiB
+	GiB = bytesize.GiB
+	TiB = bytesize.TiB
 )
 
-// sizeUnits is every unit ParseSize accepts, matched case-insensitively.
-// The order is the one shown to users and the one String tries.
-var sizeUnits = []struct {
-	name string
-	mult int64
-}{
-	{"B", 1},
-	{"kB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-}
-
-func unitNames() string {
-	names := make([]string, len(sizeUnits))
-	for i, u := range sizeUnits {
-		names[i] = u.name
-	}
-	return strings.Join(names, ", ")
-}
-
-// sizeHint is the advice given for anything that does not look like a size.
-const sizeHint = "use a number with a unit such as 64MiB, 1GB, 512KiB"
-
-// sizeError keeps the input and the advice apart so that a config Problem
-// can show them in its own layout.
-type sizeError struct {
-	input string
-	hint  string
-}
-
-func (e *sizeError) Error() string { return fmt.Sprintf("%q is not a size; %s", e.input, e.hint) }
-
-// ParseSize parses a byte count such as "64MiB", "64 MiB", "1GB" (10^9
-// bytes), "512KiB", "100B" or a bare integer (bytes). Units are
-// case-insensitive; fractions and negative sizes are rejected.
-func ParseSize(s string) (Size, error) {
-	in := strings.TrimSpace(s)
-	digits := len(in) - len(strings.TrimLeft(in, "0123456789"))
-	num, unit := in[:digits], strings.TrimSpace(in[digits:])
-	switch {
-	case strings.HasPrefix(in, "-"):
-		return 0, &sizeError{s, "sizes can't be negative"}
-	case num == "":
-		return 0, &sizeError{s, sizeHint}
-	case strings.HasPrefix(unit, ".") || strings.HasPrefix(unit, ","):
-		return 0, &sizeError{s, "use a whole number with a smaller unit, such as 1536MiB for 1.5GiB"}
-	}
-	mult := int64(1)
-	if unit != "" {
-		i := unitIndex(unit)
-		if i < 0 {
-			return 0, &sizeError{s, fmt.Sprintf("%s (units: %s)", sizeHint, unitNames())}
-		}
-		mult = sizeUnits[i].mult
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n > math.MaxInt64/mult {
-		return 0, &sizeError{s, fmt.Sprintf("it is larger than the maximum, %d bytes", int64(math.MaxInt64))}
-	}
-	return Size(n * mult), nil
-}
-
-func unitIndex(unit string) int {
-	for i, u := range sizeUnits {
-		if strings.EqualFold(u.name, unit) {
-			return i
-		}
-	}
-	return -1
-}
-
-// String renders s in the unit that gives the smallest whole number, such as
-// "8MiB" or "1GB", and in bytes ("1000B") when no larger unit is exact.
-// ParseSize reads the result back to the same value.
-func (s Size) String() string {
-	if s == 0 {
-		return "0B"
-	}
-	best := sizeUnits[0]
-	for _, u := range sizeUnits[1:] {
-		if int64(s)%u.mult == 0 && u.mult > best.mult {
-			best = u
-		}
-	}
-	return fmt.Sprintf("%d%s", int64(s)/best.mult, best.name)
-}
-
-// MarshalText renders s as String does, so that encoders print "8MiB".
-func (s Size) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText parses text with ParseSize.
-func (s *Size) UnmarshalText(text []byte) error {
-	v, err := ParseSize(string(text))
-	if err != nil {
-		return err
-	}
-	*s = v
-	return nil
-}
-
-// Set parses v with ParseSize; with String and Type it lets a Size be a
-// command-line flag (pflag.Value).
-func (s *Size) Set(v string) error { return s.UnmarshalText([]byte(v)) }
-
-// Type names the flag value type in help output.
-func (s *Size) Type() string { return "size" }
+// ParseSize parses a byte count such as "64MiB"; see bytesize.Parse.
+func ParseSize(s string) (Size, error) { return bytesize.Parse(s) }
 
 // MemoryLimitBytes interprets memory_limit. auto is true when the limit is
 // "auto" (case-insensitive), meaning: use the cgroup limit, else a safe

@@ -243,89 +243,21 @@ func importRegistry(c *Connector, d *Doc) error {
 	if len(parts) == 0 {
 		return nil
 	}
-	type endpoint struct {
-		url, from  string
-		user, pass string // pass is the key the password came from
-		userFrom   string
-	}
-	var eps []endpoint
+	var eps []registryEndpoint
 	for _, v := range parts {
-		ep := endpoint{}
-		urlKey, raw, _ := c.Get(v.Key + ".schema.registry.url")
-		switch {
-		case raw == "":
-			v.unresolved = true
-			ep.from = "SET THIS: " + v.Shown() + " has no " + v.Key + ".schema.registry.url"
-		case strings.Contains(raw, "${"):
-			v.unresolved = true
-			ep.from = "SET THIS: " + urlKey + " is a Connect config provider reference; resolve it"
-		default:
-			urls := List(raw)
-			u, err := url.Parse(urls[0])
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return Errorf("%s: %s=%q is not an http:// or https:// URL", c.File, urlKey, urls[0])
-			}
-			ep.from = "from " + v.Shown() + ", " + urlKey
-			if len(urls) > 1 {
-				ep.from += fmt.Sprintf(" (its first URL: Spillway takes one; %s not used)", strings.Join(urls[1:], ", "))
-			}
-			if u.User != nil {
-				// Credentials in the URL are basic.auth.credentials.source
-				// URL's (the default); Spillway takes them apart.
-				ep.user, ep.pass, ep.userFrom = u.User.Username(), urlKey, "the user in "+urlKey
-				u.User = nil
-			}
-			ep.url = u.String()
+		ep, err := c.registryURL(v)
+		if err != nil {
+			return err
 		}
-		srcKey, src, _ := c.Get(v.Key+".basic.auth.credentials.source", v.Key+".schema.registry.basic.auth.credentials.source")
-		infoKey, info, infoSet := c.Get(v.Key+".basic.auth.user.info", v.Key+".schema.registry.basic.auth.user.info")
-		switch strings.ToUpper(src) {
-		case "", "URL":
-			if infoSet {
-				d.NotMapped(c.Shown(infoKey) + ": not read by the converter: basic.auth.credentials.source is URL (the default)")
-			}
-		case "USER_INFO":
-			switch {
-			case !infoSet || info == "":
-				d.NotMapped(srcKey + "=USER_INFO without " + v.Key + ".basic.auth.user.info: set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD")
-			case strings.Contains(info, "${"):
-				d.NotMapped(c.Shown(infoKey) + ": a Connect config provider reference; set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD to what it resolves to")
-			default:
-				user, _, _ := strings.Cut(info, ":")
-				ep.user, ep.pass, ep.userFrom = user, infoKey, "the user in "+infoKey+" ("+srcKey+"=USER_INFO)"
-			}
-		case "SASL_INHERIT":
-			if u := d.lookup("kafka", "sasl.username"); u != "" {
-				ep.user, ep.pass, ep.userFrom = u, "the Kafka SASL password ("+srcKey+"=SASL_INHERIT)", "kafka.sasl.username ("+srcKey+"=SASL_INHERIT)"
-			} else {
-				d.NotMapped(srcKey + "=SASL_INHERIT: the worker's SASL credentials; set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD to them")
-			}
-		default:
-			d.NotMapped(c.Shown(srcKey) + ": not URL, USER_INFO or SASL_INHERIT; set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD by hand")
-		}
+		c.registryAuth(d, v, &ep)
 		c.useConverterSettings(d, v.Key)
 		eps = append(eps, ep)
 	}
 	ep := eps[0]
 	if len(eps) == 2 {
-		a, b := eps[0], eps[1]
-		if a.url != "" && b.url != "" && a.url != b.url {
-			return Errorf("%s: value.converter and key.converter use two schema registries (%s, %s); Spillway reads keys and values through one, schema_registry.url", c.File, a.url, b.url)
-		}
-		if a.url == "" {
-			ep = b
-		}
-		ep.from = strings.TrimPrefix(a.from, "from ") + "; " + strings.TrimPrefix(b.from, "from ")
-		if a.url != "" && b.url != "" {
-			ep.from = "from " + ep.from
-		}
-		switch {
-		case ep.user == "":
-			ep.user, ep.pass, ep.userFrom = b.user, b.pass, b.userFrom
-		case b.user == ep.user:
-			ep.userFrom += "; " + b.userFrom
-		case b.user != "":
-			d.NotMapped(b.userFrom + ": another user than " + ep.userFrom + "; Spillway sends one user to the registry, " + ep.user)
+		var err error
+		if ep, err = c.oneRegistry(d, eps[0], eps[1]); err != nil {
+			return err
 		}
 	}
 	if ep.url == "" {
@@ -344,6 +276,101 @@ func importRegistry(c *Connector, d *Doc) error {
 		d.Credential("SPILLWAY_SCHEMA_REGISTRY_PASSWORD", "the password in "+ep.pass)
 	}
 	return nil
+}
+
+// registryEndpoint is where a converter's schema registry is, and who it
+// logs in as.
+type registryEndpoint struct {
+	url, from  string
+	user, pass string // pass is the key the password came from
+	userFrom   string
+}
+
+// registryURL reads the converter's schema.registry.url.
+func (c *Connector) registryURL(v *Converter) (registryEndpoint, error) {
+	var ep registryEndpoint
+	urlKey, raw, _ := c.Get(v.Key + ".schema.registry.url")
+	switch {
+	case raw == "":
+		v.unresolved = true
+		ep.from = "SET THIS: " + v.Shown() + " has no " + v.Key + ".schema.registry.url"
+	case strings.Contains(raw, "${"):
+		v.unresolved = true
+		ep.from = "SET THIS: " + urlKey + " is a Connect config provider reference; resolve it"
+	default:
+		urls := List(raw)
+		u, err := url.Parse(urls[0])
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return ep, Errorf("%s: %s=%q is not an http:// or https:// URL", c.File, urlKey, urls[0])
+		}
+		ep.from = "from " + v.Shown() + ", " + urlKey
+		if len(urls) > 1 {
+			ep.from += fmt.Sprintf(" (its first URL: Spillway takes one; %s not used)", strings.Join(urls[1:], ", "))
+		}
+		if u.User != nil {
+			// Credentials in the URL are basic.auth.credentials.source
+			// URL's (the default); Spillway takes them apart.
+			ep.user, ep.pass, ep.userFrom = u.User.Username(), urlKey, "the user in "+urlKey
+			u.User = nil
+		}
+		ep.url = u.String()
+	}
+	return ep, nil
+}
+
+// registryAuth reads the converter's basic.auth settings into ep.
+func (c *Connector) registryAuth(d *Doc, v *Converter, ep *registryEndpoint) {
+	srcKey, src, _ := c.Get(v.Key+".basic.auth.credentials.source", v.Key+".schema.registry.basic.auth.credentials.source")
+	infoKey, info, infoSet := c.Get(v.Key+".basic.auth.user.info", v.Key+".schema.registry.basic.auth.user.info")
+	switch strings.ToUpper(src) {
+	case "", "URL":
+		if infoSet {
+			d.NotMapped(c.Shown(infoKey) + ": not read by the converter: basic.auth.credentials.source is URL (the default)")
+		}
+	case "USER_INFO":
+		switch {
+		case !infoSet || info == "":
+			d.NotMapped(srcKey + "=USER_INFO without " + v.Key + ".basic.auth.user.info: set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD")
+		case strings.Contains(info, "${"):
+			d.NotMapped(c.Shown(infoKey) + ": a Connect config provider reference; set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD to what it resolves to")
+		default:
+			user, _, _ := strings.Cut(info, ":")
+			ep.user, ep.pass, ep.userFrom = user, infoKey, "the user in "+infoKey+" ("+srcKey+"=USER_INFO)"
+		}
+	case "SASL_INHERIT":
+		if u := d.lookup("kafka", "sasl.username"); u != "" {
+			ep.user, ep.pass, ep.userFrom = u, "the Kafka SASL password ("+srcKey+"=SASL_INHERIT)", "kafka.sasl.username ("+srcKey+"=SASL_INHERIT)"
+		} else {
+			d.NotMapped(srcKey + "=SASL_INHERIT: the worker's SASL credentials; set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD to them")
+		}
+	default:
+		d.NotMapped(c.Shown(srcKey) + ": not URL, USER_INFO or SASL_INHERIT; set schema_registry.username and SPILLWAY_SCHEMA_REGISTRY_PASSWORD by hand")
+	}
+}
+
+// oneRegistry makes the value's and the key's registry one: Spillway reads
+// both through one schema_registry.url, as one user.
+func (c *Connector) oneRegistry(d *Doc, a, b registryEndpoint) (registryEndpoint, error) {
+	ep := a
+	if a.url != "" && b.url != "" && a.url != b.url {
+		return ep, Errorf("%s: value.converter and key.converter use two schema registries (%s, %s); Spillway reads keys and values through one, schema_registry.url", c.File, a.url, b.url)
+	}
+	if a.url == "" {
+		ep = b
+	}
+	ep.from = strings.TrimPrefix(a.from, "from ") + "; " + strings.TrimPrefix(b.from, "from ")
+	if a.url != "" && b.url != "" {
+		ep.from = "from " + ep.from
+	}
+	switch {
+	case ep.user == "":
+		ep.user, ep.pass, ep.userFrom = b.user, b.pass, b.userFrom
+	case b.user == ep.user:
+		ep.userFrom += "; " + b.userFrom
+	case b.user != "":
+		d.NotMapped(b.userFrom + ": another user than " + ep.userFrom + "; Spillway sends one user to the registry, " + ep.user)
+	}
+	return ep, nil
 }
 
 // useConverterSettings marks a converter's settings as used, and explains

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/spillway/spillway/internal/config"
 )
 
 // bytesEncoder writes Confluent's ByteArrayFormat: each record's value as it
@@ -29,7 +27,7 @@ type bytesEncoder struct {
 	base64 bool
 }
 
-func newBytesEncoder(cfg config.Format, out Output) (*bytesEncoder, error) {
+func newBytesEncoder(cfg Options, out Output) (*bytesEncoder, error) {
 	e := &bytesEncoder{out: out}
 	var err error
 	if e.base64, err = Base64Values(cfg); err != nil {

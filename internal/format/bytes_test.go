@@ -9,12 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format/formattest"
 )
 
-func bytesConfig(sep string) config.Format {
-	return config.Format{Type: "bytes", Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true, BytesSeparator: sep}
+func bytesConfig(sep string) Options {
+	return Options{Type: "bytes", Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true, BytesSeparator: sep}
 }
 
 // TestBytesValueAndSeparator: Confluent's ByteArrayFormat, the value as it
@@ -33,7 +32,7 @@ func TestBytesValueAndSeparator(t *testing.T) {
 		sep  string // as configured
 		real string // what it means
 	}{
-		{config.DefaultBytesSeparator, "\n"},
+		{DefaultBytesSeparator, "\n"},
 		{`\r\n`, "\r\n"},
 		{"", ""},
 		{`\0`, "\x00"},

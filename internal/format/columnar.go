@@ -7,8 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/spillway/spillway/internal/config"
 )
 
 // Envelope is the record layout that the typed formats (avro, parquet)
@@ -48,7 +46,7 @@ const (
 	EnvelopeNamespace = "spillway"
 )
 
-func NewEnvelope(cfg config.Format) (Envelope, error) {
+func NewEnvelope(cfg Options) (Envelope, error) {
 	var env Envelope
 	b64, err := Base64Values(cfg)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/spillway/spillway/internal/config"
 )
 
 // csvEncoder writes Aiven's "csv" output type (their PlainOutputWriter): one
@@ -51,7 +49,7 @@ type csvEncoder struct {
 	base64 bool // value_encoding base64
 }
 
-func newCSVEncoder(cfg config.Format, out Output) (*csvEncoder, error) {
+func newCSVEncoder(cfg Options, out Output) (*csvEncoder, error) {
 	e := &csvEncoder{out: out}
 	var err error
 	if e.base64, err = Base64Values(cfg); err != nil {

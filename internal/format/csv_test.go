@@ -13,15 +13,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format/formattest"
 )
 
-func csvConfig(enc string, fields ...string) config.Format {
+func csvConfig(enc string, fields ...string) Options {
 	if len(fields) == 0 {
 		fields = formattest.AllFields()
 	}
-	return config.Format{Type: "csv", Fields: fields, ValueEncoding: enc, Envelope: true}
+	return Options{Type: "csv", Fields: fields, ValueEncoding: enc, Envelope: true}
 }
 
 // TestCSVAivenLayout: the row Aiven's PlainOutputWriter writes for the same
@@ -206,10 +205,10 @@ func TestCSVWriteErrorIsSticky(t *testing.T) {
 
 func TestCSVConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  config.Format
+		cfg  Options
 		want string
 	}{
-		{config.Format{Type: "csv"}, "format.fields is empty"},
+		{Options{Type: "csv"}, "format.fields is empty"},
 		{csvConfig("none", "value", "partition"), `unknown field "partition"`},
 		{csvConfig("none", "value", "value"), `field "value" is listed twice`},
 		{csvConfig("hex"), `format.value_encoding "hex" is unknown`},

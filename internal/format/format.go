@@ -33,8 +33,6 @@ import (
 	"io"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/spillway/spillway/internal/config"
 )
 
 // ErrRecord marks a record that cannot be encoded in the configured format.
@@ -144,7 +142,7 @@ func (o *Output) Reset(w io.Writer) error {
 
 // Base64Values reads format.value_encoding, the one rule for every
 // encoder: base64 (true) or none (false).
-func Base64Values(cfg config.Format) (bool, error) {
+func Base64Values(cfg Options) (bool, error) {
 	switch cfg.ValueEncoding {
 	case "", "none":
 		return false, nil

@@ -8,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format/formattest"
 )
 
@@ -16,16 +15,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // encodeAll encodes recs with this package's encoders and closes the
 // encoder, failing on any error.
-func encodeAll(t *testing.T, cfg config.Format, recs ...*kgo.Record) string {
+func encodeAll(t *testing.T, cfg Options, recs ...*kgo.Record) string {
 	t.Helper()
-	encode := func(c config.Format, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
+	encode := func(c Options, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
 	return formattest.EncodeAll(t, encode, cfg, recs...)
 }
 
 // newEncoder is formats.NewEncoder for the formats of this package, which
 // its tests cover (package formats imports this one, so its table can't be
 // used here).
-func newEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
+func newEncoder(cfg Options, w io.Writer) (Encoder, error) {
 	for _, k := range []Kind{CSV(), Bytes()} {
 		if k.Name == cfg.Type {
 			return k.NewEncoder(cfg, w)

@@ -3,8 +3,6 @@ package format
 import (
 	"fmt"
 	"io"
-
-	"github.com/spillway/spillway/internal/config"
 )
 
 // Kind is one file format: what everything outside the encoders needs to
@@ -46,7 +44,7 @@ type Kind struct {
 	// New builds an encoder of cfg writing to w. m says how an encoder
 	// that buffers blocks or row groups bounds and counts them; the
 	// others hold no more than a record and ignore it.
-	New func(cfg config.Format, w io.Writer, m Memory) (Encoder, error)
+	New func(cfg Options, w io.Writer, m Memory) (Encoder, error)
 	// NewTyped builds the encoder of a file whose columns come from the
 	// registry (see Typed), for the formats that take their schema from
 	// it (avro, parquet); nil for the text formats, which write decoded
@@ -76,14 +74,14 @@ type Buffering struct {
 
 // NewEncoder returns an encoder for cfg writing to w. The zero
 // ValueEncoding means "none", as in config's defaults.
-func (k Kind) NewEncoder(cfg config.Format, w io.Writer) (Encoder, error) {
+func (k Kind) NewEncoder(cfg Options, w io.Writer) (Encoder, error) {
 	return k.NewBufferedEncoder(cfg, w, Memory{})
 }
 
 // NewBufferedEncoder is NewEncoder with m for the formats that buffer
 // blocks or row groups (avro, parquet); the others hold no more than a
 // record and ignore m.
-func (k Kind) NewBufferedEncoder(cfg config.Format, w io.Writer, m Memory) (Encoder, error) {
+func (k Kind) NewBufferedEncoder(cfg Options, w io.Writer, m Memory) (Encoder, error) {
 	if k.New == nil {
 		return nil, fmt.Errorf("format.type %q is unknown", cfg.Type)
 	}
@@ -115,7 +113,7 @@ func (k Kind) FlushBytes(perFile int64) int64 {
 // formats (CompressorMemory); the schema, codec and page state for avro
 // and parquet, whose blocks and row groups are counted apart as they grow
 // (Memory.Grow). The sink charges it when it opens a file.
-func (k Kind) FixedMemory(cfg config.Format) int64 {
+func (k Kind) FixedMemory(cfg Options) int64 {
 	if k.Buffering.Fixed != nil {
 		return k.Buffering.Fixed(cfg.Compression)
 	}
@@ -145,7 +143,7 @@ func (k Kind) MaxBuffered(flushBytes int64) int64 {
 // and, as peak memory of the process, by the e2e test
 // TestOversizedRecordsEveryFormatUnderCgroup. The budget plan turns it into
 // the advice for such records (budget.Plan.LargeRecordMultiple).
-func (k Kind) LargeRecordCopies(cfg config.Format) int64 {
+func (k Kind) LargeRecordCopies(cfg Options) int64 {
 	if k.Buffering.LargeRecordCopies == nil {
 		return 0
 	}
@@ -156,7 +154,7 @@ func (k Kind) LargeRecordCopies(cfg config.Format) int64 {
 // for NewCompressor: cfg.Compression for the text formats, and none for
 // avro and parquet, which compress blocks and pages inside the file with
 // the same setting.
-func (k Kind) StreamCompression(cfg config.Format) string {
+func (k Kind) StreamCompression(cfg Options) string {
 	if k.CompressesInside {
 		return "none"
 	}
@@ -171,10 +169,10 @@ func CSV() Kind { return Kind{Name: "csv", Ext: "csv", New: newCSV} }
 // format.bytes_separator.
 func Bytes() Kind { return Kind{Name: "bytes", Ext: "bin", ValueOnly: true, New: newBytes} }
 
-func newCSV(cfg config.Format, w io.Writer, _ Memory) (Encoder, error) {
+func newCSV(cfg Options, w io.Writer, _ Memory) (Encoder, error) {
 	return newCSVEncoder(cfg, NewOutput(w, "csv"))
 }
 
-func newBytes(cfg config.Format, w io.Writer, _ Memory) (Encoder, error) {
+func newBytes(cfg Options, w io.Writer, _ Memory) (Encoder, error) {
 	return newBytesEncoder(cfg, NewOutput(w, "bytes"))
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format/jsonscan"
 	"github.com/spillway/spillway/internal/registry"
 )
@@ -36,17 +35,17 @@ import (
 // id of a batch before the batch is written.
 type Typed struct {
 	kind Kind
-	cfg  config.Format
+	cfg  Options
 	reg  *registry.Registry
 }
 
 // NewTyped returns the encoders' builder for cfg, of format kind, with reg.
-func NewTyped(kind Kind, cfg config.Format, reg *registry.Registry) *Typed {
+func NewTyped(kind Kind, cfg Options, reg *registry.Registry) *Typed {
 	return &Typed{kind: kind, cfg: cfg, reg: reg}
 }
 
 // Config is the format configuration the encoders are built for.
-func (t *Typed) Config() config.Format { return t.cfg }
+func (t *Typed) Config() Options { return t.cfg }
 
 // Registry is where the encoders read the schemas.
 func (t *Typed) Registry() *registry.Registry { return t.reg }

@@ -8,21 +8,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format/formattest"
 )
 
 // TestGoldenText pins the exact bytes of csv and bytes on fixed input,
 // uncompressed (compressed bytes belong to the compression library).
 func TestGoldenText(t *testing.T) {
-	full := func(typ, enc string) config.Format {
-		return config.Format{Type: typ, Fields: formattest.AllFields(), ValueEncoding: enc, Envelope: true, BytesSeparator: config.DefaultBytesSeparator}
+	full := func(typ, enc string) Options {
+		return Options{Type: typ, Fields: formattest.AllFields(), ValueEncoding: enc, Envelope: true, BytesSeparator: DefaultBytesSeparator}
 	}
 	crlf := full("bytes", "none")
 	crlf.BytesSeparator = `\r\n`
 	cases := []struct {
 		file string
-		cfg  config.Format
+		cfg  Options
 		recs []*kgo.Record
 	}{
 		{"text.csv", full("csv", "none"), formattest.GoldenTextRecords()},

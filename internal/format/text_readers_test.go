@@ -14,15 +14,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
 // writeFile encodes recs as the sink chains this package's encoders.
-func writeFile(t *testing.T, dir string, cfg config.Format, recs []*kgo.Record) string {
+func writeFile(t *testing.T, dir string, cfg Options, recs []*kgo.Record) string {
 	t.Helper()
-	encode := func(c config.Format, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
+	encode := func(c Options, w io.Writer) (formattest.Encoder, error) { return newEncoder(c, w) }
 	return formattest.WriteFile(t, formattest.Chain{Compress: NewCompressor, Encode: encode}, dir, cfg, recs)
 }
 
@@ -43,7 +42,7 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 		checks  []check
 	)
 	for _, comp := range formattest.Compressions() {
-		base := config.Format{Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true, Compression: comp, BytesSeparator: config.DefaultBytesSeparator}
+		base := Options{Fields: formattest.AllFields(), ValueEncoding: "none", Envelope: true, Compression: comp, BytesSeparator: DefaultBytesSeparator}
 
 		cfg := base
 		cfg.Type = "csv"
@@ -144,7 +143,7 @@ func TestBytesReadByDecompressors(t *testing.T) {
 	dir := t.TempDir()
 	for i, sep := range []string{`\n`, `\r\n`, ``, `\x00\xff`} {
 		want = want[:0]
-		cfg := config.Format{Type: "bytes", Fields: []string{"value"}, BytesSeparator: sep}
+		cfg := Options{Type: "bytes", Fields: []string{"value"}, BytesSeparator: sep}
 		real, err := cfg.Separator()
 		if err != nil {
 			t.Fatal(err)

@@ -131,23 +131,48 @@ const maxJSONSchemaDepth = 64
 
 var jsonNode = avro.SchemaNode{Type: "string"}
 
+// anyJSON is the node of a schema that maps to no column type: the value
+// is kept as JSON text.
+func anyJSON() (*jsNode, avro.SchemaNode) { return &jsNode{kind: jsJSON, null: true}, jsonNode }
+
 // node maps schema s to a node and its Avro type (not null: the caller
 // makes it nullable). name is the record name to give it, if it is one.
 func (b *jsBuilder) node(s *fastjson.Value, name string) (*jsNode, avro.SchemaNode) {
-	anyJSON := func() (*jsNode, avro.SchemaNode) { return &jsNode{kind: jsJSON, null: true}, jsonNode }
 	if b.fields++; s == nil || s.Type() != fastjson.TypeObject || b.depth >= maxJSONSchemaDepth || b.fields > b.maxFields {
 		return anyJSON()
 	}
 	b.depth++
 	defer func() { b.depth-- }()
+	if n, an, ok := b.composite(s, name); ok {
+		return n, an
+	}
+	types, null := jsTypes(s)
+	if len(types) != 1 {
+		return anyJSON()
+	}
+	n := &jsNode{null: null}
+	switch types[0] {
+	case "array":
+		return b.array(s, n, name)
+	case "object":
+		return b.object(s, n, name)
+	}
+	return scalar(s, n, types[0])
+}
+
+// composite maps a $ref, a oneOf or anyOf of one schema (and null), or an
+// allOf of one; ok is false when s is none of them.
+func (b *jsBuilder) composite(s *fastjson.Value, name string) (n *jsNode, an avro.SchemaNode, ok bool) {
 	if ref := s.Get("$ref"); ref != nil {
 		target, key := b.resolve(ref)
 		if target == nil || b.onPath[key] {
-			return anyJSON()
+			n, an = anyJSON()
+			return n, an, true
 		}
 		b.onPath[key] = true
 		defer delete(b.onPath, key)
-		return b.node(target, name)
+		n, an = b.node(target, name)
+		return n, an, true
 	}
 	for _, k := range []string{"oneOf", "anyOf"} {
 		alts := s.GetArray(k)
@@ -164,24 +189,27 @@ func (b *jsBuilder) node(s *fastjson.Value, name string) (*jsNode, avro.SchemaNo
 			}
 		}
 		if len(other) != 1 {
-			return anyJSON()
+			n, an = anyJSON()
+			return n, an, true
 		}
-		n, an := b.node(other[0], name)
+		n, an = b.node(other[0], name)
 		n.null = n.null || hasNull
-		return n, an
+		return n, an, true
 	}
 	if all := s.GetArray("allOf"); all != nil {
 		if len(all) != 1 {
-			return anyJSON()
+			n, an = anyJSON()
+			return n, an, true
 		}
-		return b.node(all[0], name)
+		n, an = b.node(all[0], name)
+		return n, an, true
 	}
-	types, null := jsTypes(s)
-	if len(types) != 1 {
-		return anyJSON()
-	}
-	n := &jsNode{null: null}
-	switch types[0] {
+	return nil, avro.SchemaNode{}, false
+}
+
+// scalar maps a string, integer, number or boolean schema.
+func scalar(s *fastjson.Value, n *jsNode, typ string) (*jsNode, avro.SchemaNode) {
+	switch typ {
 	case "string":
 		switch string(s.GetStringBytes("format")) {
 		case "date-time":
@@ -202,60 +230,67 @@ func (b *jsBuilder) node(s *fastjson.Value, name string) (*jsNode, avro.SchemaNo
 	case "boolean":
 		n.kind = jsBool
 		return n, avro.SchemaNode{Type: "boolean"}
-	case "array":
-		items := s.Get("items")
-		if items == nil || items.Type() != fastjson.TypeObject || s.Get("prefixItems") != nil {
+	}
+	return anyJSON()
+}
+
+// array maps an array schema of one item schema.
+func (b *jsBuilder) array(s *fastjson.Value, n *jsNode, name string) (*jsNode, avro.SchemaNode) {
+	items := s.Get("items")
+	if items == nil || items.Type() != fastjson.TypeObject || s.Get("prefixItems") != nil {
+		return anyJSON()
+	}
+	n.kind = jsArray
+	var an avro.SchemaNode
+	n.items, an = b.node(items, name+"_item")
+	if n.items.null {
+		an = nullable(an)
+	}
+	return n, avro.SchemaNode{Type: "array", Items: &an}
+}
+
+// object maps an object schema: a record of its properties, or a map of
+// its additionalProperties when it has none.
+func (b *jsBuilder) object(s *fastjson.Value, n *jsNode, name string) (*jsNode, avro.SchemaNode) {
+	props := s.GetObject("properties")
+	if props == nil || props.Len() == 0 {
+		ap := s.Get("additionalProperties")
+		if ap == nil || ap.Type() != fastjson.TypeObject || ap.GetObject().Len() == 0 {
 			return anyJSON()
 		}
-		n.kind = jsArray
+		n.kind = jsMap
 		var an avro.SchemaNode
-		n.items, an = b.node(items, name+"_item")
+		n.items, an = b.node(ap, name+"_value")
 		if n.items.null {
 			an = nullable(an)
 		}
-		return n, avro.SchemaNode{Type: "array", Items: &an}
-	case "object":
-		props := s.GetObject("properties")
-		if props == nil || props.Len() == 0 {
-			ap := s.Get("additionalProperties")
-			if ap == nil || ap.Type() != fastjson.TypeObject || ap.GetObject().Len() == 0 {
-				return anyJSON()
-			}
-			n.kind = jsMap
-			var an avro.SchemaNode
-			n.items, an = b.node(ap, name+"_value")
-			if n.items.null {
-				an = nullable(an)
-			}
-			return n, avro.SchemaNode{Type: "map", Values: &an}
-		}
-		n.kind = jsRecord
-		n.closed = s.Get("additionalProperties") != nil && s.Get("additionalProperties").Type() == fastjson.TypeFalse
-		var required []string
-		for _, r := range s.GetArray("required") {
-			required = append(required, string(r.GetStringBytes()))
-		}
-		rec := avro.SchemaNode{Type: "record", Name: b.recordName(name)}
-		used := map[string]bool{}
-		props.Visit(func(key []byte, v *fastjson.Value) {
-			f := jsField{key: string(key), name: avroName(string(key))}
-			for base, i := f.name, 2; used[f.name]; i++ {
-				f.name = base + "_" + strconv.Itoa(i)
-			}
-			used[f.name] = true
-			var an avro.SchemaNode
-			f.node, an = b.node(v, rec.Name+"_"+f.name)
-			f.nullable = f.node.null || !slices.Contains(required, f.key)
-			if f.nullable {
-				rec.Fields = append(rec.Fields, nullField(f.name, an))
-			} else {
-				rec.Fields = append(rec.Fields, avro.SchemaField{Name: f.name, Type: an})
-			}
-			n.fields = append(n.fields, f)
-		})
-		return n, rec
+		return n, avro.SchemaNode{Type: "map", Values: &an}
 	}
-	return anyJSON()
+	n.kind = jsRecord
+	n.closed = s.Get("additionalProperties") != nil && s.Get("additionalProperties").Type() == fastjson.TypeFalse
+	var required []string
+	for _, r := range s.GetArray("required") {
+		required = append(required, string(r.GetStringBytes()))
+	}
+	rec := avro.SchemaNode{Type: "record", Name: b.recordName(name)}
+	used := map[string]bool{}
+	props.Visit(func(key []byte, v *fastjson.Value) {
+		f := jsField{key: string(key), name: avroName(string(key))}
+		for base, i := f.name, 2; used[f.name]; i++ {
+			f.name = base + "_" + strconv.Itoa(i)
+		}
+		used[f.name] = true
+		var an avro.SchemaNode
+		f.node, an = b.node(v, rec.Name+"_"+f.name)
+		f.nullable = f.node.null || !slices.Contains(required, f.key)
+		if f.nullable {
+			rec.Fields = append(rec.Fields, nullField(f.name, an))
+		} else {
+			rec.Fields = append(rec.Fields, avro.SchemaField{Name: f.name, Type: an})
+		}
+		n.fields = append(n.fields, f)
+	})
+	return n, rec
 }
 
 // jsTypes are the types s allows besides null, and whether it allows null.
@@ -346,54 +381,15 @@ func (n *jsNode) value(v *fastjson.Value, nullable bool, path string, undeclared
 		}
 		return nil, fmt.Errorf("%s: null, and the schema wants %s", path, jsKindNames[n.kind])
 	}
-	wrong := func() error {
-		return fmt.Errorf("%s: %s, and the schema wants %s", path, v.Type(), jsKindNames[n.kind])
-	}
 	switch n.kind {
 	case jsJSON:
 		return string(v.MarshalTo(nil)), nil
 	case jsString, jsTimestamp, jsDate:
-		if v.Type() != fastjson.TypeString {
-			return nil, wrong()
-		}
-		s := string(v.GetStringBytes())
-		switch n.kind {
-		case jsTimestamp:
-			t, err := time.Parse(time.RFC3339Nano, s)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a date-time (RFC 3339)", path, s)
-			}
-			return t.UTC(), nil
-		case jsDate:
-			t, err := time.Parse(time.DateOnly, s)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a date (YYYY-MM-DD)", path, s)
-			}
-			return t, nil
-		}
-		return s, nil
+		return n.text(v, path)
 	case jsLong:
-		if v.Type() != fastjson.TypeNumber {
-			return nil, wrong()
-		}
-		if i, err := v.Int64(); err == nil {
-			return i, nil
-		}
-		// 1.0 and 1e3 are integers too.
-		f, err := v.Float64()
-		if err != nil || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
-			return nil, fmt.Errorf("%s: %s is not an integer that fits 64 bits", path, v.MarshalTo(nil))
-		}
-		return int64(f), nil
+		return n.long(v, path)
 	case jsDouble:
-		if v.Type() != fastjson.TypeNumber {
-			return nil, wrong()
-		}
-		f, err := v.Float64()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return f, nil
+		return n.double(v, path)
 	case jsBool:
 		switch v.Type() {
 		case fastjson.TypeTrue:
@@ -401,65 +397,134 @@ func (n *jsNode) value(v *fastjson.Value, nullable bool, path string, undeclared
 		case fastjson.TypeFalse:
 			return false, nil
 		}
-		return nil, wrong()
+		return nil, n.wrong(v, path)
 	case jsArray:
-		if v.Type() != fastjson.TypeArray {
-			return nil, wrong()
-		}
-		items := v.GetArray()
-		out := make([]any, len(items))
-		for i, it := range items {
-			var err error
-			if out[i], err = n.items.value(it, n.items.null, path+"["+strconv.Itoa(i)+"]", undeclared); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return n.array(v, path, undeclared)
 	case jsMap:
-		if v.Type() != fastjson.TypeObject {
-			return nil, wrong()
-		}
-		out := map[string]any{}
-		var err error
-		v.GetObject().Visit(func(k []byte, x *fastjson.Value) {
-			if err == nil {
-				out[string(k)], err = n.items.value(x, n.items.null, path+"."+string(k), undeclared)
-			}
-		})
-		return out, err
+		return n.mapOf(v, path, undeclared)
 	case jsRecord:
-		if v.Type() != fastjson.TypeObject {
-			return nil, wrong()
-		}
-		o := v.GetObject()
-		out := make(map[string]any, len(n.fields))
-		found := 0
-		for _, f := range n.fields {
-			x := o.Get(f.key)
-			if x != nil {
-				found++
-			}
-			var err error
-			if out[f.name], err = f.node.value(x, f.nullable, path+"."+f.key, undeclared); err != nil {
-				return nil, err
-			}
-		}
-		if o.Len() > found {
-			var extra string
-			o.Visit(func(k []byte, _ *fastjson.Value) {
-				if extra == "" && !slices.ContainsFunc(n.fields, func(f jsField) bool { return f.key == string(k) }) {
-					extra = string(k)
-				}
-			})
-			switch {
-			case extra == "": // a declared property given twice
-			case n.closed:
-				return nil, fmt.Errorf("%s: property %q is not in the schema, which has additionalProperties: false", path, extra)
-			case *undeclared == "":
-				*undeclared = path + "." + extra
-			}
-		}
-		return out, nil
+		return n.record(v, path, undeclared)
 	}
 	return nil, fmt.Errorf("%s: no column type", path)
+}
+
+// wrong is the error of a value of another JSON type than n's.
+func (n *jsNode) wrong(v *fastjson.Value, path string) error {
+	return fmt.Errorf("%s: %s, and the schema wants %s", path, v.Type(), jsKindNames[n.kind])
+}
+
+// text is a string, date-time or date value.
+func (n *jsNode) text(v *fastjson.Value, path string) (any, error) {
+	if v.Type() != fastjson.TypeString {
+		return nil, n.wrong(v, path)
+	}
+	s := string(v.GetStringBytes())
+	switch n.kind {
+	case jsTimestamp:
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a date-time (RFC 3339)", path, s)
+		}
+		return t.UTC(), nil
+	case jsDate:
+		t, err := time.Parse(time.DateOnly, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a date (YYYY-MM-DD)", path, s)
+		}
+		return t, nil
+	}
+	return s, nil
+}
+
+func (n *jsNode) long(v *fastjson.Value, path string) (any, error) {
+	if v.Type() != fastjson.TypeNumber {
+		return nil, n.wrong(v, path)
+	}
+	if i, err := v.Int64(); err == nil {
+		return i, nil
+	}
+	// 1.0 and 1e3 are integers too.
+	f, err := v.Float64()
+	if err != nil || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+		return nil, fmt.Errorf("%s: %s is not an integer that fits 64 bits", path, v.MarshalTo(nil))
+	}
+	return int64(f), nil
+}
+
+func (n *jsNode) double(v *fastjson.Value, path string) (any, error) {
+	if v.Type() != fastjson.TypeNumber {
+		return nil, n.wrong(v, path)
+	}
+	f, err := v.Float64()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+func (n *jsNode) array(v *fastjson.Value, path string, undeclared *string) (any, error) {
+	if v.Type() != fastjson.TypeArray {
+		return nil, n.wrong(v, path)
+	}
+	items := v.GetArray()
+	out := make([]any, len(items))
+	for i, it := range items {
+		var err error
+		if out[i], err = n.items.value(it, n.items.null, path+"["+strconv.Itoa(i)+"]", undeclared); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (n *jsNode) mapOf(v *fastjson.Value, path string, undeclared *string) (any, error) {
+	if v.Type() != fastjson.TypeObject {
+		return nil, n.wrong(v, path)
+	}
+	out := map[string]any{}
+	var err error
+	v.GetObject().Visit(func(k []byte, x *fastjson.Value) {
+		if err == nil {
+			out[string(k)], err = n.items.value(x, n.items.null, path+"."+string(k), undeclared)
+		}
+	})
+	return out, err
+}
+
+// record is an object of n's properties; the first property the schema
+// does not declare is an error when it is closed, and is noted in
+// undeclared when it is not.
+func (n *jsNode) record(v *fastjson.Value, path string, undeclared *string) (any, error) {
+	if v.Type() != fastjson.TypeObject {
+		return nil, n.wrong(v, path)
+	}
+	o := v.GetObject()
+	out := make(map[string]any, len(n.fields))
+	found := 0
+	for _, f := range n.fields {
+		x := o.Get(f.key)
+		if x != nil {
+			found++
+		}
+		var err error
+		if out[f.name], err = f.node.value(x, f.nullable, path+"."+f.key, undeclared); err != nil {
+			return nil, err
+		}
+	}
+	if o.Len() > found {
+		var extra string
+		o.Visit(func(k []byte, _ *fastjson.Value) {
+			if extra == "" && !slices.ContainsFunc(n.fields, func(f jsField) bool { return f.key == string(k) }) {
+				extra = string(k)
+			}
+		})
+		switch {
+		case extra == "": // a declared property given twice
+		case n.closed:
+			return nil, fmt.Errorf("%s: property %q is not in the schema, which has additionalProperties: false", path, extra)
+		case *undeclared == "":
+			*undeclared = path + "." + extra
+		}
+	}
+	return out, nil
 }

@@ -129,62 +129,6 @@ func TestSlowStorageStaysInBudget(t *testing.T) {
 	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
 }
 
-// TestStorageStallPausesFetching stalls storage for seconds: fetching must
-// pause, resume when storage comes back, and lose nothing.
-func TestStorageStallPausesFetching(t *testing.T) {
-	t.Parallel()
-	cluster := testkit.NewCluster(t, 8, "events")
-	cl := cluster.Client(t)
-	rng := rand.New(rand.NewPCG(3, 4))
-	gen := func(i int) *kgo.Record {
-		return &kgo.Record{Partition: int32(i % 8), Value: randomValue(rng, 2048)}
-	}
-	testkit.Produce(t, cl, "events", 5_000, gen)
-
-	dir := t.TempDir()
-	cfg := testConfig(cluster.Addrs(), dir)
-	cfg.Backpressure.MemoryLimit = "64MiB"
-	cfg.Format.Compression = "none"
-	cfg.File.MaxRecords = 0
-	faults := &storage.Faults{}
-	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults})
-	waitFor(t, "the first records to be written", func() bool {
-		p := progress()
-		return p != nil && p.Sink().Records > 0
-	})
-
-	faults.Stall()
-	testkit.Produce(t, cl, "events", 40_000, gen)
-	waitFor(t, "fetching to pause while storage is stalled", func() bool { return progress().Source().Paused })
-	writtenWhilePaused := progress().Sink().Records
-	// One member holds all 8 partitions, and back pressure pauses them all.
-	if st := progress().Status(); !st.FetchPaused || st.PausedPartitions != 8 {
-		t.Errorf("status while paused: fetch_paused %v, paused_partitions %d, want true, 8", st.FetchPaused, st.PausedPartitions)
-	}
-	time.Sleep(3 * time.Second) // the stall itself: storage stays down this long
-	if p := progress(); !p.Source().Paused || p.Sink().Records != writtenWhilePaused {
-		t.Errorf("while storage was stalled: paused=%v, records written went %d -> %d", p.Source().Paused, writtenWhilePaused, p.Sink().Records)
-	}
-	if snap := progress().Budget(); snap.Peak > handoverBound(progress()) {
-		t.Errorf("accountant peak %d exceeds the budget %d plus one poll counted twice at the handover, during the stall", snap.Peak, snap.Limit)
-	}
-	faults.Resume()
-
-	end := testkit.EndOffsets(t, cl, "events")
-	waitCommitted(t, cl, cfg.Kafka.Group, end)
-	p := progress()
-	if p.Source().Paused {
-		t.Errorf("fetching still paused after storage came back")
-	}
-	if n := p.Status().PausedPartitions; n != 0 {
-		t.Errorf("paused_partitions %d after fetching resumed, want 0", n)
-	}
-	if err := stop(); err != nil {
-		t.Fatalf("graceful stop: %v", err)
-	}
-	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
-}
-
 // TestRecordCountThreshold: with plenty of bytes left, the record-count
 // trigger alone flushes files early.
 func TestRecordCountThreshold(t *testing.T) {

@@ -183,58 +183,6 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-// TestRestart stops mid-stream, gracefully, and starts again: nothing is
-// missing and nothing is duplicated, and after each stop the committed offsets
-// are exactly what storage holds.
-func TestRestart(t *testing.T) {
-	t.Parallel()
-	cluster := testkit.NewCluster(t, 8, "events")
-	cl := cluster.Client(t)
-	gen := func(i int) *kgo.Record {
-		return &kgo.Record{Partition: int32(i % 8), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
-	}
-	testkit.Produce(t, cl, "events", 40_000, gen)
-	dir := t.TempDir()
-	cfg := testConfig(cluster.Addrs(), dir)
-	cfg.File.MaxRecords = 700
-
-	progress, stop := started(t, cfg)
-	// Stop while consuming: after some files are durable, not all.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		p := progress()
-		if p != nil && p.Sink().FilesUploaded >= 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no file was uploaded within a minute")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := stop(); err != nil {
-		t.Fatalf("graceful stop: %v", err)
-	}
-	recs := testkit.ReadJSONL(t, dir)
-	stored := map[int32]int64{}
-	for _, r := range recs {
-		stored[r.Partition] = max(stored[r.Partition], r.Offset+1)
-	}
-	committed := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events")
-	if !maps.Equal(committed, stored) {
-		t.Fatalf("after a graceful stop, committed %v != stored %v", committed, stored)
-	}
-	testkit.AssertExactlyOnce(t, recs, "events", stored)
-
-	testkit.Produce(t, cl, "events", 10_000, gen)
-	end := testkit.EndOffsets(t, cl, "events")
-	_, stop2 := started(t, cfg)
-	waitCommitted(t, cl, cfg.Kafka.Group, end)
-	if err := stop2(); err != nil {
-		t.Fatalf("second graceful stop: %v", err)
-	}
-	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
-}
-
 // A taken admin port stops startup with a message naming the key, before
 // anything is consumed.
 func TestAdminPortTaken(t *testing.T) {

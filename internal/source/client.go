@@ -9,13 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/source/sourceopts"
 	"github.com/spillway/spillway/internal/tlsfiles"
 )
 
 // ClientOptions translates the kafka config into franz-go options shared by
 // the consumer and by tools (verify, the dead-letter producer).
-func ClientOptions(k config.Kafka) ([]kgo.Opt, error) {
+func ClientOptions(k sourceopts.Options) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(k.Brokers...),
 		kgo.ClientID(k.ClientID),

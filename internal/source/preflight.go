@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/source/sourceopts"
 )
 
 // Preflight checks, before the consumer joins its group, that the setup can
@@ -26,7 +26,7 @@ import (
 //
 // With kafka.topic_regex, no topic is required to exist: topics matching it
 // may come later. The report says which match now.
-func Preflight(ctx context.Context, k config.Kafka, deadLetterTopic string) (PreflightReport, error) {
+func Preflight(ctx context.Context, k sourceopts.Options, deadLetterTopic string) (PreflightReport, error) {
 	var rep PreflightReport
 	err := preflight(ctx, k, deadLetterTopic, &rep)
 	return rep, err
@@ -41,7 +41,7 @@ type PreflightReport struct {
 	RegexMatches []string
 }
 
-func preflight(ctx context.Context, k config.Kafka, deadLetterTopic string, rep *PreflightReport) error {
+func preflight(ctx context.Context, k sourceopts.Options, deadLetterTopic string, rep *PreflightReport) error {
 	opts, err := ClientOptions(k)
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func topicOp(field string) string {
 // brokerMetadata asks for the topics' metadata until a broker answers or
 // ctx ends. A broker not (yet) reachable is retried, as the consumer would:
 // it may be starting too. Refused credentials are not: they won't change.
-func brokerMetadata(ctx context.Context, k config.Kafka, adm *kadm.Client, topics []string, conn *connErrs) (kadm.Metadata, error) {
+func brokerMetadata(ctx context.Context, k sourceopts.Options, adm *kadm.Client, topics []string, conn *connErrs) (kadm.Metadata, error) {
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	for {
@@ -164,7 +164,7 @@ func brokerMetadata(ctx context.Context, k config.Kafka, adm *kadm.Client, topic
 	}
 }
 
-func authErr(k config.Kafka, err error) error {
+func authErr(k sourceopts.Options, err error) error {
 	if k.SASL.Mechanism == "" {
 		return fmt.Errorf("kafka: the brokers %v refused the connection without authentication: %w; set kafka.sasl.mechanism, username and password", k.Brokers, err)
 	}
@@ -173,7 +173,7 @@ func authErr(k config.Kafka, err error) error {
 
 // timeoutErr says why no answer came by kafka.startup_timeout, from the last
 // failed connection, which the context's expiry would hide.
-func timeoutErr(k config.Kafka, err, lastConn error) error {
+func timeoutErr(k sourceopts.Options, err, lastConn error) error {
 	if lastConn != nil {
 		err = lastConn
 	}

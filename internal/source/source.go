@@ -23,9 +23,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/source/sourceopts"
 )
 
 // Writer is what the source feeds records to and asks about durability:
@@ -183,7 +183,7 @@ type Stats struct {
 // validation couldn't know of.
 //
 // extra are added to the client's options last (metrics hooks).
-func New(k config.Kafka, plan budget.Plan, s Writer, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
+func New(k sourceopts.Options, plan budget.Plan, s Writer, b *budget.Budget, revokeTimeout time.Duration, resume Resumer, check TopicCheck, log *slog.Logger, extra ...kgo.Opt) (*Source, error) {
 	src := &Source{group: k.Group, resumer: resume, check: check, sink: s, budget: b, log: log, revokeTimeout: revokeTimeout,
 		pending: map[offsets.TopicPartition]int64{}, topics: map[string]bool{},
 		forgottenAt: map[offsets.TopicPartition]uint64{}, plan: plan, oversized: map[offsets.TopicPartition]bool{}, regex: k.TopicRegex}

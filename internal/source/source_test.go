@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
@@ -21,8 +20,6 @@ import (
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/testkit"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // recordingSink stands in for the sink: what is under test is the source's
 // side of their contract (what it writes, when), not files.

@@ -35,6 +35,8 @@ const opTimeout = 2 * time.Minute
 // the test ends.
 type Cluster struct {
 	fake *kfake.Cluster
+	// topics counts the topics Topic created, to name each apart.
+	topics atomic.Int64
 }
 
 // NewCluster starts a one-broker kfake cluster with the given topics, each
@@ -177,4 +179,47 @@ func CommittedOffsets(t testing.TB, cl *kgo.Client, group, topic string) map[int
 		}
 	})
 	return out
+}
+
+// StartCluster starts a one-broker kfake cluster with no topics, for a
+// package's TestMain to share among its tests: each creates topics of its
+// own with Topic, so that tests sharing it never see each other's records
+// or groups. The caller closes it (Fake().Close) after the tests.
+func StartCluster() (*Cluster, error) {
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return nil, fmt.Errorf("testkit.StartCluster: starting kfake: %w", err)
+	}
+	return &Cluster{fake: fake}, nil
+}
+
+// Topic creates a topic with the given number of partitions, named after
+// the test (and a count, for a test that needs several), and returns its
+// name: with a cluster that StartCluster shares, a test's topic is its own.
+// Use the name as the test's group too.
+func (c *Cluster) Topic(t testing.TB, partitions int) string {
+	t.Helper()
+	name := topicName(t.Name(), c.topics.Add(1))
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	cl := c.Client(t)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("testkit: create topic %q: %v", name, err)
+	}
+	return name
+}
+
+// topicName is a test's name as a valid topic name, made unique by n.
+func topicName(test string, n int64) string {
+	b := []byte(test)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return fmt.Sprintf("%s.%d", b, n)
 }

@@ -213,23 +213,27 @@ func AssertExactlyOnceRanges(t testing.TB, recs []StoredRecord, topic string, wa
 // partition.
 const maxListed = 5
 
-func assertExactlyOnce(t testing.TB, recs []StoredRecord, topic string, want map[int32][2]int64) {
+// partState tallies one partition's stored offsets against the range
+// wanted.
+type partState struct {
+	start, end int64
+	counts     []uint16 // counts[o-start], saturating
+	unexpected []int64  // offsets outside [start, end), first few
+	nUnexp     int
+}
+
+// tally counts how often each wanted offset of topic is stored, per
+// partition, and the records of partitions not wanted.
+func tally(t testing.TB, recs []StoredRecord, topic string, want map[int32][2]int64) (parts map[int32]*partState, unknown map[int32]int, got int) {
 	t.Helper()
-	type partState struct {
-		start, end int64
-		counts     []uint16 // counts[o-start], saturating
-		unexpected []int64  // offsets outside [start, end), first few
-		nUnexp     int
-	}
-	parts := make(map[int32]*partState, len(want))
+	parts = make(map[int32]*partState, len(want))
 	for p, r := range want {
 		if r[1] < r[0] {
 			t.Fatalf("testkit.AssertExactlyOnce: partition %d: bad range [%d, %d)", p, r[0], r[1])
 		}
 		parts[p] = &partState{start: r[0], end: r[1], counts: make([]uint16, r[1]-r[0])}
 	}
-	unknown := map[int32]int{} // partition -> records
-	got := 0
+	unknown = map[int32]int{} // partition -> records
 	for _, r := range recs {
 		if r.Topic != topic {
 			continue
@@ -251,7 +255,48 @@ func assertExactlyOnce(t testing.TB, recs []StoredRecord, topic string, want map
 			*c++
 		}
 	}
+	return parts, unknown, got
+}
 
+// report describes what is wrong with partition p ("" when nothing is),
+// and returns its counts and the duplicates it lists.
+func (ps *partState) report(p int32) (msg string, nMissing, nDup int, listedDups []int64) {
+	var missing, dups []string
+	for i, c := range ps.counts {
+		off := ps.start + int64(i)
+		switch {
+		case c == 0:
+			nMissing++
+			if len(missing) < maxListed {
+				missing = append(missing, strconv.FormatInt(off, 10))
+			}
+		case c > 1:
+			nDup++
+			if len(dups) < maxListed {
+				dups = append(dups, fmt.Sprintf("%d(x%d)", off, c))
+				listedDups = append(listedDups, off)
+			}
+		}
+	}
+	if nMissing == 0 && nDup == 0 && ps.nUnexp == 0 {
+		return "", 0, 0, nil
+	}
+	msg = fmt.Sprintf("partition %d [%d, %d):", p, ps.start, ps.end)
+	if nMissing > 0 {
+		msg += fmt.Sprintf(" %d missing (first: %s);", nMissing, strings.Join(missing, ", "))
+	}
+	if nDup > 0 {
+		msg += fmt.Sprintf(" %d duplicated (first: %s);", nDup, strings.Join(dups, ", "))
+	}
+	if ps.nUnexp > 0 {
+		msg += fmt.Sprintf(" %d records out of range (first offsets: %v);", ps.nUnexp, ps.unexpected)
+	}
+	return msg, nMissing, nDup, listedDups
+}
+
+func assertExactlyOnce(t testing.TB, recs []StoredRecord, topic string, want map[int32][2]int64) {
+	t.Helper()
+	parts, unknown, got := tally(t, recs, topic, want)
 	var (
 		msgs                        []string
 		wantTotal                   int64
@@ -266,45 +311,19 @@ func assertExactlyOnce(t testing.TB, recs []StoredRecord, topic string, want map
 	for _, p := range sortedParts {
 		ps := parts[p]
 		wantTotal += ps.end - ps.start
-		var missing []string
-		var dups []string
-		nMissing, nDup := 0, 0
-		for i, c := range ps.counts {
-			off := ps.start + int64(i)
-			switch {
-			case c == 0:
-				nMissing++
-				if len(missing) < maxListed {
-					missing = append(missing, strconv.FormatInt(off, 10))
-				}
-			case c > 1:
-				nDup++
-				if len(dups) < maxListed {
-					dups = append(dups, fmt.Sprintf("%d(x%d)", off, c))
-					if dupOffsets[p] == nil {
-						dupOffsets[p] = map[int64]bool{}
-					}
-					dupOffsets[p][off] = true
-				}
+		m, nMissing, nDup, listed := ps.report(p)
+		for _, off := range listed {
+			if dupOffsets[p] == nil {
+				dupOffsets[p] = map[int64]bool{}
 			}
+			dupOffsets[p][off] = true
 		}
 		totMissing += int64(nMissing)
 		totDup += int64(nDup)
 		totUnex += int64(ps.nUnexp)
-		if nMissing == 0 && nDup == 0 && ps.nUnexp == 0 {
-			continue
+		if m != "" {
+			msgs = append(msgs, m)
 		}
-		m := fmt.Sprintf("partition %d [%d, %d):", p, ps.start, ps.end)
-		if nMissing > 0 {
-			m += fmt.Sprintf(" %d missing (first: %s);", nMissing, strings.Join(missing, ", "))
-		}
-		if nDup > 0 {
-			m += fmt.Sprintf(" %d duplicated (first: %s);", nDup, strings.Join(dups, ", "))
-		}
-		if ps.nUnexp > 0 {
-			m += fmt.Sprintf(" %d records out of range (first offsets: %v);", ps.nUnexp, ps.unexpected)
-		}
-		msgs = append(msgs, m)
 	}
 	for p, n := range unknown {
 		msgs = append(msgs, fmt.Sprintf("partition %d: %d records, but this partition was not expected", p, n))
@@ -314,21 +333,25 @@ func assertExactlyOnce(t testing.TB, recs []StoredRecord, topic string, want map
 	}
 	sort.Strings(msgs[len(msgs)-len(unknown):])
 
-	// Say where the listed duplicates are, which tells a rewritten file from a
-	// retried upload.
+	sum := fmt.Sprintf("topic %q: got %d records, want %d; %d missing, %d duplicated offsets, %d out of range, %d unexpected partitions",
+		topic, got, wantTotal, totMissing, totDup, totUnex, len(unknown))
+	text := "testkit.AssertExactlyOnce: " + sum + "\n  " + strings.Join(msgs, "\n  ")
+	if where := duplicateSites(recs, topic, dupOffsets); len(where) > 0 {
+		text += "\n duplicates found at:\n" + strings.Join(where, "\n")
+	}
+	t.Errorf("%s", text)
+}
+
+// duplicateSites says where the listed duplicates are, which tells a
+// rewritten file from a retried upload.
+func duplicateSites(recs []StoredRecord, topic string, dupOffsets map[int32]map[int64]bool) []string {
 	var where []string
 	for _, r := range recs {
 		if r.Topic == topic && dupOffsets[r.Partition][r.Offset] && len(where) < 3*maxListed {
 			where = append(where, fmt.Sprintf("  p%d offset %d at %s:%d", r.Partition, r.Offset, r.File, r.Line))
 		}
 	}
-	sum := fmt.Sprintf("topic %q: got %d records, want %d; %d missing, %d duplicated offsets, %d out of range, %d unexpected partitions",
-		topic, got, wantTotal, totMissing, totDup, totUnex, len(unknown))
-	text := "testkit.AssertExactlyOnce: " + sum + "\n  " + strings.Join(msgs, "\n  ")
-	if len(where) > 0 {
-		text += "\n duplicates found at:\n" + strings.Join(where, "\n")
-	}
-	t.Errorf("%s", text)
+	return where
 }
 
 // AssertStoredExcept checks that every offset of topic's partition below

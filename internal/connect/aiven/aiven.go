@@ -176,6 +176,26 @@ func aivenFormat(c *connect.Connector, d *connect.Doc, store string) (typ, compr
 	d.Set("format", "type", typ, typFrom)
 	kind := formats.Of(typ)
 
+	compression, err = aivenCompression(c, d, store, typ, kind)
+	if err != nil {
+		return "", "", err
+	}
+	fields, err := aivenFields(c, d, typ, kind)
+	if err != nil {
+		return "", "", err
+	}
+	c.Stored["key"], c.Stored["value"] = slices.Contains(fields, "key"), slices.Contains(fields, "value")
+	enc := aivenValueEncoding(c, d, typ, kind)
+	connect.KeyContent(c, d, connect.Aiven, typ, enc)
+	if err := aivenFileKeys(c, d); err != nil {
+		return "", "", err
+	}
+	return typ, compression, nil
+}
+
+// aivenCompression maps file.compression.type, whose default depends on
+// the store.
+func aivenCompression(c *connect.Connector, d *connect.Doc, store, typ string, kind format.Kind) (string, error) {
 	compression, compFrom := "none", "Aiven's default on GCS and Azure"
 	compKey := "file.compression.type (not set)"
 	if store == "s3" {
@@ -185,21 +205,25 @@ func aivenFormat(c *connect.Connector, d *connect.Doc, store string) (typ, compr
 		compression, compFrom, compKey = strings.ToLower(v), "from "+key, key
 	}
 	if _, ok := aivenCompressionExt[compression]; !ok {
-		return "", "", connect.Errorf("%s: file.compression.type %q is not one of Aiven's (none, gzip, snappy, zstd)", c.File, compression)
+		return "", connect.Errorf("%s: file.compression.type %q is not one of Aiven's (none, gzip, snappy, zstd)", c.File, compression)
 	}
 	if compression != "none" && kind.CompressesInside {
 		compFrom += fmt.Sprintf("; Spillway compresses %s inside the file (its codec), where Aiven compresses the file's bytes: same name, other content", typ)
 		d.Warn("%s, compression %s, with format.output.type=%s: Aiven compresses the whole file; Spillway compresses inside the %s container (its codec), so the files' bytes differ", compKey, compression, typ, typ)
 	}
 	d.Set("format", "compression", compression, compFrom)
+	return compression, nil
+}
 
+// aivenFields maps format.output.fields.
+func aivenFields(c *connect.Connector, d *connect.Doc, typ string, kind format.Kind) ([]string, error) {
 	fields, fieldsFrom := []string{"value"}, "Aiven's default format.output.fields"
 	if key, v, ok := c.Get("format.output.fields", "output_fields"); ok {
 		fields, fieldsFrom = connect.List(strings.ToLower(v)), "from "+key
 	}
 	for _, f := range fields {
 		if !slices.Contains([]string{"key", "value", "offset", "timestamp", "headers"}, f) {
-			return "", "", connect.Errorf("%s: format.output.fields lists %q, which is not one of Aiven's (key, value, offset, timestamp, headers)", c.File, f)
+			return nil, connect.Errorf("%s: format.output.fields lists %q, which is not one of Aiven's (key, value, offset, timestamp, headers)", c.File, f)
 		}
 	}
 	if kind.JSONRecords && slices.Contains(fields, "timestamp") {
@@ -207,8 +231,12 @@ func aivenFormat(c *connect.Connector, d *connect.Doc, store string) (typ, compr
 		d.Warn("format.output.fields with timestamp and format.output.type=%s: Spillway writes the timestamp as epoch milliseconds, Aiven as an ISO-8601 string", typ)
 	}
 	d.Set("format", "fields", fields, fieldsFrom)
+	return fields, nil
+}
 
-	c.Stored["key"], c.Stored["value"] = slices.Contains(fields, "key"), slices.Contains(fields, "value")
+// aivenValueEncoding maps format.output.fields.value.encoding (csv only)
+// and what the value converter makes, and returns value_encoding.
+func aivenValueEncoding(c *connect.Connector, d *connect.Doc, typ string, kind format.Kind) string {
 	val := c.Conv["value"]
 	encKey, enc, encSet := c.Get("format.output.fields.value.encoding")
 	switch {
@@ -263,11 +291,16 @@ func aivenFormat(c *connect.Connector, d *connect.Doc, store string) (typ, compr
 	if encSet && kind.Name != format.CSV().Name {
 		d.NotMapped(c.Shown(encKey) + ": Aiven applies it to csv only, and so does this import")
 	}
-	connect.KeyContent(c, d, connect.Aiven, typ, enc)
+	return enc
+}
+
+// aivenFileKeys maps format.output.envelope, file.max.records and
+// file.max.bytes.
+func aivenFileKeys(c *connect.Connector, d *connect.Doc) error {
 	if key, v, ok := c.Get("format.output.envelope"); ok {
 		env, err := strconv.ParseBool(v)
 		if err != nil {
-			return "", "", connect.Errorf("%s: %s=%q is not true or false", c.File, key, v)
+			return connect.Errorf("%s: %s=%q is not true or false", c.File, key, v)
 		}
 		d.Set("format", "envelope", env, "from "+key)
 	}
@@ -281,7 +314,7 @@ func aivenFormat(c *connect.Connector, d *connect.Doc, store string) (typ, compr
 			d.Set("file", "max_bytes", config.Size(n), "from "+key)
 		}
 	}
-	return typ, compression, nil
+	return nil
 }
 
 // aivenNames maps the object names: prefix, template, extension.

@@ -150,109 +150,144 @@ func confluentFormatClass(c *connect.Connector, d *connect.Doc) (ext, extFrom st
 	if comp != "none" && comp != "gzip" {
 		return "", "", connect.Errorf("%s: %s=%q is not one of Confluent's (none, gzip)", c.File, compKey, comp)
 	}
-	streamExt := map[string]string{"none": "", "gzip": ".gz"}[comp]
-	compFrom := "Confluent's default s3.compression.type"
+	f := formatClass{c: c, d: d, comp: comp, compKey: compKey, compSet: compSet,
+		streamExt: map[string]string{"none": "", "gzip": ".gz"}[comp],
+		compFrom:  "Confluent's default s3.compression.type",
+		from:      "from " + key + "=" + class,
+		extFrom:   extFrom,
+		// Confluent writes the value alone, as its converter made it.
+		val: c.Conv["value"],
+	}
 	if compSet {
-		compFrom = "from " + compKey
+		f.compFrom = "from " + compKey
 	}
-	from := "from " + key + "=" + class
-	short := strings.TrimPrefix(class, confluentFormat)
-	// Confluent writes the value alone, as its converter made it.
 	c.Stored["value"] = true
-	val := c.Conv["value"]
-	typed := func(typ string) {
-		d.Set("format", "fields", []string{"value"}, "the value alone")
-		d.Set("format", "envelope", false, "the bare value")
-		enc := "none"
-		if val.Kind == connect.ConvBytes {
-			enc = "base64"
-		}
-		comment, warning := val.TypedContent(connect.Confluent, typ)
-		d.Set("format", "value_encoding", enc, comment)
-		if warning != "" {
-			d.Warn("%s", warning)
-		}
-		connect.KeyContent(c, d, connect.Confluent, typ, enc)
-	}
-	switch short {
+	switch strings.TrimPrefix(class, confluentFormat) {
 	case "json.JsonFormat":
-		d.Set("format", "type", "jsonl", from+": one value per line")
-		d.Set("format", "fields", []string{"value"}, "Confluent writes the value alone")
-		d.Set("format", "envelope", false, "the bare value, no object around it")
-		enc := "none"
-		if val.Kind == connect.ConvBytes {
-			enc = "base64" // JsonConverter writes bytes as base64
-		}
-		comment, warning := val.TextContent(connect.Confluent)
-		d.Set("format", "value_encoding", enc, comment)
-		if warning != "" {
-			d.Warn("%s", warning)
-		}
-		connect.KeyContent(c, d, connect.Confluent, "jsonl", enc)
-		d.Set("format", "compression", comp, compFrom)
-		return ".json" + streamExt, extFrom, nil
+		return f.json()
 	case "bytearray.ByteArrayFormat":
-		d.Set("format", "type", "bytes", from)
-		d.Set("format", "fields", []string{"value"}, "the value's bytes alone")
-		if val.Kind == connect.ConvWorker {
-			// ByteArrayFormat writes byte[] values only: the worker's
-			// converter must be ByteArrayConverter.
-			val.Kind = connect.ConvBytes
-		}
-		if val.Kind != connect.ConvBytes {
-			d.Warn("%s with format.class ByteArrayFormat: Spillway writes each value's bytes as they are in Kafka, not what the converter makes of them", val.Shown())
-			d.NotMapped(c.Shown(val.Key) + ": NOT THE SAME: Spillway's bytes format writes each value's bytes as they are in Kafka")
-		}
-		connect.KeyContent(c, d, connect.Confluent, "bytes", "none")
-		sep := `\n`
-		sepFrom := "Confluent's default format.bytearray.separator (the line separator)"
-		if k, v, ok := c.Get("format.bytearray.separator"); ok {
-			sep = strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(v)
-			sepFrom = "from " + k
-		}
-		d.Set("format", "bytes_separator", sep, sepFrom)
-		d.Set("format", "compression", comp, compFrom)
-		ext := ".bin"
-		if k, v, ok := c.Get("format.bytearray.extension"); ok {
-			ext, extFrom = v, "from "+k+", then the compression's, as Confluent names files"
-		}
-		return ext + streamExt, extFrom, nil
+		return f.byteArray()
 	case "avro.AvroFormat":
-		d.Set("format", "type", "avro", from)
-		typed("avro")
-		if compSet {
-			d.NotMapped(c.Shown(compKey) + ": Confluent ignores it for avro (avro.codec compresses)")
-		}
-		codec := "null"
-		codecFrom := "Confluent's default avro.codec null"
-		if k, v, ok := c.Get("avro.codec"); ok {
-			codec, codecFrom = strings.ToLower(v), "from "+k
-		}
-		cmp, ok := avroCodecs[codec]
-		if !ok {
-			return "", "", connect.Errorf("%s: avro.codec %q is not one Spillway writes (null, deflate, snappy, zstandard)", c.File, codec)
-		}
-		d.Set("format", "compression", cmp, codecFrom)
-		return ".avro", extFrom, nil
+		return f.avro()
 	case "parquet.ParquetFormat":
-		d.Set("format", "type", "parquet", from)
-		typed("parquet")
-		if compSet {
-			d.NotMapped(c.Shown(compKey) + ": Confluent ignores it for parquet (parquet.codec compresses)")
-		}
-		codec := "snappy"
-		codecFrom := "Confluent's default parquet.codec snappy"
-		if k, v, ok := c.Get("parquet.codec"); ok {
-			codec, codecFrom = strings.ToLower(v), "from "+k
-		}
-		pc, ok := parquetCodecExt[codec]
-		if !ok {
-			return "", "", connect.Errorf("%s: parquet.codec %q is not one Spillway writes (none, snappy, gzip, zstd)", c.File, codec)
-		}
-		d.Set("format", "compression", pc.compression, codecFrom)
-		return pc.ext + ".parquet", extFrom, nil
+		return f.parquet()
 	}
 	return "", "", connect.Errorf("%s: format.class %q is not one Spillway imports (%sjson.JsonFormat, bytearray.ByteArrayFormat, avro.AvroFormat, parquet.ParquetFormat)", c.File, class, confluentFormat)
+}
+
+// formatClass maps one format.class, with s3.compression.type already
+// read: each method returns the file extension and what it is from.
+type formatClass struct {
+	c                                                 *connect.Connector
+	d                                                 *connect.Doc
+	from, comp, compKey, compFrom, streamExt, extFrom string
+	compSet                                           bool
+	val                                               *connect.Converter
+}
+
+// typed sets the value-alone fields of the avro and parquet formats.
+func (f formatClass) typed(typ string) {
+	d := f.d
+	d.Set("format", "fields", []string{"value"}, "the value alone")
+	d.Set("format", "envelope", false, "the bare value")
+	enc := "none"
+	if f.val.Kind == connect.ConvBytes {
+		enc = "base64"
+	}
+	comment, warning := f.val.TypedContent(connect.Confluent, typ)
+	d.Set("format", "value_encoding", enc, comment)
+	if warning != "" {
+		d.Warn("%s", warning)
+	}
+	connect.KeyContent(f.c, d, connect.Confluent, typ, enc)
+}
+
+func (f formatClass) json() (string, string, error) {
+	c, d, val := f.c, f.d, f.val
+	d.Set("format", "type", "jsonl", f.from+": one value per line")
+	d.Set("format", "fields", []string{"value"}, "Confluent writes the value alone")
+	d.Set("format", "envelope", false, "the bare value, no object around it")
+	enc := "none"
+	if val.Kind == connect.ConvBytes {
+		enc = "base64" // JsonConverter writes bytes as base64
+	}
+	comment, warning := val.TextContent(connect.Confluent)
+	d.Set("format", "value_encoding", enc, comment)
+	if warning != "" {
+		d.Warn("%s", warning)
+	}
+	connect.KeyContent(c, d, connect.Confluent, "jsonl", enc)
+	d.Set("format", "compression", f.comp, f.compFrom)
+	return ".json" + f.streamExt, f.extFrom, nil
+}
+
+func (f formatClass) byteArray() (string, string, error) {
+	c, d, val := f.c, f.d, f.val
+	d.Set("format", "type", "bytes", f.from)
+	d.Set("format", "fields", []string{"value"}, "the value's bytes alone")
+	if val.Kind == connect.ConvWorker {
+		// ByteArrayFormat writes byte[] values only: the worker's
+		// converter must be ByteArrayConverter.
+		val.Kind = connect.ConvBytes
+	}
+	if val.Kind != connect.ConvBytes {
+		d.Warn("%s with format.class ByteArrayFormat: Spillway writes each value's bytes as they are in Kafka, not what the converter makes of them", val.Shown())
+		d.NotMapped(c.Shown(val.Key) + ": NOT THE SAME: Spillway's bytes format writes each value's bytes as they are in Kafka")
+	}
+	connect.KeyContent(c, d, connect.Confluent, "bytes", "none")
+	sep := `\n`
+	sepFrom := "Confluent's default format.bytearray.separator (the line separator)"
+	if k, v, ok := c.Get("format.bytearray.separator"); ok {
+		sep = strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(v)
+		sepFrom = "from " + k
+	}
+	d.Set("format", "bytes_separator", sep, sepFrom)
+	d.Set("format", "compression", f.comp, f.compFrom)
+	ext, extFrom := ".bin", f.extFrom
+	if k, v, ok := c.Get("format.bytearray.extension"); ok {
+		ext, extFrom = v, "from "+k+", then the compression's, as Confluent names files"
+	}
+	return ext + f.streamExt, extFrom, nil
+}
+
+func (f formatClass) avro() (string, string, error) {
+	c, d := f.c, f.d
+	d.Set("format", "type", "avro", f.from)
+	f.typed("avro")
+	if f.compSet {
+		d.NotMapped(c.Shown(f.compKey) + ": Confluent ignores it for avro (avro.codec compresses)")
+	}
+	codec := "null"
+	codecFrom := "Confluent's default avro.codec null"
+	if k, v, ok := c.Get("avro.codec"); ok {
+		codec, codecFrom = strings.ToLower(v), "from "+k
+	}
+	cmp, ok := avroCodecs[codec]
+	if !ok {
+		return "", "", connect.Errorf("%s: avro.codec %q is not one Spillway writes (null, deflate, snappy, zstandard)", c.File, codec)
+	}
+	d.Set("format", "compression", cmp, codecFrom)
+	return ".avro", f.extFrom, nil
+}
+
+func (f formatClass) parquet() (string, string, error) {
+	c, d := f.c, f.d
+	d.Set("format", "type", "parquet", f.from)
+	f.typed("parquet")
+	if f.compSet {
+		d.NotMapped(c.Shown(f.compKey) + ": Confluent ignores it for parquet (parquet.codec compresses)")
+	}
+	codec := "snappy"
+	codecFrom := "Confluent's default parquet.codec snappy"
+	if k, v, ok := c.Get("parquet.codec"); ok {
+		codec, codecFrom = strings.ToLower(v), "from "+k
+	}
+	pc, ok := parquetCodecExt[codec]
+	if !ok {
+		return "", "", connect.Errorf("%s: parquet.codec %q is not one Spillway writes (none, snappy, gzip, zstd)", c.File, codec)
+	}
+	d.Set("format", "compression", pc.compression, codecFrom)
+	return pc.ext + ".parquet", f.extFrom, nil
 }
 
 // noRotateAge is file.max_age for a Confluent config that rotates on
@@ -305,108 +340,21 @@ func confluentRotation(c *connect.Connector, d *connect.Doc) error {
 
 // confluentNames maps the partitioner and the file name rules.
 func confluentNames(c *connect.Connector, d *connect.Doc, ext, extFrom string) error {
-	topicsDir, dirDelim, fileDelim := "topics", "/", "+"
-	var nameKeys []string // the keys that shape the file name, for its comment
-	if _, v, ok := c.Get("topics.dir"); ok {
-		topicsDir = v
+	n, err := confluentNameParts(c)
+	if err != nil {
+		return err
 	}
-	if _, v, ok := c.Get("directory.delim"); ok && v != "" {
-		dirDelim = v
-		nameKeys = append(nameKeys, "directory.delim")
-	}
-	if _, v, ok := c.Get("file.delim"); ok && v != "" {
-		fileDelim = v
-		nameKeys = append(nameKeys, "file.delim")
-	}
-	width := 10
-	if key, v, ok := c.Get("filename.offset.zero.pad.width"); ok {
-		nameKeys = append(nameKeys, key)
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 20 {
-			return connect.Errorf("%s: %s=%q can't be expressed: Spillway pads offsets to 1 to 20 digits", c.File, key, v)
-		}
-		width = n
-	}
-	for _, s := range []string{topicsDir, dirDelim, fileDelim} {
-		if strings.Contains(s, "{{") || strings.Contains(s, "}}") {
-			return connect.Errorf("%s: %q can't be part of a Spillway name: \"{{\" and \"}}\" mark its variables", c.File, s)
-		}
-	}
-	prefix := ""
-	if strings.TrimSpace(topicsDir) != "" {
-		prefix = topicsDir + dirDelim
-	}
-	if err := naming.CheckPrefix(prefix); err != nil {
-		return connect.Errorf("%s: topics.dir %q can't be Spillway's storage.prefix: it %v", c.File, topicsDir, err)
-	}
-	file := fmt.Sprintf("{{topic}}%s{{partition}}%s{{start_offset:padding=%d}}", fileDelim, fileDelim, width)
-
-	pkey, class, _ := c.Get("partitioner.class")
-	if class == "" {
-		pkey, class = "partitioner.class (default)", partitionerPkg+"DefaultPartitioner"
+	dir, dirFrom, timeBased, err := confluentDir(c, d, n.dirDelim)
+	if err != nil {
+		return err
 	}
 	tz := "UTC"
-	var dir, dirFrom string
-	timeBased := false
-	switch strings.TrimPrefix(class, partitionerPkg) {
-	case "DefaultPartitioner":
-		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", pkey+" DefaultPartitioner: partition=<p> directories"
-	case "HourlyPartitioner":
-		timeBased = true
-		dir = "{{topic}}" + dirDelim + "year={{timestamp:unit=yyyy}}" + dirDelim + "month={{timestamp:unit=MM}}" + dirDelim + "day={{timestamp:unit=dd}}" + dirDelim + "hour={{timestamp:unit=HH}}"
-		dirFrom = pkey + " HourlyPartitioner's path"
-	case "DailyPartitioner":
-		timeBased = true
-		dir = "{{topic}}" + dirDelim + "year={{timestamp:unit=yyyy}}" + dirDelim + "month={{timestamp:unit=MM}}" + dirDelim + "day={{timestamp:unit=dd}}"
-		dirFrom = pkey + " DailyPartitioner's path"
-	case "TimeBasedPartitioner":
-		timeBased = true
-		_, format, _ := c.Get("path.format")
-		_, durText, _ := c.Get("partition.duration.ms")
-		path, unit, err := jodaTemplate(format)
-		if err != nil {
-			return connect.Errorf("%s: path.format %q can't be expressed in a Spillway template: %v", c.File, format, err)
-		}
-		dur, err := strconv.ParseInt(durText, 10, 64)
-		if err != nil || dur != unit.ms {
-			return connect.Errorf("%s: partition.duration.ms %q with path.format %q can't be expressed: Spillway's time buckets are the finest unit of the path (%s, partition.duration.ms=%d)", c.File, durText, format, unit.name, unit.ms)
-		}
-		dir, dirFrom = "{{topic}}"+dirDelim+path, pkey+" TimeBasedPartitioner with path.format and partition.duration.ms"
-	case "FieldPartitioner":
-		c.Use("partition.field.name")
-		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" FieldPartitioner (partition.field.name): Spillway has no field partitioning, so this writes DefaultPartitioner's partition=<p> directories instead"
-		d.Warn("partitioner.class FieldPartitioner: Spillway has no field partitioning; files go to <topic>/partition=<p>/ instead of <field>=<value>/ directories")
-	default:
-		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" "+class+" is a custom partitioner; this writes DefaultPartitioner's partition=<p> directories instead"
-		d.Warn("partitioner.class %s: custom partitioners are not supported; files go to <topic>/partition=<p>/", class)
-	}
 	if timeBased {
-		d.Note("file", "max_records", "; Spillway counts a file's records, Confluent a partition's across its open files: while records of two time buckets arrive together, files differ")
-		tzKey, tzVal, tzSet := c.Get("timezone")
-		tzFrom := "from " + tzKey
-		if _, _, ok := c.Get("locale"); ok {
-			tzFrom += " (locale changes nothing: the path has numbers only)"
-		}
-		if tzSet && tzVal != "" {
-			tz = tzVal
-			d.Set("file", "timezone", tz, tzFrom)
-		} else {
-			d.Set("file", "timezone", tz, "timezone is not set (Confluent requires it for time partitioning); UTC assumed")
-		}
-		_, ex, _ := c.Get("timestamp.extractor")
-		switch ex {
-		case "", "Wallclock":
-			d.Set("file", "timestamp_source", "wallclock", "timestamp.extractor Wallclock: the time the record is written")
-		case "Record":
-			d.Set("file", "timestamp_source", "event", "timestamp.extractor Record: the record's own timestamp")
-		case "RecordField":
-			c.Use("timestamp.field")
-			d.Set("file", "timestamp_source", "event", "NOT SUPPORTED: timestamp.extractor RecordField reads a field of the value; Spillway has no field timestamps, and uses the record's timestamp instead")
-			d.Warn("timestamp.extractor RecordField: Spillway buckets by the record's timestamp, not by a field of the value; files of a record whose field and timestamp differ go elsewhere")
-		default:
-			return connect.Errorf("%s: timestamp.extractor %q can't be expressed: Spillway's time buckets come from the wall clock (Wallclock) or the record's timestamp (Record)", c.File, ex)
+		if tz, err = confluentTime(c, d); err != nil {
+			return err
 		}
 	}
+	prefix, dirDelim, fileDelim, width, nameKeys, file := n.prefix, n.dirDelim, n.fileDelim, n.width, n.nameKeys, n.file
 	template := dir + dirDelim + file
 	loc, err := naming.LoadLocation(tz)
 	if err != nil {
@@ -427,6 +375,129 @@ func confluentNames(c *connect.Connector, d *connect.Doc, ext, extFrom string) e
 	d.Set("file", "name_template", template, nameFrom)
 	d.Set("file", "extension", ext, extFrom)
 	return nil
+}
+
+// confluentName is what of the object names topics.dir, the delimiters and
+// the offset padding say.
+type confluentName struct {
+	prefix, dirDelim, fileDelim, file string
+	width                             int
+	nameKeys                          []string // the keys that shape the file name, for its comment
+}
+
+// confluentNameParts reads topics.dir, directory.delim, file.delim and
+// filename.offset.zero.pad.width.
+func confluentNameParts(c *connect.Connector) (confluentName, error) {
+	topicsDir, dirDelim, fileDelim := "topics", "/", "+"
+	var nameKeys []string // the keys that shape the file name, for its comment
+	if _, v, ok := c.Get("topics.dir"); ok {
+		topicsDir = v
+	}
+	if _, v, ok := c.Get("directory.delim"); ok && v != "" {
+		dirDelim = v
+		nameKeys = append(nameKeys, "directory.delim")
+	}
+	if _, v, ok := c.Get("file.delim"); ok && v != "" {
+		fileDelim = v
+		nameKeys = append(nameKeys, "file.delim")
+	}
+	width := 10
+	if key, v, ok := c.Get("filename.offset.zero.pad.width"); ok {
+		nameKeys = append(nameKeys, key)
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 20 {
+			return confluentName{}, connect.Errorf("%s: %s=%q can't be expressed: Spillway pads offsets to 1 to 20 digits", c.File, key, v)
+		}
+		width = n
+	}
+	for _, s := range []string{topicsDir, dirDelim, fileDelim} {
+		if strings.Contains(s, "{{") || strings.Contains(s, "}}") {
+			return confluentName{}, connect.Errorf("%s: %q can't be part of a Spillway name: \"{{\" and \"}}\" mark its variables", c.File, s)
+		}
+	}
+	prefix := ""
+	if strings.TrimSpace(topicsDir) != "" {
+		prefix = topicsDir + dirDelim
+	}
+	if err := naming.CheckPrefix(prefix); err != nil {
+		return confluentName{}, connect.Errorf("%s: topics.dir %q can't be Spillway's storage.prefix: it %v", c.File, topicsDir, err)
+	}
+	file := fmt.Sprintf("{{topic}}%s{{partition}}%s{{start_offset:padding=%d}}", fileDelim, fileDelim, width)
+	return confluentName{prefix: prefix, dirDelim: dirDelim, fileDelim: fileDelim, file: file, width: width, nameKeys: nameKeys}, nil
+}
+
+// confluentDir maps partitioner.class to the directories of the template,
+// and says whether they are time buckets.
+func confluentDir(c *connect.Connector, d *connect.Doc, dirDelim string) (dir, dirFrom string, timeBased bool, err error) {
+	pkey, class, _ := c.Get("partitioner.class")
+	if class == "" {
+		pkey, class = "partitioner.class (default)", partitionerPkg+"DefaultPartitioner"
+	}
+	switch strings.TrimPrefix(class, partitionerPkg) {
+	case "DefaultPartitioner":
+		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", pkey+" DefaultPartitioner: partition=<p> directories"
+	case "HourlyPartitioner":
+		timeBased = true
+		dir = "{{topic}}" + dirDelim + "year={{timestamp:unit=yyyy}}" + dirDelim + "month={{timestamp:unit=MM}}" + dirDelim + "day={{timestamp:unit=dd}}" + dirDelim + "hour={{timestamp:unit=HH}}"
+		dirFrom = pkey + " HourlyPartitioner's path"
+	case "DailyPartitioner":
+		timeBased = true
+		dir = "{{topic}}" + dirDelim + "year={{timestamp:unit=yyyy}}" + dirDelim + "month={{timestamp:unit=MM}}" + dirDelim + "day={{timestamp:unit=dd}}"
+		dirFrom = pkey + " DailyPartitioner's path"
+	case "TimeBasedPartitioner":
+		timeBased = true
+		_, format, _ := c.Get("path.format")
+		_, durText, _ := c.Get("partition.duration.ms")
+		path, unit, err := jodaTemplate(format)
+		if err != nil {
+			return "", "", false, connect.Errorf("%s: path.format %q can't be expressed in a Spillway template: %v", c.File, format, err)
+		}
+		dur, err := strconv.ParseInt(durText, 10, 64)
+		if err != nil || dur != unit.ms {
+			return "", "", false, connect.Errorf("%s: partition.duration.ms %q with path.format %q can't be expressed: Spillway's time buckets are the finest unit of the path (%s, partition.duration.ms=%d)", c.File, durText, format, unit.name, unit.ms)
+		}
+		dir, dirFrom = "{{topic}}"+dirDelim+path, pkey+" TimeBasedPartitioner with path.format and partition.duration.ms"
+	case "FieldPartitioner":
+		c.Use("partition.field.name")
+		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" FieldPartitioner (partition.field.name): Spillway has no field partitioning, so this writes DefaultPartitioner's partition=<p> directories instead"
+		d.Warn("partitioner.class FieldPartitioner: Spillway has no field partitioning; files go to <topic>/partition=<p>/ instead of <field>=<value>/ directories")
+	default:
+		dir, dirFrom = "{{topic}}"+dirDelim+"partition={{partition}}", "NOT SUPPORTED: "+pkey+" "+class+" is a custom partitioner; this writes DefaultPartitioner's partition=<p> directories instead"
+		d.Warn("partitioner.class %s: custom partitioners are not supported; files go to <topic>/partition=<p>/", class)
+	}
+	return dir, dirFrom, timeBased, nil
+}
+
+// confluentTime maps a time partitioner's timezone and timestamp.extractor,
+// and returns the time zone.
+func confluentTime(c *connect.Connector, d *connect.Doc) (string, error) {
+	tz := "UTC"
+	d.Note("file", "max_records", "; Spillway counts a file's records, Confluent a partition's across its open files: while records of two time buckets arrive together, files differ")
+	tzKey, tzVal, tzSet := c.Get("timezone")
+	tzFrom := "from " + tzKey
+	if _, _, ok := c.Get("locale"); ok {
+		tzFrom += " (locale changes nothing: the path has numbers only)"
+	}
+	if tzSet && tzVal != "" {
+		tz = tzVal
+		d.Set("file", "timezone", tz, tzFrom)
+	} else {
+		d.Set("file", "timezone", tz, "timezone is not set (Confluent requires it for time partitioning); UTC assumed")
+	}
+	_, ex, _ := c.Get("timestamp.extractor")
+	switch ex {
+	case "", "Wallclock":
+		d.Set("file", "timestamp_source", "wallclock", "timestamp.extractor Wallclock: the time the record is written")
+	case "Record":
+		d.Set("file", "timestamp_source", "event", "timestamp.extractor Record: the record's own timestamp")
+	case "RecordField":
+		c.Use("timestamp.field")
+		d.Set("file", "timestamp_source", "event", "NOT SUPPORTED: timestamp.extractor RecordField reads a field of the value; Spillway has no field timestamps, and uses the record's timestamp instead")
+		d.Warn("timestamp.extractor RecordField: Spillway buckets by the record's timestamp, not by a field of the value; files of a record whose field and timestamp differ go elsewhere")
+	default:
+		return "", connect.Errorf("%s: timestamp.extractor %q can't be expressed: Spillway's time buckets come from the wall clock (Wallclock) or the record's timestamp (Record)", c.File, ex)
+	}
+	return tz, nil
 }
 
 // timeUnit is the finest unit of a path format and the partition duration

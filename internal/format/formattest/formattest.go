@@ -21,7 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formatopts"
 )
 
 // AllFields are every envelope field, in the default order.
@@ -63,17 +63,17 @@ func ColumnarRecords(binary bool) []*kgo.Record {
 }
 
 // ColumnarConfig is an enveloped format of typ; no fields means all.
-func ColumnarConfig(typ, compression, encoding string, fields ...string) config.Format {
+func ColumnarConfig(typ, compression, encoding string, fields ...string) formatopts.Options {
 	if len(fields) == 0 {
 		fields = AllFields()
 	}
-	return config.Format{Type: typ, Compression: compression, Fields: fields, ValueEncoding: encoding, Envelope: true}
+	return formatopts.Options{Type: typ, Compression: compression, Fields: fields, ValueEncoding: encoding, Envelope: true}
 }
 
 // WantRows is what a reader should find for recs written with cfg, in
 // the JSON form readers are compared in: numbers as float64, bytes as
 // text or as blob(b), null as nil; only the configured fields.
-func WantRows(t *testing.T, cfg config.Format, recs []*kgo.Record, blob func([]byte) any) []map[string]any {
+func WantRows(t *testing.T, cfg formatopts.Options, recs []*kgo.Record, blob func([]byte) any) []map[string]any {
 	t.Helper()
 	text := cfg.ValueEncoding != "base64"
 	val := func(b []byte) any {
@@ -129,7 +129,7 @@ func JSONForm(t *testing.T, v any) []map[string]any {
 // ColumnarCase is one configuration the reader tests cover.
 type ColumnarCase struct {
 	Name string
-	Cfg  config.Format
+	Cfg  formatopts.Options
 	Recs []*kgo.Record
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/avro/ocf"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formatopts"
 )
 
 // ReadAvroGo decodes an OCF into rows, with bytes as base64 strings (as
@@ -107,8 +107,8 @@ type pqHeader struct {
 	Value *[]byte `parquet:"value,optional"`
 }
 
-func JSONLConfig(enc string) config.Format {
-	return config.Format{Type: "jsonl", Fields: AllFields(), ValueEncoding: enc, Envelope: true}
+func JSONLConfig(enc string) formatopts.Options {
+	return formatopts.Options{Type: "jsonl", Fields: AllFields(), ValueEncoding: enc, Envelope: true}
 }
 
 func DecodeLines(t *testing.T, out string) []Line {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -94,12 +94,12 @@ type Encoder interface {
 // compress is format.NewCompressor, encode the package's encoder.
 type Chain struct {
 	Compress func(kind string, w io.Writer) (io.WriteCloser, error)
-	Encode   func(cfg config.Format, w io.Writer) (Encoder, error)
+	Encode   func(cfg formatopts.Options, w io.Writer) (Encoder, error)
 }
 
 // WriteFile encodes recs through the format and compression of cfg, as the
 // sink chains them, into dir, and returns the file's path.
-func WriteFile(t *testing.T, ch Chain, dir string, cfg config.Format, recs []*kgo.Record) string {
+func WriteFile(t *testing.T, ch Chain, dir string, cfg formatopts.Options, recs []*kgo.Record) string {
 	t.Helper()
 	path := filepath.Join(dir, cfg.Type+"-"+cfg.Compression+naming.Extension(cfg.Type, cfg.Compression))
 	f, err := os.Create(path)
@@ -138,7 +138,7 @@ func DuckPath(t *testing.T, path string) string {
 
 // EncodeAll encodes recs with the encoder encode makes for cfg and closes
 // it, failing on any error, and returns the bytes written.
-func EncodeAll(t *testing.T, encode func(config.Format, io.Writer) (Encoder, error), cfg config.Format, recs ...*kgo.Record) string {
+func EncodeAll(t *testing.T, encode func(formatopts.Options, io.Writer) (Encoder, error), cfg formatopts.Options, recs ...*kgo.Record) string {
 	t.Helper()
 	var buf bytes.Buffer
 	enc, err := encode(cfg, &buf)
