@@ -79,6 +79,8 @@ func run() int {
 	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 2), "rounds; each contender's best is shown")
 	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p")
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
+	profile := flag.String("profile", "", "write a CPU profile of each Spillway run into this directory (runs internal/bench/spillprof, the same code path, in place of the binary)")
+	straceDir := flag.String("strace", "", "count the syscalls of each Spillway and naive run with strace -c -f into this directory (slows them: read the counts, not the times)")
 	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
 	brokers := flag.String("brokers", "", "internal (-child): the broker")
 	topic := flag.String("topic", "", "internal (-child): the topic")
@@ -118,6 +120,8 @@ func run() int {
 		rounds:      *rounds,
 		want:        want,
 		keep:        *keep,
+		profile:     *profile,
+		strace:      *straceDir,
 	}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "userbench: %v\n", err)
@@ -146,6 +150,7 @@ type bench struct {
 	rounds               int
 	want                 map[string]bool
 	keep                 bool
+	profile, strace      string // directories, or ""
 
 	tmp            string
 	spillway, self string
@@ -189,8 +194,20 @@ func (b *bench) run(ctx context.Context) error {
 	bin := filepath.Join(b.tmp, "bin")
 	b.spillway = filepath.Join(bin, "spillway")
 	broker := filepath.Join(bin, "kfakebroker")
+	spillPkg := "github.com/spillway/spillway/cmd/spillway"
+	if b.profile != "" {
+		spillPkg = "github.com/spillway/spillway/internal/bench/spillprof"
+		if err := os.MkdirAll(b.profile, 0o755); err != nil {
+			return err
+		}
+	}
+	if b.strace != "" {
+		if err := os.MkdirAll(b.strace, 0o755); err != nil {
+			return err
+		}
+	}
 	for out, pkg := range map[string]string{
-		b.spillway: "github.com/spillway/spillway/cmd/spillway",
+		b.spillway: spillPkg,
 		broker:     "github.com/spillway/spillway/internal/testkit/kfakebroker",
 	} {
 		if msg, err := exec.CommandContext(ctx, "go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
@@ -366,9 +383,13 @@ func (b *bench) ends(ctx context.Context, topic string) (map[int32]int64, error)
 func (b *bench) baseline(workload, name, mode, topic string, records, perFile int64, useZstd bool) *contender {
 	return &contender{workload: workload, name: name, topic: topic, records: records,
 		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
-			return exec.CommandContext(ctx, b.self, "-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
+			args := []string{"-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
 				"-group", group, "-dir", out, "-per-file", strconv.FormatInt(perFile, 10),
-				"-zstd="+strconv.FormatBool(useZstd)), nil
+				"-zstd=" + strconv.FormatBool(useZstd)}
+			if mode == "naive" {
+				return b.command(ctx, workload+"-"+name, b.self, args...), nil
+			}
+			return exec.CommandContext(ctx, b.self, args...), nil
 		}}
 }
 
@@ -396,10 +417,27 @@ admin:
 			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 				return nil, err
 			}
-			cmd := exec.CommandContext(ctx, b.spillway, "run", "--config", path)
+			args := []string{"run", "--config", path}
+			if b.profile != "" {
+				args = []string{"-config", path, "-cpuprofile", filepath.Join(b.profile, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(workload, " ", "-"), b.seq))}
+			}
+			cmd := b.command(ctx, workload+"-spillway", b.spillway, args...)
 			cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
 			return cmd, nil
 		}}
+}
+
+// command runs path with args, under strace -c -f when -strace asks for
+// it. It is a process group of its own, so that SIGTERM reaches the traced
+// process as well as strace.
+func (b *bench) command(ctx context.Context, name, path string, args ...string) *exec.Cmd {
+	if b.strace == "" {
+		return exec.CommandContext(ctx, path, args...)
+	}
+	out := filepath.Join(b.strace, fmt.Sprintf("%s-%d.txt", strings.ReplaceAll(name, " ", "-"), b.seq))
+	cmd := exec.CommandContext(ctx, "strace", append([]string{"-f", "-c", "-o", out, "--", path}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
 }
 
 // measure runs c once: from its start until its group's commit equals the
@@ -469,12 +507,15 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 	if !exited {
 		// Spillway runs until told to stop; a baseline exits by itself
 		// once it has committed.
-		if c.stop {
+		if c.stop && cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		} else if c.stop {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 		}
 		select {
 		case err := <-done:
-			if err != nil {
+			// Under strace, the tracer's own end decides the status.
+			if err != nil && b.strace == "" {
 				return result{}, fmt.Errorf("stopping: %w\n%s", err, tail(logPath))
 			}
 		case <-time.After(2 * time.Minute):
