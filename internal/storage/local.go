@@ -60,6 +60,8 @@ type local struct {
 	// commits bounds the commits (each an fsync or two, each a thread
 	// blocked in the kernel) in flight at once.
 	commits chan struct{}
+	// fsyncDir is syncDir; a test watches the rounds through it.
+	fsyncDir func(dir string) error
 }
 
 // localCommits is how many local commits may wait on the disk at once.
@@ -72,7 +74,7 @@ func openLocal(dir string) (*local, error) {
 		return nil, fmt.Errorf("storage: create directory %s: %w", dir, err)
 	}
 	return &local{root: filepath.Clean(dir), writing: map[string]bool{}, dirs: map[string]bool{},
-		syncs: map[string]*dirSync{}, commits: make(chan struct{}, localCommits)}, nil
+		syncs: map[string]*dirSync{}, commits: make(chan struct{}, localCommits), fsyncDir: syncDir}, nil
 }
 
 func (l *local) path(key string) (string, error) {
@@ -251,8 +253,9 @@ type dirSync struct {
 }
 
 type syncRound struct {
-	done chan struct{}
-	err  error
+	done   chan struct{}
+	err    error
+	joined int // callers waiting on it, under local.mu
 }
 
 // syncDir returns once an fsync of dir that started after the call did
@@ -269,6 +272,7 @@ func (l *local) syncDir(dir string) error {
 		d.next = &syncRound{done: make(chan struct{})}
 	}
 	r := d.next
+	r.joined++
 	lead := !d.running
 	d.running = true
 	l.mu.Unlock()
@@ -287,7 +291,7 @@ func (l *local) syncRounds(dir string, d *dirSync) {
 	r := d.next
 	d.next = nil
 	l.mu.Unlock()
-	r.err = syncDir(dir)
+	r.err = l.fsyncDir(dir)
 	close(r.done)
 	l.mu.Lock()
 	defer l.mu.Unlock()
