@@ -80,6 +80,7 @@ func run() int {
 	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p")
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
 	profile := flag.String("profile", "", "write a CPU profile of each Spillway run into this directory (runs internal/bench/spillprof, the same code path, in place of the binary)")
+	base := flag.String("base", "", "also run the spillway built from this directory (another checkout of the module, such as the commit before a change) as the contender spillway@base")
 	straceDir := flag.String("strace", "", "count the syscalls of each Spillway and naive run with strace -c -f into this directory (slows them: read the counts, not the times)")
 	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
 	brokers := flag.String("brokers", "", "internal (-child): the broker")
@@ -122,6 +123,7 @@ func run() int {
 		keep:        *keep,
 		profile:     *profile,
 		strace:      *straceDir,
+		baseDir:     *base,
 	}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "userbench: %v\n", err)
@@ -151,6 +153,8 @@ type bench struct {
 	want                 map[string]bool
 	keep                 bool
 	profile, strace      string // directories, or ""
+	baseDir              string // another checkout whose spillway runs too, or ""
+	baseBin              string
 
 	tmp            string
 	spillway, self string
@@ -214,6 +218,12 @@ func (b *bench) run(ctx context.Context) error {
 			return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
 		}
 	}
+	if b.baseDir != "" {
+		b.baseBin = filepath.Join(bin, "spillway-base")
+		if msg, err := exec.CommandContext(ctx, "go", "build", "-C", b.baseDir, "-o", b.baseBin, "./cmd/spillway").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/spillway in %s: %w\n%s", b.baseDir, err, msg)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "built spillway and kfakebroker in %s\n", time.Since(t0).Round(100*time.Millisecond))
 
 	stopBroker, err := b.startBroker(ctx, broker)
@@ -240,11 +250,13 @@ func (b *bench) run(ctx context.Context) error {
 			cs = append(cs,
 				b.baseline("16p jsonl", "naive", "naive", narrowTopic, b.records, per, false),
 				b.spillwayRun("16p jsonl", narrowTopic, b.records, per, "none"))
+			cs = append(cs, b.baseRun("16p jsonl", narrowTopic, b.records, per, "none")...)
 		}
 		if b.want["zstd"] {
 			cs = append(cs,
 				b.baseline("16p zstd", "naive-zstd", "naive", narrowTopic, b.records, per, true),
 				b.spillwayRun("16p zstd", narrowTopic, b.records, per, "zstd"))
+			cs = append(cs, b.baseRun("16p zstd", narrowTopic, b.records, per, "zstd")...)
 		}
 	}
 	if b.want["1000p"] {
@@ -259,6 +271,7 @@ func (b *bench) run(ctx context.Context) error {
 			b.baseline("1000p jsonl", "raw", "raw", wideTopic, b.wideRecords, per, false),
 			b.baseline("1000p jsonl", "naive", "naive", wideTopic, b.wideRecords, per, false),
 			b.spillwayRun("1000p jsonl", wideTopic, b.wideRecords, per, "none"))
+		cs = append(cs, b.baseRun("1000p jsonl", wideTopic, b.wideRecords, per, "none")...)
 	}
 
 	for r := range b.rounds {
@@ -393,8 +406,21 @@ func (b *bench) baseline(workload, name, mode, topic string, records, perFile in
 		}}
 }
 
+// baseRun is spillwayRun with the -base build, or nothing without one.
+func (b *bench) baseRun(workload, topic string, records, perFile int64, compression string) []*contender {
+	if b.baseBin == "" {
+		return nil
+	}
+	c := b.spillwayRunOf(b.baseBin, "spillway@base", workload, topic, records, perFile, compression)
+	return []*contender{c}
+}
+
 func (b *bench) spillwayRun(workload, topic string, records, perFile int64, compression string) *contender {
-	return &contender{workload: workload, name: "spillway", topic: topic, records: records, stop: true,
+	return b.spillwayRunOf(b.spillway, "spillway", workload, topic, records, perFile, compression)
+}
+
+func (b *bench) spillwayRunOf(bin, name, workload, topic string, records, perFile int64, compression string) *contender {
+	return &contender{workload: workload, name: name, topic: topic, records: records, stop: true,
 		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
 			// The defaults a user gets, but for the file boundaries (by
 			// count, so that nothing waits for max_age) and no admin port
@@ -418,10 +444,10 @@ admin:
 				return nil, err
 			}
 			args := []string{"run", "--config", path}
-			if b.profile != "" {
+			if b.profile != "" && bin == b.spillway {
 				args = []string{"-config", path, "-cpuprofile", filepath.Join(b.profile, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(workload, " ", "-"), b.seq))}
 			}
-			cmd := b.command(ctx, workload+"-spillway", b.spillway, args...)
+			cmd := b.command(ctx, workload+"-"+name, bin, args...)
 			cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
 			return cmd, nil
 		}}
@@ -619,6 +645,9 @@ func (b *bench) print(cs []*contender) {
 	_ = w.Flush()
 	if a, z := rates["1000p jsonl/spillway"], rates["16p jsonl/spillway"]; a > 0 && z > 0 {
 		fmt.Printf("\nrecords/s, 1000 vs 16 partitions: spillway %.2f", a/z)
+		if ba, bz := rates["1000p jsonl/spillway@base"], rates["16p jsonl/spillway@base"]; ba > 0 && bz > 0 {
+			fmt.Printf(", spillway@base %.2f", ba/bz)
+		}
 		if ra, rz := rates["1000p jsonl/raw"], rates["16p jsonl/raw"]; ra > 0 && rz > 0 {
 			fmt.Printf(", raw consumer %.2f", ra/rz)
 		}
