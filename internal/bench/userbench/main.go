@@ -15,6 +15,9 @@
 //	-wide-records N  SPILLWAY_BENCH_WIDE_RECORDS  records of the 1,000-partition topic (default 400,000)
 //	-rounds R        SPILLWAY_BENCH_ROUNDS        rounds; each contender's best is shown (default 2)
 //	-workloads LIST                               any of 16p,zstd,1000p (default all)
+//	-base DIR        also run the spillway of another checkout (spillway@base)
+//	-profile DIR     a CPU profile of each Spillway run (internal/bench/spillprof)
+//	-strace DIR      strace -f -c counts of each Spillway and naive run
 //
 // The contenders, each a child process with its own consumer group, started
 // in turn and interleaved across rounds so that the machine's drift falls on
@@ -25,6 +28,7 @@
 //	            to files of the same record count as Spillway's, one fsync per
 //	            file when it is complete
 //	naive-zstd: naive through klauspost's zstd encoder at SpeedFastest
+//	same-zstd:  naive through Spillway's own zstd settings (format.NewCompressor)
 //	spillway:   `spillway run` (jsonl, file://, file.max_records so that every
 //	            file closes by count and nothing waits for file.max_age)
 //
@@ -59,6 +63,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/bench/benchdata"
+	"github.com/spillway/spillway/internal/format"
 )
 
 const (
@@ -89,12 +94,13 @@ func run() int {
 	dir := flag.String("dir", "", "internal (-child naive): where the files go")
 	perFile := flag.Int64("per-file", 0, "internal (-child naive): records per file")
 	useZstd := flag.Bool("zstd", false, "internal (-child naive): compress with zstd")
+	sameZstd := flag.Bool("zstd-as-spillway", false, "internal (-child naive -zstd): Spillway's zstd settings (internal/format.NewCompressor), not klauspost's defaults")
 	flag.Parse()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	if *child != "" {
-		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd); err != nil {
+		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd, *sameZstd); err != nil {
 			fmt.Fprintf(os.Stderr, "userbench -child %s: %v\n", *child, err)
 			return 1
 		}
@@ -255,6 +261,7 @@ func (b *bench) run(ctx context.Context) error {
 		if b.want["zstd"] {
 			cs = append(cs,
 				b.baseline("16p zstd", "naive-zstd", "naive", narrowTopic, b.records, per, true),
+				b.baseline("16p zstd", "same-zstd", "naive", narrowTopic, b.records, per, true, "-zstd-as-spillway"),
 				b.spillwayRun("16p zstd", narrowTopic, b.records, per, "zstd"))
 			cs = append(cs, b.baseRun("16p zstd", narrowTopic, b.records, per, "zstd")...)
 		}
@@ -393,12 +400,13 @@ func (b *bench) ends(ctx context.Context, topic string) (map[int32]int64, error)
 	return out, nil
 }
 
-func (b *bench) baseline(workload, name, mode, topic string, records, perFile int64, useZstd bool) *contender {
+func (b *bench) baseline(workload, name, mode, topic string, records, perFile int64, useZstd bool, extra ...string) *contender {
 	return &contender{workload: workload, name: name, topic: topic, records: records,
 		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
 			args := []string{"-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
 				"-group", group, "-dir", out, "-per-file", strconv.FormatInt(perFile, 10),
 				"-zstd=" + strconv.FormatBool(useZstd)}
+			args = append(args, extra...)
 			if mode == "naive" {
 				return b.command(ctx, workload+"-"+name, b.self, args...), nil
 			}
@@ -663,7 +671,7 @@ func (b *bench) print(cs []*contender) {
 // runChild is a baseline: it consumes topic in group from the start to the
 // end offsets listed when it starts, writes (naive) or discards (raw), and
 // commits what it read once every file is synced.
-func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd bool) error {
+func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd, sameZstd bool) error {
 	if mode != "raw" && mode != "naive" {
 		return fmt.Errorf("unknown mode %q; want raw or naive", mode)
 	}
@@ -718,7 +726,7 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 				for _, r := range p.Records {
 					f := files[p.Partition]
 					if f == nil {
-						if f, err = openNaive(dir, topic, p.Partition, r.Offset, useZstd); err != nil {
+						if f, err = openNaive(dir, topic, p.Partition, r.Offset, useZstd, sameZstd); err != nil {
 							writeErr = cmpOr(writeErr, err)
 							return
 						}
@@ -758,13 +766,13 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 type naiveFile struct {
 	f   *os.File
 	buf *bufio.Writer
-	z   *zstd.Encoder
+	z   io.WriteCloser
 	w   io.Writer
 	n   int64
 	err error
 }
 
-func openNaive(dir, topic string, p int32, offset int64, useZstd bool) (*naiveFile, error) {
+func openNaive(dir, topic string, p int32, offset int64, useZstd, sameZstd bool) (*naiveFile, error) {
 	name := fmt.Sprintf("%s-%d-%d.jsonl", topic, p, offset)
 	if useZstd {
 		name += ".zst"
@@ -776,7 +784,12 @@ func openNaive(dir, topic string, p int32, offset int64, useZstd bool) (*naiveFi
 	nf := &naiveFile{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
 	nf.w = nf.buf
 	if useZstd {
-		if nf.z, err = zstd.NewWriter(nf.buf, zstd.WithEncoderLevel(zstd.SpeedFastest)); err != nil {
+		if sameZstd {
+			nf.z, err = format.NewCompressor("zstd", nf.buf)
+		} else {
+			nf.z, err = zstd.NewWriter(nf.buf, zstd.WithEncoderLevel(zstd.SpeedFastest))
+		}
+		if err != nil {
 			f.Close()
 			return nil, err
 		}
