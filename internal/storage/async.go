@@ -185,9 +185,12 @@ func (p *partQueue) commit() error {
 		p.dst.abort()
 		return err
 	}
-	// Completing an upload sends its last part: it takes a slot too.
-	p.uploads <- struct{}{}
-	defer func() { <-p.uploads }()
+	// Completing an upload sends its last part: it takes a slot too,
+	// unless the backend's commit sends none (a local file's).
+	if _, ok := p.dst.(interface{ commitHoldsNoPart() }); !ok {
+		p.uploads <- struct{}{}
+		defer func() { <-p.uploads }()
+	}
 	return p.dst.commit()
 }
 

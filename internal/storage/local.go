@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,55 +43,38 @@ func ownerTag(owner string) string {
 
 type local struct {
 	root string
-	// fileMode is what a committed file gets: 0666 less the process's
-	// umask, as open(2) would give it, since os.CreateTemp makes 0600.
-	fileMode os.FileMode
 
+	// mu guards writing, dirs and syncs.
+	mu sync.Mutex
 	// writing holds this process's temp files still being written or
 	// committed: removeTemps must not take them for a dead writer's when
 	// a partition comes back to this process before its upload ended.
-	mu      sync.Mutex
 	writing map[string]bool
+	// dirs holds the directories this process made or found: a write
+	// into one needs no MkdirAll (a stat per level). One removed behind
+	// our back is made again when creating the temp file fails.
+	dirs map[string]bool
+	// syncs holds, per directory, the fsync that commits waiting on it
+	// share (syncDir).
+	syncs map[string]*dirSync
+	// commits bounds the commits (each an fsync or two, each a thread
+	// blocked in the kernel) in flight at once.
+	commits chan struct{}
+	// fsyncDir is syncDir; a test watches the rounds through it.
+	fsyncDir func(dir string) error
 }
+
+// localCommits is how many local commits may wait on the disk at once.
+// More fsyncs in flight let the filesystem's journal commit more files in
+// one flush; each holds an OS thread while it waits.
+const localCommits = 64
 
 func openLocal(dir string) (*local, error) {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, fmt.Errorf("storage: create directory %s: %w", dir, err)
 	}
-	return &local{root: filepath.Clean(dir), fileMode: 0o666 &^ processUmask(), writing: map[string]bool{}}, nil
-}
-
-// defaultUmask is assumed where the umask can't be read without changing
-// it: the usual one, which gives 0644 files.
-const defaultUmask os.FileMode = 0o022
-
-// processUmask reads the umask from /proc/self/status (Linux 4.7 and
-// later). syscall.Umask can only read it by setting it, and the umask is
-// the process's: a file another goroutine created between the two calls
-// would get the wrong mode.
-func processUmask() os.FileMode {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return defaultUmask
-	}
-	return parseUmask(string(b))
-}
-
-// parseUmask takes the "Umask:" line of a /proc/<pid>/status text, or
-// defaultUmask without one.
-func parseUmask(status string) os.FileMode {
-	for line := range strings.Lines(status) {
-		v, ok := strings.CutPrefix(line, "Umask:")
-		if !ok {
-			continue
-		}
-		m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
-		if err != nil || m > 0o777 {
-			return defaultUmask
-		}
-		return os.FileMode(m)
-	}
-	return defaultUmask
+	return &local{root: filepath.Clean(dir), writing: map[string]bool{}, dirs: map[string]bool{},
+		syncs: map[string]*dirSync{}, commits: make(chan struct{}, localCommits), fsyncDir: syncDir}, nil
 }
 
 func (l *local) path(key string) (string, error) {
@@ -107,31 +91,57 @@ func (l *local) newWriter(_ context.Context, key string, _ map[string]string, o 
 		return nil, err
 	}
 	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o777); err != nil { // less the umask, as mkdir -p
-		return nil, err
-	}
 	// The final name is in the temp name, so a later owner of the partition
 	// can tell which abandoned temp files are its to remove; or, when the
 	// final name doesn't say, the owner is.
-	pattern := tmpPrefix + filepath.Base(final) + ".*"
+	prefix := tmpPrefix + filepath.Base(final) + "."
 	if o.owner != "" {
-		pattern = ownedTmpPrefix + ownerTag(o.owner) + ".*"
+		prefix = ownedTmpPrefix + ownerTag(o.owner) + "."
 	}
-	f, err := os.CreateTemp(dir, pattern)
+	f, err := l.createTemp(dir, prefix)
 	if err != nil {
 		return nil, err
-	}
-	// CreateTemp makes the file 0600 whatever the umask; readers of the
-	// output (another user, a group) expect what other writers give.
-	if err := f.Chmod(l.fileMode); err != nil {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-		return nil, fmt.Errorf("chmod %s: %w", f.Name(), err)
 	}
 	l.mu.Lock()
 	l.writing[f.Name()] = true
 	l.mu.Unlock()
 	return &localWriter{f: f, final: final, l: l, replace: o.replace}, nil
+}
+
+// createTemp creates a new file in dir named prefix and a random suffix,
+// making dir first if this process has not seen it. The file gets 0666
+// less the umask, as open(2) gives it and as readers of the output (another
+// user, a group) expect of other writers' files; os.CreateTemp would make
+// it 0600.
+func (l *local) createTemp(dir, prefix string) (*os.File, error) {
+	l.mu.Lock()
+	known := l.dirs[dir]
+	l.mu.Unlock()
+	if !known {
+		if err := os.MkdirAll(dir, 0o777); err != nil { // less the umask, as mkdir -p
+			return nil, err
+		}
+		l.mu.Lock()
+		l.dirs[dir] = true
+		l.mu.Unlock()
+	}
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		f, err := openExcl(name)
+		switch {
+		case err == nil:
+			return f, nil
+		case errors.Is(err, fs.ErrExist) && try < 100:
+			continue
+		case errors.Is(err, fs.ErrNotExist) && known:
+			// Removed since: make it again, once.
+			l.mu.Lock()
+			delete(l.dirs, dir)
+			l.mu.Unlock()
+			return l.createTemp(dir, prefix)
+		}
+		return nil, err
+	}
 }
 
 type localWriter struct {
@@ -175,6 +185,8 @@ func (w *localWriter) Write(p []byte) (int, error) {
 // writer was made to replace.
 func (w *localWriter) commit() error {
 	defer w.done()
+	w.l.commits <- struct{}{}
+	defer func() { <-w.l.commits }()
 	err := w.f.Sync()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
@@ -182,14 +194,26 @@ func (w *localWriter) commit() error {
 	if err == nil && w.replace {
 		// Rename replaces final atomically; the temp name is then gone.
 		if err = os.Rename(w.f.Name(), w.final); err == nil {
-			return syncDir(filepath.Dir(w.final))
+			return w.l.syncDir(filepath.Dir(w.final))
 		}
 	}
 	if err == nil && !w.replace {
-		// Link fails if final exists, which gives create-only semantics.
-		err = os.Link(w.f.Name(), w.final)
+		// Create-only: a rename that refuses to replace moves the temp
+		// file into place in one step; where the filesystem can't, link,
+		// which fails if final exists, then remove the temp name.
+		var moved bool
+		moved, err = renameNoReplace(w.f.Name(), w.final)
 		if errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("object %s already exists: %w", w.final, ErrExists)
+		}
+		if moved {
+			return w.l.syncDir(filepath.Dir(w.final))
+		}
+		if err == nil {
+			err = os.Link(w.f.Name(), w.final)
+			if errors.Is(err, fs.ErrExist) {
+				err = fmt.Errorf("object %s already exists: %w", w.final, ErrExists)
+			}
 		}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
@@ -202,10 +226,16 @@ func (w *localWriter) commit() error {
 		err = rmErr
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(w.final))
+		err = w.l.syncDir(filepath.Dir(w.final))
 	}
 	return err
 }
+
+// commitHoldsNoPart tells the part queue that a local commit sends no
+// part: it need not wait for one of the bucket's upload slots, which bound
+// the part buffers handed to storage at once (local.commits bounds the
+// commits).
+func (*localWriter) commitHoldsNoPart() {}
 
 func (w *localWriter) abort() {
 	_ = w.f.Close()
@@ -213,16 +243,64 @@ func (w *localWriter) abort() {
 	w.done()
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+// dirSync is the fsync of one directory that commits share: a commit that
+// linked its file joins the round not started yet, and one fsync started
+// after every joiner's link makes all of them durable. Files closed about
+// together in one directory so cost one directory fsync, not one each.
+type dirSync struct {
+	next    *syncRound // the round that commits join; nil when none waits
+	running bool       // a goroutine runs rounds
+}
+
+type syncRound struct {
+	done   chan struct{}
+	err    error
+	joined int // callers waiting on it, under local.mu
+}
+
+// syncDir returns once an fsync of dir that started after the call did
+// ended, with its error: what the caller renamed or linked into dir before
+// is durable then.
+func (l *local) syncDir(dir string) error {
+	l.mu.Lock()
+	d := l.syncs[dir]
+	if d == nil {
+		d = &dirSync{}
+		l.syncs[dir] = d
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
+	if d.next == nil {
+		d.next = &syncRound{done: make(chan struct{})}
 	}
-	return err
+	r := d.next
+	r.joined++
+	lead := !d.running
+	d.running = true
+	l.mu.Unlock()
+	if lead {
+		l.syncRounds(dir, d)
+	}
+	<-r.done
+	return r.err
+}
+
+// syncRounds runs the round of d that waits, then, if another one gathered
+// meanwhile, hands the next to a goroutine of its own, so that the caller
+// waits for one round, not for everyone's.
+func (l *local) syncRounds(dir string, d *dirSync) {
+	l.mu.Lock()
+	r := d.next
+	d.next = nil
+	l.mu.Unlock()
+	r.err = l.fsyncDir(dir)
+	close(r.done)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d.next == nil {
+		d.running = false
+		delete(l.syncs, dir)
+		return
+	}
+	go l.syncRounds(dir, d)
 }
 
 func (l *local) list(ctx context.Context, prefix string, fn func(Object) error) error {

@@ -15,6 +15,9 @@
 //	-wide-records N  SPILLWAY_BENCH_WIDE_RECORDS  records of the 1,000-partition topic (default 400,000)
 //	-rounds R        SPILLWAY_BENCH_ROUNDS        rounds; each contender's best is shown (default 2)
 //	-workloads LIST                               any of 16p,zstd,1000p (default all)
+//	-base DIR        also run the spillway of another checkout (spillway@base)
+//	-profile DIR     a CPU profile of each Spillway run (internal/bench/spillprof)
+//	-strace DIR      strace -f -c counts of each Spillway and naive run
 //
 // The contenders, each a child process with its own consumer group, started
 // in turn and interleaved across rounds so that the machine's drift falls on
@@ -25,6 +28,7 @@
 //	            to files of the same record count as Spillway's, one fsync per
 //	            file when it is complete
 //	naive-zstd: naive through klauspost's zstd encoder at SpeedFastest
+//	same-zstd:  naive through Spillway's own zstd settings (format.NewCompressor)
 //	spillway:   `spillway run` (jsonl, file://, file.max_records so that every
 //	            file closes by count and nothing waits for file.max_age)
 //
@@ -59,6 +63,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/bench/benchdata"
+	"github.com/spillway/spillway/internal/format"
 )
 
 const (
@@ -79,6 +84,9 @@ func run() int {
 	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 2), "rounds; each contender's best is shown")
 	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p")
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
+	profile := flag.String("profile", "", "write a CPU profile of each Spillway run into this directory (runs internal/bench/spillprof, the same code path, in place of the binary)")
+	base := flag.String("base", "", "also run the spillway built from this directory (another checkout of the module, such as the commit before a change) as the contender spillway@base")
+	straceDir := flag.String("strace", "", "count the syscalls of each Spillway and naive run with strace -c -f into this directory (slows them: read the counts, not the times)")
 	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
 	brokers := flag.String("brokers", "", "internal (-child): the broker")
 	topic := flag.String("topic", "", "internal (-child): the topic")
@@ -86,12 +94,13 @@ func run() int {
 	dir := flag.String("dir", "", "internal (-child naive): where the files go")
 	perFile := flag.Int64("per-file", 0, "internal (-child naive): records per file")
 	useZstd := flag.Bool("zstd", false, "internal (-child naive): compress with zstd")
+	sameZstd := flag.Bool("zstd-as-spillway", false, "internal (-child naive -zstd): Spillway's zstd settings (internal/format.NewCompressor), not klauspost's defaults")
 	flag.Parse()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	if *child != "" {
-		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd); err != nil {
+		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd, *sameZstd); err != nil {
 			fmt.Fprintf(os.Stderr, "userbench -child %s: %v\n", *child, err)
 			return 1
 		}
@@ -118,6 +127,9 @@ func run() int {
 		rounds:      *rounds,
 		want:        want,
 		keep:        *keep,
+		profile:     *profile,
+		strace:      *straceDir,
+		baseDir:     *base,
 	}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "userbench: %v\n", err)
@@ -146,6 +158,9 @@ type bench struct {
 	rounds               int
 	want                 map[string]bool
 	keep                 bool
+	profile, strace      string // directories, or ""
+	baseDir              string // another checkout whose spillway runs too, or ""
+	baseBin              string
 
 	tmp            string
 	spillway, self string
@@ -189,12 +204,30 @@ func (b *bench) run(ctx context.Context) error {
 	bin := filepath.Join(b.tmp, "bin")
 	b.spillway = filepath.Join(bin, "spillway")
 	broker := filepath.Join(bin, "kfakebroker")
+	spillPkg := "github.com/spillway/spillway/cmd/spillway"
+	if b.profile != "" {
+		spillPkg = "github.com/spillway/spillway/internal/bench/spillprof"
+		if err := os.MkdirAll(b.profile, 0o755); err != nil {
+			return err
+		}
+	}
+	if b.strace != "" {
+		if err := os.MkdirAll(b.strace, 0o755); err != nil {
+			return err
+		}
+	}
 	for out, pkg := range map[string]string{
-		b.spillway: "github.com/spillway/spillway/cmd/spillway",
+		b.spillway: spillPkg,
 		broker:     "github.com/spillway/spillway/internal/testkit/kfakebroker",
 	} {
 		if msg, err := exec.CommandContext(ctx, "go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+		}
+	}
+	if b.baseDir != "" {
+		b.baseBin = filepath.Join(bin, "spillway-base")
+		if msg, err := exec.CommandContext(ctx, "go", "build", "-C", b.baseDir, "-o", b.baseBin, "./cmd/spillway").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/spillway in %s: %w\n%s", b.baseDir, err, msg)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "built spillway and kfakebroker in %s\n", time.Since(t0).Round(100*time.Millisecond))
@@ -223,11 +256,14 @@ func (b *bench) run(ctx context.Context) error {
 			cs = append(cs,
 				b.baseline("16p jsonl", "naive", "naive", narrowTopic, b.records, per, false),
 				b.spillwayRun("16p jsonl", narrowTopic, b.records, per, "none"))
+			cs = append(cs, b.baseRun("16p jsonl", narrowTopic, b.records, per, "none")...)
 		}
 		if b.want["zstd"] {
 			cs = append(cs,
 				b.baseline("16p zstd", "naive-zstd", "naive", narrowTopic, b.records, per, true),
+				b.baseline("16p zstd", "same-zstd", "naive", narrowTopic, b.records, per, true, "-zstd-as-spillway"),
 				b.spillwayRun("16p zstd", narrowTopic, b.records, per, "zstd"))
+			cs = append(cs, b.baseRun("16p zstd", narrowTopic, b.records, per, "zstd")...)
 		}
 	}
 	if b.want["1000p"] {
@@ -242,6 +278,7 @@ func (b *bench) run(ctx context.Context) error {
 			b.baseline("1000p jsonl", "raw", "raw", wideTopic, b.wideRecords, per, false),
 			b.baseline("1000p jsonl", "naive", "naive", wideTopic, b.wideRecords, per, false),
 			b.spillwayRun("1000p jsonl", wideTopic, b.wideRecords, per, "none"))
+		cs = append(cs, b.baseRun("1000p jsonl", wideTopic, b.wideRecords, per, "none")...)
 	}
 
 	for r := range b.rounds {
@@ -363,21 +400,43 @@ func (b *bench) ends(ctx context.Context, topic string) (map[int32]int64, error)
 	return out, nil
 }
 
-func (b *bench) baseline(workload, name, mode, topic string, records, perFile int64, useZstd bool) *contender {
+func (b *bench) baseline(workload, name, mode, topic string, records, perFile int64, useZstd bool, extra ...string) *contender {
 	return &contender{workload: workload, name: name, topic: topic, records: records,
 		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
-			return exec.CommandContext(ctx, b.self, "-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
+			args := []string{"-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
 				"-group", group, "-dir", out, "-per-file", strconv.FormatInt(perFile, 10),
-				"-zstd="+strconv.FormatBool(useZstd)), nil
+				"-zstd=" + strconv.FormatBool(useZstd)}
+			args = append(args, extra...)
+			if mode == "naive" {
+				return b.command(ctx, workload+"-"+name, b.self, args...), nil
+			}
+			return exec.CommandContext(ctx, b.self, args...), nil
 		}}
 }
 
+// baseRun is spillwayRun with the -base build, or nothing without one.
+func (b *bench) baseRun(workload, topic string, records, perFile int64, compression string) []*contender {
+	if b.baseBin == "" {
+		return nil
+	}
+	c := b.spillwayRunOf(b.baseBin, "spillway@base", workload, topic, records, perFile, compression)
+	return []*contender{c}
+}
+
 func (b *bench) spillwayRun(workload, topic string, records, perFile int64, compression string) *contender {
-	return &contender{workload: workload, name: "spillway", topic: topic, records: records, stop: true,
+	return b.spillwayRunOf(b.spillway, "spillway", workload, topic, records, perFile, compression)
+}
+
+func (b *bench) spillwayRunOf(bin, name, workload, topic string, records, perFile int64, compression string) *contender {
+	return &contender{workload: workload, name: name, topic: topic, records: records, stop: true,
 		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
 			// The defaults a user gets, but for the file boundaries (by
 			// count, so that nothing waits for max_age) and no admin port
-			// (the machine is shared).
+			// (the machine is shared). When the budget fills with 1,000
+			// files open and nothing uploading, the sink closes the
+			// largest files early (relief): the rest of such a partition
+			// then waits for max_age, the default 5m of which would
+			// outlast the run's patience; 30s shows it as an outlier.
 			cfg := fmt.Sprintf(`kafka:
   brokers: [%q]
   group: %q
@@ -386,6 +445,7 @@ storage:
   url: %q
 file:
   max_records: %d
+  max_age: 30s
 format:
   type: jsonl
   compression: %s
@@ -396,10 +456,27 @@ admin:
 			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 				return nil, err
 			}
-			cmd := exec.CommandContext(ctx, b.spillway, "run", "--config", path)
+			args := []string{"run", "--config", path}
+			if b.profile != "" && bin == b.spillway {
+				args = []string{"-config", path, "-cpuprofile", filepath.Join(b.profile, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(workload, " ", "-"), b.seq))}
+			}
+			cmd := b.command(ctx, workload+"-"+name, bin, args...)
 			cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
 			return cmd, nil
 		}}
+}
+
+// command runs path with args, under strace -c -f when -strace asks for
+// it. It is a process group of its own, so that SIGTERM reaches the traced
+// process as well as strace.
+func (b *bench) command(ctx context.Context, name, path string, args ...string) *exec.Cmd {
+	if b.strace == "" {
+		return exec.CommandContext(ctx, path, args...)
+	}
+	out := filepath.Join(b.strace, fmt.Sprintf("%s-%d.txt", strings.ReplaceAll(name, " ", "-"), b.seq))
+	cmd := exec.CommandContext(ctx, "strace", append([]string{"-f", "-c", "-o", out, "--", path}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
 }
 
 // measure runs c once: from its start until its group's commit equals the
@@ -469,12 +546,15 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 	if !exited {
 		// Spillway runs until told to stop; a baseline exits by itself
 		// once it has committed.
-		if c.stop {
+		if c.stop && cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		} else if c.stop {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 		}
 		select {
 		case err := <-done:
-			if err != nil {
+			// Under strace, the tracer's own end decides the status.
+			if err != nil && b.strace == "" {
 				return result{}, fmt.Errorf("stopping: %w\n%s", err, tail(logPath))
 			}
 		case <-time.After(2 * time.Minute):
@@ -578,6 +658,9 @@ func (b *bench) print(cs []*contender) {
 	_ = w.Flush()
 	if a, z := rates["1000p jsonl/spillway"], rates["16p jsonl/spillway"]; a > 0 && z > 0 {
 		fmt.Printf("\nrecords/s, 1000 vs 16 partitions: spillway %.2f", a/z)
+		if ba, bz := rates["1000p jsonl/spillway@base"], rates["16p jsonl/spillway@base"]; ba > 0 && bz > 0 {
+			fmt.Printf(", spillway@base %.2f", ba/bz)
+		}
 		if ra, rz := rates["1000p jsonl/raw"], rates["16p jsonl/raw"]; ra > 0 && rz > 0 {
 			fmt.Printf(", raw consumer %.2f", ra/rz)
 		}
@@ -593,7 +676,7 @@ func (b *bench) print(cs []*contender) {
 // runChild is a baseline: it consumes topic in group from the start to the
 // end offsets listed when it starts, writes (naive) or discards (raw), and
 // commits what it read once every file is synced.
-func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd bool) error {
+func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd, sameZstd bool) error {
 	if mode != "raw" && mode != "naive" {
 		return fmt.Errorf("unknown mode %q; want raw or naive", mode)
 	}
@@ -648,7 +731,7 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 				for _, r := range p.Records {
 					f := files[p.Partition]
 					if f == nil {
-						if f, err = openNaive(dir, topic, p.Partition, r.Offset, useZstd); err != nil {
+						if f, err = openNaive(dir, topic, p.Partition, r.Offset, useZstd, sameZstd); err != nil {
 							writeErr = cmpOr(writeErr, err)
 							return
 						}
@@ -688,13 +771,13 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 type naiveFile struct {
 	f   *os.File
 	buf *bufio.Writer
-	z   *zstd.Encoder
+	z   io.WriteCloser
 	w   io.Writer
 	n   int64
 	err error
 }
 
-func openNaive(dir, topic string, p int32, offset int64, useZstd bool) (*naiveFile, error) {
+func openNaive(dir, topic string, p int32, offset int64, useZstd, sameZstd bool) (*naiveFile, error) {
 	name := fmt.Sprintf("%s-%d-%d.jsonl", topic, p, offset)
 	if useZstd {
 		name += ".zst"
@@ -706,7 +789,12 @@ func openNaive(dir, topic string, p int32, offset int64, useZstd bool) (*naiveFi
 	nf := &naiveFile{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
 	nf.w = nf.buf
 	if useZstd {
-		if nf.z, err = zstd.NewWriter(nf.buf, zstd.WithEncoderLevel(zstd.SpeedFastest)); err != nil {
+		if sameZstd {
+			nf.z, err = format.NewCompressor("zstd", nf.buf)
+		} else {
+			nf.z, err = zstd.NewWriter(nf.buf, zstd.WithEncoderLevel(zstd.SpeedFastest))
+		}
+		if err != nil {
 			f.Close()
 			return nil, err
 		}

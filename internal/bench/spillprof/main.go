@@ -1,0 +1,52 @@
+// Command spillprof is `spillway run --config FILE` with a CPU profile:
+// the same code path (config.Load, runner.Run with the process's memory
+// limit), written to -cpuprofile when it stops. userbench -profile runs it
+// in place of the spillway binary; cmd/spillway itself has no profiling
+// flag, and a user's binary should not grow one for the benchmark's sake.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/runner"
+)
+
+func main() {
+	path := flag.String("config", "", "config file (YAML)")
+	out := flag.String("cpuprofile", "", "write a CPU profile here")
+	flag.Parse()
+	if err := run(*path, *out); err != nil {
+		fmt.Fprintf(os.Stderr, "spillprof: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(path, out string) error {
+	cfg, err := config.Load(path, os.Environ())
+	if err != nil {
+		return err
+	}
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true, Version: "spillprof"})
+}
