@@ -632,22 +632,38 @@ func (s *Source) Close(ctx context.Context) error {
 func (s *Source) commitLoop(ctx context.Context) {
 	t := time.NewTicker(commitInterval)
 	defer t.Stop()
-	for {
-		wake := s.sink.Durable()
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-t.C:
-		}
+	onDurable(ctx, s.sink.Durable, t.C, func() bool {
 		if err := s.sink.Err(); err != nil {
 			// An idle partition's upload failed: nothing would meet the
 			// error in the poll loop, and the run would idle with it.
 			s.stopWith(err)
-			return
+			return false
 		}
 		if err := s.commit(ctx, nil); err != nil && ctx.Err() == nil {
 			s.log.Warn("offset commit failed; will retry", "err", err)
+		}
+		return true
+	})
+}
+
+// onDurable runs turn when something becomes durable and on each tick,
+// until ctx ends or turn returns false. It takes the next wake-up before
+// a turn reads what is durable, not after: a file that becomes durable
+// while a commit is in flight then wakes the next turn at once, instead
+// of waiting for the tick (the last files of a run waited up to
+// commitInterval to be committed).
+func onDurable(ctx context.Context, durable func() <-chan struct{}, tick <-chan time.Time, turn func() bool) {
+	wake := durable()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick:
+		}
+		wake = durable()
+		if !turn() {
+			return
 		}
 	}
 }
