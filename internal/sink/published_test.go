@@ -116,7 +116,7 @@ func TestPublishedNotOnFailure(t *testing.T) {
 	id := ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
 	entry1 := ledger.New(nil, "").EntryKey(id, 1) // the second file's
 	for name, fails := range map[string]func(string) bool{
-		"data file": func(k string) bool { return k == key("t", 0, 100) },
+		"data file":    func(k string) bool { return k == key("t", 0, 100) },
 		"ledger entry": func(k string) bool { return k == entry1 },
 	} {
 		refuse := errors.New("storage refused the " + name)
