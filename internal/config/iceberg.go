@@ -197,10 +197,13 @@ func (c *Config) icebergLayout() (rel, template string, err error) {
 	return rel, naming.IcebergTemplate(rel, pp, c.File.NameTemplate), nil
 }
 
-// applyIcebergLayout makes file.name_template the table's layout when a
+// ApplyIcebergLayout makes file.name_template the table's layout when a
 // table is named and the layout holds, so that run, verify and config
 // check all see where the files go; checkIceberg reports it otherwise.
-func (c *Config) applyIcebergLayout() {
+// Load applies it; a Config built in code (the demo's) calls it once its
+// storage, file and iceberg keys are set. Applying it again changes
+// nothing.
+func (c *Config) ApplyIcebergLayout() {
 	if !c.Iceberg.Enabled() {
 		return
 	}

@@ -150,7 +150,7 @@ func (c *Config) normalize() {
 			c.Backpressure.SpoolDir = abs
 		}
 	}
-	c.applyIcebergLayout()
+	c.ApplyIcebergLayout()
 }
 
 // resolveFileURL turns a relative local directory, file:out or file:./out,
