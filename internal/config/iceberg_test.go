@@ -33,6 +33,8 @@ func TestIcebergRejects(t *testing.T) {
 			[]string{`iceberg.catalog.uri: must be the REST catalog's http:// or https:// URL, such as http://127.0.0.1:8181`}},
 		{"a token for the SQL catalog, never shown", "format: {type: parquet}\niceberg: {table: kafka.events, catalog: {token: s3cr3t}}\n", nil,
 			[]string{`iceberg.catalog.token: is set but iceberg.catalog.type is sql, which takes none; remove it, or use type rest`}},
+		{"a REST URL with a password", "format: {type: parquet}\niceberg: {table: kafka.events, catalog: {type: rest, uri: \"https://u:s3cr3t@catalog:8181\"}}\n", nil,
+			[]string{`iceberg.catalog.uri: must not carry credentials; set iceberg.catalog.credential or iceberg.catalog.token instead`}},
 		{"unknown transform", "format: {type: parquet}\niceberg: {table: kafka.events, partition_by: [\"bucket(16, key)\"]}\n", nil,
 			[]string{`iceberg.partition_by: "bucket(16,key)" transform "bucket(16,key)" can't be laid out yet; use partition, year(timestamp), month(timestamp), day(timestamp), hour(timestamp)`}},
 		{"commit interval", "format: {type: parquet}\niceberg: {table: kafka.events, commit_interval: 0s}\n", nil,
@@ -172,5 +174,22 @@ iceberg:
 	want.Iceberg.Catalog.Credential = "REDACTED"
 	if !reflect.DeepEqual(back, &want) {
 		t.Errorf("round trip:\n got %+v\nwant %+v\nYAML:\n%s", back, &want, out)
+	}
+}
+
+// TestIcebergCatalogDSNRedacted: config check shows a SQL catalog's
+// database DSN without its password.
+func TestIcebergCatalogDSNRedacted(t *testing.T) {
+	t.Parallel()
+	c, err := LoadBytes([]byte("format: {type: parquet}\niceberg: {table: kafka.events, catalog: {uri: \"postgres://spill:s3cr3t@db:5432/catalog\"}}\n"), baseEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "s3cr3t") || !strings.Contains(string(out), "db:5432/catalog") {
+		t.Errorf("config check shows the catalog's DSN as:\n%s", out)
 	}
 }
