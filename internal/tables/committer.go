@@ -55,6 +55,11 @@ type Committer struct {
 
 	mu    sync.Mutex
 	parts map[offsets.TopicPartition]*part
+	// dropped are partitions no longer owned here whose files, caught up
+	// and published, wait for a commit: a graceful stop or a rebalance
+	// revokes after the sink stored them, and they still belong in the
+	// table. Committed, they go.
+	dropped []*part
 	// catchups are the partitions assigned and not yet caught up.
 	catchups []*part
 	err      error // the first permanent error
@@ -130,7 +135,7 @@ func (p *part) add(es []ledger.Entry) {
 
 func (c *Committer) pendingLocked() int64 {
 	var n int64
-	for _, p := range c.parts {
+	for _, p := range c.waiting() {
 		if p.ready {
 			for _, e := range p.pending {
 				n += e.File.Bytes
@@ -151,14 +156,32 @@ func (c *Committer) Assigned(tp offsets.TopicPartition, id ledger.Identity) {
 	c.poke()
 }
 
-// Dropped forgets partitions no longer owned here: their next owner
-// catches up from the ledger.
+// Dropped forgets partitions no longer owned here: no more of their files
+// come, and their next owner catches up from the ledger. The files already
+// waiting are still committed (a graceful stop revokes every partition
+// before the last commit): in ledger order after what the table holds of
+// the partition, as the new owner's catch-up commits them, so whichever
+// commits first, the other's copy is skipped. A partition not caught up
+// yet leaves its files to the new owner.
 func (c *Committer) Dropped(tps map[offsets.TopicPartition]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for tp := range tps {
+		if p := c.parts[tp]; p != nil && p.ready && len(p.pending) > 0 {
+			c.dropped = append(c.dropped, p)
+		}
 		delete(c.parts, tp)
 	}
+}
+
+// waiting are the partitions whose files may be committed: the assigned
+// ones and the dropped ones. c.mu held.
+func (c *Committer) waiting() []*part {
+	out := make([]*part, 0, len(c.parts)+len(c.dropped))
+	for _, p := range c.parts {
+		out = append(out, p)
+	}
+	return append(out, c.dropped...)
 }
 
 // Err is the first permanent error, which stops the run.
@@ -229,7 +252,7 @@ func (c *Committer) nextDue() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	wait := c.o.Interval
-	for _, p := range c.parts {
+	for _, p := range c.waiting() {
 		if p.ready && len(p.pending) > 0 {
 			wait = min(wait, max(time.Until(p.since.Add(c.o.Interval)), 0))
 		}
@@ -372,7 +395,7 @@ func (c *Committer) commit(ctx context.Context, force bool) error {
 	c.mu.Lock()
 	all := force || (c.o.MaxPendingBytes > 0 && c.pendingLocked() >= c.o.MaxPendingBytes)
 	batches := map[string]*batch{}
-	for _, p := range c.parts {
+	for _, p := range c.waiting() {
 		if !p.ready || len(p.pending) == 0 || (!all && time.Since(p.since) < c.o.Interval) {
 			continue
 		}
@@ -409,6 +432,7 @@ func (c *Committer) commit(ctx context.Context, force bool) error {
 				p.since = time.Now()
 			}
 		}
+		c.dropped = slices.DeleteFunc(c.dropped, func(p *part) bool { return len(p.pending) == 0 })
 		c.mu.Unlock()
 		c.log.Debug("iceberg: committed", "table", name, "files", len(b.files))
 	}

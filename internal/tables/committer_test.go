@@ -380,3 +380,40 @@ func TestWrongLocationRefused(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestDroppedFilesStillCommitted: a graceful stop revokes every partition
+// (the sink stored their files first) before the last commit, which still
+// holds their files; a partition dropped before its catch-up leaves its
+// files to the next owner.
+func TestDroppedFilesStillCommitted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m, l := newMemTable(), newTestLedger(t)
+	c := newTestCommitter(t, m, l, Options{})
+	c.Assigned(tp0(), l.id)
+	if err := c.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := l.add(t, [2]int64{0, 10})
+	c.Published(tp0(), e)
+	c.Dropped(map[offsets.TopicPartition]bool{tp0(): true})
+	c.Published(tp0(), l.add(t, [2]int64{10, 20})) // no longer owned: not queued
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.locations(); !slices.Equal(got, keys(e)) {
+		t.Errorf("table holds %v, want %v", got, keys(e))
+	}
+
+	m2 := newMemTable()
+	c2 := newTestCommitter(t, m2, l, Options{})
+	c2.Assigned(tp0(), l.id)
+	c2.Published(tp0(), e)
+	c2.Dropped(map[offsets.TopicPartition]bool{tp0(): true})
+	if err := c2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.locations(); len(got) != 0 {
+		t.Errorf("a partition dropped before its catch-up committed %v", got)
+	}
+}
