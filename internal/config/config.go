@@ -27,6 +27,7 @@ type Config struct {
 	SchemaRegistry registry.Options `koanf:"schema_registry"`
 	Backpressure   Backpressure     `koanf:"backpressure"`
 	Errors         Errors           `koanf:"errors"`
+	Iceberg        Iceberg          `koanf:"iceberg"`
 	Admin          admin.Options    `koanf:"admin"`
 	Log            Log              `koanf:"log"`
 	Shutdown       Shutdown         `koanf:"shutdown"`

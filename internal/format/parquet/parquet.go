@@ -138,7 +138,8 @@ func parquetCodec(kind string) (pqcompress.Codec, error) {
 	return nil, fmt.Errorf("format.compression %q is unknown; valid: none, gzip, zstd, snappy", kind)
 }
 
-// parquetSchema is the envelope as a Parquet schema; see parquetEncoder.
+// parquetSchema is the envelope as a Parquet schema, with the fixed
+// Iceberg field ids of its columns (see envelopeIDs); see parquetEncoder.
 func parquetSchema(env format.Envelope) *parquet.Schema {
 	blob := parquet.Leaf(parquet.ByteArrayType)
 	if env.Text {
@@ -155,9 +156,13 @@ func parquetSchema(env format.Envelope) *parquet.Schema {
 		case format.FieldTimestamp:
 			n = parquet.TimestampAdjusted(parquet.Millisecond, true)
 		case format.FieldHeaders:
-			n = parquet.List(parquet.Group{"key": parquet.String(), "value": parquet.Optional(blob)})
+			n = parquet.List(envelopeID(parquet.Group{
+				"key":   envelopeID(parquet.String(), "headers.element.key"),
+				"value": envelopeID(parquet.Optional(blob), "headers.element.value"),
+			}, "headers.element"))
 		}
-		root = append(root, namedNode{Node: n, name: format.FieldNames[f]})
+		name := format.FieldNames[f]
+		root = append(root, namedNode{Node: envelopeID(n, name), name: name})
 	}
 	return parquet.NewSchema(format.EnvelopeName, root)
 }
