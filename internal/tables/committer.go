@@ -310,14 +310,10 @@ func (c *Committer) table(ctx context.Context, name string) (Table, error) {
 // catchUp queues, for each partition assigned since, the ledger entries
 // past what its table holds, in ledger order and before the sink's.
 //
-// The table holds a prefix of the partition's ledger, and Next is the End
-// of its last file. Ends grow with the ledger order but may repeat (a file
-// of an interleaved partition that leaves its lowest offset to an open
-// file): entries whose End is below Next are held, entries whose End is
-// past it are not, and those whose End equals it may be either; they are
-// queued too, and Commit skips those held. The ledger is read backwards
-// from its last entry, so a catch-up reads the entries the table lacks,
-// and one more.
+// The table holds a prefix of the partition's ledger, and Held is the
+// seq of its last file: the entries after it are queued. The ledger is
+// read backwards from its last entry, so a catch-up reads the entries the
+// table lacks, and one more.
 func (c *Committer) catchUp(ctx context.Context) error {
 	for {
 		c.mu.Lock()
@@ -351,18 +347,18 @@ func (c *Committer) missing(ctx context.Context, p *part) ([]ledger.Entry, error
 	if err != nil {
 		return nil, err
 	}
-	next, err := t.Next(ctx, p.tp.Topic)
+	seqs, err := t.Held(ctx, p.tp.Topic)
 	if err != nil {
 		return nil, err
 	}
-	held, any := next[p.tp.Partition]
+	held, any := seqs[p.tp.Partition]
 	e, err := c.led.Last(ctx, p.id)
 	if err != nil {
 		return nil, err
 	}
 	var out []ledger.Entry
 	for e != nil {
-		if any && e.After().Next < held {
+		if any && e.Seq <= held {
 			break
 		}
 		if e.HasFile() {

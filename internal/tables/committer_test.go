@@ -28,8 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // the merge use the real one.
 type memTable struct {
 	mu      sync.Mutex
-	files   []File          // in commit order
-	held    map[string]bool // by Location
+	files   []File // in commit order
 	next    map[string]map[int32]int64
 	commits int
 	// fail, when set, is asked before each commit: an error fails it,
@@ -39,10 +38,10 @@ type memTable struct {
 }
 
 func newMemTable() *memTable {
-	return &memTable{held: map[string]bool{}, next: map[string]map[int32]int64{}}
+	return &memTable{next: map[string]map[int32]int64{}}
 }
 
-func (m *memTable) Next(_ context.Context, topic string) (map[int32]int64, error) {
+func (m *memTable) Held(_ context.Context, topic string) (map[int32]int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[int32]int64{}
@@ -65,18 +64,16 @@ func (m *memTable) Commit(_ context.Context, files []File) error {
 		return err
 	}
 	for _, f := range files {
-		if m.held[f.Location] {
+		// Held by ledger seq, as package iceberg's table decides; a file
+		// held twice would show in files.
+		if n, ok := m.next[f.Topic][f.Partition]; ok && f.Seq <= n {
 			continue
 		}
-		if n, ok := m.next[f.Topic][f.Partition]; ok && f.End < n {
-			return fmt.Errorf("memTable: %s ends at %d, below partition %d's %d: files out of ledger order: %w", f.Location, f.End, f.Partition, n, ErrPermanent)
-		}
-		m.held[f.Location] = true
 		m.files = append(m.files, f)
 		if m.next[f.Topic] == nil {
 			m.next[f.Topic] = map[int32]int64{}
 		}
-		m.next[f.Topic][f.Partition] = f.End
+		m.next[f.Topic][f.Partition] = f.Seq
 	}
 	if m.done != nil {
 		m.done <- m.commits

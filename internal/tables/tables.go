@@ -12,8 +12,7 @@
 // table's snapshot holds (Table.Next) are committed before any newer file.
 // Since a partition's files enter the table in ledger order only, the
 // table always holds a prefix of each partition's ledger, and Next says
-// where that prefix ends (see File for the offsets, and CatchUp for the
-// one ambiguity, which Commit's skipping of files already held resolves).
+// where that prefix ends: the ledger seq of its last file.
 // So a crash anywhere (after a file's upload and before its commit,
 // during a commit, after a commit and before the Kafka offset commit)
 // ends, at the next assignment, with every stored file in the table once.
@@ -33,27 +32,28 @@ import (
 // file, in ledger order (the entry's Before.Next and After().Next), not
 // the file's lowest and highest offset: a partition split by time (one
 // open file per day) interleaves its files' offsets, and only these
-// bounds grow with the ledger order, so that a table's Next (the End of
-// its partition's last file committed) tells which entries it holds. The
-// files of one partition thus tile its offsets: [First, End) of each
-// follows the last, but for offsets passed without storing them (gaps in
-// the ledger). The file's exact offsets are in its ledger entry.
+// bounds grow with the ledger order. They may repeat (consecutive files
+// with one End), so which files a table holds is told by Seq, the
+// entry's ledger sequence number. The file's exact offsets are in its
+// ledger entry.
 type File struct {
 	Location       string // full URI
 	Topic          string
 	Partition      int32
 	First, End     int64
+	Seq            int64
 	Records, Bytes int64
 }
 
 // Table is one Iceberg table, as the Committer uses it.
 type Table interface {
-	// Next returns, per partition of topic, the End of the last file the
-	// current snapshot holds; a partition it holds nothing of is absent.
-	Next(ctx context.Context, topic string) (map[int32]int64, error)
-	// Commit adds files in one snapshot, skipping those (by Location)
-	// the table holds already, and records in the snapshot's summary what
-	// it makes visible. It retries conflicts itself. An error wrapping
+	// Held returns, per partition of topic, the ledger seq of the last
+	// file the current snapshot holds; a partition it holds nothing of is
+	// absent.
+	Held(ctx context.Context, topic string) (map[int32]int64, error)
+	// Commit adds files in one snapshot, skipping those (by Seq) the
+	// table holds already, and records in the snapshot's summary what it
+	// makes visible. It retries conflicts itself. An error wrapping
 	// ErrPermanent can't pass by retrying; any other may.
 	Commit(ctx context.Context, files []File) error
 }
@@ -84,6 +84,6 @@ func TableName(table, topic string) string { return strings.ReplaceAll(table, "{
 func fileOf(base string, e *ledger.Entry) File {
 	return File{
 		Location: base + e.File.Key, Topic: e.Topic, Partition: e.Partition,
-		First: e.Before.Next, End: e.After().Next, Records: e.File.Records, Bytes: e.File.Bytes,
+		First: e.Before.Next, End: e.After().Next, Seq: e.Seq, Records: e.File.Records, Bytes: e.File.Bytes,
 	}
 }
