@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -27,7 +28,7 @@ type Config struct {
 	SchemaRegistry registry.Options `koanf:"schema_registry"`
 	Backpressure   Backpressure     `koanf:"backpressure"`
 	Errors         Errors           `koanf:"errors"`
-	Iceberg        Iceberg          `koanf:"iceberg"`
+	Iceberg        iceberg.Options  `koanf:"iceberg"`
 	Admin          admin.Options    `koanf:"admin"`
 	Log            Log              `koanf:"log"`
 	Shutdown       Shutdown         `koanf:"shutdown"`

@@ -5,66 +5,22 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
 )
 
-// Iceberg is the iceberg section: commit the data files to Apache Iceberg
-// tables (docs/iceberg-wiring.md). It stands in for package iceberg's
-// Options, which brings the catalogs and validates the catalog's keys
-// itself; the keys and defaults are the same. The checks here are the
-// section's own, minimal ones; those that involve other sections are
-// Config.checkIceberg's, and stay when the type is replaced.
-type Iceberg struct {
-	// Table is "namespace.table"; the table part may use {{topic}}, one
-	// table per topic. "" writes plain files.
-	Table          string         `koanf:"table"`
-	Catalog        IcebergCatalog `koanf:"catalog"`
-	PartitionBy    []string       `koanf:"partition_by"`
-	CommitInterval time.Duration  `koanf:"commit_interval"`
-	AutoCreate     bool           `koanf:"auto_create"`
-	EvolveSchema   bool           `koanf:"evolve_schema"`
-}
+// The iceberg section is package iceberg's Options (its keys, defaults
+// and validation, which names the keys); what it asks of the other
+// sections is checkIceberg's.
 
-// IcebergCatalog is where the tables are recorded.
-type IcebergCatalog struct {
-	Type      string `koanf:"type"` // sql | rest | glue
-	URI       string `koanf:"uri"`
-	Warehouse string `koanf:"warehouse"` // "" = storage.url + storage.prefix
-	// Credential is a REST catalog's OAuth2 client credential
-	// ("id:secret"), Token its bearer token. Both are secrets.
-	Credential string            `koanf:"credential"`
-	Token      string            `koanf:"token"`
-	TLS        IcebergCatalogTLS `koanf:"tls"`
-}
+// icebergSecrets are redacted everywhere (keys.go's secretKeys).
+var icebergSecrets = []string{"iceberg.catalog.credential", "iceberg.catalog.token"}
 
-// IcebergCatalogTLS is the REST catalog's TLS: the CA to trust instead of
-// the system's.
-type IcebergCatalogTLS struct {
-	CAFile string `koanf:"ca_file"`
-}
-
-var (
-	catalogTypes = []string{"sql", "rest", "glue"}
-	// icebergSecrets are redacted everywhere (keys.go's secretKeys).
-	icebergSecrets = []string{"iceberg.catalog.credential", "iceberg.catalog.token"}
-)
-
-// defaultIceberg is the section's defaults: off, with the embedded SQL
-// catalog ready when a table is named.
-func defaultIceberg() Iceberg {
-	return Iceberg{Catalog: IcebergCatalog{Type: "sql"}, CommitInterval: time.Minute, AutoCreate: true, EvolveSchema: true}
-}
-
-// Enabled reports whether a table is named.
-func (o *Iceberg) Enabled() bool { return o.Table != "" }
-
-// Normalize puts enumerated values in canonical form.
-func (o *Iceberg) Normalize() {
+// normalizeIceberg puts enumerated values in canonical form.
+func (c *Config) normalizeIceberg() {
+	o := &c.Iceberg
 	o.Table = strings.TrimSpace(o.Table)
-	o.Catalog.Type = keycheck.Canon(o.Catalog.Type, catalogTypes)
+	o.Normalize()
 	for i, t := range o.PartitionBy {
 		o.PartitionBy[i] = naming.CanonTransform(t)
 	}
@@ -86,84 +42,6 @@ func SplitTable(name string) (ns, table string, ok bool) {
 	return name[:j], name[j+1:], true
 }
 
-// tablePart is what a namespace or table name may hold; {{topic}} is
-// checked apart.
-func tablePart(s string) bool {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// Validate reports the section's own problems as a *keycheck.Error, or nil.
-// Nothing but stray keys is checked while iceberg.table is empty.
-func (o *Iceberg) Validate() error {
-	var ps keycheck.List
-	if !o.Enabled() {
-		if len(o.PartitionBy) > 0 {
-			ps.Add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "is set but iceberg.table is empty; name the table, such as kafka.events, or remove it")
-		}
-		return ps.Err()
-	}
-	ns, table, ok := SplitTable(o.Table)
-	rest := strings.ReplaceAll(table, "{{topic}}", "x")
-	v := strings.Index(o.Table, "{{")
-	switch {
-	case v >= 0 && v < strings.LastIndex(o.Table, "."):
-		ps.Add("iceberg.table", o.Table, "uses a variable in the namespace; only the table part, after the last '.', may use {{topic}}, such as kafka.{{topic}}")
-	case !ok:
-		ps.Add("iceberg.table", o.Table, "must be \"namespace.table\", such as kafka.events or kafka.{{topic}}")
-	case strings.Contains(rest, "{{") || strings.Contains(rest, "}}"):
-		ps.Add("iceberg.table", o.Table, "uses a variable other than {{topic}}; only {{topic}} is known")
-	case !tablePart(ns) || !tablePart(rest) || strings.Contains(rest, "."):
-		ps.Add("iceberg.table", o.Table, "may hold only letters, digits, '_' and '-' (and '.' between namespace levels), and {{topic}} in the table part")
-	}
-	ps.OneOf("iceberg.catalog.type", o.Catalog.Type, catalogTypes)
-	c := o.Catalog
-	switch c.Type {
-	case "rest":
-		if u, err := url.Parse(c.URI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			ps.Add("iceberg.catalog.uri", redactedURI(c.URI), "must be the REST catalog's http:// or https:// URL, such as http://127.0.0.1:8181")
-		} else if u.User != nil {
-			ps.Add("iceberg.catalog.uri", "", "must not carry credentials; set iceberg.catalog.credential or iceberg.catalog.token instead")
-		}
-		if c.Credential != "" && c.Token != "" {
-			ps.Add("iceberg.catalog.token", "", "is set as well as iceberg.catalog.credential; set one of the two")
-		}
-	case "sql", "glue":
-		for _, k := range []struct{ key, v string }{{"iceberg.catalog.credential", c.Credential}, {"iceberg.catalog.token", c.Token}} {
-			if k.v != "" {
-				ps.Add(k.key, "", "is set but iceberg.catalog.type is %s, which takes none; remove it, or use type rest", c.Type)
-			}
-		}
-		if c.TLS.CAFile != "" {
-			ps.Add("iceberg.catalog.tls.ca_file", c.TLS.CAFile, "is set but iceberg.catalog.type is %s; TLS is the rest catalog's", c.Type)
-		}
-	}
-	for _, t := range o.PartitionBy {
-		if _, err := naming.IcebergPartitionPath([]string{t}); err != nil {
-			ps.Add("iceberg.partition_by", t, "%v", err)
-		}
-	}
-	if _, err := naming.IcebergPartitionPath(o.PartitionBy); err != nil && len(ps) == 0 {
-		ps.Add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "%v", err)
-	}
-	if o.CommitInterval < time.Second || o.CommitInterval > 24*time.Hour {
-		ps.Add("iceberg.commit_interval", o.CommitInterval.String(), "is out of range; use a duration from 1s to 24h, such as 1m")
-	}
-	return ps.Err()
-}
-
-// redactedURI is uri with any credential in it hidden.
-func redactedURI(uri string) string {
-	if u, err := url.Parse(uri); err == nil && u.User != nil {
-		return ""
-	}
-	return uri
-}
-
 // Warehouse is iceberg.catalog.warehouse, or its default: storage.url
 // with storage.prefix (its query, such as s3's region, left out).
 func (c *Config) Warehouse() string {
@@ -176,6 +54,19 @@ func (c *Config) Warehouse() string {
 	}
 	u.RawQuery = ""
 	return strings.TrimSuffix(u.String(), "/") + "/" + c.Storage.Prefix
+}
+
+// IcebergWarehouse is the default warehouse package iceberg opens the
+// catalog with: storage.url with storage.prefix appended to its path, its
+// query (an s3 endpoint or region, which iceberg's FileIO takes) kept.
+func (c *Config) IcebergWarehouse() string {
+	u, err := url.Parse(c.Storage.URL)
+	if err != nil || (u.Scheme == "" && u.Host == "") {
+		return strings.TrimSuffix(c.Storage.URL, "/") + "/" + c.Storage.Prefix
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + c.Storage.Prefix
+	u.RawPath = ""
+	return u.String()
 }
 
 // icebergLayout is the table's location under storage.prefix and the
@@ -219,6 +110,12 @@ func (c *Config) checkIceberg(ps *problems) {
 	if !o.Enabled() {
 		return
 	}
+	if slices.Contains(o.PartitionBy, "partition") {
+		ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "partitions by partition, but the files have no partition column (the envelope holds key, value, offset, timestamp and headers); each file already holds one Kafka partition, so drop it, or use day(timestamp) or hour(timestamp)")
+	}
+	if _, err := naming.IcebergPartitionPath(o.PartitionBy); err != nil && len(*ps) == 0 {
+		ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "%v", err)
+	}
 	if c.Format.Type != "parquet" {
 		ps.add("format.type", c.Format.Type, "must be parquet when iceberg.table is set: Iceberg tables hold Parquet files here; set format.type: parquet")
 	}
@@ -242,5 +139,10 @@ func (c *Config) checkIceberg(ps *problems) {
 	}
 	if _, _, err := c.icebergLayout(); err != nil && len(*ps) == 0 {
 		ps.add("iceberg.catalog.warehouse", c.Iceberg.Catalog.Warehouse, "puts the table outside where Spillway writes: %v; leave it empty (storage.url + storage.prefix) or set one under them, or change storage.prefix", err)
+	}
+	if len(*ps) == 0 {
+		// What opening the catalog would refuse (a SQLite file in
+		// object storage), so that config check says it too.
+		ps.absorb("iceberg", o.CheckWarehouse(c.IcebergWarehouse()))
 	}
 }

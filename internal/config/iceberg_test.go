@@ -22,25 +22,29 @@ func TestIcebergRejects(t *testing.T) {
 		lines      []string
 	}{
 		{"table without a namespace", "format: {type: parquet}\niceberg: {table: events}\n", nil,
-			[]string{`iceberg.table: "events" must be "namespace.table", such as kafka.events or kafka.{{topic}}`}},
+			[]string{`iceberg.table: "events" has no namespace; use namespace.table, such as kafka.events or kafka.{{topic}}`}},
 		{"topic in the namespace", "format: {type: parquet}\niceberg: {table: \"{{topic}}.events\"}\n", nil,
 			[]string{`iceberg.table: "{{topic}}.events" uses a variable in the namespace; only the table part, after the last '.', may use {{topic}}, such as kafka.{{topic}}`}},
 		{"unknown variable", "format: {type: parquet}\niceberg: {table: \"kafka.{{partition}}\"}\n", nil,
-			[]string{`iceberg.table: "kafka.{{partition}}" uses a variable other than {{topic}}; only {{topic}} is known`}},
+			[]string{`iceberg.table: "kafka.{{partition}}" has an empty or invalid part "{{partition}}" (letters, digits, _ and - only); use namespace.table, such as kafka.events or kafka.{{topic}}`}},
 		{"catalog type", "format: {type: parquet}\niceberg: {table: kafka.events, catalog: {type: hive}}\n", nil,
 			[]string{`iceberg.catalog.type: "hive" is not valid; use sql, rest or glue`}},
 		{"rest without a URL", "format: {type: parquet}\niceberg: {table: kafka.events, catalog: {type: rest}}\n", nil,
-			[]string{`iceberg.catalog.uri: must be the REST catalog's http:// or https:// URL, such as http://127.0.0.1:8181`}},
+			[]string{`iceberg.catalog.uri: is required with iceberg.catalog.type rest; give the catalog's URL, such as https://catalog.example.com/api/catalog`}},
 		{"a token for the SQL catalog, never shown", "format: {type: parquet}\niceberg: {table: kafka.events, catalog: {token: s3cr3t}}\n", nil,
-			[]string{`iceberg.catalog.token: is set but iceberg.catalog.type is sql, which takes none; remove it, or use type rest`}},
+			[]string{`iceberg.catalog.token: is set but iceberg.catalog.type is sql; it is for a rest catalog`}},
 		{"a REST URL with a password", "format: {type: parquet}\niceberg: {table: kafka.events, catalog: {type: rest, uri: \"https://u:s3cr3t@catalog:8181\"}}\n", nil,
 			[]string{`iceberg.catalog.uri: must not carry credentials; set iceberg.catalog.credential or iceberg.catalog.token instead`}},
 		{"unknown transform", "format: {type: parquet}\niceberg: {table: kafka.events, partition_by: [\"bucket(16, key)\"]}\n", nil,
-			[]string{`iceberg.partition_by: "bucket(16,key)" transform "bucket(16,key)" can't be laid out yet; use partition, year(timestamp), month(timestamp), day(timestamp), hour(timestamp)`}},
+			[]string{`iceberg.partition_by[0]: "bucket(16,key)" bucket is not supported: Spillway registers the files it wrote, and a file's partition value must follow from its column bounds; use a column, day(col), hour(col), month(col) or year(col)`}},
 		{"commit interval", "format: {type: parquet}\niceberg: {table: kafka.events, commit_interval: 0s}\n", nil,
-			[]string{`iceberg.commit_interval: "0s" is out of range; use a duration from 1s to 24h, such as 1m`}},
+			[]string{`iceberg.commit_interval: "0s" must be positive; use a duration such as 1m`}},
 		{"partition_by without a table", "iceberg: {partition_by: [partition]}\n", nil,
-			[]string{`iceberg.partition_by: "partition" is set but iceberg.table is empty; name the table, such as kafka.events, or remove it`}},
+			[]string{`iceberg.partition_by: "partition" is set but iceberg.table is empty; set iceberg.table, such as kafka.{{topic}}`}},
+		{"partition by partition", "format: {type: parquet}\niceberg: {table: kafka.events, partition_by: [partition]}\n", nil,
+			[]string{`iceberg.partition_by: "partition" partitions by partition, but the files have no partition column (the envelope holds key, value, offset, timestamp and headers); each file already holds one Kafka partition, so drop it, or use day(timestamp) or hour(timestamp)`}},
+		{"a SQLite catalog in object storage", "format: {type: parquet}\nstorage: {url: \"s3://bucket?region=eu-west-1\", prefix: raw/}\niceberg: {table: kafka.events}\n", topicsEnv,
+			[]string{`iceberg.catalog.uri: is required when the warehouse (s3://bucket/raw/?region=eu-west-1) is not a local directory: a SQLite file can't live in object storage; give a local path, such as /var/lib/spillway/catalog.db`}},
 		{"not parquet", "iceberg: {table: kafka.events}\n", nil,
 			[]string{`format.type: "jsonl" must be parquet when iceberg.table is set: Iceberg tables hold Parquet files here; set format.type: parquet`}},
 		{"day partitions on the wall clock, in Berlin", "format: {type: parquet}\nfile: {timezone: Europe/Berlin}\niceberg: {table: kafka.events, partition_by: [\"day(timestamp)\"]}\n", nil, []string{
@@ -88,13 +92,12 @@ func TestIcebergLayout(t *testing.T) {
 		wantKey                               string
 	}{
 		{"[]", "", "", "kafka.events", "kafka.db/events/data/orders-3-42.parquet"},
-		{"[partition]", "", "", "kafka.events", "kafka.db/events/data/partition=3/orders-3-42.parquet"},
 		{"[\"day(timestamp)\"]", "", "", "kafka.events", "kafka.db/events/data/timestamp_day=2026-12-05/orders-3-42.parquet"},
 		{"[\"hour(timestamp)\"]", "", "", "kafka.events", "kafka.db/events/data/timestamp_hour=2026-12-05-13/orders-3-42.parquet"},
-		{"[\"month(timestamp)\", partition]", "", "", "kafka.events", "kafka.db/events/data/timestamp_month=2026-12/partition=3/orders-3-42.parquet"},
+		{"[\"month(timestamp)\"]", "", "", "kafka.events", "kafka.db/events/data/timestamp_month=2026-12/orders-3-42.parquet"},
 		{"[\"year(timestamp)\"]", "", "", "kafka.events", "kafka.db/events/data/timestamp_year=2026/orders-3-42.parquet"},
-		{"[\"day(timestamp)\", partition]", "lake/", "", "kafka.{{topic}}", "lake/kafka.db/orders/data/timestamp_day=2026-12-05/partition=3/orders-3-42.parquet"},
-		{"[partition]", "lake/", "file:///tmp/spillway-out/lake/wh", "a.b.t", "lake/wh/a.b.db/t/data/partition=3/orders-3-42.parquet"},
+		{"[\"day(timestamp)\"]", "lake/", "", "kafka.{{topic}}", "lake/kafka.db/orders/data/timestamp_day=2026-12-05/orders-3-42.parquet"},
+		{"[]", "lake/", "file:///tmp/spillway-out/lake/wh", "a.b.t", "lake/wh/a.b.db/t/data/orders-3-42.parquet"},
 	}
 	for _, tt := range tests {
 		yaml := "format: {type: parquet}\nfile: {timestamp_source: event}\nstorage: {prefix: \"" + tt.prefix + "\"}\niceberg: {table: \"" + tt.table + "\", partition_by: " + tt.partitionBy + ", catalog: {warehouse: \"" + tt.warehouse + "\"}}\n"
@@ -140,8 +143,8 @@ storage: {url: "s3://bucket?region=eu-west-1", prefix: raw/}
 file: {timestamp_source: event}
 iceberg:
   table: "lake.{{topic}}"
-  catalog: {type: rest, uri: "https://catalog:8181", warehouse: "s3://bucket/raw/wh", credential: "id:s3cr3t", tls: {ca_file: "` + ca + `"}}
-  partition_by: ["Day(timestamp)", partition]
+  catalog: {type: rest, uri: "https://catalog:8181", warehouse: "s3://bucket/raw/wh", credential: "id:s3cr3t", tls: {ca_file: "` + ca + `", cert_file: "` + ca + `", key_file: "` + ca + `"}, properties: [s3.path-style-access=true, s3.secret-access-key=s3cr3t]}
+  partition_by: ["Day(timestamp)"]
   commit_interval: 30s
   auto_create: false
   evolve_schema: false
@@ -156,7 +159,7 @@ iceberg:
 			t.Errorf("%s keeps its default; change it so the round trip tests it", s.key)
 		}
 	}
-	if want := "wh/lake.db/{{topic}}/data/timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/partition={{partition}}/{{topic}}-{{partition}}-{{start_offset}}"; c.File.NameTemplate != want {
+	if want := "wh/lake.db/{{topic}}/data/timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/{{topic}}-{{partition}}-{{start_offset}}"; c.File.NameTemplate != want {
 		t.Errorf("file.name_template %s, want %s", c.File.NameTemplate, want)
 	}
 	out, err := c.YAML()
@@ -172,24 +175,18 @@ iceberg:
 	}
 	want := *c
 	want.Iceberg.Catalog.Credential = "REDACTED"
+	want.Iceberg.Catalog.Properties = []string{"s3.path-style-access=true", "s3.secret-access-key=REDACTED"}
 	if !reflect.DeepEqual(back, &want) {
 		t.Errorf("round trip:\n got %+v\nwant %+v\nYAML:\n%s", back, &want, out)
 	}
 }
 
-// TestIcebergCatalogDSNRedacted: config check shows a SQL catalog's
-// database DSN without its password.
+// TestIcebergCatalogDSNRedacted: a database DSN, which the sql catalog
+// does not take (it is a SQLite file), is refused without its password.
 func TestIcebergCatalogDSNRedacted(t *testing.T) {
 	t.Parallel()
-	c, err := LoadBytes([]byte("format: {type: parquet}\niceberg: {table: kafka.events, catalog: {uri: \"postgres://spill:s3cr3t@db:5432/catalog\"}}\n"), baseEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(out), "s3cr3t") || !strings.Contains(string(out), "db:5432/catalog") {
-		t.Errorf("config check shows the catalog's DSN as:\n%s", out)
+	e := loadErr(t, "format: {type: parquet}\niceberg: {table: kafka.events, catalog: {uri: \"postgres://spill:s3cr3t@db:5432/catalog\"}}\n", baseEnv)
+	if msg := e.Error(); strings.Contains(msg, "s3cr3t") || !strings.Contains(msg, "iceberg.catalog.uri") {
+		t.Errorf("config check refuses the catalog's DSN as:\n%s", msg)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -54,7 +55,7 @@ func Default() *Config {
 		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
-		Iceberg:        defaultIceberg(),
+		Iceberg:        iceberg.Defaults(),
 		Admin:          admin.Options{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},
 		Shutdown:       Shutdown{Timeout: 30 * time.Second},

@@ -85,6 +85,9 @@ iceberg:
     token: ""
     tls:
       ca_file: ""
+      cert_file: ""
+      key_file: ""
+    properties: []
   partition_by: []
   commit_interval: 1m0s
   auto_create: true

@@ -127,7 +127,7 @@ func (c *Config) normalize() {
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
 	c.SchemaRegistry.Normalize()
-	c.Iceberg.Normalize()
+	c.normalizeIceberg()
 	c.Storage.URL = resolveFileURL(c.Storage.URL)
 	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {

@@ -322,14 +322,14 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	}
 	p, err := planCommit(cur, files)
 	if err != nil {
-		return fmt.Errorf("iceberg: commit to %s: %w", t.name, err)
+		return fmt.Errorf("iceberg: commit to %s: %w (%w)", t.name, err, ErrRefused)
 	}
 	if len(p.add) == 0 {
 		return nil
 	}
 	if tbl == nil {
 		if !t.c.opts.AutoCreate {
-			return fmt.Errorf("iceberg: table %s does not exist and iceberg.auto_create is false; create it, or set iceberg.auto_create: true", t.name)
+			return fmt.Errorf("iceberg: table %s does not exist and iceberg.auto_create is false; create it, or set iceberg.auto_create: true (%w)", t.name, ErrRefused)
 		}
 		if tbl, err = t.create(ctx, p.add[0]); err != nil {
 			return err
@@ -344,7 +344,7 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 		return fmt.Errorf("iceberg: commit to %s: %w", t.name, err)
 	}
 	if err := t.evolve(ctx, tbl, tx, p.add); err != nil {
-		return err
+		return fmt.Errorf("%w (%w)", err, ErrRefused)
 	}
 	props, err := t.summary(p)
 	if err != nil {
@@ -382,6 +382,11 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	t.mu.Unlock()
 	return nil
 }
+
+// ErrRefused marks a commit the table can't take however often it is
+// retried: a file that overlaps what the table holds, a schema change the
+// table can't take, a missing table without auto_create.
+var ErrRefused = errors.New("refused")
 
 // errConflict is a commit that lost to another writer's.
 var errConflict = errors.New("another writer committed first")

@@ -20,6 +20,13 @@ func (p *pipeline) openTables(ctx context.Context) error {
 		return fmt.Errorf("iceberg: %w", err)
 	}
 	p.cat = cat
+	if c, ok := cat.(interface{ Close() error }); ok {
+		p.onClose(func() {
+			if err := c.Close(); err != nil {
+				p.log.Warn("iceberg: closing the catalog", "err", err)
+			}
+		})
+	}
 	return nil
 }
 

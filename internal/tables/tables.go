@@ -77,8 +77,12 @@ type Ledger interface {
 	EntryKey(id ledger.Identity, seq int64) string
 }
 
-// TableName renders iceberg.table for topic.
-func TableName(table, topic string) string { return strings.ReplaceAll(table, "{{topic}}", topic) }
+// TableName renders iceberg.table for topic, as package iceberg names it
+// (iceberg.Options.Name): a dot in the topic becomes "_", since dots
+// separate namespace levels.
+func TableName(table, topic string) string {
+	return strings.ReplaceAll(table, "{{topic}}", strings.ReplaceAll(topic, ".", "_"))
+}
 
 // fileOf is e's data file, stored at base+key.
 func fileOf(base string, e *ledger.Entry) File {
