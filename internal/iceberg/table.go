@@ -335,6 +335,19 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 			return err
 		}
 	}
+	if tbl.CurrentSnapshot() == nil {
+		// Created here or by another instance, and not yet given the
+		// files' field ids (a crash may come between).
+		if tbl, err = t.adopt(ctx, tbl, p.add[0]); err != nil {
+			return err
+		}
+	}
+	if tbl, err = t.evolve(ctx, tbl, p.add); err != nil {
+		if errors.Is(err, errConflict) {
+			return err
+		}
+		return fmt.Errorf("%w (%w)", err, ErrRefused)
+	}
 	tx := tbl.NewTransaction()
 	// Pin the branch head: on a conflict iceberg-go would otherwise
 	// rebase this append onto the other writer's snapshot, past the skip
@@ -342,9 +355,6 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	// ErrCommitFailed and Commit decides again.
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return fmt.Errorf("iceberg: commit to %s: %w", t.name, err)
-	}
-	if err := t.evolve(ctx, tbl, tx, p.add); err != nil {
-		return fmt.Errorf("%w (%w)", err, ErrRefused)
 	}
 	props, err := t.summary(p)
 	if err != nil {
