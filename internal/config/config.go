@@ -132,6 +132,10 @@ type Format struct {
 	// BytesSeparator follows each value in the bytes format, with
 	// backslash escapes; see Separator.
 	BytesSeparator string `koanf:"bytes_separator"`
+	// Micros, no key of its own, is set with iceberg.table (see
+	// ApplyIcebergLayout): Parquet timestamps and times in microseconds,
+	// Iceberg's unit, instead of milliseconds.
+	Micros bool `koanf:"-"`
 }
 
 // Backpressure bounds memory, and local disk when a spool is set.

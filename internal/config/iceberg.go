@@ -88,7 +88,8 @@ func (c *Config) icebergLayout() (rel, template string, err error) {
 	return rel, naming.IcebergTemplate(rel, pp, c.File.NameTemplate), nil
 }
 
-// ApplyIcebergLayout makes file.name_template the table's layout when a
+// ApplyIcebergLayout makes Parquet timestamps microseconds (Iceberg's
+// unit) and file.name_template the table's layout when a
 // table is named and the layout holds, so that run, verify and config
 // check all see where the files go; checkIceberg reports it otherwise.
 // Load applies it; a Config built in code (the demo's) calls it once its
@@ -98,6 +99,7 @@ func (c *Config) ApplyIcebergLayout() {
 	if !c.Iceberg.Enabled() {
 		return
 	}
+	c.Format.Micros = true
 	if _, tmpl, err := c.icebergLayout(); err == nil {
 		c.File.NameTemplate = tmpl
 	}

@@ -90,6 +90,9 @@ type pqNode struct {
 type pqBuilder struct {
 	col int
 	ids fieldIDs
+	// micros writes timestamps and times in microseconds
+	// (config.Format.Micros).
+	micros bool
 }
 
 func newTypedParquetEncoder(t *format.Typed, ids format.SchemaIDs, w io.Writer) (format.Encoder, error) {
@@ -102,7 +105,7 @@ func newTypedParquetEncoder(t *format.Typed, ids format.SchemaIDs, w io.Writer) 
 		return nil, err
 	}
 	e := &typedParquetEncoder{t: t, ids: ids, env: env, key: t.ColumnsOf(ids.Key, ids.KeyMsg), val: t.ColumnsOf(ids.Value, ids.ValueMsg), rec: map[string]any{}}
-	var b pqBuilder
+	b := pqBuilder{micros: t.Config().Micros}
 	var root parquet.Node
 	if e.val != nil && !t.Config().Envelope && len(env.Fields) == 1 && env.Fields[0] == format.FieldValue {
 		if vr := e.val.Schema.Root().ExpandReferences(); vr.Type == "record" {
@@ -111,7 +114,7 @@ func newTypedParquetEncoder(t *format.Typed, ids format.SchemaIDs, w io.Writer) 
 		}
 	}
 	if !e.bare && err == nil {
-		b = pqBuilder{ids: fieldIDs{envelope: true}}
+		b = pqBuilder{ids: fieldIDs{envelope: true}, micros: t.Config().Micros}
 		root, e.root, err = b.envelope(env, e.key, e.val)
 	}
 	if err != nil {
@@ -170,7 +173,7 @@ func (b *pqBuilder) envelope(env format.Envelope, key, val *registry.Columns) (p
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
 			p.leaves = []int{p.col}
 		case format.FieldTimestamp:
-			n = envelopeID(parquet.TimestampAdjusted(parquet.Millisecond, true), name)
+			n = envelopeID(parquet.TimestampAdjusted(timeUnit(b.micros), true), name)
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
 			p.leaves = []int{p.col}
 		case format.FieldHeaders:
@@ -289,7 +292,7 @@ func (b *pqBuilder) node(n *avro.SchemaNode, name, path string, optional bool, d
 		p.leaves = append([]int{kp.col}, vp.leaves...)
 		return wrap(parquet.Map(kn, vn), p, nil)
 	}
-	leaf, conv, err := leafOf(n)
+	leaf, conv, err := leafOf(n, b.micros)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,7 +321,7 @@ func boolInt(b bool) int {
 }
 
 // leafOf maps a primitive Avro schema to its Parquet leaf.
-func leafOf(n *avro.SchemaNode) (parquet.Node, func(any) (parquet.Value, error), error) {
+func leafOf(n *avro.SchemaNode, micros bool) (parquet.Node, func(any) (parquet.Value, error), error) {
 	switch n.Type {
 	case "null":
 		return parquet.String(), unionJSONValue, nil
@@ -329,18 +332,27 @@ func leafOf(n *avro.SchemaNode) (parquet.Node, func(any) (parquet.Value, error),
 		case "date":
 			return parquet.Date(), dateValue, nil
 		case "time-millis":
+			if micros {
+				return parquet.Time(parquet.Microsecond), timeMicrosValue, nil
+			}
 			return parquet.Time(parquet.Millisecond), timeMillisValue, nil
 		}
 		return parquet.Int(32), intValue, nil
 	case "long":
 		switch n.LogicalType {
 		case "timestamp-millis":
+			if micros {
+				return parquet.TimestampAdjusted(parquet.Microsecond, true), timestampValue(time.Microsecond), nil
+			}
 			return parquet.TimestampAdjusted(parquet.Millisecond, true), timestampValue(time.Millisecond), nil
 		case "timestamp-micros":
 			return parquet.TimestampAdjusted(parquet.Microsecond, true), timestampValue(time.Microsecond), nil
 		case "timestamp-nanos":
 			return parquet.TimestampAdjusted(parquet.Nanosecond, true), timestampValue(time.Nanosecond), nil
 		case "local-timestamp-millis":
+			if micros {
+				return parquet.TimestampAdjusted(parquet.Microsecond, false), timestampValue(time.Microsecond), nil
+			}
 			return parquet.TimestampAdjusted(parquet.Millisecond, false), timestampValue(time.Millisecond), nil
 		case "local-timestamp-micros":
 			return parquet.TimestampAdjusted(parquet.Microsecond, false), timestampValue(time.Microsecond), nil
@@ -605,7 +617,7 @@ func (e *typedParquetEncoder) envelopeValue(r *kgo.Record) (map[string]any, erro
 		case format.FieldOffset:
 			m["offset"] = r.Offset
 		case format.FieldTimestamp:
-			m["timestamp"] = r.Timestamp.UnixMilli()
+			m["timestamp"] = timestampOf(r.Timestamp, e.t.Config().Micros)
 		case format.FieldHeaders:
 			for _, h := range r.Headers {
 				var hv any
