@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -146,5 +148,43 @@ func (c *Config) checkIceberg(ps *problems) {
 		// What opening the catalog would refuse (a SQLite file in
 		// object storage), so that config check says it too.
 		ps.absorb("iceberg", o.CheckWarehouse(c.IcebergWarehouse()))
+	}
+}
+
+// IcebergNotData returns what, under storage.prefix, is the tables' and
+// not Spillway's data files: each table's metadata/ folder and the SQL
+// catalog's SQLite file (with its -wal and -shm) when it lies inside the
+// storage. verify and the demo's check leave them out. nil without a
+// table.
+func (c *Config) IcebergNotData() func(key string) bool {
+	if !c.Iceberg.Enabled() {
+		return nil
+	}
+	rel, _, err := c.icebergLayout()
+	if err != nil {
+		return nil
+	}
+	// rel is the table's folder under the prefix; {{topic}} is one path
+	// segment.
+	before, after, _ := strings.Cut(strings.TrimSuffix(c.Storage.Prefix+rel, "/"), "{{topic}}")
+	meta := regexp.MustCompile("^" + regexp.QuoteMeta(before) + "[^/]*" + regexp.QuoteMeta(after) + "/metadata/")
+	catalog := c.Storage.Prefix + "catalog.db"
+	if uri := strings.TrimPrefix(c.Iceberg.Catalog.URI, "file:"); uri != "" {
+		catalog = ""
+		if u, err := url.Parse(c.Storage.URL); err == nil && u.Scheme == "file" {
+			if r, err := filepath.Rel(u.Path, uri); err == nil && !strings.HasPrefix(r, "..") {
+				catalog = filepath.ToSlash(r)
+			}
+		}
+	}
+	return func(key string) bool {
+		if meta.MatchString(key) {
+			return true
+		}
+		if catalog == "" {
+			return false
+		}
+		rest, ok := strings.CutPrefix(key, catalog)
+		return ok && (rest == "" || rest == "-wal" || rest == "-shm" || rest == "-journal")
 	}
 }

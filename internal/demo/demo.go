@@ -234,8 +234,9 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 	}
 	defer cl.Close()
 	rep, err := verify.Run(ctx, b, kadm.NewClient(cl), cfg.Kafka.Group, cfg.Kafka.Topics, verify.Options{
-		Names: names,
-		Deep:  &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
+		Names:   names,
+		Deep:    &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
+		NotData: cfg.IcebergNotData(),
 	})
 	if err != nil {
 		return sum, err

@@ -158,6 +158,9 @@ shutdown:
 
 	files := icebergDataFiles(t, filepath.Join(out, "catalog.db"))
 	checkIcebergExactlyOnce(t, duck, files, ends)
+	// verify agrees, and takes the table's metadata and catalog for
+	// what they are.
+	checkVerify(t, config("1s"), ends)
 }
 
 // icebergDataFiles follows the Iceberg spec from the SQL catalog's row to
