@@ -20,12 +20,13 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // memTable is a table that keeps its state in memory: the files of its
-// snapshots, in commit order, and each partition's Next. Package iceberg,
-// which brings real catalogs and tables, is written on another branch;
-// until the two meet, the loop's rules (order, catch-up, skipping) are
-// tested against this table, which holds what a real one holds and
-// nothing the loop could lean on otherwise. The end-to-end tests after
-// the merge use the real one.
+// snapshots, in commit order, and each partition's last ledger seq, held
+// by seq as package iceberg's table holds them. The loop's scheduling
+// tests use it where the real table can't give what they need: a commit
+// that fails, or is applied and its answer lost (TestFailedCommits), a
+// signal per commit to wait on instead of time, and files that are only
+// ledger keys with nothing stored. TestSinkLedgerTableAcrossACrash runs
+// the real sink, ledger and SQLite catalog, and internal/e2e the binary.
 type memTable struct {
 	mu      sync.Mutex
 	files   []File // in commit order

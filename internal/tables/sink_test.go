@@ -2,12 +2,18 @@ package tables
 
 import (
 	"context"
-	"io"
+	"database/sql"
+	"errors"
+	goio "io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/budget"
@@ -15,6 +21,7 @@ import (
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formats"
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
@@ -27,33 +34,44 @@ import (
 // days alternate, so its files interleave their offsets, the case where
 // ledger entries share their End): a first process commits some files and
 // dies with others stored and never committed; the next one, from the
-// ledger alone, leaves every stored file in the table once, in ledger
-// order. (The table is memTable: see its comment.)
+// ledger alone, leaves every stored file in the table once. The files are
+// Parquet, as with a table, and the table is package iceberg's, in a SQL
+// catalog in SQLite, read back with iceberg-go's own catalog.
 func TestSinkLedgerTableAcrossACrash(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	bucket, err := storage.Open(ctx, "file://"+t.TempDir(), storage.Options{PartSize: 64 << 10})
+	dir := t.TempDir()
+	bucket, err := storage.Open(ctx, "file://"+dir, storage.Options{PartSize: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
 	led := ledger.New(bucket, "")
-	tmpl, err := naming.Parse("{{topic}}-{{partition}}-{{timestamp:unit=dd}}-{{start_offset}}")
+	tmpl, err := naming.Parse("kafka.db/{{topic}}/data/{{topic}}-{{partition}}-{{timestamp:unit=dd}}-{{start_offset}}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonl := config.Format{Type: "jsonl", Fields: []string{"key", "value", "offset", "timestamp"}, ValueEncoding: "none", Envelope: true}
-	m := newMemTable()
+	pq := config.Format{Type: "parquet", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp"}, ValueEncoding: "none", Envelope: true, Micros: true}
+	io := iceberg.Defaults()
+	io.Table = "kafka.{{topic}}"
+	openCat := func() Catalog {
+		c, err := iceberg.Open(ctx, io, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return icebergCatalog{c: c, writer: "test"}
+	}
 	tp := offsets.TopicPartition{Topic: "t", Partition: 0}
 	id := ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: 0}
-	opts := Options{Table: "kafka.{{topic}}", Base: "mem://out/", Interval: time.Hour, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	opts := Options{Table: "kafka.{{topic}}", Base: "file://" + dir + "/", Interval: time.Hour, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
 
-	first := New(memCatalog{m}, led, opts, slog.New(slog.DiscardHandler))
+	first := New(openCat(), led, opts, slog.New(slog.DiscardHandler))
 	s := sink.New(sink.Config{
-		Template: tmpl, EventTime: true, Extension: ".jsonl", MaxOpenFiles: 100, MaxRecords: 3,
-		NewEncoder:    func(w io.Writer) (format.Encoder, error) { return formats.NewEncoder(jsonl, w) },
-		NewCompressor: func(w io.Writer) (io.WriteCloser, error) { return format.NewCompressor("none", w) },
+		Template: tmpl, EventTime: true, Extension: ".parquet", MaxOpenFiles: 100, MaxRecords: 3,
+		NewEncoder:    func(w goio.Writer) (format.Encoder, error) { return formats.NewEncoder(pq, w) },
+		NewCompressor: func(w goio.Writer) (goio.WriteCloser, error) { return format.NewCompressor("none", w) },
 		ErrRecord:     format.ErrRecord, NullValues: "write", Policy: errpolicy.Policy{Tolerance: "none"},
 		Ledger: led, Published: first.Published,
 	}, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
@@ -97,13 +115,13 @@ func TestSinkLedgerTableAcrossACrash(t *testing.T) {
 	if err := first.step(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	committed := len(m.locations())
+	committed := len(tableFiles(t, ctx, dir))
 	write(7, 13)
 	published(2) // [7,10) and [10,13)
 	// The first process dies here: its last files are stored, and in the
 	// ledger, and not in the table; day 1's file was never stored.
 
-	second := New(memCatalog{m}, led, opts, slog.New(slog.DiscardHandler))
+	second := New(openCat(), led, opts, slog.New(slog.DiscardHandler))
 	second.Assigned(tp, id)
 	if err := second.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -120,12 +138,15 @@ func TestSinkLedgerTableAcrossACrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		if e.HasFile() {
-			want = append(want, "mem://out/"+e.File.Key)
+			want = append(want, "file://"+dir+"/"+e.File.Key)
 			ends = append(ends, e.After().Next)
 		}
 	}
-	if got := m.locations(); !slices.Equal(got, want) {
-		t.Errorf("table holds\n %v\nwant every stored file once, in ledger order:\n %v", got, want)
+	got := tableFiles(t, ctx, dir)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("table holds\n %v\nwant every stored file once:\n %v", got, want)
 	}
 	if committed == 0 || committed == len(want) {
 		t.Errorf("the first process committed %d files of %d: the crash must leave some to catch up", committed, len(want))
@@ -137,4 +158,36 @@ func TestSinkLedgerTableAcrossACrash(t *testing.T) {
 	if !tied {
 		t.Errorf("no two entries share their End (%v): the test does not interleave", ends)
 	}
+}
+
+// tableFiles lists the data files of table kafka.t's current snapshot, as
+// iceberg-go's own SQL catalog and planner give them: none while the table
+// does not exist.
+func tableFiles(t *testing.T, ctx context.Context, dir string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cat, err := sqlcat.NewCatalog(iceberg.CatalogName, db, sqlcat.SQLite, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"kafka", "t"})
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, task := range tasks {
+		out = append(out, task.File.FilePath())
+	}
+	return out
 }
