@@ -90,6 +90,14 @@ func TestCheckAndRunAgree(t *testing.T) {
 			want: `kafka.topics: "_spillway" is a topic whose files file.name_template "{{topic}}/{{partition}}-{{start_offset}}" would write into "_spillway/" under storage.prefix, the folder of Spillway's resume ledger; start the template with a folder of your own, such as file.name_template: "topics/{{topic}}/{{partition}}-{{start_offset}}"`},
 		{name: "template in the ledger's folder", set: map[string]string{"EXTRA": "file:\n  name_template: '_spillway/{{topic}}-{{partition}}-{{start_offset}}'\n"},
 			want: `file.name_template: "_spillway/{{topic}}-{{partition}}-{{start_offset}}" writes files into "_spillway/" under storage.prefix`},
+		{name: "iceberg table of jsonl files", set: map[string]string{"EXTRA": "iceberg:\n  table: kafka.events\n"},
+			want: `format.type: "jsonl" must be parquet when iceberg.table is set`},
+		{name: "iceberg table outside storage", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  catalog:\n    warehouse: 's3://lake/wh'\n"},
+			want: `iceberg.catalog.warehouse: "s3://lake/wh" puts the table outside where Spillway writes`},
+		{name: "iceberg day partitions on the wall clock", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  partition_by: ['day(timestamp)']\n"},
+			want: `file.timestamp_source: "wallclock" must be event when iceberg.partition_by uses the timestamp`},
+		{name: "iceberg token for the sql catalog", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  catalog:\n    token: s3cr3t-token\n"},
+			want: `iceberg.catalog.token: is set but iceberg.catalog.type is sql`},
 		{name: "topic regex that does not compile", set: map[string]string{"KAFKA_EXTRA": "  topic_regex: '('\n"}, want: `kafka.topic_regex: "(" is not a valid regular expression`},
 	}
 	for i, tc := range cases {

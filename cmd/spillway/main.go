@@ -200,6 +200,7 @@ func demoCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&o.Compression, "compression", o.Compression, "none | gzip | snappy | zstd")
 	f.StringVar(&o.Out, "out", "", "output directory (default ./spillway-out)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "show the pipeline's info logs")
+	f.BoolVar(&o.Iceberg, "iceberg", false, "commit the files to an Apache Iceberg table, in a SQL catalog in a SQLite file under the output directory")
 	return c
 }
 

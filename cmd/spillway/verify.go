@@ -110,7 +110,7 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 			}
 		}
 	}
-	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign", ReadsBack: cfg.Storage.EarlierFiles == "spillway"}
+	vo := verify.Options{Names: names, Foreign: cfg.Storage.EarlierFiles == "foreign", ReadsBack: cfg.Storage.EarlierFiles == "spillway", NotData: cfg.IcebergNotData()}
 	if deep {
 		vo.Deep = &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}

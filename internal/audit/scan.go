@@ -655,6 +655,16 @@ func (s *Scan) ForeignLedgers(ctx context.Context, topic, topicID string) ([]Pro
 	return out, nil
 }
 
+// Drop leaves out of the scan the objects notData says are no data files
+// (an Iceberg table's metadata, its SQL catalog's file).
+func (s *Scan) Drop(notData func(key string) bool) {
+	for key := range s.objects {
+		if notData(key) {
+			delete(s.objects, key)
+		}
+	}
+}
+
 // Unknown reports the objects under the prefix that no ledger entry read
 // by this scan names. Files whose names parse to a topic not in topics
 // are another configuration's and are left alone.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/format/formatopts"
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/source/sourceopts"
 	"github.com/spillway/spillway/internal/storage"
@@ -26,6 +27,7 @@ type Config struct {
 	SchemaRegistry registry.Options `koanf:"schema_registry"`
 	Backpressure   Backpressure     `koanf:"backpressure"`
 	Errors         Errors           `koanf:"errors"`
+	Iceberg        iceberg.Options  `koanf:"iceberg"`
 	Admin          admin.Options    `koanf:"admin"`
 	Log            Log              `koanf:"log"`
 	Shutdown       Shutdown         `koanf:"shutdown"`

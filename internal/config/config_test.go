@@ -16,6 +16,7 @@ import (
 
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -71,7 +72,7 @@ func TestRejects(t *testing.T) {
 		{"key in the wrong section", "storage:\n  name_template: x\n", nil,
 			[]string{"storage.name_template: unknown key; did you mean file.name_template?"}},
 		{"unknown top-level key, nothing close", "bogus: 1\n", nil,
-			[]string{"bogus: unknown key; the top level takes kafka, storage, file, format, schema_registry, backpressure, errors, admin, log, shutdown"}},
+			[]string{"bogus: unknown key; the top level takes kafka, storage, file, format, schema_registry, backpressure, errors, iceberg, admin, log, shutdown"}},
 		{"unknown key in a section, nothing close", "log:\n  colour: true\n", nil,
 			[]string{"log.colour: unknown key; log takes level, format"}},
 
@@ -524,6 +525,7 @@ func TestDefaults(t *testing.T) {
 		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
+		Iceberg:        iceberg.Defaults(),
 		Admin:          admin.Options{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},
 		Shutdown:       Shutdown{Timeout: 30 * time.Second},
@@ -604,6 +606,9 @@ func TestKeysAreTheContract(t *testing.T) {
 		"schema_registry.tls.ca_file", "schema_registry.tls.cert_file", "schema_registry.tls.key_file",
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files", "backpressure.spool_dir", "backpressure.disk_limit",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
+		"iceberg.table", "iceberg.catalog.type", "iceberg.catalog.uri", "iceberg.catalog.warehouse", "iceberg.catalog.credential", "iceberg.catalog.token", "iceberg.catalog.tls.ca_file",
+		"iceberg.catalog.tls.cert_file", "iceberg.catalog.tls.key_file", "iceberg.catalog.properties",
+		"iceberg.partition_by", "iceberg.commit_interval", "iceberg.auto_create", "iceberg.evolve_schema",
 		"admin.listen", "admin.token", "admin.token_file", "admin.tls.cert_file", "admin.tls.key_file", "admin.stall_timeout", "log.level", "log.format", "shutdown.timeout",
 	}
 	var got []string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/format/formatopts"
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -55,6 +56,7 @@ func Default() *Config {
 		SchemaRegistry: registry.Options{Decode: "value"},
 		Backpressure:   Backpressure{MemoryLimit: "auto", DiskLimit: "auto"},
 		Errors:         Errors{Tolerance: "none", NullValues: "write"},
+		Iceberg:        iceberg.Defaults(),
 		Admin:          admin.Options{Listen: "127.0.0.1:8080"},
 		Log:            Log{Level: "info", Format: "text"},
 		Shutdown:       Shutdown{Timeout: 30 * time.Second},
@@ -87,7 +89,7 @@ const envPrefix = "SPILLWAY_"
 
 // secretKeys are redacted everywhere. storage.url is handled apart because
 // only parts of it are secret.
-var secretKeys = []string{"kafka.sasl.password", "schema_registry.password", "admin.token"}
+var secretKeys = append([]string{"kafka.sasl.password", "schema_registry.password", "admin.token"}, icebergSecrets...)
 
 // keyTable is every key, derived once from Config's koanf tags so that a
 // field added to Config is loadable, validated for type, settable from the

@@ -33,6 +33,7 @@ func (c *Config) Redacted() *Config {
 	}
 	cp.Storage.URL = redact.URL(cp.Storage.URL)
 	cp.SchemaRegistry.URL = redact.URL(cp.SchemaRegistry.URL)
+	cp.Iceberg = cp.Iceberg.Redacted() // a database DSN may hold a password, and properties secrets
 	return &cp
 }
 

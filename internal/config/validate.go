@@ -73,6 +73,7 @@ func (c *Config) normalize() {
 	c.Log.Level = canon(c.Log.Level, logLevels)
 	c.Log.Format = canon(c.Log.Format, logFormats)
 	c.SchemaRegistry.Normalize()
+	c.normalizeIceberg()
 	c.Storage.URL = resolveFileURL(c.Storage.URL)
 	c.File.TimestampSource = canon(c.File.TimestampSource, timestampSources)
 	if limit, auto, err := c.Backpressure.MemoryLimitBytes(); err == nil {
@@ -95,6 +96,7 @@ func (c *Config) normalize() {
 			c.Backpressure.SpoolDir = abs
 		}
 	}
+	c.ApplyIcebergLayout()
 }
 
 // resolveFileURL turns a relative local directory, file:out or file:./out,
@@ -135,6 +137,8 @@ func (c *Config) problems() problems {
 	ps.absorb("format", c.Format.Validate())
 	ps.absorb("schema_registry", c.SchemaRegistry.Validate())
 	c.Backpressure.check(&ps)
+	ps.absorb("iceberg", c.Iceberg.Validate())
+	c.checkIceberg(&ps)
 
 	ps.oneOf("errors.tolerance", c.Errors.Tolerance, tolerances)
 	if t := c.Errors.DeadLetterTopic; t != "" && !topicName.MatchString(t) {

@@ -39,6 +39,9 @@ type Options struct {
 	Rate        int // records per second; 0 = as fast as possible
 	Out         string
 	Compression string
+	// Iceberg commits the files to an Apache Iceberg table in a SQL
+	// catalog in a SQLite file under the output directory (iceberg.go).
+	Iceberg bool
 }
 
 // Summary is the demo's verdict.
@@ -90,6 +93,9 @@ func Run(ctx context.Context, o Options, out io.Writer, log *slog.Logger) (Summa
 	cfg.Format.Compression = o.Compression
 	cfg.Backpressure.MemoryLimit = "512MiB"
 	cfg.Admin.Listen = ""
+	if o.Iceberg {
+		useIceberg(cfg, dir)
+	}
 	if err := cfg.Validate(); err != nil {
 		return sum, err
 	}
@@ -158,7 +164,11 @@ func Run(ctx context.Context, o Options, out io.Writer, log *slog.Logger) (Summa
 				if err := <-runDone; err != nil {
 					return sum, fmt.Errorf("demo: graceful stop: %w", err)
 				}
-				return check(ctx, sum, cfg, int64(o.Records), out, start)
+				sum, err := check(ctx, sum, cfg, int64(o.Records), out, start)
+				if err == nil && o.Iceberg {
+					fmt.Fprint(out, icebergHint(cfg))
+				}
+				return sum, err
 			}
 		}
 	}
@@ -224,8 +234,9 @@ func check(ctx context.Context, sum Summary, cfg *config.Config, produced int64,
 	}
 	defer cl.Close()
 	rep, err := verify.Run(ctx, b, kadm.NewClient(cl), cfg.Kafka.Group, cfg.Kafka.Topics, verify.Options{
-		Names: names,
-		Deep:  &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
+		Names:   names,
+		Deep:    &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset")},
+		NotData: cfg.IcebergNotData(),
 	})
 	if err != nil {
 		return sum, err

@@ -175,7 +175,7 @@ func (o Options) resolve(defaultWarehouse string) (resolved, error) {
 	r.warehouse = wh.location
 	r.props = iceberg.Properties{"warehouse": wh.location}
 	maps.Copy(r.props, wh.props)
-	maps.Copy(r.props, o.Catalog.Properties)
+	maps.Copy(r.props, o.Catalog.props())
 	if o.Catalog.Type == TypeSQL {
 		switch {
 		case o.Catalog.URI != "":
@@ -280,7 +280,7 @@ func (o Options) secrets() []string {
 	if _, s, ok := strings.Cut(o.Catalog.Credential, ":"); ok {
 		add(s)
 	}
-	for k, v := range o.Catalog.Properties {
+	for k, v := range o.Catalog.props() {
 		if secretProp(k) {
 			add(v)
 		}
@@ -302,12 +302,12 @@ func (o Options) Redacted() Options {
 	c.URI = redactURI(c.URI)
 	c.Warehouse = redactURI(c.Warehouse)
 	if c.Properties != nil {
-		p := make(map[string]string, len(c.Properties))
-		for k, v := range c.Properties {
-			if secretProp(k) {
-				v = redact.Mark
+		p := make([]string, len(c.Properties))
+		for i, kv := range c.Properties {
+			if k, _, ok := strings.Cut(kv, "="); ok && secretProp(k) {
+				kv = k + "=" + redact.Mark
 			}
-			p[k] = v
+			p[i] = kv
 		}
 		c.Properties = p
 	}

@@ -3,6 +3,7 @@ package iceberg
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -341,17 +342,47 @@ type rowOwnIDs struct {
 	Offset    int64 `parquet:"offset,id(11)"`
 }
 
-// A file whose ids a new table would renumber is refused before the table
-// is created: its columns would map to the wrong fields.
-func TestFileIDsMustMatchANewTable(t *testing.T) {
+// rowHashedIDs has ids as Spillway's writer gives registry-typed columns
+// (hashed from their paths), and a new optional one.
+type rowHashedIDs struct {
+	Partition int32   `parquet:"partition,id(10)"`
+	Offset    int64   `parquet:"offset,id(11)"`
+	Extra     *string `parquet:"extra,id(5000),optional"`
+}
+
+// rowOtherID numbers offset otherwise.
+type rowOtherID struct {
+	Partition int32 `parquet:"partition,id(10)"`
+	Offset    int64 `parquet:"offset,id(12)"`
+}
+
+// The table keeps the files' field ids, which a new table would renumber
+// (1..n): at creation, and when a file adds a field with an id of its
+// own. A file that numbers a field otherwise is refused, naming it.
+func TestTableKeepsTheFilesIDs(t *testing.T) {
 	t.Parallel()
 	tb := openTable(t, open(t, sqlOptions("kafka.events"), t.TempDir()), "kafka.events")
-	err := tb.Commit(testCtx(t), []File{fileOf(t, tb.Location(), "events", 0, 0, 1, "", []rowOwnIDs{{}})})
-	if err == nil || !strings.Contains(err.Error(), `the file numbers field "offset" 11, but a new Iceberg table numbers it 2`) {
-		t.Fatalf("Commit(file with its own ids) = %v", err)
+	commit(t, tb, fileOf(t, tb.Location(), "events", 0, 0, 1, "", []rowOwnIDs{{}}))
+	ids := func() map[string]int {
+		idx, err := iceberg.IndexByName(tb.tbl.Schema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return idx
 	}
-	if tb.exists() {
-		t.Fatal("the table was created")
+	if got, want := ids(), map[string]int{"partition": 10, "offset": 11}; !maps.Equal(got, want) {
+		t.Fatalf("table ids = %v, want the file's %v", got, want)
+	}
+	commit(t, tb, fileOf(t, tb.Location(), "events", 0, 1, 2, "", []rowHashedIDs{{Offset: 1}}))
+	if got, want := ids(), map[string]int{"partition": 10, "offset": 11, "extra": 5000}; !maps.Equal(got, want) {
+		t.Fatalf("table ids after evolution = %v, want the files' %v", got, want)
+	}
+	if recs, _ := scanCount(t, tb); recs != 2 {
+		t.Fatalf("scan: %d records, want 2", recs)
+	}
+	err := tb.Commit(testCtx(t), []File{fileOf(t, tb.Location(), "events", 0, 2, 3, "", []rowOtherID{{Offset: 2}})})
+	if err == nil || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `"offset"`) {
+		t.Fatalf("Commit(file numbering offset 12) = %v, want a refusal naming offset", err)
 	}
 }
 
@@ -400,5 +431,50 @@ func TestRecordCountMismatchRefused(t *testing.T) {
 	err := tb.Commit(testCtx(t), []File{f})
 	if err == nil || !strings.Contains(err.Error(), "holds 10 records, but its ledger entry says 9") {
 		t.Fatalf("Commit(wrong count) = %v", err)
+	}
+}
+
+// Files of a partition split by day may share their End (the handled
+// offset before and after a file whose lowest offset is left to another
+// day's open file): held or not is the ledger seq's to say, so the second
+// one, committed in a later snapshot, is added, and committed again, is
+// skipped.
+func TestSameEndBySeq(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := open(t, sqlOptions("kafka.events"), dir)
+	tb := openTable(t, c, "kafka.events")
+	loc := tb.Location()
+	rows := func(offs ...int64) []row {
+		var out []row
+		for _, o := range offs {
+			out = append(out, row{Partition: 0, Offset: o, Timestamp: ts(o), Value: []byte(fmt.Sprint("v", o))})
+		}
+		return out
+	}
+	// Day 1 holds 0..4 and 7; day 2 holds 5 and 6, then 8 and 9.
+	a := fileOf(t, loc, "events", 0, 0, 7, "-a", rows(0, 1, 2, 3, 4))
+	a.Seq = 0
+	b := fileOf(t, loc, "events", 0, 7, 7, "-b", rows(8, 9))
+	b.Seq = 1
+	commit(t, tb, a)
+	commit(t, tb, b)
+	commit(t, tb, a, b) // a retry after a crash: both held
+	files := dataFiles(t, tb)
+	slices.Sort(files)
+	want := []string{a.Location, b.Location}
+	slices.Sort(want)
+	if !slices.Equal(files, want) {
+		t.Fatalf("data files = %v, want %v", files, want)
+	}
+	if recs, distinct := scanCount(t, tb); recs != 7 || distinct != 7 {
+		t.Fatalf("scan: %d records, %d distinct; want 7, 7", recs, distinct)
+	}
+	held, err := tb.Held(testCtx(t), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := map[int32]int64{0: 1}; !maps.Equal(held, w) {
+		t.Fatalf("Held = %v, want %v", held, w)
 	}
 }

@@ -115,7 +115,9 @@ func fileOf[T any](t *testing.T, loc, topic string, part int32, first, end int64
 	if err != nil {
 		t.Fatal(err)
 	}
-	return File{Location: loc + "/" + rel, Topic: topic, Partition: part, First: first, End: end, Records: int64(len(rows)), Bytes: fi.Size()}
+	// The tests' files of a partition don't share a First, and take
+	// their ledger order from it.
+	return File{Location: loc + "/" + rel, Topic: topic, Partition: part, First: first, End: end, Seq: first, Records: int64(len(rows)), Bytes: fi.Size()}
 }
 
 // sqlOptions are the options of an embedded catalog whose warehouse is

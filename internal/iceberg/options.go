@@ -51,15 +51,17 @@ type CatalogOptions struct {
 	// For rest it is also the warehouse name sent to the catalog.
 	Warehouse string `koanf:"warehouse"`
 	// Credential is a REST catalog's OAuth2 client credential,
-	// "client_id:client_secret" (secret).
+	// "client_id:client_secret", or the secret alone (secret).
 	Credential string `koanf:"credential"`
 	// Token is a REST catalog's bearer token (secret).
 	Token string `koanf:"token"`
 	TLS   TLS    `koanf:"tls"`
-	// Properties are passed to the catalog and its FileIO as they are
-	// (iceberg-go's names, such as s3.endpoint or rest.sigv4-enabled).
-	// Values of keys that name a secret are redacted wherever shown.
-	Properties map[string]string `koanf:"properties"`
+	// Properties are passed to the catalog and its FileIO as they are,
+	// each "name=value" (iceberg-go's names, such as
+	// s3.endpoint=http://127.0.0.1:9000 or rest.sigv4-enabled=true): a
+	// list, since the names hold dots, which config keys can't. Values of
+	// names that say secret are redacted wherever shown.
+	Properties []string `koanf:"properties"`
 }
 
 // TLS is the REST catalog's TLS: a CA to trust instead of the system's,
@@ -121,7 +123,9 @@ func (o *Options) Validate() error {
 		}
 		return ps.Err()
 	}
-	if _, _, err := SplitName(strings.ReplaceAll(o.Table, topicVar, "topic")); err != nil {
+	if v := strings.Index(o.Table, "{{"); v >= 0 && v < strings.LastIndex(o.Table, ".") {
+		ps.Add("iceberg.table", o.Table, "uses a variable in the namespace; only the table part, after the last '.', may use {{topic}}, such as kafka.{{topic}}")
+	} else if _, _, err := SplitName(strings.ReplaceAll(o.Table, topicVar, "topic")); err != nil {
 		ps.Add("iceberg.table", o.Table, "%v; use namespace.table, such as kafka.events or kafka.{{topic}}", err)
 	} else if strings.Contains(strings.ReplaceAll(o.Table, topicVar, ""), "{{") {
 		ps.Add("iceberg.table", o.Table, "uses a template variable other than {{topic}}; use only {{topic}}")
@@ -155,13 +159,19 @@ func (o *Options) Validate() error {
 		if c.Credential != "" && c.Token != "" {
 			ps.Add("iceberg.catalog.token", "", "is set with iceberg.catalog.credential; set one of them")
 		}
-		if c.Credential != "" && !strings.Contains(c.Credential, ":") {
-			ps.Add("iceberg.catalog.credential", "", "must be client_id:client_secret")
-		}
 	}
 	if c.Warehouse != "" && !restWarehouseName(c) {
 		if _, err := warehouseLocation(c.Warehouse); err != nil {
 			ps.Add("iceberg.catalog.warehouse", redactURI(c.Warehouse), "%v", err)
+		}
+	}
+	for i, p := range c.Properties {
+		if name, _, ok := strings.Cut(p, "="); !ok || strings.TrimSpace(name) == "" {
+			shown := p
+			if secretProp(name) {
+				shown = ""
+			}
+			ps.Add(fmt.Sprintf("iceberg.catalog.properties[%d]", i), shown, "must be name=value, such as s3.endpoint=http://127.0.0.1:9000")
 		}
 	}
 	t := c.TLS
@@ -200,6 +210,18 @@ func (o *Options) Validate() error {
 		ps.Add("iceberg.commit_interval", o.CommitInterval.String(), "must be positive; use a duration such as 1m")
 	}
 	return ps.Err()
+}
+
+// props are Properties as a map; items without "=" (which Validate
+// refuses) are left out.
+func (c CatalogOptions) props() map[string]string {
+	out := map[string]string{}
+	for _, p := range c.Properties {
+		if k, v, ok := strings.Cut(p, "="); ok {
+			out[strings.TrimSpace(k)] = v
+		}
+	}
+	return out
 }
 
 // CheckWarehouse reports, as a *keycheck.Error, what Open would refuse about

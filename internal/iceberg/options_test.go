@@ -93,16 +93,16 @@ func TestRedacted(t *testing.T) {
 	o := Defaults()
 	o.Table = "kafka.events"
 	o.Catalog = CatalogOptions{Type: "rest", URI: "https://h/c?token=" + secret, Credential: "id:" + secret, Token: secret,
-		Properties: map[string]string{"s3.secret-access-key": secret, "s3.access-key-id": "AKID", "s3.endpoint": "http://h"}}
+		Properties: []string{"s3.secret-access-key=" + secret, "s3.access-key-id=AKID", "s3.endpoint=http://h"}}
 	r := o.Redacted()
-	all := strings.Join([]string{r.Catalog.URI, r.Catalog.Credential, r.Catalog.Token, r.Catalog.Properties["s3.secret-access-key"]}, " ")
+	all := strings.Join([]string{r.Catalog.URI, r.Catalog.Credential, r.Catalog.Token, r.Catalog.props()["s3.secret-access-key"]}, " ")
 	if strings.Contains(all, secret) {
 		t.Fatalf("Redacted shows a secret: %s", all)
 	}
-	if r.Catalog.Properties["s3.access-key-id"] != "AKID" || r.Catalog.Properties["s3.endpoint"] != "http://h" {
+	if r.Catalog.props()["s3.access-key-id"] != "AKID" || r.Catalog.props()["s3.endpoint"] != "http://h" {
 		t.Fatalf("Redacted hid what is not secret: %v", r.Catalog.Properties)
 	}
-	if o.Catalog.Properties["s3.secret-access-key"] != secret {
+	if o.Catalog.props()["s3.secret-access-key"] != secret {
 		t.Fatal("Redacted changed the options it was called on")
 	}
 	c := &Catalog{secrets: o.secrets()}

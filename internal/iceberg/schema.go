@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -104,16 +105,11 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 	}
 	sc, _, err := fileSchema(fs, first.Location)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: create %s: %w", t.name, err)
-	}
-	// A new table numbers its fields afresh; the files must already use
-	// those numbers, or their columns would map to the wrong fields.
-	if err := sameIDs(sc); err != nil {
-		return nil, fmt.Errorf("iceberg: create %s from %s: %w", t.name, first.Location, err)
+		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
 	}
 	spec, err := partitionSpec(t.c.opts.PartitionBy, sc)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: create %s: %w", t.name, err)
+		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
 	}
 	ns := catalog.NamespaceFromIdent(t.ident)
 	if err := t.c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
@@ -135,33 +131,54 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 // commit, which every reader's planning would open.
 var tableProps = iceberg.Properties{table.ManifestMergeEnabledKey: "true"}
 
-// sameIDs checks that sc numbers its fields as a new table would.
-func sameIDs(sc *iceberg.Schema) error {
-	fresh, err := iceberg.AssignFreshSchemaIDs(sc, nil)
+// adopt makes a table that holds no snapshot yet take first's field ids,
+// as the files carry them (stable ids, see docs/iceberg.md), and the
+// partition spec bound to them: CreateTable numbers a new table's fields
+// afresh (1..n), but a schema added to a table keeps its ids. It commits
+// the schema and the spec before the first snapshot, asserting the schema
+// it saw, so that two instances adopting at once conflict and reload. It
+// returns the table as it is then.
+func (t *Table) adopt(ctx context.Context, tbl *table.Table, first File) (*table.Table, error) {
+	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
-	have, err := iceberg.IndexByName(sc)
+	sc, _, err := fileSchema(fs, first.Location)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
 	}
-	want, err := iceberg.IndexByName(fresh)
+	cur := tbl.Schema()
+	if sameFields(cur, sc) {
+		return tbl, nil
+	}
+	spec, err := partitionSpec(t.c.opts.PartitionBy, sc)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range have {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	for _, n := range names {
-		if have[n] != want[n] {
-			return fmt.Errorf("the file numbers field %q %d, but a new Iceberg table numbers it %d: number the top-level fields 1..n in order, then each nested field after all of its level's fields", n, have[n], want[n])
-		}
+	meta := tbl.Metadata()
+	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID()), table.AssertCurrentSchemaID(cur.ID)}
+	updates := []table.Update{
+		table.NewAddSchemaUpdate(sc), table.NewSetCurrentSchemaUpdate(-1),
+		table.NewAddPartitionSpecUpdate(&spec, false), table.NewSetDefaultSpecUpdate(-1),
 	}
-	return nil
+	if _, _, err := t.c.cat.CommitTable(ctx, t.ident, reqs, updates); err != nil {
+		return nil, fmt.Errorf("iceberg: %s: give the table the files' field ids: %w (%w)", t.name, t.c.scrub(err), errConflict)
+	}
+	return t.refresh(ctx)
+}
+
+// sameFields reports whether a and b have the same fields with the same
+// ids, nested ones included.
+func sameFields(a, b *iceberg.Schema) bool {
+	ia, err := iceberg.IndexByName(a)
+	if err != nil {
+		return false
+	}
+	ib, err := iceberg.IndexByName(b)
+	if err != nil {
+		return false
+	}
+	return maps.Equal(ia, ib)
 }
 
 // partitionSpec builds the spec of partition_by against sc.
@@ -206,10 +223,10 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 // evolve_schema, stages the optional columns the files add in tx. A field
 // whose type changes, a required field a file lacks or makes optional, and
 // a new required field stop the commit with an error naming the field.
-func (t *Table) evolve(ctx context.Context, tbl *table.Table, tx *table.Transaction, files []File) error {
+func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*table.Table, error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
+		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
 	ts := tbl.Schema()
 	added := map[int]iceberg.NestedField{}
@@ -217,24 +234,24 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, tx *table.Transact
 	for _, f := range files {
 		fsch, rows, err := fileSchema(fs, f.Location)
 		if err != nil {
-			return fmt.Errorf("iceberg: %s: %w", t.name, err)
+			return nil, fmt.Errorf("iceberg: %s: %w", t.name, err)
 		}
 		// The ledger's count is the file's: a mismatch is a file replaced
 		// or a ledger entry that names the wrong one.
 		if f.Records > 0 && rows != f.Records {
-			return fmt.Errorf("iceberg: %s: file %s holds %d records, but its ledger entry says %d", t.name, f.Location, rows, f.Records)
+			return nil, fmt.Errorf("iceberg: %s: file %s holds %d records, but its ledger entry says %d", t.name, f.Location, rows, f.Records)
 		}
 		for _, ff := range fsch.Fields() {
 			tf, ok := ts.FindFieldByID(ff.ID)
 			if !ok {
 				if ff.Required {
-					return fmt.Errorf("iceberg: %s: file %s adds the required field %q; a table can only gain optional fields, so make it optional (or give it a default) in the schema", t.name, f.Location, ff.Name)
+					return nil, fmt.Errorf("iceberg: %s: file %s adds the required field %q; a table can only gain optional fields, so make it optional (or give it a default) in the schema", t.name, f.Location, ff.Name)
 				}
 				if other, ok := ts.FindFieldByName(ff.Name); ok {
-					return fmt.Errorf("iceberg: %s: file %s numbers field %q %d, but the table numbers it %d", t.name, f.Location, ff.Name, ff.ID, other.ID)
+					return nil, fmt.Errorf("iceberg: %s: file %s numbers field %q %d, but the table numbers it %d", t.name, f.Location, ff.Name, ff.ID, other.ID)
 				}
 				if prev, ok := added[ff.ID]; ok && (prev.Name != ff.Name || !prev.Type.Equals(ff.Type)) {
-					return fmt.Errorf("iceberg: %s: files add field %d as both %q (%s) and %q (%s)", t.name, ff.ID, prev.Name, prev.Type, ff.Name, ff.Type)
+					return nil, fmt.Errorf("iceberg: %s: files add field %d as both %q (%s) and %q (%s)", t.name, ff.ID, prev.Name, prev.Type, ff.Name, ff.Type)
 				}
 				if _, ok := added[ff.ID]; !ok {
 					addedBy = append(addedBy, f.Location)
@@ -244,21 +261,21 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, tx *table.Transact
 			}
 			switch {
 			case tf.Name != ff.Name:
-				return fmt.Errorf("iceberg: %s: file %s names field %d %q, but the table names it %q", t.name, f.Location, ff.ID, ff.Name, tf.Name)
+				return nil, fmt.Errorf("iceberg: %s: file %s names field %d %q, but the table names it %q", t.name, f.Location, ff.ID, ff.Name, tf.Name)
 			case !tf.Type.Equals(ff.Type):
-				return fmt.Errorf("iceberg: %s: field %q changes type from %s in the table to %s in file %s: an incompatible schema change; write to a new table, or change the schema back", t.name, ff.Name, tf.Type, ff.Type, f.Location)
+				return nil, fmt.Errorf("iceberg: %s: field %q changes type from %s in the table to %s in file %s: an incompatible schema change; write to a new table, or change the schema back", t.name, ff.Name, tf.Type, ff.Type, f.Location)
 			case tf.Required && !ff.Required:
-				return fmt.Errorf("iceberg: %s: field %q is required in the table but optional in file %s: an incompatible schema change", t.name, ff.Name, f.Location)
+				return nil, fmt.Errorf("iceberg: %s: field %q is required in the table but optional in file %s: an incompatible schema change", t.name, ff.Name, f.Location)
 			}
 		}
 		for _, tf := range ts.Fields() {
 			if _, ok := fsch.FindFieldByID(tf.ID); !ok && tf.Required {
-				return fmt.Errorf("iceberg: %s: file %s lacks the required field %q: an incompatible schema change (a required field can't be removed)", t.name, f.Location, tf.Name)
+				return nil, fmt.Errorf("iceberg: %s: file %s lacks the required field %q: an incompatible schema change (a required field can't be removed)", t.name, f.Location, tf.Name)
 			}
 		}
 	}
 	if len(added) == 0 {
-		return nil
+		return tbl, nil
 	}
 	ids := slices.Sorted(func(yield func(int) bool) {
 		for id := range added {
@@ -272,31 +289,23 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, tx *table.Transact
 		names = append(names, added[id].Name)
 	}
 	if !t.c.opts.EvolveSchema {
-		return fmt.Errorf("iceberg: %s: file %s adds the fields %s and iceberg.evolve_schema is false; set it to true, or add the columns to the table", t.name, addedBy[0], strings.Join(names, ", "))
+		return nil, fmt.Errorf("iceberg: %s: file %s adds the fields %s and iceberg.evolve_schema is false; set it to true, or add the columns to the table", t.name, addedBy[0], strings.Join(names, ", "))
 	}
-	// Apply is not idempotent: one update to see the ids it gives, and
-	// another to stage.
-	update := func() *table.UpdateSchema {
-		upd := tx.UpdateSchema(true, false)
-		for _, id := range ids {
-			ff := added[id]
-			upd.AddColumn([]string{ff.Name}, ff.Type, ff.Doc, false, nil)
-		}
-		return upd
-	}
-	next, err := update().Apply()
-	if err != nil {
-		return fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
-	}
+	// The table keeps the files' ids: the union of its fields and the new
+	// ones, as they are numbered in the files, becomes its schema, before
+	// the snapshot that adds the files (a crash between leaves an empty
+	// optional column, which the retry finds in place).
+	fields := slices.Clone(ts.Fields())
 	for _, id := range ids {
 		ff := added[id]
-		got, _ := next.FindFieldByName(ff.Name)
-		if got.ID != ff.ID || !got.Type.Equals(ff.Type) {
-			return fmt.Errorf("iceberg: %s: the files number the new field %q %d, but the table numbers it %d: number new fields after the table's highest field id (%d), in order", t.name, ff.Name, ff.ID, got.ID, ts.HighestFieldID())
-		}
+		ff.Required = false
+		fields = append(fields, ff)
 	}
-	if err := update().Commit(); err != nil {
-		return fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
+	next := iceberg.NewSchema(ts.ID+1, fields...)
+	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertCurrentSchemaID(ts.ID)}
+	updates := []table.Update{table.NewAddSchemaUpdate(next), table.NewSetCurrentSchemaUpdate(-1)}
+	if _, _, err := t.c.cat.CommitTable(ctx, t.ident, reqs, updates); err != nil {
+		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w (%w)", t.name, strings.Join(names, ", "), t.c.scrub(err), errConflict)
 	}
-	return nil
+	return t.refresh(ctx)
 }

@@ -32,6 +32,12 @@ const (
 	// a gap (records gone from Kafka, or dropped by the error policy). Only
 	// on snapshots that skip some.
 	PropGaps = "spillway.gaps"
+	// PropLedger is JSON {topic: {partition: seq}}: per partition, the
+	// sequence number of the last ledger entry whose file the table
+	// holds, merged with the previous Spillway snapshot's. It decides
+	// which files are held: offsets can't, since consecutive files of a
+	// partition split by day may end at the same handled offset.
+	PropLedger = "spillway.ledger"
 )
 
 // File is a data file Spillway stored, as the ledger describes it.
@@ -40,8 +46,12 @@ type File struct {
 	Topic      string
 	Partition  int32
 	First, End int64 // the offsets [First, End) the file holds
-	Records    int64
-	Bytes      int64
+	// Seq is the file's ledger entry's sequence number: a partition's
+	// files are committed in Seq order, and the table holds a file iff
+	// its Seq is at most the partition's recorded in PropLedger.
+	Seq     int64
+	Records int64
+	Bytes   int64
 }
 
 // Table is one Iceberg table. Its methods may be called from several
@@ -124,14 +134,44 @@ func (t *Table) Next(ctx context.Context, topic string) (map[int32]int64, error)
 	return out, nil
 }
 
-// ends is {topic: {partition: end}}.
+// Held returns, per partition of topic, the ledger seq of the last file
+// the table's current snapshot holds (PropLedger): the ledger entries up
+// to it are in the table, those after it are not. A partition the table
+// holds nothing of is absent. It reads the catalog afresh.
+func (t *Table) Held(ctx context.Context, topic string) (map[int32]int64, error) {
+	tbl, err := t.refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := tableState(tbl)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: table %s: %w", t.name, err)
+	}
+	out := map[int32]int64{}
+	maps.Copy(out, st.seqs[topic])
+	return out, nil
+}
+
+// ends is {topic: {partition: end}}, or {topic: {partition: seq}}.
 type ends map[string]map[int32]int64
 
-// tableEnds reads PropOffsets from the newest snapshot in the current
-// snapshot's ancestry that has it: snapshots other engines commit
-// (compaction, maintenance) carry none, and leave the records as they were.
+// state is what the newest Spillway snapshot records.
+type state struct {
+	ends ends // PropOffsets
+	seqs ends // PropLedger
+}
+
 func tableEnds(tbl *table.Table) (ends, error) {
-	out := ends{}
+	st, err := tableState(tbl)
+	return st.ends, err
+}
+
+// tableState reads PropOffsets and PropLedger from the newest snapshot in
+// the current snapshot's ancestry that has them: snapshots other engines
+// commit (compaction, maintenance) carry none, and leave the records as
+// they were.
+func tableState(tbl *table.Table) (state, error) {
+	out := state{ends: ends{}, seqs: ends{}}
 	if tbl == nil {
 		return out, nil
 	}
@@ -139,8 +179,13 @@ func tableEnds(tbl *table.Table) (ends, error) {
 	for s := meta.CurrentSnapshot(); s != nil; {
 		if s.Summary != nil {
 			if raw, ok := s.Summary.Properties[PropOffsets]; ok {
-				if err := json.Unmarshal([]byte(raw), &out); err != nil {
-					return nil, fmt.Errorf("snapshot %d: %s does not parse: %w", s.SnapshotID, PropOffsets, err)
+				if err := json.Unmarshal([]byte(raw), &out.ends); err != nil {
+					return state{}, fmt.Errorf("snapshot %d: %s does not parse: %w", s.SnapshotID, PropOffsets, err)
+				}
+				if raw := s.Summary.Properties[PropLedger]; raw != "" {
+					if err := json.Unmarshal([]byte(raw), &out.seqs); err != nil {
+						return state{}, fmt.Errorf("snapshot %d: %s does not parse: %w", s.SnapshotID, PropLedger, err)
+					}
 				}
 				return out, nil
 			}
@@ -160,10 +205,10 @@ const (
 )
 
 // Commit makes files visible in one snapshot, exactly once: a file whose
-// offsets the table already holds (committed by an earlier attempt, by
-// another instance, or a zombie's copy of the same range) is skipped, and
-// the snapshot records the offsets it makes visible (PropOffsets). Files
-// are taken in offset order per partition, whatever their order in files.
+// ledger entry the table already holds (committed by an earlier attempt,
+// or by another instance) is skipped, and the snapshot records the ledger
+// seqs (PropLedger) and offsets (PropOffsets) it makes visible. Files are
+// taken in ledger order per partition, whatever their order in files.
 // A file that starts past the
 // table's end is accepted: the ledger passes only files in order, so the
 // offsets between are a gap it recorded; the snapshot notes it (PropGaps).
@@ -182,7 +227,7 @@ func (t *Table) Commit(ctx context.Context, files []File) error {
 	files = slices.Clone(files)
 	sort.SliceStable(files, func(i, j int) bool {
 		a, b := files[i], files[j]
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.First, b.First)) < 0
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Seq, b.Seq)) < 0
 	})
 	wait := retryMin
 	for {
@@ -206,29 +251,46 @@ func (t *Table) Commit(ctx context.Context, files []File) error {
 type plan struct {
 	add  []File
 	ends ends
+	seqs ends
 	gaps map[string]map[int32][][2]int64
 }
 
-// planCommit applies the skip rule to files (sorted) against the table's
-// ends.
-func planCommit(cur ends, files []File) (plan, error) {
-	p := plan{ends: ends{}, gaps: map[string]map[int32][][2]int64{}}
-	for topic, m := range cur {
-		p.ends[topic] = maps.Clone(m)
+func cloneEnds(e ends) ends {
+	out := ends{}
+	for topic, m := range e {
+		out[topic] = maps.Clone(m)
 	}
+	return out
+}
+
+func partOf(e ends, topic string) map[int32]int64 {
+	m := e[topic]
+	if m == nil {
+		m = map[int32]int64{}
+		e[topic] = m
+	}
+	return m
+}
+
+// planCommit applies the skip rule to files (sorted by ledger seq per
+// partition) against the table's state: a file is held iff its seq is at
+// most the partition's recorded one. Its offsets only check the order:
+// a partition's files tile its handled offsets in ledger order, so a file
+// that starts below the table's end would duplicate records.
+func planCommit(cur state, files []File) (plan, error) {
+	p := plan{ends: cloneEnds(cur.ends), seqs: cloneEnds(cur.seqs), gaps: map[string]map[int32][][2]int64{}}
 	for _, f := range files {
-		if f.End <= f.First {
-			return plan{}, fmt.Errorf("file %s holds no offsets ([%d, %d))", f.Location, f.First, f.End)
+		// First == End is a file of an interleaved partition whose
+		// lowest offset after it is still held by an open file.
+		if f.End < f.First {
+			return plan{}, fmt.Errorf("file %s ends (%d) before it starts (%d)", f.Location, f.End, f.First)
 		}
-		m := p.ends[f.Topic]
-		if m == nil {
-			m = map[int32]int64{}
-			p.ends[f.Topic] = m
+		m, sm := partOf(p.ends, f.Topic), partOf(p.seqs, f.Topic)
+		if last, ok := sm[f.Partition]; ok && f.Seq <= last {
+			continue // already in the table
 		}
 		end, held := m[f.Partition]
 		switch {
-		case held && f.End <= end:
-			continue // already in the table
 		case held && f.First < end:
 			return plan{}, fmt.Errorf("file %s holds %s/%d offsets [%d, %d) but the table already holds up to %d: it can't be added without duplicating [%d, %d)",
 				f.Location, f.Topic, f.Partition, f.First, f.End, end, f.First, end)
@@ -241,6 +303,7 @@ func planCommit(cur ends, files []File) (plan, error) {
 			g[f.Partition] = append(g[f.Partition], [2]int64{end, f.First})
 		}
 		m[f.Partition] = f.End
+		sm[f.Partition] = f.Seq
 		p.add = append(p.add, f)
 	}
 	return p, nil
@@ -253,24 +316,37 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	if err != nil {
 		return err
 	}
-	cur, err := tableEnds(tbl)
+	cur, err := tableState(tbl)
 	if err != nil {
 		return fmt.Errorf("iceberg: table %s: %w", t.name, err)
 	}
 	p, err := planCommit(cur, files)
 	if err != nil {
-		return fmt.Errorf("iceberg: commit to %s: %w", t.name, err)
+		return fmt.Errorf("iceberg: commit to %s: %w (%w)", t.name, err, ErrRefused)
 	}
 	if len(p.add) == 0 {
 		return nil
 	}
 	if tbl == nil {
 		if !t.c.opts.AutoCreate {
-			return fmt.Errorf("iceberg: table %s does not exist and iceberg.auto_create is false; create it, or set iceberg.auto_create: true", t.name)
+			return fmt.Errorf("iceberg: table %s does not exist and iceberg.auto_create is false; create it, or set iceberg.auto_create: true (%w)", t.name, ErrRefused)
 		}
 		if tbl, err = t.create(ctx, p.add[0]); err != nil {
 			return err
 		}
+	}
+	if tbl.CurrentSnapshot() == nil {
+		// Created here or by another instance, and not yet given the
+		// files' field ids (a crash may come between).
+		if tbl, err = t.adopt(ctx, tbl, p.add[0]); err != nil {
+			return err
+		}
+	}
+	if tbl, err = t.evolve(ctx, tbl, p.add); err != nil {
+		if errors.Is(err, errConflict) {
+			return err
+		}
+		return fmt.Errorf("%w (%w)", err, ErrRefused)
 	}
 	tx := tbl.NewTransaction()
 	// Pin the branch head: on a conflict iceberg-go would otherwise
@@ -279,9 +355,6 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	// ErrCommitFailed and Commit decides again.
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return fmt.Errorf("iceberg: commit to %s: %w", t.name, err)
-	}
-	if err := t.evolve(ctx, tbl, tx, p.add); err != nil {
-		return err
 	}
 	props, err := t.summary(p)
 	if err != nil {
@@ -320,6 +393,11 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	return nil
 }
 
+// ErrRefused marks a commit the table can't take however often it is
+// retried: a file that overlaps what the table holds, a schema change the
+// table can't take, a missing table without auto_create.
+var ErrRefused = errors.New("refused")
+
 // errConflict is a commit that lost to another writer's.
 var errConflict = errors.New("another writer committed first")
 
@@ -341,19 +419,26 @@ func (t *Table) summary(p plan) (iceberg.Properties, error) {
 		return string(b), err
 	}
 	// JSON object keys must be strings; the partitions become "0", "1".
-	offs := map[string]map[string]int64{}
-	for topic, m := range p.ends {
-		o := map[string]int64{}
-		for part, end := range m {
-			o[strconv.Itoa(int(part))] = end
+	byName := func(e ends) map[string]map[string]int64 {
+		out := map[string]map[string]int64{}
+		for topic, m := range e {
+			o := map[string]int64{}
+			for part, v := range m {
+				o[strconv.Itoa(int(part))] = v
+			}
+			out[topic] = o
 		}
-		offs[topic] = o
+		return out
 	}
-	s, err := enc(offs)
+	s, err := enc(byName(p.ends))
 	if err != nil {
 		return nil, err
 	}
-	props := iceberg.Properties{PropOffsets: s}
+	l, err := enc(byName(p.seqs))
+	if err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{PropOffsets: s, PropLedger: l}
 	if len(p.gaps) > 0 {
 		if props[PropGaps], err = enc(p.gaps); err != nil {
 			return nil, err

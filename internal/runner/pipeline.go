@@ -29,6 +29,7 @@ import (
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/spool"
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/tables"
 )
 
 // errStoppedEarly is a stop that came during the startup checks, before
@@ -47,7 +48,9 @@ type pipeline struct {
 	b        *budget.Budget
 	sp       *spool.Spool // nil without backpressure.spool_dir
 	bucket   *storage.Bucket
-	led      *ledger.Ledger // nil with a one-object-per-key template
+	led      *ledger.Ledger    // nil with a one-object-per-key template
+	cat      tables.Catalog    // nil without iceberg.table
+	tab      *tables.Committer // nil without iceberg.table
 	mon      *monitor
 	reg      *registry.Registry // nil without schema_registry.url
 	snk      writer
@@ -109,6 +112,9 @@ func newPipeline(ctx context.Context, cfg *config.Config, log *slog.Logger, opts
 		return nil, err
 	}
 	if err := p.checkKafka(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.openTables(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.buildWriter(); err != nil {
@@ -290,8 +296,14 @@ func (p *pipeline) buildWriter() error {
 		if p.sp != nil {
 			scfg.Spool = p.sp
 		}
+		if p.tab = p.newCommitter(); p.tab != nil {
+			scfg.Published = p.tab.Published
+		}
 		files := sink.New(scfg, sink.FromStorage(p.bucket), p.b, p.log)
 		p.snk, p.maxOpen = files, files.MaxOpenFiles()
+		if p.tab != nil {
+			p.snk = tablesWriter{writer: files, tab: p.tab}
+		}
 	}
 	p.onClose(p.snk.Close)
 	return nil
@@ -409,6 +421,8 @@ func (p *pipeline) run(ctx context.Context) error {
 	monDone := make(chan struct{})
 	go func() { defer close(monDone); p.mon.run(tickCtx, p.progress) }()
 	defer func() { stopTick(); <-monDone }()
+	waitTables := p.runTables(tickCtx)
+	defer func() { stopTick(); waitTables() }()
 
 	runErr := src.Run(ctx, hard)
 	if runErr == nil {
@@ -426,6 +440,11 @@ func (p *pipeline) run(ctx context.Context) error {
 	p.clientClosed = true
 	if err := src.Close(hard); err != nil {
 		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but the Kafka client did not close within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
+	}
+	stopTick()
+	waitTables()
+	if err := p.closeTables(hard); err != nil {
+		return err
 	}
 	st := snk.Stats()
 	// Records stored, not records written: a file dropped with a revoked

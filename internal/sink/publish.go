@@ -225,6 +225,9 @@ func (s *Sink) publish(f *openFile) {
 	s.bytesUploaded.Add(n)
 	s.storedRecords.Add(f.encoded)
 	s.tracker.MarkDurable(f.u)
+	if s.cfg.Published != nil && f.entry != nil {
+		s.cfg.Published(f.tp, *f.entry)
+	}
 }
 
 // errLostOwnership: the file's partition was dropped before its entry.
@@ -279,6 +282,7 @@ func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
 	s.pub.mu.Lock()
 	lp.seq++
 	s.pub.mu.Unlock()
+	f.entry = e
 	return nil
 }
 

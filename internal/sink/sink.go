@@ -148,6 +148,13 @@ type Config struct {
 	// OnClose, when set, is told of every file closed, with the sink's
 	// lock held: it must only record, never block or call the sink.
 	OnClose func(offsets.Closed)
+
+	// Published, when set with a Ledger, is told of every data file once
+	// it is stored and its ledger entry written, with the entry: a
+	// partition's files in order, from the file's goroutine, with no lock
+	// held. It must only record, never block or call the sink (package
+	// tables queues the files for its commits).
+	Published func(offsets.TopicPartition, ledger.Entry)
 }
 
 // Stats are counters for progress and metrics.
@@ -247,6 +254,9 @@ type openFile struct {
 	routeState
 	fileWorker
 	publication
+	// entry is the file's ledger entry once written (writeEntry), for
+	// Config.Published.
+	entry *ledger.Entry
 }
 
 // New returns a sink. Close stops its goroutines.

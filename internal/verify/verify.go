@@ -110,6 +110,9 @@ type Options struct {
 	// without a ledger (storage.earlier_files: spillway), so that verify
 	// says what resume does with a file no entry names.
 	ReadsBack bool
+	// NotData, when set, says which objects under the prefix are no data
+	// files (config.IcebergNotData: tables' metadata, a SQL catalog).
+	NotData func(key string) bool
 }
 
 // Run reads Kafka, then storage, and reports.
@@ -141,6 +144,9 @@ func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report,
 	scan, err := audit.NewScan(ctx, st, opts.Names)
 	if err != nil {
 		return Report{}, err
+	}
+	if opts.NotData != nil {
+		scan.Drop(opts.NotData)
 	}
 	r := Report{OK: true, Cluster: k.Cluster, Prefix: opts.Names.Prefix, Deep: opts.Deep != nil}
 	if opts.Names.Template.LatestPerKey() {

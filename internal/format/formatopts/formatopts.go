@@ -25,6 +25,10 @@ type Options struct {
 	// BytesSeparator follows each value in the bytes format, with
 	// backslash escapes; see Separator.
 	BytesSeparator string `koanf:"bytes_separator"`
+	// Micros, no key of its own, is set with iceberg.table (config's
+	// ApplyIcebergLayout): Parquet timestamps and times in microseconds,
+	// Iceberg's unit, instead of milliseconds.
+	Micros bool `koanf:"-"`
 }
 
 // DefaultBytesSeparator is format.bytes_separator's default: a line feed,

@@ -11,6 +11,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/parquet-go/parquet-go"
@@ -62,6 +63,8 @@ type parquetEncoder struct {
 	// w.Size()-base is what the open row group holds.
 	base int64
 	mem  format.BufferCount
+	// micros writes the timestamp in microseconds (config.Format.Micros).
+	micros bool
 
 	err    error
 	closed bool
@@ -81,7 +84,7 @@ func newParquetEncoder(cfg config.Format, w io.Writer, m format.Memory) (*parque
 	if err != nil {
 		return nil, err
 	}
-	schema := parquetSchema(env)
+	schema := parquetSchema(env, cfg.Micros)
 	wcfg, err := parquet.NewWriterConfig(
 		schema,
 		parquet.Compression(codec),
@@ -107,7 +110,7 @@ func newParquetEncoder(cfg config.Format, w io.Writer, m format.Memory) (*parque
 	if err != nil {
 		return nil, fmt.Errorf("format: parquet writer: %w", err)
 	}
-	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env, mem: format.NewBufferCount(m, parquetRowGroupBytes, parquetReportStep)}
+	e := &parquetEncoder{w: parquet.NewGenericWriter[any](w, wcfg), env: env, micros: cfg.Micros, mem: format.NewBufferCount(m, parquetRowGroupBytes, parquetReportStep)}
 	col := func(path ...string) int {
 		leaf, ok := schema.Lookup(path...)
 		if !ok {
@@ -138,8 +141,9 @@ func parquetCodec(kind string) (pqcompress.Codec, error) {
 	return nil, fmt.Errorf("format.compression %q is unknown; valid: none, gzip, zstd, snappy", kind)
 }
 
-// parquetSchema is the envelope as a Parquet schema; see parquetEncoder.
-func parquetSchema(env format.Envelope) *parquet.Schema {
+// parquetSchema is the envelope as a Parquet schema, with the fixed
+// Iceberg field ids of its columns (see envelopeIDs); see parquetEncoder.
+func parquetSchema(env format.Envelope, micros bool) *parquet.Schema {
 	blob := parquet.Leaf(parquet.ByteArrayType)
 	if env.Text {
 		blob = parquet.String()
@@ -153,11 +157,15 @@ func parquetSchema(env format.Envelope) *parquet.Schema {
 		case format.FieldOffset:
 			n = parquet.Leaf(parquet.Int64Type)
 		case format.FieldTimestamp:
-			n = parquet.TimestampAdjusted(parquet.Millisecond, true)
+			n = parquet.TimestampAdjusted(timeUnit(micros), true)
 		case format.FieldHeaders:
-			n = parquet.List(parquet.Group{"key": parquet.String(), "value": parquet.Optional(blob)})
+			n = parquet.List(envelopeID(parquet.Group{
+				"key":   envelopeID(parquet.String(), "headers.element.key"),
+				"value": envelopeID(parquet.Optional(blob), "headers.element.value"),
+			}, "headers.element"))
 		}
-		root = append(root, namedNode{Node: n, name: format.FieldNames[f]})
+		name := format.FieldNames[f]
+		root = append(root, namedNode{Node: envelopeID(n, name), name: name})
 	}
 	return parquet.NewSchema(format.EnvelopeName, root)
 }
@@ -255,7 +263,7 @@ func (e *parquetEncoder) appendRow(row parquet.Row, r *kgo.Record) parquet.Row {
 		case format.FieldOffset:
 			row = append(row, parquet.Int64Value(r.Offset).Level(0, 0, c.offset))
 		case format.FieldTimestamp:
-			row = append(row, parquet.Int64Value(r.Timestamp.UnixMilli()).Level(0, 0, c.timestamp))
+			row = append(row, parquet.Int64Value(timestampOf(r.Timestamp, e.micros)).Level(0, 0, c.timestamp))
 		case format.FieldHeaders:
 			if len(r.Headers) == 0 {
 				row = append(row, parquet.NullValue().Level(0, 0, c.headerKey), parquet.NullValue().Level(0, 0, c.headerValue))
@@ -330,4 +338,21 @@ func (f namedNode) Value(base reflect.Value) reflect.Value {
 		return base.MapIndex(reflect.ValueOf(f.name))
 	}
 	return reflect.Value{}
+}
+
+// timeUnit is the envelope timestamp's unit: milliseconds, Kafka's, or
+// microseconds, Iceberg's (config.Format.Micros).
+func timeUnit(micros bool) parquet.TimeUnit {
+	if micros {
+		return parquet.Microsecond
+	}
+	return parquet.Millisecond
+}
+
+// timestampOf is t in the envelope timestamp's unit.
+func timestampOf(t time.Time, micros bool) int64 {
+	if micros {
+		return t.UnixMicro()
+	}
+	return t.UnixMilli()
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 	pqformat "github.com/parquet-go/parquet-go/format"
@@ -226,6 +227,43 @@ func TestParquetDuckDBReads(t *testing.T) {
 			}
 		} else if len(meta) != 1 || meta[0]["compression"] != codecs[c.Cfg.Compression] {
 			t.Errorf("%s: parquet_metadata codecs %v, want only %s", c.Name, meta, codecs[c.Cfg.Compression])
+		}
+	}
+}
+
+// TestMicros: with config.Format.Micros (set with iceberg.table), the
+// envelope timestamp is TIMESTAMP(MICROS), Iceberg's unit, and holds
+// microseconds; without it, milliseconds as before.
+func TestMicros(t *testing.T) {
+	t.Parallel()
+	c := formattest.ColumnarCases("parquet")[0]
+	at := time.Date(2026, 12, 5, 13, 4, 5, 123456000, time.UTC)
+	c.Recs = []*kgo.Record{{Topic: "t", Offset: 7, Timestamp: at, Value: []byte("v")}}
+	c.Cfg.Fields = []string{"offset", "timestamp"}
+	for _, micros := range []bool{false, true} {
+		c.Cfg.Micros = micros
+		b := encodeParquet(t, c)
+		f, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, ok := f.Schema().Lookup("timestamp")
+		if !ok {
+			t.Fatal("no timestamp column")
+		}
+		lt := col.Node.Type().LogicalType()
+		want, wantV := "MILLIS", at.UnixMilli()
+		if micros {
+			want, wantV = "MICROS", at.UnixMicro()
+		}
+		ts, ok := lt.Value.(*pqformat.TimestampType)
+		if !ok || ts.Unit.String() != want {
+			t.Errorf("micros %v: timestamp's logical type %v, want unit %v", micros, lt, want)
+		}
+		rows := make([]parquet.Row, 1)
+		n, _ := f.RowGroups()[0].Rows().ReadRows(rows)
+		if n != 1 || rows[0][col.ColumnIndex].Int64() != wantV {
+			t.Errorf("micros %v: timestamp %v, want %d", micros, rows[0], wantV)
 		}
 	}
 }

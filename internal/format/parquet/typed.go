@@ -86,8 +86,14 @@ type pqNode struct {
 }
 
 // pqBuilder numbers leaves in the order parquet-go orders columns: depth
-// first, fields in order.
-type pqBuilder struct{ col int }
+// first, fields in order, and gives every node its Iceberg field id.
+type pqBuilder struct {
+	col int
+	ids fieldIDs
+	// micros writes timestamps and times in microseconds
+	// (config.Format.Micros).
+	micros bool
+}
 
 func newTypedParquetEncoder(t *format.Typed, ids format.SchemaIDs, w io.Writer) (format.Encoder, error) {
 	env, err := format.NewEnvelope(t.Config())
@@ -99,15 +105,16 @@ func newTypedParquetEncoder(t *format.Typed, ids format.SchemaIDs, w io.Writer) 
 		return nil, err
 	}
 	e := &typedParquetEncoder{t: t, ids: ids, env: env, key: t.ColumnsOf(ids.Key, ids.KeyMsg), val: t.ColumnsOf(ids.Value, ids.ValueMsg), rec: map[string]any{}}
-	var b pqBuilder
+	b := pqBuilder{micros: t.Config().Micros}
 	var root parquet.Node
 	if e.val != nil && !t.Config().Envelope && len(env.Fields) == 1 && env.Fields[0] == format.FieldValue {
 		if vr := e.val.Schema.Root().ExpandReferences(); vr.Type == "record" {
 			e.bare = true
-			root, e.root, err = b.record(vr, 0, 0, 0)
+			root, e.root, err = b.record(vr, "", 0, 0, 0)
 		}
 	}
 	if !e.bare && err == nil {
+		b = pqBuilder{ids: fieldIDs{envelope: true}, micros: t.Config().Micros}
 		root, e.root, err = b.envelope(env, e.key, e.val)
 	}
 	if err != nil {
@@ -136,14 +143,14 @@ const maxSchemaDepth = 64
 func (b *pqBuilder) envelope(env format.Envelope, key, val *registry.Columns) (parquet.Node, *pqNode, error) {
 	root := &pqNode{kind: pqGroup}
 	var g orderedGroup
-	blob := func(name string) (parquet.Node, *pqNode) {
+	blob := func(name, path string) (parquet.Node, *pqNode) {
 		n := parquet.Leaf(parquet.ByteArrayType)
 		if env.Text {
 			n = parquet.String()
 		}
 		p := &pqNode{kind: pqLeaf, name: name, optional: true, def: 1, col: b.next(), conv: bytesValue}
 		p.leaves = []int{p.col}
-		return parquet.Optional(n), p
+		return envelopeID(parquet.Optional(n), path), p
 	}
 	for _, f := range env.Fields {
 		name := format.FieldNames[f]
@@ -157,27 +164,27 @@ func (b *pqBuilder) envelope(env format.Envelope, key, val *registry.Columns) (p
 				s = val
 			}
 			if s == nil {
-				n, p = blob(name)
+				n, p = blob(name, name)
 				break
 			}
-			n, p, err = b.node(s.Schema.Root().ExpandReferences(), name, true, 0, 0, 0)
+			n, p, err = b.node(s.Schema.Root().ExpandReferences(), name, name, true, 0, 0, 0)
 		case format.FieldOffset:
-			n = parquet.Leaf(parquet.Int64Type)
+			n = envelopeID(parquet.Leaf(parquet.Int64Type), name)
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
 			p.leaves = []int{p.col}
 		case format.FieldTimestamp:
-			n = parquet.TimestampAdjusted(parquet.Millisecond, true)
+			n = envelopeID(parquet.TimestampAdjusted(timeUnit(b.micros), true), name)
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
 			p.leaves = []int{p.col}
 		case format.FieldHeaders:
 			// required LIST { repeated list { required element { key; optional value } } }
 			hk := &pqNode{kind: pqLeaf, name: "key", def: 1, rep: 1, col: b.next(), conv: bytesValue}
-			hkn := parquet.String()
-			hvn, hv := blob("value")
+			hkn := envelopeID(parquet.String(), "headers.element.key")
+			hvn, hv := blob("value", "headers.element.value")
 			hv.def, hv.rep = 2, 1
 			elem := &pqNode{kind: pqGroup, name: "element", def: 1, rep: 1, fields: []*pqNode{hk, hv}, leaves: []int{hk.col, hv.col}}
 			hk.leaves = []int{hk.col}
-			n = parquet.List(orderedGroup{namedNode{Node: hkn, name: "key"}, namedNode{Node: hvn, name: "value"}})
+			n = envelopeID(parquet.List(envelopeID(orderedGroup{namedNode{Node: hkn, name: "key"}, namedNode{Node: hvn, name: "value"}}, "headers.element")), name)
 			p = &pqNode{kind: pqList, name: name, def: 0, rep: 1, elem: elem, leaves: elem.leaves}
 		}
 		if err != nil {
@@ -193,8 +200,8 @@ func (b *pqBuilder) envelope(env format.Envelope, key, val *registry.Columns) (p
 func (b *pqBuilder) next() int { b.col++; return b.col - 1 }
 
 // record builds a required group of n's fields (the file's root in the
-// bare layout), at levels def and rep.
-func (b *pqBuilder) record(n *avro.SchemaNode, def, rep, depth int) (parquet.Node, *pqNode, error) {
+// bare layout, path ""), at levels def and rep.
+func (b *pqBuilder) record(n *avro.SchemaNode, path string, def, rep, depth int) (parquet.Node, *pqNode, error) {
 	if depth > maxSchemaDepth {
 		return nil, nil, fmt.Errorf("the schema nests deeper than %d levels", maxSchemaDepth)
 	}
@@ -202,7 +209,7 @@ func (b *pqBuilder) record(n *avro.SchemaNode, def, rep, depth int) (parquet.Nod
 	var g orderedGroup
 	for i := range n.Fields {
 		f := &n.Fields[i]
-		fn, fp, err := b.node(&f.Type, f.Name, false, def, rep, depth+1)
+		fn, fp, err := b.node(&f.Type, f.Name, joinPath(path, f.Name), false, def, rep, depth+1)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", f.Name, err)
 		}
@@ -216,9 +223,10 @@ func (b *pqBuilder) record(n *avro.SchemaNode, def, rep, depth int) (parquet.Nod
 	return g, p, nil
 }
 
-// node builds the column(s) of Avro schema n named name; optional makes
-// it nullable whatever n says. def and rep are the parent's levels.
-func (b *pqBuilder) node(n *avro.SchemaNode, name string, optional bool, def, rep, depth int) (parquet.Node, *pqNode, error) {
+// node builds the column(s) of Avro schema n named name, at path (see
+// fieldIDs); optional makes it nullable whatever n says. def and rep are
+// the parent's levels.
+func (b *pqBuilder) node(n *avro.SchemaNode, name, path string, optional bool, def, rep, depth int) (parquet.Node, *pqNode, error) {
 	if depth > maxSchemaDepth {
 		return nil, nil, fmt.Errorf("the schema nests deeper than %d levels", maxSchemaDepth)
 	}
@@ -233,11 +241,11 @@ func (b *pqBuilder) node(n *avro.SchemaNode, name string, optional bool, def, re
 			}
 		}
 		if len(other) == 1 {
-			return b.node(other[0], name, optional || hasNull, def, rep, depth+1)
+			return b.node(other[0], name, path, optional || hasNull, def, rep, depth+1)
 		}
 		// A union of several types has no Parquet type: the value is
 		// kept as JSON.
-		return b.leaf(parquet.String(), name, true, def, rep, unionJSONValue)
+		return b.leaf(parquet.String(), name, path, true, def, rep, unionJSONValue)
 	}
 	if optional {
 		def++
@@ -250,15 +258,18 @@ func (b *pqBuilder) node(n *avro.SchemaNode, name string, optional bool, def, re
 		if optional {
 			pn = parquet.Optional(pn)
 		}
+		if pn, err = b.ids.with(pn, path); err != nil {
+			return nil, nil, err
+		}
 		return pn, p, nil
 	}
 	switch n.Type {
 	case "record", "error":
-		return wrap(b.record(n, def, rep, depth+1))
+		return wrap(b.record(n, path, def, rep, depth+1))
 	case "array":
 		// LIST { repeated group list { element } }
 		p := &pqNode{kind: pqList, def: def, rep: rep + 1}
-		en, ep, err := b.node(n.Items, "element", false, def+1, rep+1, depth+1)
+		en, ep, err := b.node(n.Items, "element", joinPath(path, "element"), false, def+1, rep+1, depth+1)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -269,27 +280,35 @@ func (b *pqBuilder) node(n *avro.SchemaNode, name string, optional bool, def, re
 		p := &pqNode{kind: pqMap, def: def, rep: rep + 1}
 		kp := &pqNode{kind: pqLeaf, name: "key", def: def + 1, rep: rep + 1, col: b.next(), conv: bytesValue}
 		kp.leaves = []int{kp.col}
-		vn, vp, err := b.node(n.Values, "value", false, def+1, rep+1, depth+1)
+		kn, err := b.ids.with(parquet.String(), joinPath(path, "key"))
+		if err != nil {
+			return nil, nil, err
+		}
+		vn, vp, err := b.node(n.Values, "value", joinPath(path, "value"), false, def+1, rep+1, depth+1)
 		if err != nil {
 			return nil, nil, err
 		}
 		p.mapKey, p.elem = kp, vp
 		p.leaves = append([]int{kp.col}, vp.leaves...)
-		return wrap(parquet.Map(parquet.String(), vn), p, nil)
+		return wrap(parquet.Map(kn, vn), p, nil)
 	}
-	leaf, conv, err := leafOf(n)
+	leaf, conv, err := leafOf(n, b.micros)
 	if err != nil {
 		return nil, nil, err
 	}
-	return b.leaf(leaf, name, optional, def-boolInt(optional), rep, conv)
+	return b.leaf(leaf, name, path, optional, def-boolInt(optional), rep, conv)
 }
 
 // leaf builds one column at the parent's levels def and rep.
-func (b *pqBuilder) leaf(n parquet.Node, name string, optional bool, def, rep int, conv func(any) (parquet.Value, error)) (parquet.Node, *pqNode, error) {
+func (b *pqBuilder) leaf(n parquet.Node, name, path string, optional bool, def, rep int, conv func(any) (parquet.Value, error)) (parquet.Node, *pqNode, error) {
 	p := &pqNode{kind: pqLeaf, name: name, optional: optional, def: def + boolInt(optional), rep: rep, col: b.next(), conv: conv}
 	p.leaves = []int{p.col}
 	if optional {
 		n = parquet.Optional(n)
+	}
+	n, err := b.ids.with(n, path)
+	if err != nil {
+		return nil, nil, err
 	}
 	return n, p, nil
 }
@@ -302,7 +321,7 @@ func boolInt(b bool) int {
 }
 
 // leafOf maps a primitive Avro schema to its Parquet leaf.
-func leafOf(n *avro.SchemaNode) (parquet.Node, func(any) (parquet.Value, error), error) {
+func leafOf(n *avro.SchemaNode, micros bool) (parquet.Node, func(any) (parquet.Value, error), error) {
 	switch n.Type {
 	case "null":
 		return parquet.String(), unionJSONValue, nil
@@ -313,18 +332,27 @@ func leafOf(n *avro.SchemaNode) (parquet.Node, func(any) (parquet.Value, error),
 		case "date":
 			return parquet.Date(), dateValue, nil
 		case "time-millis":
+			if micros {
+				return parquet.Time(parquet.Microsecond), timeMicrosValue, nil
+			}
 			return parquet.Time(parquet.Millisecond), timeMillisValue, nil
 		}
 		return parquet.Int(32), intValue, nil
 	case "long":
 		switch n.LogicalType {
 		case "timestamp-millis":
+			if micros {
+				return parquet.TimestampAdjusted(parquet.Microsecond, true), timestampValue(time.Microsecond), nil
+			}
 			return parquet.TimestampAdjusted(parquet.Millisecond, true), timestampValue(time.Millisecond), nil
 		case "timestamp-micros":
 			return parquet.TimestampAdjusted(parquet.Microsecond, true), timestampValue(time.Microsecond), nil
 		case "timestamp-nanos":
 			return parquet.TimestampAdjusted(parquet.Nanosecond, true), timestampValue(time.Nanosecond), nil
 		case "local-timestamp-millis":
+			if micros {
+				return parquet.TimestampAdjusted(parquet.Microsecond, false), timestampValue(time.Microsecond), nil
+			}
 			return parquet.TimestampAdjusted(parquet.Millisecond, false), timestampValue(time.Millisecond), nil
 		case "local-timestamp-micros":
 			return parquet.TimestampAdjusted(parquet.Microsecond, false), timestampValue(time.Microsecond), nil
@@ -589,7 +617,7 @@ func (e *typedParquetEncoder) envelopeValue(r *kgo.Record) (map[string]any, erro
 		case format.FieldOffset:
 			m["offset"] = r.Offset
 		case format.FieldTimestamp:
-			m["timestamp"] = r.Timestamp.UnixMilli()
+			m["timestamp"] = timestampOf(r.Timestamp, e.t.Config().Micros)
 		case format.FieldHeaders:
 			for _, h := range r.Headers {
 				var hv any

@@ -1,0 +1,133 @@
+package naming
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Iceberg tables. With iceberg.table set, data files are written inside the
+// table's location, as Iceberg's own writers lay them out:
+//
+//	<location>/data/<partition path>/<file.name_template>.parquet
+//
+// where the partition path has one Hive-style "name=value" segment per
+// transform of iceberg.partition_by, in its order, so that each file holds
+// one partition value (IcebergPartitionPath). The table's location is the
+// SQL and Glue catalogs' default, <warehouse>/<namespace>.db/<table>
+// (iceberg-go's catalog code uses the same), and it must lie under
+// storage.url and storage.prefix, where Spillway writes (IcebergTemplate).
+
+// icebergTransforms are the partition_by transforms the layout renders: the
+// path segment of each, as Iceberg names a transform's partition field
+// (source_transform; identity keeps the source's name) and writes its
+// value (day: yyyy-MM-dd, hour: yyyy-MM-dd-HH, UTC).
+var icebergTransforms = map[string]string{
+	"partition":        "partition={{partition}}",
+	"year(timestamp)":  "timestamp_year={{timestamp:unit=yyyy}}",
+	"month(timestamp)": "timestamp_month={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}",
+	"day(timestamp)":   "timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}",
+	"hour(timestamp)":  "timestamp_hour={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}-{{timestamp:unit=HH}}",
+}
+
+// IcebergTransforms lists the transforms IcebergPartitionPath takes, for
+// messages.
+func IcebergTransforms() []string {
+	return []string{"partition", "year(timestamp)", "month(timestamp)", "day(timestamp)", "hour(timestamp)"}
+}
+
+// spaces are dropped inside a transform: "day( timestamp )" is day(timestamp).
+var spaces = regexp.MustCompile(`\s+`)
+
+// CanonTransform is a partition_by entry as IcebergPartitionPath knows it:
+// lower case, no spaces.
+func CanonTransform(s string) string { return strings.ToLower(spaces.ReplaceAllString(s, "")) }
+
+// IcebergPartitionPath is the template of the partition path of
+// partitionBy's transforms (canonical, see CanonTransform), "" for an
+// unpartitioned table. A transform it can't render, or one given twice, is
+// an error naming it.
+func IcebergPartitionPath(partitionBy []string) (string, error) {
+	var segs []string
+	seen := map[string]bool{}
+	for _, t := range partitionBy {
+		seg, ok := icebergTransforms[t]
+		if !ok {
+			return "", fmt.Errorf("transform %q can't be laid out yet; use %s", t, strings.Join(IcebergTransforms(), ", "))
+		}
+		if seen[t] {
+			return "", fmt.Errorf("transform %q is listed twice", t)
+		}
+		seen[t] = true
+		segs = append(segs, seg)
+	}
+	return strings.Join(segs, "/"), nil
+}
+
+// UsesTime reports whether partitionBy partitions by the record timestamp.
+func UsesTime(partitionBy []string) bool {
+	for _, t := range partitionBy {
+		if strings.HasSuffix(t, "(timestamp)") {
+			return true
+		}
+	}
+	return false
+}
+
+// TableLocation is the default location of table name in namespace ns
+// under warehouse: <warehouse>/<ns>.db/<name>, as iceberg-go's SQL
+// catalog (and Glue's) computes it when the namespace sets none.
+func TableLocation(warehouse, ns, name string) string {
+	return strings.TrimSuffix(warehouse, "/") + "/" + ns + ".db/" + name
+}
+
+// LocationUnder returns location relative to storage.url plus
+// storage.prefix (storageURL, prefix), or an error when files written
+// there would land outside it: another scheme, bucket or host, or a path
+// outside the prefix. The query of a URL (s3's region) is ignored.
+func LocationUnder(storageURL, prefix, location string) (string, error) {
+	su, err := url.Parse(storageURL)
+	if err != nil {
+		return "", fmt.Errorf("storage.url does not parse: %w", err)
+	}
+	lu, err := url.Parse(location)
+	if err != nil {
+		return "", fmt.Errorf("the table location %q does not parse as a URL: %w", location, err)
+	}
+	if su.Scheme != lu.Scheme || su.Host != lu.Host {
+		return "", fmt.Errorf("the table location %s is not in storage.url's %s://%s", location, su.Scheme, su.Host)
+	}
+	base := strings.TrimSuffix(su.Path, "/") + "/" + prefix
+	loc := path.Clean("/" + lu.Path)
+	if !strings.HasSuffix(base, "/") {
+		return "", fmt.Errorf("storage.prefix %q must end with \"/\" (or be empty) for a table: the table's location is a folder under it", prefix)
+	}
+	rel, ok := strings.CutPrefix(loc+"/", path.Clean(base)+"/")
+	if base == "/" {
+		rel, ok = strings.TrimPrefix(loc, "/")+"/", true
+	}
+	rel = strings.TrimSuffix(rel, "/")
+	if !ok || rel == "" {
+		return "", fmt.Errorf("the table location %s is not inside storage.url and storage.prefix (%s://%s%s), where Spillway writes its files", location, su.Scheme, su.Host, base)
+	}
+	return rel, nil
+}
+
+// IcebergTemplate is the effective file name template of a table's files:
+// rel (the table's location under storage.prefix, see LocationUnder),
+// "data", the partition path (see IcebergPartitionPath) and template. It
+// is idempotent: a template that already starts with the table's data
+// folder is returned as it is, so that a config rendered with it loads
+// back the same.
+func IcebergTemplate(rel, partitionPath, template string) string {
+	dir := rel + "/data/"
+	if partitionPath != "" {
+		dir += partitionPath + "/"
+	}
+	if strings.HasPrefix(template, dir) {
+		return template
+	}
+	return dir + template
+}

@@ -1,0 +1,58 @@
+package naming
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLocationUnder: a table location is taken relative to storage.url
+// and storage.prefix only when files written there land inside it.
+func TestLocationUnder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		url, prefix, loc string
+		rel              string // "" = refused
+	}{
+		{"s3://b?region=eu-west-1", "", "s3://b/kafka.db/t", "kafka.db/t"},
+		{"s3://b?region=eu-west-1", "raw/", "s3://b/raw/kafka.db/t", "kafka.db/t"},
+		{"s3://b", "raw/", "s3://b/rawer/kafka.db/t", ""},
+		{"s3://b", "raw/", "s3://other/raw/kafka.db/t", ""},
+		{"s3://b", "raw/", "gs://b/raw/kafka.db/t", ""},
+		{"s3://b", "raw/", "s3://b/raw/../x.db/t", ""},
+		{"s3://b", "raw/", "s3://b/raw/", ""},
+		{"file:///var/out", "a/b/", "file:///var/out/a/b/wh/ns.db/t", "wh/ns.db/t"},
+		{"file:///var/out", "", "file:///var/outside/ns.db/t", ""},
+	}
+	for _, tt := range tests {
+		rel, err := LocationUnder(tt.url, tt.prefix, tt.loc)
+		if tt.rel == "" {
+			if err == nil {
+				t.Errorf("%s + %q: %s accepted as %q, want refused", tt.url, tt.prefix, tt.loc, rel)
+			}
+			continue
+		}
+		if err != nil || rel != tt.rel {
+			t.Errorf("%s + %q: %s gives %q, %v; want %q", tt.url, tt.prefix, tt.loc, rel, err, tt.rel)
+		}
+	}
+}
+
+// TestIcebergTemplate: the layout is applied once, whatever the number of
+// loads, and every transform's template parses.
+func TestIcebergTemplate(t *testing.T) {
+	t.Parallel()
+	pp, err := IcebergPartitionPath(IcebergTransforms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := IcebergTemplate("ns.db/t", pp, "{{topic}}-{{partition}}-{{start_offset}}")
+	if twice := IcebergTemplate("ns.db/t", pp, once); twice != once {
+		t.Errorf("applied twice: %s, want %s", twice, once)
+	}
+	if _, err := Parse(once); err != nil {
+		t.Errorf("%s: %v", once, err)
+	}
+	if _, err := IcebergPartitionPath([]string{"partition", "partition"}); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("a transform twice gave %v", err)
+	}
+}
