@@ -441,10 +441,13 @@ func (p *pipeline) run(ctx context.Context) error {
 	if err := src.Close(hard); err != nil {
 		return fmt.Errorf("graceful stop: files are stored and their offsets committed, but the Kafka client did not close within shutdown.timeout %s: %w", cfg.Shutdown.Timeout, err)
 	}
-	stopTick()
-	waitTables()
-	if err := p.closeTables(hard); err != nil {
-		return err
+	if p.tab != nil {
+		// The loop stops before its last commit, which Close makes.
+		stopTick()
+		waitTables()
+		if err := p.closeTables(hard); err != nil {
+			return err
+		}
 	}
 	st := snk.Stats()
 	// Records stored, not records written: a file dropped with a revoked
