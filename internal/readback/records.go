@@ -5,7 +5,6 @@
 package readback
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -107,71 +106,16 @@ func Records(ctx context.Context, st Reader, key string, exts, csvFields []strin
 	return &UnsupportedError{Key: key, Why: fmt.Sprintf("reading .%s files back is not supported yet", ext)}
 }
 
-// readJSON reads the records of a jsonl file, one a line, or of a json
-// file (array), the lines between a line "[" and a line "]".
+// readJSON reads the records of a jsonl or json file (JSONLines).
 func readJSON(ctx context.Context, r io.Reader, key string, array bool, fn func(Record) error) error {
-	br := bufio.NewReaderSize(r, 256<<10)
-	var long []byte // a line longer than br's buffer, gathered
-	var n int64
-	opened, closed := false, false
-	for {
-		if n&1023 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, line...)
-			continue
-		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return &ReadError{Key: key, Record: n, Err: err}
-		}
-		eof := err != nil
-		if eof && len(line) == 0 {
-			break
-		}
-		complete := !eof // a record ends with a line break
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		if array {
-			switch {
-			case closed:
-				return &ReadError{Key: key, Record: n, Err: errors.New(`data after the closing "]"`)}
-			case !opened && string(line) == "[]":
-				opened, closed = true, true
-				continue
-			case !opened:
-				if string(line) != "[" {
-					return &ReadError{Key: key, Record: n, Err: errors.New(`a json file starts with a line "["`)}
-				}
-				opened = true
-				continue
-			case string(line) == "]":
-				closed = true
-				continue
-			}
-			line = bytes.TrimSuffix(line, []byte(","))
-		}
+	return JSONLines(ctx, r, key, array, 256<<10, func(n int64, line []byte, complete bool) error {
 		rec := Record{Index: n}
 		rec.Offset, rec.HasOffset, rec.Err = scanRecord(line)
 		if rec.Err == nil && !complete {
 			rec.Err = errors.New("the file ends inside it (no line break after it): the file is truncated")
 		}
-		n++
-		if err := fn(rec); err != nil {
-			return err
-		}
-		if eof {
-			break
-		}
-	}
-	if array && !closed {
-		return &ReadError{Key: key, Record: n, Err: errors.New(`the file ends before its closing "]": it is truncated`)}
-	}
-	return nil
+		return fn(rec)
+	})
 }
 
 // scanRecord checks that b is exactly one JSON value and returns its

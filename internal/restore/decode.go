@@ -1,26 +1,18 @@
 package restore
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/twmb/avro/ocf"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/readback"
 )
-
-// maxAvroBlock is readback's bound: a record larger than a block is a
-// block of its own, as large as Kafka's message.max.bytes allows.
-const maxAvroBlock = 1 << 30
 
 // decodeFileBuf streams the records of the data file under key to fn, in
 // file order, each whole: key, value, headers, timestamp, and its source
@@ -92,50 +84,9 @@ func jsonEnvelope(line []byte) (*kgo.Record, error) {
 }
 
 func decodeJSON(ctx context.Context, r io.Reader, key string, array bool, bufSize int, fn func(*kgo.Record) error) error {
-	br := bufio.NewReaderSize(r, bufSize)
-	var long []byte
-	var n int64
-	opened := false
-	for {
-		if n&1023 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, line...)
-			continue
-		}
-		if long != nil {
-			line = append(long, line...)
-			long = nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return &readback.ReadError{Key: key, Record: n, Err: err}
-		}
-		eof := err != nil
-		if eof && len(line) == 0 {
-			if array && opened {
-				return &readback.ReadError{Key: key, Record: n, Err: errors.New(`the file ends before its closing "]": it is truncated`)}
-			}
-			return nil
-		}
-		if eof {
+	return readback.JSONLines(ctx, r, key, array, bufSize, func(n int64, line []byte, complete bool) error {
+		if !complete {
 			return &readback.ReadError{Key: key, Record: n, Err: errors.New("the file ends inside a record (no line break after it): it is truncated")}
-		}
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		if array {
-			switch s := string(line); {
-			case !opened && s == "[]":
-				return nil
-			case !opened && s == "[":
-				opened = true
-				continue
-			case !opened:
-				return &readback.ReadError{Key: key, Record: n, Err: errors.New(`a json file starts with a line "["`)}
-			case s == "]":
-				return nil
-			}
-			line = bytes.TrimSuffix(line, []byte(","))
 		}
 		rec, err := parseEnvelope(line)
 		if err != nil {
@@ -143,41 +94,20 @@ func decodeJSON(ctx context.Context, r io.Reader, key string, array bool, bufSiz
 				return &readback.ReadError{Key: key, Record: n, Err: err}
 			}
 		}
-		n++
-		if err := fn(rec); err != nil {
-			return err
-		}
-	}
+		return fn(rec)
+	})
 }
 
 // decodeAvro reads the envelope's OCF datums as generic values: a
 // ["null", "bytes"|"string"] union reads as nil, []byte or string.
 func decodeAvro(ctx context.Context, r io.Reader, key string, fn func(*kgo.Record) error) error {
-	rd, err := ocf.NewReader(r, ocf.WithMaxBlockBytes(maxAvroBlock), ocf.WithMaxDecompressedBlockBytes(maxAvroBlock))
-	if err != nil {
-		return &readback.ReadError{Key: key, Err: fmt.Errorf("avro header: %w", err)}
-	}
-	defer rd.Close()
-	for n := int64(0); ; n++ {
-		if n&1023 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var datum any
-		err := rd.Decode(&datum)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return &readback.ReadError{Key: key, Record: n, Err: err}
-		}
+	return readback.AvroDatums(ctx, r, key, func(n int64, datum any) error {
 		rec, err := avroRecord(datum)
 		if err != nil {
 			return &readback.ReadError{Key: key, Record: n, Err: err}
 		}
-		if err := fn(rec); err != nil {
-			return err
-		}
-	}
+		return fn(rec)
+	})
 }
 
 func avroRecord(datum any) (*kgo.Record, error) {
@@ -247,61 +177,26 @@ func avroBlob(v any) ([]byte, error) {
 type parquetCols struct{ key, value, offset, timestamp, headerKey, headerValue int }
 
 func decodeParquet(ctx context.Context, r io.Reader, key string, fn func(*kgo.Record) error) error {
-	tmp, err := os.CreateTemp("", "spillway-restore-*.parquet")
-	if err != nil {
-		return fmt.Errorf("restore %s: %w", key, err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	size, err := io.Copy(tmp, r)
-	if err != nil {
-		return &readback.ReadError{Key: key, Err: err}
-	}
-	f, err := parquet.OpenFile(tmp, size)
-	if err != nil {
-		return &readback.ReadError{Key: key, Err: fmt.Errorf("parquet footer: %w", err)}
-	}
 	var c parquetCols
-	for _, col := range []struct {
-		dst  *int
-		path []string
-	}{
-		{&c.key, []string{"key"}}, {&c.value, []string{"value"}}, {&c.offset, []string{"offset"}}, {&c.timestamp, []string{"timestamp"}},
-		{&c.headerKey, []string{"headers", "list", "element", "key"}}, {&c.headerValue, []string{"headers", "list", "element", "value"}},
-	} {
-		leaf, ok := f.Schema().Lookup(col.path...)
-		if !ok {
-			return &readback.ReadError{Key: key, Err: fmt.Errorf("the file has no column %v: not Spillway's envelope", col.path)}
-		}
-		*col.dst = leaf.ColumnIndex
-	}
-	pr := parquet.NewReader(f)
-	defer pr.Close()
-	rows := make([]parquet.Row, 64)
-	var n int64
-	for {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		k, err := pr.ReadRows(rows)
-		for _, row := range rows[:k] {
-			rec := parquetRecord(row, &c)
-			n++
-			if err := fn(rec); err != nil {
-				return err
+	open := func(f *parquet.File) error {
+		for _, col := range []struct {
+			dst  *int
+			path []string
+		}{
+			{&c.key, []string{"key"}}, {&c.value, []string{"value"}}, {&c.offset, []string{"offset"}}, {&c.timestamp, []string{"timestamp"}},
+			{&c.headerKey, []string{"headers", "list", "element", "key"}}, {&c.headerValue, []string{"headers", "list", "element", "value"}},
+		} {
+			leaf, ok := f.Schema().Lookup(col.path...)
+			if !ok {
+				return &readback.ReadError{Key: key, Err: fmt.Errorf("the file has no column %v: not Spillway's envelope", col.path)}
 			}
+			*col.dst = leaf.ColumnIndex
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return &readback.ReadError{Key: key, Record: n, Err: err}
-		}
+		return nil
 	}
-	if n != f.NumRows() {
-		return &readback.ReadError{Key: key, Record: n, Err: fmt.Errorf("the footer says %d rows, %d could be read", f.NumRows(), n)}
-	}
-	return nil
+	return readback.ParquetRows(ctx, r, key, open, func(_ int64, row parquet.Row) error {
+		return fn(parquetRecord(row, &c))
+	})
 }
 
 // parquetRecord rebuilds a record from a row of the envelope (see
