@@ -25,8 +25,9 @@ import (
 // TestVerifyIcebergTable drains a topic into an Iceberg table (a real
 // SQLite catalog over local storage) and runs `spillway verify` on it:
 // clean (exit 0); with an orphan data file (reported, exit 0); with a
-// file committed a second time through iceberg-go directly, past
-// Spillway's skip rule (exit 1, the file named); and with the catalog set
+// file committed a second time, and a file no ledger entry names, through
+// iceberg-go directly, past Spillway's skip rule (exit 1, the files
+// named); and with the catalog set
 // back to an older snapshot, so that the ledger holds entries the table
 // does not yet (reported, exit 0).
 func TestVerifyIcebergTable(t *testing.T) {
@@ -118,11 +119,9 @@ backpressure: {memory_limit: 128MiB}
 		!strings.HasSuffix(rep.Tables[0].Orphans[0].Key, "/crashed-writer.parquet") || rep.Tables[0].OrphanBytes != int64(len(data)) {
 		t.Errorf("want one orphan crashed-writer.parquet of %d bytes, ok:\n%s", len(data), out)
 	}
-	if err := os.Remove(orphanPath); err != nil {
-		t.Fatal(err)
-	}
 
-	// A file committed twice, through iceberg-go directly.
+	// A file committed twice, and the orphan committed, through iceberg-go
+	// directly.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	func() {
@@ -140,7 +139,7 @@ backpressure: {memory_limit: 128MiB}
 			t.Fatalf("LoadTable: %v", err)
 		}
 		tx := tbl.NewTransaction()
-		if err := tx.AddFiles(ctx, []string{"file://" + files[0]}, nil, true); err != nil {
+		if err := tx.AddFiles(ctx, []string{"file://" + files[0], "file://" + orphanPath}, nil, true); err != nil {
 			t.Fatalf("AddFiles: %v", err)
 		}
 		if _, err := tx.Commit(ctx); err != nil {
@@ -153,8 +152,16 @@ backpressure: {memory_limit: 128MiB}
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantContains(t, "verify output", out, "table_file_twice: "+rel, "in the current snapshot of table kafka.events 2 times")
+	orphanRel, err := filepath.Rel(dir, orphanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, "verify output", out, "table_file_twice: "+rel, "in the current snapshot of table kafka.events 2 times",
+		"table_file_unknown: "+orphanRel+" is in the current snapshot of table kafka.events (topic events) but no ledger entry names it")
 	restore()
+	if err := os.Remove(orphanPath); err != nil {
+		t.Fatal(err)
+	}
 
 	// Entries not yet in the table: more files stored and committed, then
 	// the catalog set back to the snapshot before them.
