@@ -72,7 +72,7 @@ backpressure: {memory_limit: 128MiB}
 	}
 
 	// Clean.
-	code, out, errOut := cli(t, nil, "verify", "--config", cfgPath)
+	code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitOK, out, errOut)
 	wantContains(t, "verify output", out, "table kafka.events (topic events): 4 data files in the current snapshot", "storage is consistent with Kafka")
 	if strings.Contains(out, "orphan") || strings.Contains(out, "not yet in table") {
@@ -99,7 +99,7 @@ backpressure: {memory_limit: 128MiB}
 	if err := os.WriteFile(orphanPath, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = cli(t, nil, "verify", "--config", cfgPath, "--json")
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath, "--json")
 	wantCode(t, code, exitOK, out, errOut)
 	var rep struct {
 		OK     bool `json:"ok"`
@@ -146,7 +146,7 @@ backpressure: {memory_limit: 128MiB}
 			t.Fatalf("Commit: %v", err)
 		}
 	}()
-	code, out, errOut = cli(t, nil, "verify", "--config", cfgPath)
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitRuntime, out, errOut)
 	rel, err := filepath.Rel(dir, files[0])
 	if err != nil {
@@ -168,7 +168,7 @@ backpressure: {memory_limit: 128MiB}
 	produce(1_000)
 	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
 	restore()
-	code, out, errOut = cli(t, nil, "verify", "--config", cfgPath)
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitOK, out, errOut)
 	wantContains(t, "verify output", out, "2 files of ledger entries not yet in table kafka.events (it holds up to ledger entry 1); the oldest is entry 2", "storage is consistent with Kafka")
 }

@@ -34,9 +34,6 @@ const (
 	// ProblemTableFileTwice: a data file the current snapshot holds twice,
 	// so readers see its records twice.
 	ProblemTableFileTwice = "table_file_twice"
-	// ProblemTableSeqTwice: two data files of the current snapshot whose
-	// ledger entries have one seq.
-	ProblemTableSeqTwice = "table_seq_twice"
 	// ProblemTablePastEnd: the snapshot's spillway.offsets passes the log
 	// end.
 	ProblemTablePastEnd = "table_past_end"
@@ -96,6 +93,9 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 		part int32
 		seq  int64
 	}
+	// A file's seq is found by its key, one entry per key: two files of
+	// one seq can't be told apart from one file held twice, which
+	// table_file_twice reports.
 	byKey := map[string]named{}
 	parts := make([]int32, 0, len(scans))
 	for p, sp := range scans {
@@ -116,7 +116,6 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 	for _, f := range tb.Files {
 		count[f]++
 	}
-	seqKey := map[named]string{}
 	for _, f := range sortedKeys(count) {
 		n, ok := byKey[f]
 		if !ok {
@@ -127,12 +126,6 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 		if c := count[f]; c > 1 {
 			add(n.part, true, audit.Problem{Kind: ProblemTableFileTwice, Key: f, Message: fmt.Sprintf(
 				"%s (%s/%d, ledger entry %d) is in the current snapshot of table %s %d times: readers see its records %d times", f, topic, n.part, n.seq, tb.Name, c, c)})
-		}
-		if other, dup := seqKey[n]; dup {
-			add(n.part, true, audit.Problem{Kind: ProblemTableSeqTwice, Key: f, Message: fmt.Sprintf(
-				"%s and %s, both in the current snapshot of table %s, are of one ledger entry %d of %s/%d: one of them is stored twice", other, f, tb.Name, n.seq, topic, n.part)})
-		} else {
-			seqKey[n] = f
 		}
 	}
 	for _, p := range parts {
