@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/spillway/spillway/internal/audit"
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/tables"
 	"github.com/spillway/spillway/internal/verify"
 )
 
@@ -114,5 +117,41 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 	if deep {
 		vo.Deep = &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}
+	if cfg.Iceberg.Enabled() {
+		cat, err := iceberg.Open(ctx, cfg.Iceberg, cfg.IcebergWarehouse())
+		if err != nil {
+			return verify.Report{}, fmt.Errorf("iceberg: %w", err)
+		}
+		defer cat.Close()
+		vo.Table = tableReader(cat, cfg)
+	}
 	return verify.Run(ctx, b, adm, cfg.Kafka.Group, topics, vo)
+}
+
+// tableReader reads a topic's table for verify, its locations made keys
+// under storage.url as the ledger names files.
+func tableReader(cat *iceberg.Catalog, cfg *config.Config) func(context.Context, string) (*verify.Table, error) {
+	base := tables.OptionsFor(cfg).Base
+	key := func(loc string) string {
+		if k, ok := strings.CutPrefix(loc, base); ok {
+			return k
+		}
+		return loc
+	}
+	return func(ctx context.Context, topic string) (*verify.Table, error) {
+		name := tables.TableName(cfg.Iceberg.Table, topic)
+		tb, err := cat.Table(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: table %s: %w", name, err)
+		}
+		cur, err := tb.Current(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		vt := &verify.Table{Name: name, Exists: cur.Exists, DataPrefix: key(strings.TrimSuffix(cur.Location, "/")) + "/data/", Ends: cur.Ends, Seqs: cur.Seqs}
+		for _, f := range cur.Files {
+			vt.Files = append(vt.Files, key(f))
+		}
+		return vt, nil
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
@@ -145,6 +146,16 @@ type PartitionScan struct {
 	Problems []Problem
 	// Deep is set by a deep scan.
 	Deep *DeepStats
+	// Named are the entries of this cluster with a file, in ledger order:
+	// what verify compares an Iceberg table's files with.
+	Named []NamedFile
+}
+
+// NamedFile is a data file as its ledger entry names it.
+type NamedFile struct {
+	Seq  int64
+	Key  string
+	Time time.Time // when the entry was written
 }
 
 // Scan reads what storage holds under a prefix, for verify: the objects
@@ -225,6 +236,7 @@ func (s *Scan) Partition(ctx context.Context, id ledger.Identity, deep *DeepOpti
 	for i, it := range items {
 		if it.e.HasFile() {
 			w.lastNaming[it.e.File.Key] = i
+			ps.Named = append(ps.Named, NamedFile{Seq: it.e.Seq, Key: it.e.File.Key, Time: it.e.Time})
 		}
 		w.bySeq[it.e.Seq] = it.e
 	}
@@ -710,4 +722,13 @@ func (s *Scan) KeyedObjects() (counts map[string]map[int32][2]int64, unknown []P
 	}
 	sort.Slice(unknown, func(i, j int) bool { return unknown[i].Key < unknown[j].Key })
 	return counts, unknown
+}
+
+// Size is the size of the object under key, as the listing found it; -1
+// when it was not listed.
+func (s *Scan) Size(key string) int64 {
+	if n, ok := s.objects[key]; ok {
+		return n
+	}
+	return -1
 }

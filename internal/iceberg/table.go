@@ -451,3 +451,49 @@ func (t *Table) summary(p plan) (iceberg.Properties, error) {
 	t.mu.Unlock()
 	return props, nil
 }
+
+// Current is what a table's current snapshot holds, for verify.
+type Current struct {
+	// Exists is false when the table does not exist (yet).
+	Exists bool
+	// Location is the table's location.
+	Location string
+	// Files are the current snapshot's data files, one per manifest
+	// entry: a file added twice is listed twice.
+	Files []string
+	// Ends and Seqs are, per partition of the topic asked for, what the
+	// newest Spillway snapshot records (PropOffsets, PropLedger).
+	Ends, Seqs map[int32]int64
+}
+
+// Current reads the table's current snapshot: its data files, as
+// iceberg-go's scan plans them, and the offsets and ledger seqs Spillway
+// recorded for topic. It reads the catalog afresh.
+func (t *Table) Current(ctx context.Context, topic string) (Current, error) {
+	tbl, err := t.refresh(ctx)
+	if err != nil {
+		return Current{}, err
+	}
+	out := Current{Location: t.Location(), Ends: map[int32]int64{}, Seqs: map[int32]int64{}}
+	if tbl == nil {
+		return out, nil
+	}
+	out.Exists = true
+	st, err := tableState(tbl)
+	if err != nil {
+		return Current{}, fmt.Errorf("iceberg: table %s: %w", t.name, err)
+	}
+	maps.Copy(out.Ends, st.ends[topic])
+	maps.Copy(out.Seqs, st.seqs[topic])
+	if tbl.CurrentSnapshot() == nil {
+		return out, nil
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return Current{}, fmt.Errorf("iceberg: list the data files of %s: %w", t.name, t.c.scrub(err))
+	}
+	for _, task := range tasks {
+		out.Files = append(out.Files, task.File.FilePath())
+	}
+	return out, nil
+}

@@ -43,6 +43,9 @@ type PartitionReport struct {
 	Gaps            offsets.Ranges `json:"gaps"`
 	Duplicates      int64          `json:"duplicates"`
 	DuplicateRanges offsets.Ranges `json:"duplicate_ranges"`
+	// NotInTable is what the ledger holds past the partition's Iceberg
+	// table, when iceberg.table is set: not a problem.
+	NotInTable *NotInTable `json:"not_in_table,omitempty"`
 	// Deep is what a deep check read (--deep).
 	Deep     *audit.DeepStats `json:"deep,omitempty"`
 	Problems []audit.Problem  `json:"problems"`
@@ -62,8 +65,11 @@ type Report struct {
 	// EarlierFiles counts files another writer left before the cut-over
 	// (Options.Foreign).
 	EarlierFiles int64 `json:"earlier_files,omitempty"`
+	// Tables are the Iceberg table checks, one per topic, when
+	// iceberg.table is set.
+	Tables []TableReport `json:"tables,omitempty"`
 	// Problems are the prefix's own: unknown files, ledgers of other
-	// topic ids.
+	// topic ids, table files of no known partition.
 	Problems []audit.Problem `json:"problems"`
 }
 
@@ -124,6 +130,24 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	if r.EarlierFiles > 0 {
 		ew.printf("prefix %q: %s written before the cut-over (storage.earlier_files: foreign), not checked\n", r.Prefix, plural(int(r.EarlierFiles), "file"))
+	}
+	for _, tr := range r.Tables {
+		if !tr.Exists {
+			ew.printf("table %s (topic %s): does not exist yet\n", tr.Table, tr.Topic)
+		} else {
+			ew.printf("table %s (topic %s): %s in the current snapshot\n", tr.Table, tr.Topic, plural(tr.Files, "data file"))
+		}
+		if len(tr.Orphans) > 0 {
+			ew.printf("  orphans: %s, %d bytes, under %s that no ledger entry names (a writer stopped between upload and ledger entry; no snapshot holds them, they may be deleted)\n",
+				plural(len(tr.Orphans), "file"), tr.OrphanBytes, tr.DataPrefix)
+			for i, o := range tr.Orphans {
+				if i == maxListed {
+					ew.printf("  orphan: %d more (see --json)\n", len(tr.Orphans)-maxListed)
+					break
+				}
+				ew.printf("  orphan: %s (%d bytes)\n", o.Key, o.Bytes)
+			}
+		}
 	}
 	if len(r.Problems) > 0 {
 		ew.printf("prefix %q:\n", r.Prefix)

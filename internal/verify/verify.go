@@ -113,6 +113,9 @@ type Options struct {
 	// NotData, when set, says which objects under the prefix are no data
 	// files (config.IcebergNotData: tables' metadata, a SQL catalog).
 	NotData func(key string) bool
+	// Table, when set (iceberg.table), reads topic's Iceberg table: its
+	// current snapshot is checked against the ledger and the log.
+	Table func(ctx context.Context, topic string) (*Table, error)
 }
 
 // Run reads Kafka, then storage, and reports.
@@ -158,6 +161,12 @@ func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report,
 	}
 	sort.Strings(topics)
 	configured := map[string]bool{}
+	type scanned struct {
+		topic string
+		ps    *audit.PartitionScan
+		log   Log
+	}
+	var scans []scanned
 	ledgerStart := map[topicPartition]int64{}
 	for _, t := range topics {
 		configured[t] = true
@@ -174,8 +183,8 @@ func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report,
 			}
 			ledgerStart[topicPartition{t, p}] = ps.Start
 			pr := compare(ps, k.Logs[t][p], opts.Foreign)
-			r.OK = r.OK && pr.OK
 			r.Partitions = append(r.Partitions, pr)
+			scans = append(scans, scanned{t, ps, k.Logs[t][p]})
 		}
 		foreign, err := scan.ForeignLedgers(ctx, t, k.TopicIDs[t])
 		if err != nil {
@@ -183,7 +192,32 @@ func Check(ctx context.Context, st ledger.Store, k Kafka, opts Options) (Report,
 		}
 		r.Problems = append(r.Problems, foreign...)
 	}
+	if opts.Table != nil {
+		// r.Partitions is complete: pointers into it stay valid.
+		byTopic := map[string]map[int32]*scannedPart{}
+		for i, s := range scans {
+			if byTopic[s.topic] == nil {
+				byTopic[s.topic] = map[int32]*scannedPart{}
+			}
+			byTopic[s.topic][s.ps.ID.Partition] = &scannedPart{scan: s.ps, log: s.log, report: &r.Partitions[i]}
+		}
+		for _, t := range topics {
+			tb, err := opts.Table(ctx, t)
+			if err != nil {
+				return Report{}, fmt.Errorf("%s: %w", t, err)
+			}
+			r.Tables = append(r.Tables, checkTable(&r, t, tb, byTopic[t]))
+		}
+	}
+	for i := range r.Partitions {
+		pr := &r.Partitions[i]
+		pr.OK = len(pr.Problems) == 0
+		r.OK = r.OK && pr.OK
+	}
 	for _, p := range scan.Unknown(configured) {
+		if p.Kind == audit.ProblemUnknownFile && orphan(&r, p.Key, scan.Size(p.Key)) {
+			continue
+		}
 		if n, ok := opts.Names.Parse(p.Key); ok && p.Kind == audit.ProblemUnknownFile {
 			start, known := ledgerStart[topicPartition{n.Vars.Topic, n.Vars.Partition}]
 			if opts.Foreign && known && (start < 0 || n.Vars.StartOffset < start) {

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+	_ "modernc.org/sqlite"
+
+	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/testkit"
+)
+
+// TestVerifyIcebergTable drains a topic into an Iceberg table (a real
+// SQLite catalog over local storage) and runs `spillway verify` on it:
+// clean (exit 0); with an orphan data file (reported, exit 0); with a
+// file committed a second time, and a file no ledger entry names, through
+// iceberg-go directly, past Spillway's skip rule (exit 1, the files
+// named); and with the catalog set
+// back to an older snapshot, so that the ledger holds entries the table
+// does not yet (reported, exit 0).
+func TestVerifyIcebergTable(t *testing.T) {
+	t.Parallel()
+	cluster := testkit.NewCluster(t, 2, "events")
+	cl := cluster.Client(t)
+	produce := func(from int) {
+		testkit.Produce(t, cl, "events", 1_000, func(i int) *kgo.Record {
+			return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, from+i)}
+		})
+	}
+	produce(0)
+	dir := t.TempDir()
+	yaml := fmt.Sprintf(`kafka: {brokers: [%q], group: verify-test, topics: [events]}
+storage: {url: "file://%s"}
+file: {max_records: 250, max_age: 1h}
+format: {type: parquet}
+iceberg: {table: "kafka.{{topic}}", commit_interval: 1h}
+admin: {listen: ""}
+backpressure: {memory_limit: 128MiB}
+`, cluster.Addrs()[0], dir)
+	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(cfgPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The graceful stop commits every stored file to the table.
+	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
+	catalogDB := filepath.Join(dir, "catalog.db")
+	saved, err := os.ReadFile(catalogDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := func() {
+		t.Helper()
+		if err := os.WriteFile(catalogDB, saved, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Clean.
+	code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)
+	wantCode(t, code, exitOK, out, errOut)
+	wantContains(t, "verify output", out, "table kafka.events (topic events): 4 data files in the current snapshot", "storage is consistent with Kafka")
+	if strings.Contains(out, "orphan") || strings.Contains(out, "not yet in table") {
+		t.Errorf("clean table reported orphans or entries not in it:\n%s", out)
+	}
+
+	// An orphan: a data file under the table's data folder that no ledger
+	// entry names, as a writer that crashed after its upload leaves.
+	var files []string
+	_ = filepath.WalkDir(filepath.Join(dir, "kafka.db", "events", "data"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".parquet") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) != 4 {
+		t.Fatalf("want 4 data files stored, got %v", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphanPath := filepath.Join(filepath.Dir(files[0]), "crashed-writer.parquet")
+	if err := os.WriteFile(orphanPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath, "--json")
+	wantCode(t, code, exitOK, out, errOut)
+	var rep struct {
+		OK     bool `json:"ok"`
+		Tables []struct {
+			Files   int `json:"files"`
+			Orphans []struct {
+				Key   string `json:"key"`
+				Bytes int64  `json:"bytes"`
+			} `json:"orphans"`
+			OrphanBytes int64 `json:"orphan_bytes"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, out)
+	}
+	if !rep.OK || len(rep.Tables) != 1 || len(rep.Tables[0].Orphans) != 1 ||
+		!strings.HasSuffix(rep.Tables[0].Orphans[0].Key, "/crashed-writer.parquet") || rep.Tables[0].OrphanBytes != int64(len(data)) {
+		t.Errorf("want one orphan crashed-writer.parquet of %d bytes, ok:\n%s", len(data), out)
+	}
+
+	// A file committed twice, and the orphan committed, through iceberg-go
+	// directly.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	func() {
+		db, err := sql.Open("sqlite", catalogDB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		cat, err := sqlcat.NewCatalog("spillway", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tbl, err := cat.LoadTable(ctx, table.Identifier{"kafka", "events"})
+		if err != nil {
+			t.Fatalf("LoadTable: %v", err)
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.AddFiles(ctx, []string{"file://" + files[0], "file://" + orphanPath}, nil, true); err != nil {
+			t.Fatalf("AddFiles: %v", err)
+		}
+		if _, err := tx.Commit(ctx); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+	}()
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
+	wantCode(t, code, exitRuntime, out, errOut)
+	rel, err := filepath.Rel(dir, files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphanRel, err := filepath.Rel(dir, orphanPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, "verify output", out, "table_file_twice: "+rel, "in the current snapshot of table kafka.events 2 times",
+		"table_file_unknown: "+orphanRel+" is in the current snapshot of table kafka.events (topic events) but no ledger entry names it")
+	restore()
+	if err := os.Remove(orphanPath); err != nil {
+		t.Fatal(err)
+	}
+
+	// Entries not yet in the table: more files stored and committed, then
+	// the catalog set back to the snapshot before them.
+	produce(1_000)
+	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
+	restore()
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
+	wantCode(t, code, exitOK, out, errOut)
+	wantContains(t, "verify output", out, "2 files of ledger entries not yet in table kafka.events (it holds up to ledger entry 1); the oldest is entry 2", "storage is consistent with Kafka")
+}
