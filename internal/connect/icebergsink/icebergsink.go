@@ -227,9 +227,8 @@ func partitionBy(c *connect.Connector, d *connect.Doc) {
 			continue
 		}
 		out = append(out, m[1]+"(timestamp)")
-		if m[2] != "timestamp" {
-			d.Warn("%s: %s becomes %s(timestamp): Spillway partitions by the Kafka record's timestamp, not field %s", key, p, m[1], m[2])
-		}
+		// Even a field named timestamp is the record value's, not Kafka's.
+		d.Warn("%s: %s becomes %s(timestamp): Spillway partitions by the Kafka record's timestamp, not the value's field %s", key, p, m[1], m[2])
 	}
 	if len(out) == 0 {
 		return
