@@ -348,24 +348,27 @@ func TestConfigImportBadInput(t *testing.T) {
 }
 
 // TestConfigImportExamplesPassCheck: every example in the testdata of
-// internal/connect/aiven and confluent, imported by the command, passes
-// `config check`.
+// internal/connect/aiven, confluent and icebergsink, imported by the
+// command, passes `config check`.
 func TestConfigImportExamplesPassCheck(t *testing.T) {
 	ins, err := filepath.Glob("../../internal/connect/*/testdata/*.*")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, ice := 0, 0
 	for _, in := range ins {
 		if strings.HasSuffix(in, ".yaml") {
 			continue
 		}
 		n++
+		if strings.Contains(in, "/icebergsink/") {
+			ice++
+		}
 		code, out, errOut := cli(t, nil, "config", "import", in)
 		wantCode(t, code, exitOK, out, errOut)
 		p := writeFile(t, "imported.yaml", out)
 		var env []string
-		for _, v := range []string{"SPILLWAY_KAFKA_SASL_PASSWORD", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD"} {
+		for _, v := range []string{"SPILLWAY_KAFKA_SASL_PASSWORD", "SPILLWAY_SCHEMA_REGISTRY_PASSWORD", "SPILLWAY_ICEBERG_CATALOG_CREDENTIAL"} {
 			if strings.Contains(out, v) {
 				env = append(env, v+"=x") // as its header says
 			}
@@ -375,8 +378,8 @@ func TestConfigImportExamplesPassCheck(t *testing.T) {
 			t.Errorf("%s: config check exit %d\n%s%s", in, code, out, errOut)
 		}
 	}
-	if n < 6 {
-		t.Errorf("only %d examples", n)
+	if n < 6 || ice < 3 {
+		t.Errorf("only %d examples, %d of them Iceberg's", n, ice)
 	}
 }
 

@@ -244,7 +244,7 @@ func configCmd(stdout, stderr io.Writer, environ []string) *cobra.Command {
 func importCmd(stdout, stderr io.Writer) *cobra.Command {
 	var from string
 	c := &cobra.Command{
-		Use:   "import FILE [--from aiven|confluent]",
+		Use:   "import FILE [--from aiven|confluent|iceberg]",
 		Short: "Turn a Kafka Connect sink config (Aiven S3/GCS/Azure, Confluent S3; JSON or .properties) into Spillway YAML",
 		Args: usageArgs(func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -270,7 +270,7 @@ func importCmd(stdout, stderr io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&from, "from", "", "aiven or confluent; checked against connector.class")
+	c.Flags().StringVar(&from, "from", "", "aiven, confluent or iceberg; checked against connector.class")
 	return c
 }
 

@@ -71,6 +71,7 @@ func Errorf(format string, args ...any) error { return &Error{Msg: fmt.Sprintf(f
 const (
 	Aiven     = "aiven"
 	Confluent = "confluent"
+	Iceberg   = "iceberg" // Apache Iceberg's Kafka Connect sink
 )
 
 // Result is an imported config.

@@ -31,7 +31,7 @@ type line struct {
 }
 
 // sectionOrder is config's order, so the YAML reads like `config check`.
-var sectionOrder = []string{"kafka", "storage", "file", "format", "schema_registry", "backpressure", "errors"}
+var sectionOrder = []string{"kafka", "storage", "file", "format", "iceberg", "schema_registry", "backpressure", "errors"}
 
 func newDoc() *Doc {
 	d := &Doc{}
@@ -239,3 +239,8 @@ func yamlString(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
+
+// Lookup is the value a line of the YAML has, as written ("" when there is
+// none): for a product's rules that build on a shared key, such as the
+// group.
+func (d *Doc) Lookup(sec, key string) string { return strings.Trim(d.lookup(sec, key), `'"`) }
