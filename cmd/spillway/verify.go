@@ -117,7 +117,11 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 	if deep {
 		vo.Deep = &audit.DeepOptions{OffsetField: cfg.Format.Envelope && slices.Contains(cfg.Format.Fields, "offset"), CSVFields: cfg.Format.Fields}
 	}
-	if cfg.Iceberg.Enabled() {
+	if _, missing := cfg.Iceberg.MissingSQLite(cfg.IcebergWarehouse()); missing && cfg.Iceberg.Enabled() {
+		// Opening the catalog would create it: verify only reads, and no
+		// catalog means no table yet.
+		vo.Table = noTable(cfg)
+	} else if cfg.Iceberg.Enabled() {
 		cat, err := iceberg.Open(ctx, cfg.Iceberg, cfg.IcebergWarehouse())
 		if err != nil {
 			return verify.Report{}, fmt.Errorf("iceberg: %w", err)
@@ -126,6 +130,13 @@ func runVerify(ctx context.Context, cfg *config.Config, deep bool) (verify.Repor
 		vo.Table = tableReader(cat, cfg)
 	}
 	return verify.Run(ctx, b, adm, cfg.Kafka.Group, topics, vo)
+}
+
+// noTable reads every topic's table as not created yet.
+func noTable(cfg *config.Config) func(context.Context, string) (*verify.Table, error) {
+	return func(_ context.Context, topic string) (*verify.Table, error) {
+		return &verify.Table{Name: tables.TableName(cfg.Iceberg.Table, topic)}, nil
+	}
 }
 
 // tableReader reads a topic's table for verify, its locations made keys

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -171,4 +172,18 @@ backpressure: {memory_limit: 128MiB}
 	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitOK, out, errOut)
 	wantContains(t, "verify output", out, "2 files of ledger entries not yet in table kafka.events (it holds up to ledger entry 1); the oldest is entry 2", "storage is consistent with Kafka")
+
+	// No catalog yet: verify reads it as no table, and does not create
+	// it (opening a SQL catalog creates its file and tables).
+	for _, f := range []string{catalogDB, catalogDB + "-wal", catalogDB + "-shm"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
+	wantCode(t, code, exitOK, out, errOut)
+	wantContains(t, "verify output", out, "not yet in table kafka.events (it holds up to ledger entry -1)")
+	if _, err := os.Stat(catalogDB); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("verify created the catalog %s (stat: %v)", catalogDB, err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -350,4 +351,21 @@ func (c *Catalog) scrub(err error) error {
 		return err
 	}
 	return &scrubbed{msg: msg, err: err}
+}
+
+// MissingSQLite returns the SQL catalog's SQLite file when it does not
+// exist yet. Opening the catalog creates it, and its tables: a reader
+// such as verify checks this first, and reads "no catalog" as "no table".
+func (o Options) MissingSQLite(defaultWarehouse string) (string, bool) {
+	if o.Catalog.Type != TypeSQL {
+		return "", false
+	}
+	r, err := o.resolve(defaultWarehouse)
+	if err != nil || r.sqlite == "" {
+		return "", false
+	}
+	if _, err := os.Stat(r.sqlite); errors.Is(err, fs.ErrNotExist) {
+		return r.sqlite, true
+	}
+	return "", false
 }
