@@ -33,7 +33,7 @@ func serveRestoreAdmin(cfg *config.Config, live *restore.Live, stderr io.Writer)
 	// A restore has no consumer group to join nor pipeline to stall: it is
 	// ready and healthy while it runs, and its own figures are restore's.
 	status := admin.SourceFunc(func() admin.Status { return admin.Status{Ready: true, Version: version} })
-	srv := admin.NewWithListener(ln, status, log, live.Collector()).WithAccess(access)
+	srv := admin.NewForCommand(ln, status, log, live.Collector()).WithAccess(access)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()

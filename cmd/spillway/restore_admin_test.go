@@ -72,6 +72,9 @@ func TestRestoreAdmin(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	if strings.Contains(metrics, "spillway_records_written_total") {
+		t.Error("/metrics has run's pipeline metrics, which a restore has none of")
+	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", metrics)
 	}
