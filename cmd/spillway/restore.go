@@ -29,6 +29,9 @@ type restoreFlags struct {
 	fromTime, toTime                   string
 	dryRun                             bool
 	txnBytes                           config.Size
+	// afterRun, in tests, is called once the restore has ended and
+	// before the admin endpoint stops, with its address ("" when off).
+	afterRun func(adminAddr string)
 }
 
 func restoreCmd(stdout, stderr io.Writer, environ []string) *cobra.Command {
@@ -134,6 +137,12 @@ func runRestore(ctx context.Context, cfg *config.Config, f restoreFlags, stdout,
 	if err != nil {
 		return usageError{err}
 	}
+	live := &restore.Live{}
+	addr, stopAdmin, err := serveRestoreAdmin(cfg, live, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	res, err := restore.Run(ctx, b, plan, restore.Options{
 		Selection:    sel,
 		Group:        f.group,
@@ -141,7 +150,11 @@ func runRestore(ctx context.Context, cfg *config.Config, f restoreFlags, stdout,
 		TxnBytes:     int64(f.txnBytes),
 		ContentExts:  names.ContentExts,
 		Progress:     stderr,
+		Live:         live,
 	}, opts)
+	if f.afterRun != nil {
+		f.afterRun(addr)
+	}
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -66,6 +65,9 @@ type Options struct {
 	// crash would: nothing is flushed, committed or aborted. Tests kill
 	// a restore mid-transaction with it.
 	AfterProduce func(n int64) error
+	// Live, when set, gets the restore's counters as it runs (the admin
+	// endpoint's /metrics reads them).
+	Live *Live
 }
 
 // DefaultGroup is the progress group and transactional id of a restore
@@ -135,7 +137,11 @@ func Run(ctx context.Context, st readback.Reader, plan []Partition, opts Options
 		return Result{}, err
 	}
 
-	r := &restorer{opts: opts, st: st, ids: ids, progress: map[string]map[int32]int64{}}
+	live := opts.Live
+	if live == nil {
+		live = &Live{}
+	}
+	r := &restorer{Live: live, opts: opts, st: st, ids: ids, progress: map[string]map[int32]int64{}}
 	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), clientOpts...),
 		kgo.TransactionalID(opts.Group),
 		kgo.MaxBufferedBytes(opts.BufferBytes),
@@ -158,20 +164,23 @@ func Run(ctx context.Context, st readback.Reader, plan []Partition, opts Options
 		return Result{}, err
 	}
 	res := Result{Resumed: resumed}
-	var total int64
+	var total, files int64
 	for _, p := range plan {
 		next := max(resumed[p.To][p.Partition], opts.FromOffset)
 		for _, f := range p.Files {
 			if f.Ranges.Max() > next && (opts.ToOffset <= 0 || f.Ranges[0][0] < opts.ToOffset) {
 				total += f.Records
+				files++
 			}
 		}
 	}
-	r.total = total
+	r.total.Store(total)
+	r.filesTotal.Store(files)
+	r.start.Store(start.UnixNano())
 	stopProgress := r.reportProgress(ctx, start)
 	err = r.restore(ctx, plan, resumed)
 	stopProgress()
-	res.Records, res.Bytes, res.Skipped, res.Txns = r.committed.Load(), r.committedBytes.Load(), r.skipped.Load(), r.txns
+	res.Records, res.Bytes, res.Skipped, res.Txns = r.committed.Load(), r.committedBytes.Load(), r.skipped.Load(), r.txns.Load()
 	res.Duration = time.Since(start)
 	if err != nil && !r.crashed {
 		// Best effort: a fenced or broken transaction is aborted by the
@@ -257,24 +266,19 @@ func fetchProgress(ctx context.Context, adm *kadm.Client, group string, plan []P
 }
 
 type restorer struct {
+	*Live    // the counters
 	opts     Options
 	st       readback.Reader
 	cl       *kgo.Client
 	ids      map[string][16]byte
-	total    int64
 	progress map[string]map[int32]int64 // next source offset, written in the open transaction
 
 	inTxn   bool
 	txnRecs int64
 	txnSize int64
-	txns    int64
 	crashed bool // AfterProduce stopped the restore: leave all as a crash would
 
-	produced       int64 // handed to the producer
-	committed      atomic.Int64
-	committedBytes atomic.Int64
-	skipped        atomic.Int64
-	read           atomic.Int64 // read from files, produced or skipped: the progress line
+	produced int64 // handed to the producer
 
 	errMu    sync.Mutex
 	firstErr error
@@ -440,6 +444,7 @@ func (r *restorer) partition(ctx context.Context, p *Partition, next int64, out 
 		if err != nil {
 			return fmt.Errorf("restore %s/%d: %w", p.Topic, p.Partition, err)
 		}
+		r.filesDone.Add(int64(len(group)))
 	}
 	return nil
 }
@@ -683,7 +688,7 @@ func (r *restorer) commit(ctx context.Context) error {
 		return r.txnErr("commit the transaction", err)
 	}
 	r.inTxn = false
-	r.txns++
+	r.txns.Add(1)
 	r.committed.Add(r.txnRecs)
 	r.committedBytes.Add(r.txnSize)
 	r.txnRecs, r.txnSize = 0, 0
@@ -710,18 +715,17 @@ func (r *restorer) reportProgress(ctx context.Context, start time.Time) func() {
 	}
 	line := func() {
 		el := time.Since(start).Seconds()
-		read, done := r.read.Load(), r.committed.Load()
-		rate := float64(read) / max(el, 1e-9)
+		s := r.Stats()
 		eta := "-"
-		if rate > 0 && r.total > read {
-			eta = time.Duration(float64(r.total-read) / rate * float64(time.Second)).Round(time.Second).String()
+		if s.ETA > 0 {
+			eta = s.ETA.Round(time.Second).String()
 		}
 		pct := 100.0
-		if r.total > 0 {
-			pct = 100 * float64(min(read, r.total)) / float64(r.total)
+		if s.Total > 0 {
+			pct = 100 * float64(min(s.Read, s.Total)) / float64(s.Total)
 		}
 		fmt.Fprintf(r.opts.Progress, "restore: %d/%d records read (%.1f%%), %d committed, %.0f records/s, %.1f MiB/s committed, ETA %s\n",
-			read, r.total, pct, done, rate, float64(r.committedBytes.Load())/(1<<20)/max(el, 1e-9), eta)
+			s.Read, s.Total, pct, s.Committed, s.Rate, float64(s.CommittedBytes)/(1<<20)/max(el, 1e-9), eta)
 	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
