@@ -292,15 +292,19 @@ func (l *local) syncRounds(dir string, d *dirSync) {
 	d.next = nil
 	l.mu.Unlock()
 	r.err = l.fsyncDir(dir)
-	close(r.done)
+	// The bookkeeping comes before the round's callers are let go, so
+	// that a caller that returns sees the directory's state settled.
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if d.next == nil {
+	last := d.next == nil
+	if last {
 		d.running = false
 		delete(l.syncs, dir)
-		return
 	}
-	go l.syncRounds(dir, d)
+	l.mu.Unlock()
+	close(r.done)
+	if !last {
+		go l.syncRounds(dir, d)
+	}
 }
 
 func (l *local) list(ctx context.Context, prefix string, fn func(Object) error) error {
