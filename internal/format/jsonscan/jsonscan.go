@@ -8,6 +8,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -207,75 +208,74 @@ func (s *jsonScanner) literal(lit string) bool {
 	return true
 }
 
-// str scans a string from its opening quote. The quote that may end it,
-// and any backslash before that, are found by bytes.IndexByte, which uses
-// vector instructions; the run between is then checked eight bytes at a
-// time for control characters and multi-byte UTF-8, both rare in practice.
+// str scans a string from its opening quote, in one pass: eight bytes at a
+// time while none of them needs a look (a quote, a backslash, a control
+// character or a byte of a multi-byte UTF-8 sequence; in a typical value
+// only the closing quote does), then the byte that does. An earlier
+// version searched for the quote, then for a backslash before it, then
+// checked the run between: three passes over each string, and two calls
+// per string, which cost more than the pass on the short strings most
+// values are made of (BenchmarkScanBenchValue). FuzzScanMatchesOracle
+// holds it to that version.
 func (s *jsonScanner) str() bool {
 	b, i := s.b, s.i+1
 	for {
-		q := bytes.IndexByte(b[i:], '"')
-		if q < 0 {
-			return false
-		}
-		end := i + q
-		if e := bytes.IndexByte(b[i:end], '\\'); e >= 0 {
-			end = i + e
-		}
-		if !printable(b[i:end]) {
-			return false
-		}
-		i = end
-		if b[i] == '"' {
-			s.i = i + 1
-			return true
-		}
-		// A backslash: one escape.
-		if i+1 >= len(b) {
-			return false
-		}
-		switch b[i+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			i += 2
-		case 'u':
-			if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-				return false
-			}
-			i += 6
-		default:
-			return false
-		}
-	}
-}
-
-// printable reports whether b holds no control character and is valid
-// UTF-8. b ends before a quote or a backslash, so a multi-byte sequence
-// cut at its end is invalid there too.
-func printable(b []byte) bool {
-	i := 0
-	for i < len(b) {
-		// Eight bytes at a time: a word is ASCII from 0x20 on when no byte
-		// has its top bit set, nor sets it as 0x20 is taken from it. A
-		// borrow from one byte into the next only follows a byte that
-		// failed already, so the test is exact.
+		start := i
 		for i+16 <= len(b) {
-			x, y := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
-			if ((x-0x2020202020202020)|x|(y-0x2020202020202020)|y)&0x8080808080808080 != 0 {
-				break
+			m := special(binary.LittleEndian.Uint64(b[i:]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto look
+			}
+			if m = special(binary.LittleEndian.Uint64(b[i+8:])); m != 0 {
+				i += 8 + bits.TrailingZeros64(m)>>3
+				goto look
 			}
 			i += 16
+			if i-start >= 32 {
+				// A long string: its end is found faster by a vector
+				// search, then the run up to it checked without quotes.
+				q := bytes.IndexByte(b[i:], '"')
+				if q < 0 {
+					return false
+				}
+				i = unquoted(b, i, i+q)
+				goto look
+			}
 		}
-		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			if ((x-0x2020202020202020)|x)&0x8080808080808080 != 0 {
-				break
+		if i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto look
 			}
 			i += 8
 		}
+		for i < len(b) && plain[b[i]] {
+			i++
+		}
+	look:
 		if i >= len(b) {
-			return true
+			return false
 		}
 		switch c := b[i]; {
+		case c == '"':
+			s.i = i + 1
+			return true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return false
+				}
+				i += 6
+			default:
+				return false
+			}
 		case c < 0x20:
 			return false
 		case c >= utf8.RuneSelf:
@@ -285,11 +285,65 @@ func printable(b []byte) bool {
 			}
 			i += n
 		default:
-			i++
+			i++ // a plain byte that the word loop stopped short of
 		}
 	}
-	return true
 }
+
+// unquoted returns the index of the first byte of b[i:end] that is a
+// backslash, below 0x20 or from 0x80 on, or end if none is; b[end] is a
+// quote.
+func unquoted(b []byte, i, end int) int {
+	for ; i+16 <= end; i += 16 {
+		x, y := binary.LittleEndian.Uint64(b[i:]), binary.LittleEndian.Uint64(b[i+8:])
+		e, f := x^bslash, y^bslash
+		mx := ((x - 0x20*ones) | x | (e-ones)&^e) & highs
+		my := ((y - 0x20*ones) | y | (f-ones)&^f) & highs
+		if mx|my != 0 {
+			if mx != 0 {
+				return i + bits.TrailingZeros64(mx)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(my)>>3
+		}
+	}
+	for ; i+8 <= end; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		e := x ^ bslash
+		if m := ((x - 0x20*ones) | x | (e-ones)&^e) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < end && plain[b[i]] {
+		i++
+	}
+	return i
+}
+
+// Word-at-a-time masks: eight copies of a byte.
+const (
+	ones   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	quotes = '"' * ones
+	bslash = '\\' * ones
+)
+
+// special sets the top bit of the lowest byte of x that is a quote, a
+// backslash, below 0x20 or from 0x80 on, or returns 0 if none is. Bytes
+// above the lowest such one may be marked wrongly (a borrow carries into
+// them), so only the lowest mark counts.
+func special(x uint64) uint64 {
+	q := x ^ quotes
+	e := x ^ bslash
+	return ((x - 0x20*ones) | x | (q-ones)&^q | (e-ones)&^e) & highs
+}
+
+// plain marks the bytes that str passes over without a look.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
