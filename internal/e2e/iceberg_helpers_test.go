@@ -172,8 +172,8 @@ func (m *iceMeta) bySeq(seq int64) *iceSnapshot {
 
 // iceEntry is one manifest entry of the current snapshot.
 type iceEntry struct {
-	path     string
-	status   int   // 0 existing, 1 added, 2 deleted
+	path   string
+	status int // 0 existing, 1 added, 2 deleted
 	// seq is the data sequence number: that of the snapshot that added
 	// the file (snapshot ids don't survive JSON's float64 exactly).
 	seq int64
