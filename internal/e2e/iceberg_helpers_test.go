@@ -23,7 +23,7 @@ import (
 // iceDay0 is the first day of the event timestamps produceDays gives.
 var iceDay0 = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 
-// produceDays produces total records over the topic's partitions, in
+// produceDays produces records from to from+total over the topic's partitions, in
 // batches of batch (pausing between batches when pace is set, so that
 // production overlaps what the test does to spillway). Record i goes to
 // partition i%partitions; its event timestamp is on day k%days after
@@ -31,7 +31,7 @@ var iceDay0 = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 // every partition interleaves days records and keeps days files open at
 // once under partition_by: day(timestamp). Values are size bytes cut
 // from a pool of random hex (so zstd can't shrink them much).
-func produceDays(ctx context.Context, cl *kgo.Client, topic string, partitions, total, batch, size, days int, pace bool) <-chan error {
+func produceDays(ctx context.Context, cl *kgo.Client, topic string, partitions, from, total, batch, size, days int, pace bool) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		done <- func() error {
@@ -40,10 +40,10 @@ func produceDays(ctx context.Context, cl *kgo.Client, topic string, partitions, 
 				return err
 			}
 			pool := []byte(hex.EncodeToString(raw))
-			for from := 0; from < total; from += batch {
+			for first := from; first < from+total; first += batch {
 				var failed error
 				var mu sync.Mutex
-				for i := from; i < min(from+batch, total); i++ {
+				for i := first; i < min(first+batch, from+total); i++ {
 					k := i / partitions
 					at := (i * 7919 * 64) % (len(pool) - size)
 					cl.Produce(ctx, &kgo.Record{
@@ -64,7 +64,7 @@ func produceDays(ctx context.Context, cl *kgo.Client, topic string, partitions, 
 					return err
 				}
 				if failed != nil {
-					return fmt.Errorf("producing records %d..%d: %w", from, min(from+batch, total)-1, failed)
+					return fmt.Errorf("producing records %d..%d: %w", first, min(first+batch, from+total)-1, failed)
 				}
 				if !pace {
 					continue

@@ -57,7 +57,7 @@ func TestIcebergManyPartitionsUnderCgroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := <-produceDays(ctx, b.Client(t, kgo.ProducerBatchMaxBytes(1<<20)), iceTopic,
-		iceWidePartitions, iceWideRecords, 10_000, iceWideValue, iceWideDays, false); err != nil {
+		iceWidePartitions, 0, iceWideRecords, 10_000, iceWideValue, iceWideDays, false); err != nil {
 		t.Fatal(err)
 	}
 	ends := testkit.EndOffsets(t, admin, iceTopic)
