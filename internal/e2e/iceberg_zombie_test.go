@@ -314,5 +314,7 @@ func checkLedgerOrder(t *testing.T, out string, meta *iceMeta, entries []iceEntr
 			}
 		}
 	}
-	t.Logf("ledger: %d files in %d partitions, each partition's in ledger order in the table", len(byKey), len(parts))
+	if !t.Failed() {
+		t.Logf("ledger: %d files in %d partitions, each partition's in ledger order in the table", len(byKey), len(parts))
+	}
 }
