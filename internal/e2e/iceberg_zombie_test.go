@@ -189,7 +189,6 @@ shutdown:
 		t.Fatalf("a rejoined without reporting its partitions lost; log:\n%s", tail(a.LogPath, 60))
 	}
 	waitShares(t, adm, group, procs, want)
-	a = procs["a"]
 	if err := <-more; err != nil {
 		t.Fatal(err)
 	}
