@@ -128,8 +128,15 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 // tableProps are the properties of a table Spillway creates. Merging
 // manifests (Java's default, not iceberg-go's) keeps a table that gets a
 // small commit every commit_interval from piling up one manifest per
-// commit, which every reader's planning would open.
-var tableProps = iceberg.Properties{table.ManifestMergeEnabledKey: "true"}
+// commit, which every reader's planning would open. Deleting metadata
+// files after commit keeps the last 100 (write.metadata.previous-versions-max)
+// instead of every one: each is a copy of the table's metadata, which
+// lists every snapshot, so keeping all grows storage with the square of
+// the commits (40 MB after 300 commits, TestThousandCommits).
+var tableProps = iceberg.Properties{
+	table.ManifestMergeEnabledKey:             "true",
+	table.MetadataDeleteAfterCommitEnabledKey: "true",
+}
 
 // adopt makes a table that holds no snapshot yet take first's field ids,
 // as the files carry them (stable ids, see docs/iceberg.md), and the
