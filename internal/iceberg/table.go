@@ -381,16 +381,68 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 		// moved since the plan is the sign common to all. Retrying is
 		// safe even if this commit went in after all: the next plan
 		// skips its files.
+		// The metadata file moves with the head, and with a schema
+		// another writer evolved (which fails this commit's schema
+		// requirement without a new snapshot).
 		now, rerr := t.refresh(ctx)
-		if rerr == nil && headID(now) != headID(tbl) {
+		if rerr == nil && (headID(now) != headID(tbl) || now.MetadataLocation() != tbl.MetadataLocation()) {
 			return fmt.Errorf("%w: %w", errConflict, err)
 		}
 		return err
 	}
+	// committed's catalog may be withSchema's: keep one of the real one.
+	committed = table.New(t.ident, committed.Metadata(), committed.MetadataLocation(), committed.FS, t.c.cat)
 	t.mu.Lock()
 	t.tbl = committed
 	t.mu.Unlock()
 	return nil
+}
+
+// withSchema returns tbl as if next were already its current schema, for
+// a transaction to append files that have next's new fields: the
+// transaction's snapshot and manifests use next, and its catalog commit
+// carries the schema change before the snapshot, with a requirement that
+// the table's schema is still tbl's. The schema and the files become
+// visible together or not at all: a crash can't leave a new column
+// without the files that brought it.
+//
+// iceberg-go v0.7.0 has no other way to put this in one commit: the
+// transaction's UpdateSchema numbers new fields itself (the table must
+// keep the files' ids, see "Field ids" in docs/iceberg.md) and its
+// apply, which takes any update, is unexported. So the catalog the
+// transaction commits through adds them.
+func (t *Table) withSchema(tbl *table.Table, next *iceberg.Schema) (*table.Table, error) {
+	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
+	if err != nil {
+		return nil, err
+	}
+	if err := b.AddSchema(next); err != nil {
+		return nil, err
+	}
+	if err := b.SetCurrentSchemaID(-1); err != nil {
+		return nil, err
+	}
+	meta, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	cat := schemaCommit{
+		CatalogIO: t.c.cat,
+		reqs:      []table.Requirement{table.AssertCurrentSchemaID(tbl.Schema().ID)},
+		updates:   []table.Update{table.NewAddSchemaUpdate(next), table.NewSetCurrentSchemaUpdate(-1)},
+	}
+	return table.New(t.ident, meta, tbl.MetadataLocation(), tbl.FS, cat), nil
+}
+
+// schemaCommit is a catalog whose commits carry a schema change first.
+type schemaCommit struct {
+	table.CatalogIO
+	reqs    []table.Requirement
+	updates []table.Update
+}
+
+func (c schemaCommit) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	return c.CatalogIO.CommitTable(ctx, ident, append(slices.Clone(c.reqs), reqs...), append(slices.Clone(c.updates), updates...))
 }
 
 // ErrRefused marks a commit the table can't take however often it is
