@@ -516,6 +516,9 @@ type Current struct {
 	// Ends and Seqs are, per partition of the topic asked for, what the
 	// newest Spillway snapshot records (PropOffsets, PropLedger).
 	Ends, Seqs map[int32]int64
+	// Referenced are the data files any snapshot of the table references
+	// (older ones too), once each: files no orphan removal may touch.
+	Referenced []string
 }
 
 // Current reads the table's current snapshot: its data files, as
@@ -546,6 +549,13 @@ func (t *Table) Current(ctx context.Context, topic string) (Current, error) {
 	}
 	for _, task := range tasks {
 		out.Files = append(out.Files, task.File.FilePath())
+	}
+	fio, err := tbl.FS(ctx)
+	if err != nil {
+		return Current{}, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
+	}
+	if out.Referenced, err = referenced(tbl, fio); err != nil {
+		return Current{}, fmt.Errorf("iceberg: list the data files of %s's snapshots: %w", t.name, t.c.scrub(err))
 	}
 	return out, nil
 }

@@ -24,6 +24,10 @@ type Table struct {
 	// Ends and Seqs are the newest Spillway snapshot's spillway.offsets
 	// and spillway.ledger of the topic, per partition.
 	Ends, Seqs map[int32]int64
+	// Referenced are the data files any snapshot references (older
+	// ones too), as keys: never orphans, whether a ledger entry names
+	// them or not.
+	Referenced []string
 }
 
 // Kinds of problem the table check adds.
@@ -54,6 +58,8 @@ type TableReport struct {
 	// can be deleted.
 	Orphans     []Orphan `json:"orphans"`
 	OrphanBytes int64    `json:"orphan_bytes"`
+
+	referenced map[string]bool
 }
 
 // Orphan is a data file no ledger entry names.
@@ -88,7 +94,13 @@ type scannedPart struct {
 // partitions and their reports (index by partition), adding problems to
 // those reports (or to r's, for a file of no known partition).
 func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart) TableReport {
-	tr := TableReport{Table: tb.Name, Topic: topic, Exists: tb.Exists, Files: len(tb.Files), DataPrefix: tb.DataPrefix, Orphans: []Orphan{}}
+	tr := TableReport{Table: tb.Name, Topic: topic, Exists: tb.Exists, Files: len(tb.Files), DataPrefix: tb.DataPrefix, Orphans: []Orphan{}, referenced: map[string]bool{}}
+	for _, f := range tb.Referenced {
+		tr.referenced[f] = true
+	}
+	for _, f := range tb.Files {
+		tr.referenced[f] = true
+	}
 	type named struct {
 		part int32
 		seq  int64
@@ -160,11 +172,16 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 }
 
 // orphan reports key as an orphan of one of the tables when it lies
-// under its data folder.
+// under its data folder. A file no ledger entry names that a snapshot
+// references is no orphan: it is not reported as one (the current
+// snapshot's is table_file_unknown), and never removed.
 func orphan(r *Report, key string, size int64) bool {
 	for i := range r.Tables {
 		tr := &r.Tables[i]
 		if tr.DataPrefix != "" && strings.HasPrefix(key, tr.DataPrefix) {
+			if tr.referenced[key] {
+				return true
+			}
 			tr.Orphans = append(tr.Orphans, Orphan{Key: key, Bytes: size})
 			tr.OrphanBytes += max(size, 0)
 			return true
