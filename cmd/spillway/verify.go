@@ -188,7 +188,7 @@ func tableReader(cat *iceberg.Catalog, cfg *config.Config) func(context.Context,
 		if err != nil {
 			return nil, err
 		}
-		vt := &verify.Table{Name: name, Exists: cur.Exists, DataPrefix: key(strings.TrimSuffix(cur.Location, "/")) + "/data/", Ends: cur.Ends, Seqs: cur.Seqs}
+		vt := &verify.Table{Name: name, Exists: cur.Exists, DataPrefix: key(strings.TrimSuffix(cur.Location, "/")) + "/data/", Ends: cur.Ends, Seqs: cur.Seqs, TopicIDs: cur.TopicIDs}
 		for _, f := range cur.Files {
 			vt.Files = append(vt.Files, key(f))
 		}

@@ -582,6 +582,9 @@ type Current struct {
 	// Ends and Seqs are, per partition of the topic asked for, what the
 	// newest Spillway snapshot records (PropOffsets, PropLedger).
 	Ends, Seqs map[int32]int64
+	// TopicIDs are the topic's Kafka ids Ends and Seqs are of, then its
+	// earlier incarnations' (PropTopicIDs); empty when not recorded.
+	TopicIDs []string
 	// Referenced are the data files any snapshot of the table references
 	// (older ones too), once each: files no orphan removal may touch.
 	Referenced []string
@@ -606,6 +609,7 @@ func (t *Table) Current(ctx context.Context, topic string) (Current, error) {
 	}
 	maps.Copy(out.Ends, st.ends[topic])
 	maps.Copy(out.Seqs, st.seqs[topic])
+	out.TopicIDs = slices.Clone(st.ids[topic])
 	if tbl.CurrentSnapshot() == nil {
 		return out, nil
 	}

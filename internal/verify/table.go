@@ -24,6 +24,10 @@ type Table struct {
 	// Ends and Seqs are the newest Spillway snapshot's spillway.offsets
 	// and spillway.ledger of the topic, per partition.
 	Ends, Seqs map[int32]int64
+	// TopicIDs are the topic ids Ends and Seqs are of, then the topic's
+	// earlier incarnations' (spillway.topic_ids); empty when the table
+	// records none.
+	TopicIDs []string
 	// Referenced are the data files any snapshot references (older
 	// ones too), as keys: never orphans, whether a ledger entry names
 	// them or not.
@@ -117,6 +121,16 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 		}
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	ends, seqs, recreated := tb.Ends, tb.Seqs, ""
+	if len(tb.TopicIDs) > 0 && len(parts) > 0 {
+		if live := scans[parts[0]].scan.ID.TopicID; live != "" && live != tb.TopicIDs[0] {
+			// The topic was deleted and recreated since the table's last
+			// commit: what it records is the old topic's, and it holds
+			// nothing of this one yet.
+			ends, seqs = nil, nil
+			recreated = fmt.Sprintf("table %s records topic %s with id %s, but the topic's id is now %s (deleted and recreated): the table holds none of its files yet", tb.Name, topic, tb.TopicIDs[0], live)
+		}
+	}
 	add := func(p int32, known bool, pr audit.Problem) {
 		if sp, ok := scans[p]; ok && known {
 			sp.report.Problems = append(sp.report.Problems, pr)
@@ -143,11 +157,14 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 	for _, p := range parts {
 		sp := scans[p]
 		name := fmt.Sprintf("%s/%d", topic, p)
-		if end, ok := tb.Ends[p]; ok && end > sp.log.End {
+		if recreated != "" {
+			sp.report.Notes = append(sp.report.Notes, recreated)
+		}
+		if end, ok := ends[p]; ok && end > sp.log.End {
 			add(p, true, audit.Problem{Kind: ProblemTablePastEnd, Offsets: offsets.Ranges{{sp.log.End, end}}, Message: fmt.Sprintf(
 				"table %s's current snapshot says it holds %s up to %d (spillway.offsets), past the log end %d", tb.Name, name, end, sp.log.End)})
 		}
-		held, any := tb.Seqs[p]
+		held, any := seqs[p]
 		if !any {
 			held = -1
 		}
