@@ -30,11 +30,10 @@ func referenced(tbl *table.Table, fio iceio.IO) ([]string, error) {
 			seenManifest[m.FilePath()] = true
 			// Deleted entries too: the snapshot before the delete still
 			// reads the file.
-			entries, err := m.FetchEntries(fio, false)
-			if err != nil {
-				return nil, fmt.Errorf("snapshot %d: read manifest %s: %w", s.SnapshotID, m.FilePath(), err)
-			}
-			for _, e := range entries {
+			for e, err := range m.Entries(fio, false) {
+				if err != nil {
+					return nil, fmt.Errorf("snapshot %d: read manifest %s: %w", s.SnapshotID, m.FilePath(), err)
+				}
 				p := e.DataFile().FilePath()
 				if !seen[p] {
 					seen[p] = true
