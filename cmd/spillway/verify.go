@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -27,7 +28,8 @@ var errInconsistent = errors.New("storage is not consistent with Kafka")
 
 func verifyCmd(stdout io.Writer, environ []string) *cobra.Command {
 	var path string
-	var asJSON, deep bool
+	var asJSON, deep, rmOrphans, dryRun bool
+	olderThan := defaultOrphanAge
 	c := &cobra.Command{
 		Use:   "verify --config FILE",
 		Short: "Check storage against Kafka from the ledger: gaps, duplicates, commits past the data or the log end, missing or changed files, unknown files",
@@ -39,15 +41,34 @@ nor what the ledger says is stored, that every file the ledger names is
 there with its recorded size, and that nothing else lies under the prefix.
 With --deep it also reads every published file back (jsonl, json, csv, avro and
 parquet).
-It writes and deletes nothing, and exits 1 on any problem.`,
+It writes and deletes nothing, and exits 1 on any problem.
+
+With --remove-orphans (and iceberg.table), it then deletes the orphans it
+lists: data files under a table's data/ folder that no ledger entry names
+and no snapshot (current or older) references, last modified more than
+--older-than ago (default 72h, as Iceberg's remove_orphan_files), so that
+a file being uploaded, or not yet in the ledger, is kept. It removes
+nothing when verify finds a problem. --dry-run prints what it would remove.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
 				return usageError{errors.New("verify needs --config FILE")}
 			}
+			if (dryRun || cmd.Flags().Changed("older-than")) && !rmOrphans {
+				return usageError{errors.New("--dry-run and --older-than go with --remove-orphans")}
+			}
+			if rmOrphans && asJSON {
+				return usageError{errors.New("--remove-orphans prints text; leave out --json")}
+			}
+			if olderThan < 0 {
+				return usageError{fmt.Errorf("--older-than %s: give a duration of 0 or more, such as 72h", olderThan)}
+			}
 			cfg, err := loadConfig(path, environ)
 			if err != nil {
 				return err
+			}
+			if rmOrphans && !cfg.Iceberg.Enabled() {
+				return usageError{errors.New("--remove-orphans removes a table's orphaned data files, and iceberg.table is not set: set it, or leave out --remove-orphans")}
 			}
 			rep, err := runVerify(cmd.Context(), cfg, deep)
 			if err != nil {
@@ -63,6 +84,11 @@ It writes and deletes nothing, and exits 1 on any problem.`,
 			if err != nil {
 				return err
 			}
+			if rmOrphans {
+				if err := removeOrphans(cmd.Context(), stdout, cfg, rep, orphanRemoval{olderThan: olderThan, dryRun: dryRun, now: time.Now}); err != nil {
+					return err
+				}
+			}
 			if !rep.OK {
 				return errInconsistent
 			}
@@ -72,6 +98,9 @@ It writes and deletes nothing, and exits 1 on any problem.`,
 	c.Flags().StringVarP(&path, "config", "c", "", "config file (YAML)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	c.Flags().BoolVar(&deep, "deep", false, "also read every published file back and check its records")
+	c.Flags().BoolVar(&rmOrphans, "remove-orphans", false, "then delete the tables' orphaned data files older than --older-than (none when verify finds a problem)")
+	c.Flags().DurationVar(&olderThan, "older-than", defaultOrphanAge, "with --remove-orphans: remove only orphans last modified longer ago than this")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "with --remove-orphans: print what would be removed, remove nothing")
 	return c
 }
 
@@ -159,9 +188,12 @@ func tableReader(cat *iceberg.Catalog, cfg *config.Config) func(context.Context,
 		if err != nil {
 			return nil, err
 		}
-		vt := &verify.Table{Name: name, Exists: cur.Exists, DataPrefix: key(strings.TrimSuffix(cur.Location, "/")) + "/data/", Ends: cur.Ends, Seqs: cur.Seqs}
+		vt := &verify.Table{Name: name, Exists: cur.Exists, DataPrefix: key(strings.TrimSuffix(cur.Location, "/")) + "/data/", Ends: cur.Ends, Seqs: cur.Seqs, TopicIDs: cur.TopicIDs}
 		for _, f := range cur.Files {
 			vt.Files = append(vt.Files, key(f))
+		}
+		for _, f := range cur.Referenced {
+			vt.Referenced = append(vt.Referenced, key(f))
 		}
 		return vt, nil
 	}

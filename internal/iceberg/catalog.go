@@ -20,6 +20,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	// FileIO backends for the warehouses Spillway's storage also writes.
+	_ "github.com/apache/iceberg-go/io/gocloud/azure"
 	_ "github.com/apache/iceberg-go/io/gocloud/gcs"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3"
 
@@ -224,6 +225,7 @@ func warehouseLocation(raw string) (warehouse, error) {
 		return warehouse{}, errors.New("does not parse as a URL")
 	}
 	q := u.Query()
+	container := u.User // abfs://container@account...: the container, no credential
 	u.RawQuery, u.Fragment, u.User = "", "", nil
 	loc := strings.TrimRight(u.String(), "/")
 	switch u.Scheme {
@@ -250,8 +252,16 @@ func warehouseLocation(raw string) (warehouse, error) {
 			p[iceio.GCSNoAuth] = "true"
 		}
 		return warehouse{location: loc, props: p}, nil
+	case "abfs", "abfss", "wasb", "wasbs":
+		// Iceberg's Azure locations; the adls.* properties say how to
+		// reach and authenticate to the account.
+		if container == nil || container.Username() == "" {
+			return warehouse{}, fmt.Errorf("names no container; write %s://container@account.dfs.core.windows.net/prefix", u.Scheme)
+		}
+		u.User = url.User(container.Username())
+		return warehouse{location: strings.TrimRight(u.String(), "/")}, nil
 	case "azblob":
-		return warehouse{}, errors.New("is an azblob:// URL, which Iceberg does not read; set iceberg.catalog.warehouse to abfs://container@account.dfs.core.windows.net/prefix and the adls.* properties in iceberg.catalog.properties")
+		return warehouse{}, errAzureTables
 	default:
 		return warehouse{}, fmt.Errorf("has scheme %s, which is not an Iceberg warehouse; use a local directory, s3:// or gs://", u.Scheme)
 	}

@@ -299,9 +299,8 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 		return nil, fmt.Errorf("iceberg: %s: file %s adds the fields %s and iceberg.evolve_schema is false; set it to true, or add the columns to the table", t.name, addedBy[0], strings.Join(names, ", "))
 	}
 	// The table keeps the files' ids: the union of its fields and the new
-	// ones, as they are numbered in the files, becomes its schema, before
-	// the snapshot that adds the files (a crash between leaves an empty
-	// optional column, which the retry finds in place).
+	// ones, as they are numbered in the files, becomes its schema, in the
+	// same catalog commit as the snapshot that adds the files (withSchema).
 	fields := slices.Clone(ts.Fields())
 	for _, id := range ids {
 		ff := added[id]
@@ -309,10 +308,9 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 		fields = append(fields, ff)
 	}
 	next := iceberg.NewSchema(ts.ID+1, fields...)
-	reqs := []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID()), table.AssertCurrentSchemaID(ts.ID)}
-	updates := []table.Update{table.NewAddSchemaUpdate(next), table.NewSetCurrentSchemaUpdate(-1)}
-	if _, _, err := t.c.cat.CommitTable(ctx, t.ident, reqs, updates); err != nil {
-		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w (%w)", t.name, strings.Join(names, ", "), t.c.scrub(err), errConflict)
+	staged, err := t.withSchema(tbl, next)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
 	}
-	return t.refresh(ctx)
+	return staged, nil
 }

@@ -38,13 +38,24 @@ const (
 	// which files are held: offsets can't, since consecutive files of a
 	// partition split by day may end at the same handled offset.
 	PropLedger = "spillway.ledger"
+	// PropTopicIDs is JSON {topic: [id, older ids...]}: the Kafka topic id
+	// whose ledger seqs and offsets PropLedger and PropOffsets record for
+	// the topic, then those of the topic's earlier incarnations. A topic
+	// deleted and recreated under its name starts its ledger seqs and
+	// offsets again: its files must not be skipped as held, nor refused
+	// as overlapping, for the seqs of the one before. Snapshots written
+	// before it carry none; their records are taken as the live topic's.
+	PropTopicIDs = "spillway.topic_ids"
 )
 
 // File is a data file Spillway stored, as the ledger describes it.
 type File struct {
-	Location   string // the data file's full URI, as the table's FileIO reads it
-	Topic      string
-	Partition  int32
+	Location  string // the data file's full URI, as the table's FileIO reads it
+	Topic     string
+	Partition int32
+	// TopicID is the topic's Kafka id, as its ledger entry records it;
+	// "" when unknown (the table then can't tell incarnations apart).
+	TopicID    string
 	First, End int64 // the offsets [First, End) the file holds
 	// Seq is the file's ledger entry's sequence number: a partition's
 	// files are committed in Seq order, and the table holds a file iff
@@ -139,6 +150,14 @@ func (t *Table) Next(ctx context.Context, topic string) (map[int32]int64, error)
 // to it are in the table, those after it are not. A partition the table
 // holds nothing of is absent. It reads the catalog afresh.
 func (t *Table) Held(ctx context.Context, topic string) (map[int32]int64, error) {
+	return t.HeldOf(ctx, topic, "")
+}
+
+// HeldOf is Held for the incarnation of topic whose Kafka id is topicID:
+// when the table records another (PropTopicIDs: the topic was deleted
+// and recreated since), it holds nothing of this one. "" takes whatever
+// the table records.
+func (t *Table) HeldOf(ctx context.Context, topic, topicID string) (map[int32]int64, error) {
 	tbl, err := t.refresh(ctx)
 	if err != nil {
 		return nil, err
@@ -148,6 +167,9 @@ func (t *Table) Held(ctx context.Context, topic string) (map[int32]int64, error)
 		return nil, fmt.Errorf("iceberg: table %s: %w", t.name, err)
 	}
 	out := map[int32]int64{}
+	if ids := st.ids[topic]; topicID != "" && len(ids) > 0 && ids[0] != topicID {
+		return out, nil
+	}
 	maps.Copy(out, st.seqs[topic])
 	return out, nil
 }
@@ -157,8 +179,9 @@ type ends map[string]map[int32]int64
 
 // state is what the newest Spillway snapshot records.
 type state struct {
-	ends ends // PropOffsets
-	seqs ends // PropLedger
+	ends ends                // PropOffsets
+	seqs ends                // PropLedger
+	ids  map[string][]string // PropTopicIDs
 }
 
 func tableEnds(tbl *table.Table) (ends, error) {
@@ -171,7 +194,7 @@ func tableEnds(tbl *table.Table) (ends, error) {
 // commit (compaction, maintenance) carry none, and leave the records as
 // they were.
 func tableState(tbl *table.Table) (state, error) {
-	out := state{ends: ends{}, seqs: ends{}}
+	out := state{ends: ends{}, seqs: ends{}, ids: map[string][]string{}}
 	if tbl == nil {
 		return out, nil
 	}
@@ -185,6 +208,11 @@ func tableState(tbl *table.Table) (state, error) {
 				if raw := s.Summary.Properties[PropLedger]; raw != "" {
 					if err := json.Unmarshal([]byte(raw), &out.seqs); err != nil {
 						return state{}, fmt.Errorf("snapshot %d: %s does not parse: %w", s.SnapshotID, PropLedger, err)
+					}
+				}
+				if raw := s.Summary.Properties[PropTopicIDs]; raw != "" {
+					if err := json.Unmarshal([]byte(raw), &out.ids); err != nil {
+						return state{}, fmt.Errorf("snapshot %d: %s does not parse: %w", s.SnapshotID, PropTopicIDs, err)
 					}
 				}
 				return out, nil
@@ -252,6 +280,7 @@ type plan struct {
 	add  []File
 	ends ends
 	seqs ends
+	ids  map[string][]string
 	gaps map[string]map[int32][][2]int64
 }
 
@@ -278,8 +307,14 @@ func partOf(e ends, topic string) map[int32]int64 {
 // a partition's files tile its handled offsets in ledger order, so a file
 // that starts below the table's end would duplicate records.
 func planCommit(cur state, files []File) (plan, error) {
-	p := plan{ends: cloneEnds(cur.ends), seqs: cloneEnds(cur.seqs), gaps: map[string]map[int32][][2]int64{}}
+	p := plan{ends: cloneEnds(cur.ends), seqs: cloneEnds(cur.seqs), ids: map[string][]string{}, gaps: map[string]map[int32][][2]int64{}}
+	for topic, ids := range cur.ids {
+		p.ids[topic] = slices.Clone(ids)
+	}
 	for _, f := range files {
+		if err := p.incarnation(f); err != nil {
+			return plan{}, err
+		}
 		// First == End is a file of an interleaved partition whose
 		// lowest offset after it is still held by an open file.
 		if f.End < f.First {
@@ -307,6 +342,32 @@ func planCommit(cur state, files []File) (plan, error) {
 		p.add = append(p.add, f)
 	}
 	return p, nil
+}
+
+// incarnation checks f's topic id against the one the table records for
+// its topic. A table that records none (new, or written before
+// PropTopicIDs) takes f's. A new id is the topic deleted and recreated:
+// the table's seqs and offsets of the topic are the old incarnation's, so
+// they are set aside (its files stay in the table) and the new one's
+// start empty. A file of an incarnation the table has moved past is
+// refused: a writer still running on the deleted topic.
+func (p *plan) incarnation(f File) error {
+	if f.TopicID == "" {
+		return nil
+	}
+	ids := p.ids[f.Topic]
+	switch {
+	case len(ids) == 0:
+		p.ids[f.Topic] = []string{f.TopicID}
+	case ids[0] == f.TopicID:
+	case slices.Contains(ids[1:], f.TopicID):
+		return fmt.Errorf("file %s is of topic %s with id %s, which was deleted and recreated since: the table holds the files of its id %s", f.Location, f.Topic, f.TopicID, ids[0])
+	default:
+		p.ids[f.Topic] = append([]string{f.TopicID}, ids...)
+		delete(p.ends, f.Topic)
+		delete(p.seqs, f.Topic)
+	}
+	return nil
 }
 
 // commitOnce is one attempt: reload, plan, create or evolve, add. It
@@ -381,16 +442,68 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 		// moved since the plan is the sign common to all. Retrying is
 		// safe even if this commit went in after all: the next plan
 		// skips its files.
+		// The metadata file moves with the head, and with a schema
+		// another writer evolved (which fails this commit's schema
+		// requirement without a new snapshot).
 		now, rerr := t.refresh(ctx)
-		if rerr == nil && headID(now) != headID(tbl) {
+		if rerr == nil && (headID(now) != headID(tbl) || now.MetadataLocation() != tbl.MetadataLocation()) {
 			return fmt.Errorf("%w: %w", errConflict, err)
 		}
 		return err
 	}
+	// committed's catalog may be withSchema's: keep one of the real one.
+	committed = table.New(t.ident, committed.Metadata(), committed.MetadataLocation(), committed.FS, t.c.cat)
 	t.mu.Lock()
 	t.tbl = committed
 	t.mu.Unlock()
 	return nil
+}
+
+// withSchema returns tbl as if next were already its current schema, for
+// a transaction to append files that have next's new fields: the
+// transaction's snapshot and manifests use next, and its catalog commit
+// carries the schema change before the snapshot, with a requirement that
+// the table's schema is still tbl's. The schema and the files become
+// visible together or not at all: a crash can't leave a new column
+// without the files that brought it.
+//
+// iceberg-go v0.7.0 has no other way to put this in one commit: the
+// transaction's UpdateSchema numbers new fields itself (the table must
+// keep the files' ids, see "Field ids" in docs/iceberg.md) and its
+// apply, which takes any update, is unexported. So the catalog the
+// transaction commits through adds them.
+func (t *Table) withSchema(tbl *table.Table, next *iceberg.Schema) (*table.Table, error) {
+	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
+	if err != nil {
+		return nil, err
+	}
+	if err := b.AddSchema(next); err != nil {
+		return nil, err
+	}
+	if err := b.SetCurrentSchemaID(-1); err != nil {
+		return nil, err
+	}
+	meta, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	cat := schemaCommit{
+		CatalogIO: t.c.cat,
+		reqs:      []table.Requirement{table.AssertCurrentSchemaID(tbl.Schema().ID)},
+		updates:   []table.Update{table.NewAddSchemaUpdate(next), table.NewSetCurrentSchemaUpdate(-1)},
+	}
+	return table.New(t.ident, meta, tbl.MetadataLocation(), tbl.FS, cat), nil
+}
+
+// schemaCommit is a catalog whose commits carry a schema change first.
+type schemaCommit struct {
+	table.CatalogIO
+	reqs    []table.Requirement
+	updates []table.Update
+}
+
+func (c schemaCommit) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	return c.CatalogIO.CommitTable(ctx, ident, append(slices.Clone(c.reqs), reqs...), append(slices.Clone(c.updates), updates...))
 }
 
 // ErrRefused marks a commit the table can't take however often it is
@@ -439,6 +552,11 @@ func (t *Table) summary(p plan) (iceberg.Properties, error) {
 		return nil, err
 	}
 	props := iceberg.Properties{PropOffsets: s, PropLedger: l}
+	if len(p.ids) > 0 {
+		if props[PropTopicIDs], err = enc(p.ids); err != nil {
+			return nil, err
+		}
+	}
 	if len(p.gaps) > 0 {
 		if props[PropGaps], err = enc(p.gaps); err != nil {
 			return nil, err
@@ -464,6 +582,12 @@ type Current struct {
 	// Ends and Seqs are, per partition of the topic asked for, what the
 	// newest Spillway snapshot records (PropOffsets, PropLedger).
 	Ends, Seqs map[int32]int64
+	// TopicIDs are the topic's Kafka ids Ends and Seqs are of, then its
+	// earlier incarnations' (PropTopicIDs); empty when not recorded.
+	TopicIDs []string
+	// Referenced are the data files any snapshot of the table references
+	// (older ones too), once each: files no orphan removal may touch.
+	Referenced []string
 }
 
 // Current reads the table's current snapshot: its data files, as
@@ -485,6 +609,7 @@ func (t *Table) Current(ctx context.Context, topic string) (Current, error) {
 	}
 	maps.Copy(out.Ends, st.ends[topic])
 	maps.Copy(out.Seqs, st.seqs[topic])
+	out.TopicIDs = slices.Clone(st.ids[topic])
 	if tbl.CurrentSnapshot() == nil {
 		return out, nil
 	}
@@ -494,6 +619,13 @@ func (t *Table) Current(ctx context.Context, topic string) (Current, error) {
 	}
 	for _, task := range tasks {
 		out.Files = append(out.Files, task.File.FilePath())
+	}
+	fio, err := tbl.FS(ctx)
+	if err != nil {
+		return Current{}, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
+	}
+	if out.Referenced, err = referenced(tbl, fio); err != nil {
+		return Current{}, fmt.Errorf("iceberg: list the data files of %s's snapshots: %w", t.name, t.c.scrub(err))
 	}
 	return out, nil
 }

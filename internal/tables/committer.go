@@ -347,7 +347,7 @@ func (c *Committer) missing(ctx context.Context, p *part) ([]ledger.Entry, error
 	if err != nil {
 		return nil, err
 	}
-	seqs, err := t.Held(ctx, p.tp.Topic)
+	seqs, err := t.Held(ctx, p.tp.Topic, p.id.TopicID)
 	if err != nil {
 		return nil, err
 	}

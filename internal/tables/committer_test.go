@@ -42,7 +42,7 @@ func newMemTable() *memTable {
 	return &memTable{next: map[string]map[int32]int64{}}
 }
 
-func (m *memTable) Held(_ context.Context, topic string) (map[int32]int64, error) {
+func (m *memTable) Held(_ context.Context, topic, _ string) (map[int32]int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := map[int32]int64{}

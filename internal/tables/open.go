@@ -43,14 +43,14 @@ func (a icebergCatalog) Table(ctx context.Context, name string) (Table, error) {
 // icebergTable is package iceberg's Table as a Table.
 type icebergTable struct{ t *iceberg.Table }
 
-func (a icebergTable) Held(ctx context.Context, topic string) (map[int32]int64, error) {
-	return a.t.Held(ctx, topic)
+func (a icebergTable) Held(ctx context.Context, topic, topicID string) (map[int32]int64, error) {
+	return a.t.HeldOf(ctx, topic, topicID)
 }
 
 func (a icebergTable) Commit(ctx context.Context, files []File) error {
 	fs := make([]iceberg.File, len(files))
 	for i, f := range files {
-		fs[i] = iceberg.File{Location: f.Location, Topic: f.Topic, Partition: f.Partition, First: f.First, End: f.End, Seq: f.Seq, Records: f.Records, Bytes: f.Bytes}
+		fs[i] = iceberg.File{Location: f.Location, Topic: f.Topic, TopicID: f.TopicID, Partition: f.Partition, First: f.First, End: f.End, Seq: f.Seq, Records: f.Records, Bytes: f.Bytes}
 	}
 	err := a.t.Commit(ctx, fs)
 	if errors.Is(err, iceberg.ErrRefused) {

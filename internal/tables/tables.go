@@ -39,6 +39,7 @@ import (
 type File struct {
 	Location       string // full URI
 	Topic          string
+	TopicID        string // the topic's Kafka id, from the ledger entry
 	Partition      int32
 	First, End     int64
 	Seq            int64
@@ -49,8 +50,9 @@ type File struct {
 type Table interface {
 	// Held returns, per partition of topic, the ledger seq of the last
 	// file the current snapshot holds; a partition it holds nothing of is
-	// absent.
-	Held(ctx context.Context, topic string) (map[int32]int64, error)
+	// absent, and so is every partition when the table holds another
+	// incarnation of the topic than topicID (deleted and recreated).
+	Held(ctx context.Context, topic, topicID string) (map[int32]int64, error)
 	// Commit adds files in one snapshot, skipping those (by Seq) the
 	// table holds already, and records in the snapshot's summary what it
 	// makes visible. It retries conflicts itself. An error wrapping
@@ -87,7 +89,7 @@ func TableName(table, topic string) string {
 // fileOf is e's data file, stored at base+key.
 func fileOf(base string, e *ledger.Entry) File {
 	return File{
-		Location: base + e.File.Key, Topic: e.Topic, Partition: e.Partition,
+		Location: base + e.File.Key, Topic: e.Topic, TopicID: e.TopicID, Partition: e.Partition,
 		First: e.Before.Next, End: e.After().Next, Seq: e.Seq, Records: e.File.Records, Bytes: e.File.Bytes,
 	}
 }

@@ -24,6 +24,14 @@ type Table struct {
 	// Ends and Seqs are the newest Spillway snapshot's spillway.offsets
 	// and spillway.ledger of the topic, per partition.
 	Ends, Seqs map[int32]int64
+	// TopicIDs are the topic ids Ends and Seqs are of, then the topic's
+	// earlier incarnations' (spillway.topic_ids); empty when the table
+	// records none.
+	TopicIDs []string
+	// Referenced are the data files any snapshot references (older
+	// ones too), as keys: never orphans, whether a ledger entry names
+	// them or not.
+	Referenced []string
 }
 
 // Kinds of problem the table check adds.
@@ -54,6 +62,8 @@ type TableReport struct {
 	// can be deleted.
 	Orphans     []Orphan `json:"orphans"`
 	OrphanBytes int64    `json:"orphan_bytes"`
+
+	referenced map[string]bool
 }
 
 // Orphan is a data file no ledger entry names.
@@ -88,7 +98,13 @@ type scannedPart struct {
 // partitions and their reports (index by partition), adding problems to
 // those reports (or to r's, for a file of no known partition).
 func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart) TableReport {
-	tr := TableReport{Table: tb.Name, Topic: topic, Exists: tb.Exists, Files: len(tb.Files), DataPrefix: tb.DataPrefix, Orphans: []Orphan{}}
+	tr := TableReport{Table: tb.Name, Topic: topic, Exists: tb.Exists, Files: len(tb.Files), DataPrefix: tb.DataPrefix, Orphans: []Orphan{}, referenced: map[string]bool{}}
+	for _, f := range tb.Referenced {
+		tr.referenced[f] = true
+	}
+	for _, f := range tb.Files {
+		tr.referenced[f] = true
+	}
 	type named struct {
 		part int32
 		seq  int64
@@ -105,6 +121,16 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 		}
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	ends, seqs, recreated := tb.Ends, tb.Seqs, ""
+	if len(tb.TopicIDs) > 0 && len(parts) > 0 {
+		if live := scans[parts[0]].scan.ID.TopicID; live != "" && live != tb.TopicIDs[0] {
+			// The topic was deleted and recreated since the table's last
+			// commit: what it records is the old topic's, and it holds
+			// nothing of this one yet.
+			ends, seqs = nil, nil
+			recreated = fmt.Sprintf("table %s records topic %s with id %s, but the topic's id is now %s (deleted and recreated): the table holds none of its files yet", tb.Name, topic, tb.TopicIDs[0], live)
+		}
+	}
 	add := func(p int32, known bool, pr audit.Problem) {
 		if sp, ok := scans[p]; ok && known {
 			sp.report.Problems = append(sp.report.Problems, pr)
@@ -131,11 +157,14 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 	for _, p := range parts {
 		sp := scans[p]
 		name := fmt.Sprintf("%s/%d", topic, p)
-		if end, ok := tb.Ends[p]; ok && end > sp.log.End {
+		if recreated != "" {
+			sp.report.Notes = append(sp.report.Notes, recreated)
+		}
+		if end, ok := ends[p]; ok && end > sp.log.End {
 			add(p, true, audit.Problem{Kind: ProblemTablePastEnd, Offsets: offsets.Ranges{{sp.log.End, end}}, Message: fmt.Sprintf(
 				"table %s's current snapshot says it holds %s up to %d (spillway.offsets), past the log end %d", tb.Name, name, end, sp.log.End)})
 		}
-		held, any := tb.Seqs[p]
+		held, any := seqs[p]
 		if !any {
 			held = -1
 		}
@@ -160,11 +189,16 @@ func checkTable(r *Report, topic string, tb *Table, scans map[int32]*scannedPart
 }
 
 // orphan reports key as an orphan of one of the tables when it lies
-// under its data folder.
+// under its data folder. A file no ledger entry names that a snapshot
+// references is no orphan: it is not reported as one (the current
+// snapshot's is table_file_unknown), and never removed.
 func orphan(r *Report, key string, size int64) bool {
 	for i := range r.Tables {
 		tr := &r.Tables[i]
 		if tr.DataPrefix != "" && strings.HasPrefix(key, tr.DataPrefix) {
+			if tr.referenced[key] {
+				return true
+			}
 			tr.Orphans = append(tr.Orphans, Orphan{Key: key, Bytes: size})
 			tr.OrphanBytes += max(size, 0)
 			return true
