@@ -81,8 +81,14 @@ func restoreMemValue(i int) []byte {
 //
 // The restore reads the cgroup's limit (backpressure.memory_limit: auto)
 // and sizes its Go heap limit and the producer's buffer from it
-// (restore.BufferFor). Before it did, its fixed 32 MiB buffer and the Go
-// runtime's headroom had it OOM-killed here at 10% of the restore.
+// (restore.BufferFor). Before it did (a fixed 32 MiB buffer, no
+// GOMEMLIMIT, 16 MiB transactions), it was OOM-killed here at 10% of the
+// restore. A commit flushes, so a transaction's size bounds what is
+// unacknowledged too: the test runs with --txn-bytes 48MiB, three times
+// the buffer, so that the buffer is the bound a slow broker meets (with
+// the default 16 MiB transactions, a 1 GiB buffer passed; with 256 MiB
+// ones it was OOM-killed at 33%). 256 MiB transactions outlast the
+// producer's transaction timeout against this broker, which aborts them.
 func TestRestoreBoundedMemorySlowBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stores and restores 300 MiB under a memory cgroup; skipped with -short")
@@ -165,7 +171,9 @@ admin:
 		t.Fatal(err)
 	}
 	cg := newMemCgroup(t, restoreMemLimit)
-	r := startRestoreProc(t, bins.spillway, cg, "restore", "--config", cfgPath, "--to-topic", "dst")
+	// Transactions far larger than the producer's buffer: the buffer, not
+	// a commit's flush, is what holds unacknowledged records back.
+	r := startRestoreProc(t, bins.spillway, cg, "restore", "--config", cfgPath, "--to-topic", "dst", "--txn-bytes", "48MiB")
 	st := r.Wait(t, 5*time.Minute)
 	hwm, anon := r.Peaks()
 	t.Logf("restore: %s; VmHWM %s, cgroup anon peak %s, cgroup peak %s (limit %s), failcnt %d, OOM kills %d; broker slowed %d produce requests (%s)",

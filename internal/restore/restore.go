@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -87,6 +88,7 @@ type Options struct {
 func DefaultGroup(dsts []string) string {
 	s := append([]string(nil), dsts...)
 	sort.Strings(s)
+	s = slices.Compact(s) // one name per destination, however many partitions go to it
 	g := "spillway-restore"
 	for _, d := range s {
 		g += "-" + d
