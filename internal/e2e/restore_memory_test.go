@@ -36,8 +36,7 @@ const (
 	// must hold live is the producer's buffer (16 MiB here), the
 	// read-ahead (4 partitions, a few 1 MiB batches, plus the record that
 	// crosses the line, up to 768 KiB here), the decoders and the
-	// producer's encoded requests. Measured: 109.8 MiB, cgroup peak 113.6
-	// MiB, failcnt 0 (a restore of 300 MiB).
+	// producer's encoded requests. Measured: 106 to 110 MiB.
 	restoreMemAnonBound = restoreMemLimit - 8<<20
 	// restoreMemBrokerRate is how fast the broker takes the restore's
 	// records: it sleeps in each produce request for its bytes at this
