@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/restore"
+	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/source"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -137,6 +139,16 @@ func runRestore(ctx context.Context, cfg *config.Config, f restoreFlags, stdout,
 	if err != nil {
 		return usageError{err}
 	}
+	// The process's memory: backpressure.memory_limit, as run reads it
+	// (auto: the cgroup's limit), bounds the Go heap (GOMEMLIMIT) and sizes
+	// the producer's buffer; a restore has no other budget to divide.
+	mem, where, err := runner.MemoryPlan(cfg.Backpressure)
+	if err != nil {
+		return usageError{err}
+	}
+	debug.SetMemoryLimit(mem.GoLimit)
+	fmt.Fprintf(stderr, "restore: memory limit %dMiB (%s), GOMEMLIMIT %dMiB, producer buffer %dMiB\n",
+		mem.Process>>20, where, mem.GoLimit>>20, restore.BufferFor(mem.Process)>>20)
 	live := &restore.Live{}
 	addr, stopAdmin, err := serveRestoreAdmin(cfg, live, stderr)
 	if err != nil {
@@ -148,6 +160,7 @@ func runRestore(ctx context.Context, cfg *config.Config, f restoreFlags, stdout,
 		Group:        f.group,
 		OffsetHeader: f.offsetHeader,
 		TxnBytes:     int64(f.txnBytes),
+		BufferBytes:  restore.BufferFor(mem.Process),
 		ContentExts:  names.ContentExts,
 		Progress:     stderr,
 		Live:         live,

@@ -31,8 +31,11 @@ func serveRestoreAdmin(cfg *config.Config, live *restore.Live, stderr io.Writer)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// A restore has no consumer group to join nor pipeline to stall: it is
-	// ready and healthy while it runs, and its own figures are restore's.
-	status := admin.SourceFunc(func() admin.Status { return admin.Status{Ready: true, Version: version} })
+	// ready and healthy while it runs, and its own figures are restore's:
+	// /status and the status page's restore section, and /metrics.
+	status := admin.SourceFunc(func() admin.Status {
+		return admin.Status{Ready: true, Version: version, Restore: restoreStatus(live)}
+	})
 	srv := admin.NewForCommand(ln, status, log, live.Collector()).WithAccess(access)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -43,4 +46,24 @@ func serveRestoreAdmin(cfg *config.Config, live *restore.Live, stderr io.Writer)
 			log.Warn("admin endpoint", "err", err)
 		}
 	}, nil
+}
+
+// restoreStatus is live's progress for /status and the status page.
+func restoreStatus(live *restore.Live) *admin.RestoreStatus {
+	s := live.Stats()
+	out := &admin.RestoreStatus{
+		RecordsPlanned: s.Total, RecordsRead: s.Read, RecordsDone: s.Committed, RecordsSkipped: s.Skipped,
+		BytesDone: s.CommittedBytes, RecordsLeft: s.Left, RecordsPerSecond: s.Rate, ETASeconds: s.ETA.Seconds(),
+		Transactions: s.Txns, Partitions: []admin.RestorePartition{},
+	}
+	for _, p := range live.Partitions() {
+		out.Partitions = append(out.Partitions, admin.RestorePartition{
+			Topic: p.Topic, Partition: p.Partition, ToTopic: p.To,
+			FromOffset: p.From, EndOffset: p.End, NextOffset: p.Next,
+			RecordsPlanned: p.Planned, RecordsRead: p.Read, RecordsDone: p.Committed, RecordsSkipped: p.Skipped,
+			BytesDone: p.Bytes, RecordsPerSecond: p.Rate, ETASeconds: p.ETA.Seconds(),
+			Transaction: p.Txn, Done: p.Done,
+		})
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/admin"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -27,7 +29,7 @@ func TestRestoreAdmin(t *testing.T) {
 	ctx := context.Background()
 
 	cfg.Admin.Listen = "127.0.0.1:0"
-	var metrics string
+	var metrics, status, page string
 	called := false
 	f := restoreFlags{toTopic: "orders-restored", afterRun: func(addr string) {
 		called = true
@@ -44,6 +46,12 @@ func TestRestoreAdmin(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("/metrics: %d %s", code, metrics)
 		}
+		if code, status = httpGet(t, "http://"+addr+"/status"); code != http.StatusOK {
+			t.Fatalf("/status: %d %s", code, status)
+		}
+		if code, page = httpGet(t, "http://"+addr+"/"); code != http.StatusOK {
+			t.Fatalf("/: %d %s", code, page)
+		}
 	}}
 	if err := runRestore(ctx, cfg, f, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
@@ -53,8 +61,11 @@ func TestRestoreAdmin(t *testing.T) {
 	}
 	// 200 records of 4..7 bytes of key and value; 4 files of 50 records.
 	var bytes int64
+	partBytes := map[int32]int64{}
 	for i := range 200 {
-		bytes += int64(len(fmt.Sprintf("k%d", i)) + len(fmt.Sprintf("v%03d", i)))
+		n := int64(len(fmt.Sprintf("k%d", i)) + len(fmt.Sprintf("v%03d", i)))
+		bytes += n
+		partBytes[int32(i%2)] += n
 	}
 	for _, want := range []string{
 		"spillway_restore_records_total 200\n",
@@ -67,6 +78,17 @@ func TestRestoreAdmin(t *testing.T) {
 		"spillway_restore_eta_seconds 0\n",
 		"spillway_restore_transactions_total 1\n", // 200 small records: one transaction
 		"go_goroutines ",                          // the admin registry's own collectors
+		// Per partition: 100 records each, source offsets 0-100, all done.
+		`spillway_restore_partition_records_total{partition="0",to_topic="orders-restored",topic="orders"} 100` + "\n",
+		`spillway_restore_partition_records_total{partition="1",to_topic="orders-restored",topic="orders"} 100` + "\n",
+		fmt.Sprintf(`spillway_restore_partition_bytes_total{partition="1",to_topic="orders-restored",topic="orders"} %d`+"\n", partBytes[1]),
+		`spillway_restore_partition_records_read_total{partition="0",to_topic="orders-restored",topic="orders"} 100` + "\n",
+		`spillway_restore_partition_records_planned{partition="1",to_topic="orders-restored",topic="orders"} 100` + "\n",
+		`spillway_restore_partition_records_left{partition="0",to_topic="orders-restored",topic="orders"} 0` + "\n",
+		`spillway_restore_partition_next_offset{partition="1",to_topic="orders-restored",topic="orders"} 100` + "\n",
+		`spillway_restore_partition_end_offset{partition="0",to_topic="orders-restored",topic="orders"} 100` + "\n",
+		`spillway_restore_partition_in_transaction{partition="0",to_topic="orders-restored",topic="orders"} 0` + "\n",
+		`spillway_restore_partition_eta_seconds{partition="1",to_topic="orders-restored",topic="orders"} 0` + "\n",
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -77,6 +99,32 @@ func TestRestoreAdmin(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", metrics)
+	}
+
+	// /status has the restore's section, each partition's row; the page
+	// renders it (its section and the script that fills it).
+	var st admin.Status
+	if err := json.Unmarshal([]byte(status), &st); err != nil {
+		t.Fatalf("/status: %v\n%s", err, status)
+	}
+	if st.Restore == nil {
+		t.Fatalf("/status has no restore section:\n%s", status)
+	}
+	r := st.Restore
+	if r.RecordsPlanned != 200 || r.RecordsDone != 200 || r.BytesDone != bytes || r.RecordsLeft != 0 || r.Transactions != 1 || r.ETASeconds != 0 || len(r.Partitions) != 2 {
+		t.Errorf("/status restore totals: %+v", r)
+	}
+	for i, p := range r.Partitions {
+		want := admin.RestorePartition{Topic: "orders", Partition: int32(i), ToTopic: "orders-restored", FromOffset: 0, EndOffset: 100, NextOffset: 100,
+			RecordsPlanned: 100, RecordsRead: 100, RecordsDone: 100, BytesDone: partBytes[int32(i)], RecordsPerSecond: p.RecordsPerSecond, Transaction: "none", Done: true}
+		if p != want || p.RecordsPerSecond <= 0 {
+			t.Errorf("/status restore partition %d:\n got %+v\nwant %+v (and a rate above 0)", i, p, want)
+		}
+	}
+	for _, want := range []string{`id="restore"`, `id="restore-partitions"`, "renderRestore(s)"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the status page lacks %q", want)
+		}
 	}
 
 	// Off: the second run restores nothing new and serves nothing.

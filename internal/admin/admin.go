@@ -158,6 +158,8 @@ type Status struct {
 	// it runs (a store that ignores create-only writes, acknowledged by
 	// storage.conditional_writes: unsafe_ignore).
 	Warnings []string `json:"warnings,omitempty"`
+	// Restore is a running `spillway restore`'s progress; nil for run.
+	Restore *RestoreStatus `json:"restore,omitempty"`
 }
 
 // RegistryStatus is the schema registry client's state. While Waiting,

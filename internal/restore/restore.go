@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -40,6 +41,17 @@ const (
 	// (kgo.MaxBufferedBytes): a slow broker stalls reading, not memory.
 	DefaultBufferBytes = 32 << 20
 )
+
+// BufferFor is the producer's buffer (Options.BufferBytes) within a
+// process memory limit: an eighth of it, at most DefaultBufferBytes and
+// at least 4 MiB. The rest is the read-ahead (up to readPartitions
+// partitions, a few batches of readAheadBytes each, plus a record), the
+// decoders, the producer's encoded and compressed requests, and the Go
+// runtime's headroom over the live heap. In a 128 MiB cgroup a buffer of
+// 32 MiB was OOM-killed while the broker was slow (TestRestoreBoundedMemorySlowBroker).
+func BufferFor(processLimit int64) int {
+	return int(min(max(processLimit/8, 4<<20), DefaultBufferBytes))
+}
 
 // Options are how a restore runs.
 type Options struct {
@@ -76,6 +88,7 @@ type Options struct {
 func DefaultGroup(dsts []string) string {
 	s := append([]string(nil), dsts...)
 	sort.Strings(s)
+	s = slices.Compact(s) // one name per destination, however many partitions go to it
 	g := "spillway-restore"
 	for _, d := range s {
 		g += "-" + d
@@ -165,15 +178,28 @@ func Run(ctx context.Context, st readback.Reader, plan []Partition, opts Options
 	}
 	res := Result{Resumed: resumed}
 	var total, files int64
-	for _, p := range plan {
+	r.parts = make(map[*Partition]*partLive, len(plan))
+	parts := make([]*partLive, 0, len(plan))
+	for i := range plan {
+		p := &plan[i]
 		next := max(resumed[p.To][p.Partition], opts.FromOffset)
+		pl := &partLive{topic: p.Topic, to: p.To, partition: p.Partition, from: next, end: next}
+		pl.next.Store(next)
 		for _, f := range p.Files {
 			if f.Ranges.Max() > next && (opts.ToOffset <= 0 || f.Ranges[0][0] < opts.ToOffset) {
 				total += f.Records
 				files++
+				pl.planned += f.Records
+				pl.end = max(pl.end, f.Ranges.Max())
 			}
 		}
+		if opts.ToOffset > 0 {
+			pl.end = min(pl.end, max(opts.ToOffset, next))
+		}
+		r.parts[p] = pl
+		parts = append(parts, pl)
 	}
+	live.setParts(parts)
 	r.total.Store(total)
 	r.filesTotal.Store(files)
 	r.start.Store(start.UnixNano())
@@ -272,6 +298,8 @@ type restorer struct {
 	cl       *kgo.Client
 	ids      map[string][16]byte
 	progress map[string]map[int32]int64 // next source offset, written in the open transaction
+	parts    map[*Partition]*partLive   // each partition's counters, by the plan's partition
+	txnParts []*partLive                // the partitions with records in the open transaction
 
 	inTxn   bool
 	txnRecs int64
@@ -391,6 +419,7 @@ func (r *restorer) readPartition(ctx context.Context, p *Partition, next int64, 
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		r.parts[p].handed.Add(int64(len(b.recs)))
 		b, size = batch{p: p}, 0
 		return nil
 	}
@@ -405,7 +434,11 @@ func (r *restorer) readPartition(ctx context.Context, p *Partition, next int64, 
 	if err != nil {
 		return err
 	}
-	return send()
+	if err := send(); err != nil {
+		return err
+	}
+	r.parts[p].readToEnd.Store(true)
+	return nil
 }
 
 // partition reads the records of p from next on, checks each against its
@@ -415,6 +448,7 @@ func (r *restorer) readPartition(ctx context.Context, p *Partition, next int64, 
 // merged.
 func (r *restorer) partition(ctx context.Context, p *Partition, next int64, out func(*kgo.Record) error) error {
 	last := int64(-1)
+	pl := r.parts[p]
 	for _, group := range overlapping(p.Files) {
 		if groupMax(group) <= next {
 			continue
@@ -427,13 +461,18 @@ func (r *restorer) partition(ctx context.Context, p *Partition, next int64, out 
 				return fmt.Errorf("offset %d comes after %d: two files hold it, or a file is out of order", rec.Offset, last)
 			}
 			last = rec.Offset
+			if pl.read.Add(1) == 1 {
+				pl.firstRead.Store(time.Now().UnixNano())
+			}
 			if rec.Offset < next {
 				r.skipped.Add(1)
+				pl.skipped.Add(1)
 				return nil
 			}
 			ts := rec.Timestamp.UnixMilli()
 			if ts < r.opts.FromTime || r.opts.ToTime > 0 && ts >= r.opts.ToTime {
 				r.skipped.Add(1)
+				pl.skipped.Add(1)
 				return nil
 			}
 			return out(rec)
@@ -613,6 +652,14 @@ func (r *restorer) produce(ctx context.Context, p *Partition, rec *kgo.Record) e
 		r.progress[p.To] = map[int32]int64{}
 	}
 	r.progress[p.To][p.Partition] = offset + 1
+	pl := r.parts[p]
+	if pl.pendRecs == 0 {
+		r.txnParts = append(r.txnParts, pl)
+		pl.txn.Store(txnOpen)
+	}
+	pl.pendRecs++
+	pl.pendBytes += size
+	pl.pendNext = offset + 1
 	r.txnRecs++
 	r.txnSize += size
 	r.produced++
@@ -632,6 +679,9 @@ func (r *restorer) produce(ctx context.Context, p *Partition, rec *kgo.Record) e
 // the records are flushed, the group's offsets added to the transaction,
 // and both committed at once.
 func (r *restorer) commit(ctx context.Context) error {
+	for _, pl := range r.txnParts {
+		pl.txn.Store(txnCommitting)
+	}
 	if err := r.cl.Flush(ctx); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
@@ -693,6 +743,14 @@ func (r *restorer) commit(ctx context.Context) error {
 	r.committedBytes.Add(r.txnSize)
 	r.txnRecs, r.txnSize = 0, 0
 	clear(r.progress)
+	for _, pl := range r.txnParts {
+		pl.committed.Add(pl.pendRecs)
+		pl.bytes.Add(pl.pendBytes)
+		pl.next.Store(pl.pendNext)
+		pl.pendRecs, pl.pendBytes = 0, 0
+		pl.txn.Store(txnNone)
+	}
+	r.txnParts = r.txnParts[:0]
 	return nil
 }
 
