@@ -92,6 +92,16 @@ func UsesTime(partitionBy []string) bool {
 	return false
 }
 
+// UsesKeyBucket reports whether partitionBy (canonical) buckets the key.
+func UsesKeyBucket(partitionBy []string) bool {
+	for _, t := range partitionBy {
+		if bucketKey.MatchString(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // TableLocation is the default location of table name in namespace ns
 // under warehouse: <warehouse>/<ns>.db/<name>, as iceberg-go's SQL
 // catalog (and Glue's) computes it when the namespace sets none.
