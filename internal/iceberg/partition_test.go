@@ -30,7 +30,7 @@ func keyOf(o int64) []byte {
 // key is in bucket (of n; -1 for the null key) when n > 0, as a file in
 // the folder dir under the table's data/, and returns it as the ledger
 // would describe it.
-func envFile(t *testing.T, loc, dir string, part int32, first, end int64, n, bucket int) File {
+func envFile(t testing.TB, loc, dir string, part int32, first, end int64, n, bucket int) File {
 	t.Helper()
 	var rows []envRow
 	for o := first; o < end; o++ {
