@@ -265,7 +265,6 @@ func TestNoAutoCreate(t *testing.T) {
 	}
 }
 
-func toS(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 // rowMillis has its timestamp in milliseconds, as Spillway's plain-file
 // writer keeps it.
