@@ -265,7 +265,6 @@ func TestNoAutoCreate(t *testing.T) {
 	}
 }
 
-
 // rowMillis has its timestamp in milliseconds, as Spillway's plain-file
 // writer keeps it.
 type rowMillis struct {
