@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+
+	"github.com/spillway/spillway/internal/naming"
 )
 
 // envRow is a record as Spillway's envelope writer lays it out, with its
@@ -192,6 +194,34 @@ func TestTimeValue(t *testing.T) {
 		}
 		if want := tt.tr.Apply(lit).Val.Any(); fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprintf("%T", got) != fmt.Sprintf("%T", want) {
 			t.Errorf("%s of %s = %v (%T), want %v (%T)", tt.tr, tt.text, got, got, want, want)
+		}
+	}
+}
+
+// TestKeyBucketIsIcebergs: the bucket naming renders a file's folder with
+// ({{key_bucket}}, which hashes with the murmur3 package iceberg-go uses)
+// is iceberg-go's BucketTransform of the key as a binary and as a string
+// value, for keys of every length up to 64 bytes and bucket counts from 1
+// to 2^31-1.
+func TestKeyBucketIsIcebergs(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 2, 3, 16, 1000, 1<<31 - 1} {
+		tmpl, err := naming.Parse(fmt.Sprintf("{{topic}}-{{partition}}-{{start_offset}}-{{key_bucket:n=%d}}", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := iceberg.BucketTransform{NumBuckets: n}
+		for i := range 2000 {
+			key := make([]byte, i%65)
+			for j := range key {
+				key[j] = byte(i*31 + j*7)
+			}
+			got, ok := tmpl.Bucket(key)
+			asBytes := tr.Apply(iceberg.Optional[iceberg.Literal]{Valid: true, Val: iceberg.NewLiteral(key)})
+			asString := tr.Apply(iceberg.Optional[iceberg.Literal]{Valid: true, Val: iceberg.NewLiteral(string(key))})
+			if !ok || got != int32(asBytes.Val.(iceberg.Int32Literal)) || got != int32(asString.Val.(iceberg.Int32Literal)) {
+				t.Fatalf("bucket(%d) of %x: naming says %d, iceberg-go %v (binary), %v (string)", n, key, got, asBytes.Val, asString.Val)
+			}
 		}
 	}
 }

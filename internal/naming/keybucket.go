@@ -1,27 +1,35 @@
 package naming
 
 import (
+	"math"
 	"strconv"
 
-	"github.com/apache/iceberg-go"
+	"github.com/twmb/murmur3"
 )
 
 // keyBucket renders {{key_bucket:n=N}}: the bucket Iceberg's bucket(N, key)
 // transform gives the record key, so that an Iceberg table partitioned by
-// it gets files that each hold one bucket. The hash is iceberg-go's (the
+// it gets files that each hold one bucket. The hash is Iceberg's (the
 // spec's murmur3 x86_32 of the bytes, (hash & MaxInt32) % N), not one of
 // our own: a bucket that differs from what every engine computes would
 // make them skip the file a key is in. The key column holds the key's
 // bytes, as a binary or a string column, and both hash the same bytes.
 // The null key has no bucket: it renders "null", as Iceberg writes a null
 // partition value in a path.
-type keyBucket struct {
-	n     int
-	apply func(any) iceberg.Optional[int32]
-}
+//
+// The hash is the murmur3 package iceberg-go's BucketTransform calls, and
+// the bucket its formula; package iceberg's tests check the two agree on
+// every key they try. Importing iceberg-go here instead would link its
+// catalogs and cloud SDKs into every package that names files (naming's
+// own test binary grew to 152 MB, 41 s to build on a busy machine).
+type keyBucket struct{ n int }
 
-func newKeyBucket(n int) *keyBucket {
-	return &keyBucket{n: n, apply: iceberg.BucketTransform{NumBuckets: n}.Transformer(iceberg.BinaryType{})}
+func newKeyBucket(n int) *keyBucket { return &keyBucket{n: n} }
+
+// bucket is Iceberg's bucket of the bytes key among k.n: the spec's
+// (murmur3_x86_32(key) & Integer.MAX_VALUE) % N.
+func (k *keyBucket) bucket(key []byte) int32 {
+	return (int32(murmur3.Sum32(key)) & math.MaxInt32) % int32(k.n)
 }
 
 // maxBuckets bounds N: Iceberg's bucket values are int32.
@@ -45,8 +53,7 @@ func (t *Template) Bucket(key []byte) (int32, bool) {
 	if t.bucket == nil || key == nil {
 		return 0, false
 	}
-	b := t.bucket.apply(key)
-	return b.Val, b.Valid
+	return t.bucket.bucket(key), true
 }
 
 func (k *keyBucket) append(b, key []byte) []byte {
@@ -54,7 +61,7 @@ func (k *keyBucket) append(b, key []byte) []byte {
 		return append(b, "null"...)
 	}
 	// An empty key is a value, not null: it hashes the empty bytes.
-	return strconv.AppendInt(b, int64(k.apply(key).Val), 10)
+	return strconv.AppendInt(b, int64(k.bucket(key)), 10)
 }
 
 // keyBucketLens are the lengths of the ways s can start with a rendered
