@@ -19,9 +19,9 @@ import (
 //
 // The hash is the murmur3 package iceberg-go's BucketTransform calls, and
 // the bucket its formula; package iceberg's tests check the two agree on
-// every key they try. Importing iceberg-go here instead would link its
-// catalogs and cloud SDKs into every package that names files (naming's
-// own test binary grew to 152 MB, 41 s to build on a busy machine).
+// every key they try. Importing iceberg-go here instead would link it
+// (its catalogs and FileIO's cloud SDKs) into package storage and
+// format/formattest, and their tests, which do without it now.
 type keyBucket struct{ n int }
 
 func newKeyBucket(n int) *keyBucket { return &keyBucket{n: n} }
