@@ -98,6 +98,11 @@ func TestCheckAndRunAgree(t *testing.T) {
 			want: `file.timestamp_source: "wallclock" must be event when iceberg.partition_by uses the timestamp`},
 		{name: "iceberg token for the sql catalog", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  catalog:\n    token: s3cr3t-token\n"},
 			want: `iceberg.catalog.token: is set but iceberg.catalog.type is sql`},
+		{name: "iceberg bucket of a registry-typed key", set: map[string]string{"FORMAT": "parquet", "EXTRA": "schema_registry:\n  url: http://127.0.0.1:1\n  decode: both\niceberg:\n  table: kafka.events\n  partition_by: ['bucket(4, key)']\n"},
+			want: `iceberg.partition_by: "bucket(4,key)" buckets the key, but schema_registry.decode both types the key column`},
+		{name: "iceberg partition by a value field", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  partition_by: ['day(created_at)']\n"},
+			want: `iceberg.partition_by[0]: "day(created_at)" partitions by the value field created_at, which Spillway can't lay out`},
+		{name: "iceberg partition and key bucket", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  partition_by: [partition, 'bucket(4, key)']\n"}},
 		{name: "topic regex that does not compile", set: map[string]string{"KAFKA_EXTRA": "  topic_regex: '('\n"}, want: `kafka.topic_regex: "(" is not a valid regular expression`},
 	}
 	for i, tc := range cases {

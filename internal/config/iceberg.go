@@ -114,8 +114,13 @@ func (c *Config) checkIceberg(ps *problems) {
 	if !o.Enabled() {
 		return
 	}
-	if slices.Contains(o.PartitionBy, "partition") {
-		ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "partitions by partition, but the files have no partition column (the envelope holds key, value, offset, timestamp and headers); each file already holds one Kafka partition, so drop it, or use day(timestamp) or hour(timestamp)")
+	if naming.UsesKeyBucket(o.PartitionBy) {
+		if !slices.Contains(c.Format.Fields, "key") || !c.Format.Envelope {
+			ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "buckets the key, which the files hold only with format.envelope: true and key in format.fields; add it, or drop the bucket")
+		}
+		if c.SchemaRegistry.DecodeKeys() {
+			ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "buckets the key, but schema_registry.decode %s types the key column by its registry schema, and Iceberg's bucket of a typed column is not the bucket of the key's bytes that Spillway splits files by; set schema_registry.decode: value, or drop the bucket", c.SchemaRegistry.Decode)
+		}
 	}
 	if _, err := naming.IcebergPartitionPath(o.PartitionBy); err != nil && len(*ps) == 0 {
 		ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "%v", err)

@@ -265,41 +265,6 @@ func TestNoAutoCreate(t *testing.T) {
 	}
 }
 
-// partition_by makes a partitioned table; each file's partition values
-// come from its column bounds.
-func TestPartitionBy(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	o := sqlOptions("kafka.events")
-	o.PartitionBy = []string{"partition", "day(timestamp)"}
-	tb := openTable(t, open(t, o, dir), "kafka.events")
-	loc := tb.Location()
-	commit(t, tb,
-		dataFile(t, loc, "events", 0, 0, 10, ""),
-		dataFile(t, loc, "events", 3, 0, 10, ""),
-		dataFile(t, loc, "events", 3, 1440, 1450, ""), // the next day
-	)
-	spec := tb.tbl.Spec()
-	if spec.NumFields() != 2 {
-		t.Fatalf("spec = %s", spec)
-	}
-	tasks, err := tb.tbl.Scan().PlanFiles(testCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, task := range tasks {
-		p := task.File.Partition()
-		got = append(got, strings.Join([]string{toS(p[1000]), toS(p[1001])}, "/"))
-	}
-	slices.Sort(got)
-	if want := []string{"0/20513", "3/20513", "3/20514"}; !slices.Equal(got, want) {
-		t.Fatalf("partitions = %v, want %v", got, want)
-	}
-}
-
-func toS(v any) string { b, _ := json.Marshal(v); return string(b) }
-
 // rowMillis has its timestamp in milliseconds, as Spillway's plain-file
 // writer keeps it.
 type rowMillis struct {
@@ -317,22 +282,6 @@ func TestMillisecondTimestampRefused(t *testing.T) {
 	err := tb.Commit(testCtx(t), []File{fileOf(t, tb.Location(), "events", 0, 0, 1, "", rows)})
 	if err == nil || !strings.Contains(err.Error(), `column "timestamp" is a time or timestamp in milliseconds`) {
 		t.Fatalf("Commit(millisecond timestamps) = %v", err)
-	}
-}
-
-// With day(timestamp), a file must hold one day: one that spans two is
-// refused, naming the partition field, and nothing is committed.
-func TestFileSpanningPartitionsRefused(t *testing.T) {
-	t.Parallel()
-	o := sqlOptions("kafka.events")
-	o.PartitionBy = []string{"day(timestamp)"}
-	tb := openTable(t, open(t, o, t.TempDir()), "kafka.events")
-	err := tb.Commit(testCtx(t), []File{dataFile(t, tb.Location(), "events", 0, 1430, 1450, "")})
-	if err == nil || !strings.Contains(err.Error(), "more than one value for partition field: timestamp_day") {
-		t.Fatalf("Commit(file over two days) = %v", err)
-	}
-	if next, err := tb.Next(testCtx(t), "events"); err != nil || len(next) != 0 {
-		t.Fatalf("Next = %v, %v; want nothing committed", next, err)
 	}
 }
 

@@ -73,7 +73,7 @@ var day0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 func ts(off int64) int64 { return day0.Add(time.Duration(off) * time.Minute).UnixMicro() }
 
 // writeRows writes rows as a Parquet file at path.
-func writeRows[T any](t *testing.T, path string, rows []T) {
+func writeRows[T any](t testing.TB, path string, rows []T) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

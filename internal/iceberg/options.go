@@ -25,8 +25,8 @@ type Options struct {
 	// name.
 	Table   string         `koanf:"table"`
 	Catalog CatalogOptions `koanf:"catalog"`
-	// PartitionBy is the table's partition spec, as Iceberg transforms of
-	// the file's columns: "partition", "day(timestamp)", "hour(timestamp)";
+	// PartitionBy is the table's partition spec, as Iceberg transforms:
+	// "partition", "day(timestamp)", "hour(timestamp)", "bucket(16, key)";
 	// see docs/iceberg.md. Used only when Spillway creates the table.
 	PartitionBy []string `koanf:"partition_by"`
 	// CommitInterval is the longest time between snapshots while data
@@ -269,17 +269,21 @@ type transform struct {
 
 var transformRE = regexp.MustCompile(`^\s*(?:(identity|year|month|day|hour|bucket|truncate)\s*\(\s*(?:(\d+)\s*,\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*\)|([A-Za-z_][A-Za-z0-9_]*))\s*$`)
 
-// parseTransform reads "column", "day(column)" or "bucket(N, column)".
-// bucket and truncate are refused: Spillway registers its files without
-// rewriting them, so a partition value must be one the file's column
-// bounds give (an order-preserving transform of a file that holds one
-// value of it), and a hash or a truncation of a range is not.
+// parseTransform reads "partition", "day(timestamp)" or "bucket(N, key)":
+// the transforms whose value Spillway knows for each file it writes, since
+// it splits a partition's records into files by them (its Kafka partition,
+// its records' hour or day, its key's bucket; see naming's key_bucket).
+// A value field's would need the files split by it, which the router does
+// not do, and truncate likewise: they are refused, naming the transform.
 func parseTransform(s string) (transform, error) {
 	m := transformRE.FindStringSubmatch(s)
 	if m == nil {
-		return transform{}, errors.New(`is not a transform; use a column ("partition"), day(col), hour(col), month(col) or year(col)`)
+		return transform{}, errors.New(`is not a transform; use partition, day(timestamp), hour(timestamp), month(timestamp), year(timestamp) or bucket(N, key)`)
 	}
 	if m[4] != "" {
+		if m[4] != partitionColumn {
+			return transform{}, fmt.Errorf("partitions by the value field %s, which Spillway can't lay out: it splits a Kafka partition's records into files only by their timestamp and their key's bucket, and each file must hold one value of every partition field; use partition, day(timestamp), hour(timestamp) or bucket(N, key)", m[4])
+		}
 		return transform{kind: "identity", column: m[4]}, nil
 	}
 	t := transform{kind: m[1], column: m[3]}
@@ -291,8 +295,24 @@ func parseTransform(s string) (transform, error) {
 		t.n = n
 	}
 	switch t.kind {
-	case "bucket", "truncate":
-		return transform{}, fmt.Errorf("%s is not supported: Spillway registers the files it wrote, and a file's partition value must follow from its column bounds; use a column, day(col), hour(col), month(col) or year(col)", t.kind)
+	case "truncate":
+		return transform{}, errors.New("truncate is not supported: Spillway does not split files by a truncated value; use partition, day(timestamp), hour(timestamp) or bucket(N, key)")
+	case "bucket":
+		if t.n == 0 {
+			return transform{}, fmt.Errorf("bucket needs the number of buckets; write bucket(16, %s)", t.column)
+		}
+		if t.column != "key" {
+			return transform{}, fmt.Errorf("buckets the value field %s, which Spillway can't lay out: it splits files by the bucket of the record key only; use bucket(%d, key)", t.column, t.n)
+		}
+		return t, nil
+	case "identity":
+		if t.column != partitionColumn {
+			return transform{}, fmt.Errorf("partitions by the value field %s, which Spillway can't lay out; use partition", t.column)
+		}
+	default:
+		if t.column != "timestamp" {
+			return transform{}, fmt.Errorf("partitions by the value field %s, which Spillway can't lay out: it splits files by the record timestamp only, so each file holds one %s of it; use %s(timestamp)", t.column, t.kind, t.kind)
+		}
 	}
 	if t.n != 0 {
 		return transform{}, fmt.Errorf("%s takes no width; write %s(%s)", t.kind, t.kind, t.column)

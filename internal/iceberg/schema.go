@@ -107,6 +107,9 @@ func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
 	}
+	if sc, err = tableSchema(t.c.opts.PartitionBy, sc); err != nil {
+		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
+	}
 	spec, err := partitionSpec(t.c.opts.PartitionBy, sc)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
@@ -154,6 +157,9 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table, first File) (*table
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
 	}
+	if sc, err = tableSchema(t.c.opts.PartitionBy, sc); err != nil {
+		return nil, fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
+	}
 	cur := tbl.Schema()
 	if sameFields(cur, sc) {
 		return tbl, nil
@@ -188,7 +194,47 @@ func sameFields(a, b *iceberg.Schema) bool {
 	return maps.Equal(ia, ib)
 }
 
-// partitionSpec builds the spec of partition_by against sc.
+// partitionColumn is the Kafka partition's column in a table partitioned
+// by it. The files don't hold it: the envelope has no partition column.
+// Iceberg's column projection gives a reader of the table an identity
+// partition's value from the manifest when the file lacks the column, so
+// the table's schema has it (with partitionFieldID) and each file's
+// manifest entry its value; see docs/iceberg.md for the readers that
+// don't follow that rule.
+const partitionColumn = "partition"
+
+// partitionFieldID is partitionColumn's field id: after the envelope's
+// fixed ids (1 to 8), below the path-hashed ones (from 1000).
+const partitionFieldID = 9
+
+// tableSchema is the schema of a table partitioned by by, for files of
+// schema sc: sc, and the partition column when by names it.
+func tableSchema(by []string, sc *iceberg.Schema) (*iceberg.Schema, error) {
+	need := false
+	for _, s := range by {
+		if tr, err := parseTransform(s); err == nil && tr.kind == "identity" && tr.column == partitionColumn {
+			need = true
+		}
+	}
+	if !need {
+		return sc, nil
+	}
+	if f, ok := sc.FindFieldByName(partitionColumn); ok {
+		if f.ID == partitionFieldID && f.Type.Equals(iceberg.PrimitiveTypes.Int32) {
+			return sc, nil
+		}
+		return nil, fmt.Errorf("iceberg.partition_by names partition, the Kafka partition's column, but the data files have a column %q (field id %d) of their own; drop partition from iceberg.partition_by", partitionColumn, f.ID)
+	}
+	if _, ok := sc.FindFieldByID(partitionFieldID); ok {
+		return nil, fmt.Errorf("iceberg.partition_by names partition, whose field id is %d, but the data files use that id already; drop partition from iceberg.partition_by", partitionFieldID)
+	}
+	fields := append(slices.Clone(sc.Fields()), iceberg.NestedField{ID: partitionFieldID, Name: partitionColumn, Type: iceberg.PrimitiveTypes.Int32, Required: false,
+		Doc: "the Kafka partition; the data files don't hold it, their manifest entries do"})
+	return iceberg.NewSchemaWithIdentifiers(sc.ID, sc.IdentifierFieldIDs, fields...), nil
+}
+
+// partitionSpec builds the spec of partition_by against sc, the table's
+// schema (see tableSchema).
 func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
 	var opts []iceberg.PartitionOption
 	for i, s := range by {
@@ -216,6 +262,8 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 			it, target = iceberg.DayTransform{}, tr.column+"_day"
 		case "hour":
 			it, target = iceberg.HourTransform{}, tr.column+"_hour"
+		case "bucket":
+			it, target = iceberg.BucketTransform{NumBuckets: tr.n}, tr.column+"_bucket"
 		}
 		opts = append(opts, iceberg.AddPartitionFieldByName(tr.column, target, it, sc, nil))
 	}

@@ -425,10 +425,15 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	for i, f := range p.add {
 		paths[i] = f.Location
 	}
-	// ignoreDuplicates: the offsets rule above is what keeps a file from
-	// being added twice; iceberg-go's own check would read every manifest
-	// of the table on every commit.
-	if err := tx.AddFiles(ctx, paths, props, true); err != nil {
+	// With the partition values Spillway knows (see datafiles.go).
+	dfs, err := t.dataFiles(ctx, tbl, p.add)
+	if err != nil {
+		return err
+	}
+	// WithoutDuplicateCheck: the ledger seq rule above is what keeps a
+	// file from being added twice; iceberg-go's own check would read every
+	// manifest of the table on every commit.
+	if err := tx.AddDataFiles(ctx, dfs, props, table.WithoutDuplicateCheck()); err != nil {
 		return fmt.Errorf("iceberg: add %d files to %s: %w", len(paths), t.name, t.c.scrub(err))
 	}
 	if t.beforeCommit != nil {

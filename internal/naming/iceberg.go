@@ -32,10 +32,25 @@ var icebergTransforms = map[string]string{
 	"hour(timestamp)":  "timestamp_hour={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}-{{timestamp:unit=HH}}",
 }
 
+// bucketKey is bucket(N,key) in canonical form (see CanonTransform): the
+// bucket of the record key among N, Iceberg's partition field key_bucket.
+var bucketKey = regexp.MustCompile(`^bucket\(([1-9][0-9]{0,9}),key\)$`)
+
 // IcebergTransforms lists the transforms IcebergPartitionPath takes, for
 // messages.
 func IcebergTransforms() []string {
-	return []string{"partition", "year(timestamp)", "month(timestamp)", "day(timestamp)", "hour(timestamp)"}
+	return []string{"partition", "year(timestamp)", "month(timestamp)", "day(timestamp)", "hour(timestamp)", "bucket(N,key)"}
+}
+
+// icebergSegment is the path segment of transform t, canonical.
+func icebergSegment(t string) (string, bool) {
+	if seg, ok := icebergTransforms[t]; ok {
+		return seg, true
+	}
+	if m := bucketKey.FindStringSubmatch(t); m != nil {
+		return "key_bucket={{key_bucket:n=" + m[1] + "}}", true
+	}
+	return "", false
 }
 
 // spaces are dropped inside a transform: "day( timestamp )" is day(timestamp).
@@ -53,14 +68,15 @@ func IcebergPartitionPath(partitionBy []string) (string, error) {
 	var segs []string
 	seen := map[string]bool{}
 	for _, t := range partitionBy {
-		seg, ok := icebergTransforms[t]
+		seg, ok := icebergSegment(t)
 		if !ok {
 			return "", fmt.Errorf("transform %q can't be laid out yet; use %s", t, strings.Join(IcebergTransforms(), ", "))
 		}
-		if seen[t] {
-			return "", fmt.Errorf("transform %q is listed twice", t)
+		field, _, _ := strings.Cut(seg, "=")
+		if seen[field] {
+			return "", fmt.Errorf("transform %q is listed twice (Iceberg's partition field %s)", t, field)
 		}
-		seen[t] = true
+		seen[field] = true
 		segs = append(segs, seg)
 	}
 	return strings.Join(segs, "/"), nil
@@ -70,6 +86,16 @@ func IcebergPartitionPath(partitionBy []string) (string, error) {
 func UsesTime(partitionBy []string) bool {
 	for _, t := range partitionBy {
 		if strings.HasSuffix(t, "(timestamp)") {
+			return true
+		}
+	}
+	return false
+}
+
+// UsesKeyBucket reports whether partitionBy (canonical) buckets the key.
+func UsesKeyBucket(partitionBy []string) bool {
+	for _, t := range partitionBy {
+		if bucketKey.MatchString(t) {
 			return true
 		}
 	}

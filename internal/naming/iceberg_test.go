@@ -41,7 +41,11 @@ func TestLocationUnder(t *testing.T) {
 // loads, and every transform's template parses.
 func TestIcebergTemplate(t *testing.T) {
 	t.Parallel()
-	pp, err := IcebergPartitionPath(IcebergTransforms())
+	var all []string
+	for _, tr := range IcebergTransforms() {
+		all = append(all, strings.Replace(tr, "N", "4", 1))
+	}
+	pp, err := IcebergPartitionPath(all)
 	if err != nil {
 		t.Fatal(err)
 	}

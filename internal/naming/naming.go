@@ -13,6 +13,9 @@
 //	                               takes 1 to 20, and {{partition}} takes it too
 //	{{timestamp:unit=yyyy}}        the year of Vars.Time (also MM, dd, HH)
 //	{{key}}                        the record key, escaped (see Keys)
+//	{{key_bucket:n=N}}             Iceberg's bucket of the key among N, 0 to
+//	                               N-1, or "null" for the null key (see
+//	                               keybucket.go)
 //
 // A template is parsed once at startup, where every mistake is reported with
 // its byte offset, and rendered per file with no parsing left to do. The
@@ -132,9 +135,13 @@ const (
 	monthVar // {{timestamp:unit=MM}}
 	dayVar   // {{timestamp:unit=dd}}
 	hourVar  // {{timestamp:unit=HH}}
+	// keyBucketVar is {{key_bucket:n=N}}: Iceberg's bucket of the key
+	// (see keybucket.go). It comes after the time kinds, so isTime
+	// excludes it.
+	keyBucketVar
 )
 
-func (k kind) isTime() bool { return k >= yearVar }
+func (k kind) isTime() bool { return k >= yearVar && k <= hourVar }
 
 // piece is one literal run or one variable of a template.
 type piece struct {
@@ -153,6 +160,9 @@ type Template struct {
 	hasTS     bool // contains a timestamp variable: Match cannot rebuild the name
 	hasKey    bool
 	hasOffset bool
+	// bucket is the hash of {{key_bucket:n=N}}, nil without it; all of a
+	// template's key_bucket variables take one N.
+	bucket *keyBucket
 }
 
 // Vars are the values a template is rendered with: those of the file's first
@@ -195,7 +205,7 @@ func errAt(src string, off int, format string, args ...any) error {
 	return &ParseError{Template: src, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
-const knownVars = "topic, partition, start_offset, timestamp, key"
+const knownVars = "topic, partition, start_offset, timestamp, key, key_bucket"
 
 // An Option changes how Parse builds a Template.
 type Option func(*Template)
@@ -259,6 +269,11 @@ func Parse(s string, opts ...Option) (*Template, error) {
 				t.hasKey = true
 			case p.kind == offsetVar:
 				t.hasOffset = true
+			case p.kind == keyBucketVar:
+				if t.bucket != nil && t.bucket.n != p.width {
+					return nil, errAt(s, i, "%q at offset %d has another bucket count than the {{key_bucket}} before it; use one", whole, i)
+				}
+				t.bucket = newKeyBucket(p.width)
 			}
 			i += len(whole)
 		case strings.HasPrefix(s[i:], "}}"):
@@ -352,6 +367,8 @@ func parseVar(src string, off int, whole, inner string) (piece, error) {
 			return piece{kind: hourVar}, nil
 		}
 		return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; unit must be yyyy, MM, dd or HH (case matters: MM is month)", param, whole, off)
+	case "key_bucket":
+		return parseKeyBucket(src, off, whole, key, val, hasParam)
 	case "key":
 		if hasParam {
 			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; {{key}} takes no parameters", param, whole, off)
@@ -489,9 +506,9 @@ func (t *Template) LatestPerKey() bool { return t.hasKey && !t.hasOffset }
 
 // SplitsPartition reports whether the records of one topic partition can
 // belong to several open files at once: the template has {{key}} or
-// {{timestamp}}. When it is false, Group is the same for every record of a
+// {{timestamp}} (or {{key_bucket}}). When it is false, Group is the same for every record of a
 // partition and need not be computed per record.
-func (t *Template) SplitsPartition() bool { return t.hasKey || t.hasTS }
+func (t *Template) SplitsPartition() bool { return t.hasKey || t.hasTS || t.bucket != nil }
 
 // Render returns the file name (without extension) for a file whose first
 // record has the given values.
@@ -567,6 +584,8 @@ func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 			b = appendNum(b, day, true, 2)
 		case hourVar:
 			b = appendNum(b, hour, true, 2)
+		case keyBucketVar:
+			b = t.bucket.append(b, v.Key)
 		}
 	}
 	return b
@@ -755,6 +774,13 @@ func (m *matcher) match(ps []piece, s string) bool {
 		return false
 	case yearVar:
 		return m.year(ps, s)
+	case keyBucketVar:
+		for _, n := range keyBucketLens(s, p.width) {
+			if m.match(ps[1:], s[n:]) {
+				return true
+			}
+		}
+		return false
 	default: // month, day, hour: fixed width, checked for range only
 		w, lo, hi := 2, int64(0), int64(23)
 		switch p.kind {

@@ -56,7 +56,7 @@ func TestParseErrors(t *testing.T) {
 		offset int
 	}{
 		{"", "template is empty", 0},
-		{"abc{{bogus}}", `unknown variable "{{bogus}}" at offset 3; known: topic, partition, start_offset, timestamp, key`, 3},
+		{"abc{{bogus}}", `unknown variable "{{bogus}}" at offset 3; known: topic, partition, start_offset, timestamp, key, key_bucket`, 3},
 		{"{{topic}}-{{partition}-{{start_offset}}", `unknown variable "{{partition}-{{start_offset}}" at offset 10`, 10},
 		{"{{topic}}-{{partition}}-{{start_offset", `unclosed "{{" at offset 24`, 24},
 		{"{{topic}}-{{}}-{{partition}}-{{start_offset}}", `empty variable "{{}}" at offset 10`, 10},

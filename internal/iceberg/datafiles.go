@@ -1,0 +1,198 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
+)
+
+// Data files are registered with their partition values as Spillway knows
+// them, not as iceberg-go's AddFiles would derive them from the files'
+// column bounds: a bucket of the key can't be read from bounds (a hash
+// keeps no order, and the key column has none), and the Kafka partition
+// is no column of the file. Spillway named each file from the values its
+// records share (see naming.IcebergPartitionPath): its Kafka partition, its
+// day or hour, its key's bucket, one Hive-style "field=value" folder each,
+// so the file's path says them. The ledger's partition is checked against
+// the path, and a time value against the file's bounds, so a file that
+// doesn't hold what its path says is refused, naming the field.
+
+// statsWorkers bounds the footers read at once: each is a ranged read of
+// the file's tail, a round trip to object storage.
+const statsWorkers = 8
+
+// dataFiles builds the data file entries of files for tbl's current schema
+// and spec: record count, size and column statistics from each file's
+// Parquet footer (iceberg-go's reading of it, as AddFiles does), partition
+// values from what Spillway wrote the file for.
+func (t *Table) dataFiles(ctx context.Context, tbl *table.Table, files []File) ([]iceberg.DataFile, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
+	}
+	sc, spec, props := tbl.Schema(), tbl.Spec(), tbl.Properties()
+	out := make([]iceberg.DataFile, len(files))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(statsWorkers)
+	for i, f := range files {
+		g.Go(func() error {
+			// Unpartitioned: the statistics only; the partition values
+			// are ours.
+			st, err := table.FileToDataFile(gctx, fs, f.Location, sc, *iceberg.UnpartitionedSpec, 0, props)
+			if err != nil {
+				return fmt.Errorf("iceberg: %s: read the statistics of %s: %w", t.name, f.Location, t.c.scrub(err))
+			}
+			df, err := buildDataFile(sc, spec, f, st)
+			if err != nil {
+				return fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
+			}
+			out[i] = df
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// buildDataFile is st (a file's statistics) with f's partition values in spec.
+func buildDataFile(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st iceberg.DataFile) (iceberg.DataFile, error) {
+	vals, types, err := partitionValues(sc, spec, f, st)
+	if err != nil {
+		return nil, err
+	}
+	b, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentData, f.Location, iceberg.ParquetFile,
+		vals, types, nil, st.Count(), st.FileSizeBytes())
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", f.Location, err)
+	}
+	b.ColumnSizes(st.ColumnSizes()).ValueCounts(st.ValueCounts()).NullValueCounts(st.NullValueCounts()).
+		NaNValueCounts(st.NaNValueCounts()).LowerBoundValues(st.LowerBoundValues()).
+		UpperBoundValues(st.UpperBoundValues()).SplitOffsets(st.SplitOffsets())
+	return b.Build(), nil
+}
+
+// partitionValues are f's values of spec's fields, by partition field id
+// (nil for a null value), and the Avro logical type of those that have
+// one (a day is a date).
+func partitionValues(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st iceberg.DataFile) (map[int]any, map[int]string, error) {
+	vals, types := map[int]any{}, map[int]string{}
+	if spec.NumFields() == 0 {
+		return vals, types, nil
+	}
+	folders := pathValues(f.Location)
+	for _, pf := range spec.Fields() {
+		src, ok := sc.FindFieldByID(pf.SourceID())
+		if !ok {
+			return nil, nil, fmt.Errorf("partition field %s: the table's schema has no column %d", pf.Name, pf.SourceID())
+		}
+		text, ok := folders[pf.Name]
+		if !ok {
+			return nil, nil, fmt.Errorf("file %s is in no %s=<value> folder, so its value of the partition field %s is unknown; its table was created with another iceberg.partition_by, so write to a new table or set partition_by to the table's spec (%s)", f.Location, pf.Name, pf.Name, spec.String())
+		}
+		var v any
+		var err error
+		switch tr := pf.Transform.(type) {
+		case iceberg.IdentityTransform:
+			if src.Name != partitionColumn {
+				return nil, nil, fmt.Errorf("partition field %s: identity of %s is not one Spillway knows a file's value of", pf.Name, src.Name)
+			}
+			if text != strconv.Itoa(int(f.Partition)) {
+				return nil, nil, fmt.Errorf("file %s of Kafka partition %d is in the folder %s=%s", f.Location, f.Partition, pf.Name, text)
+			}
+			v = f.Partition
+		case iceberg.BucketTransform:
+			if text != "null" {
+				n, perr := strconv.ParseInt(text, 10, 32)
+				if perr != nil || n < 0 || int(n) >= tr.NumBuckets {
+					return nil, nil, fmt.Errorf("file %s: %s=%s is not a bucket of %d", f.Location, pf.Name, text, tr.NumBuckets)
+				}
+				v = int32(n)
+			}
+		case iceberg.YearTransform, iceberg.MonthTransform, iceberg.DayTransform, iceberg.HourTransform:
+			if v, err = timeValue(pf, text); err != nil {
+				return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
+			}
+			if err := checkBounds(pf, src, st, v); err != nil {
+				return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
+			}
+			if _, ok := pf.Transform.(iceberg.DayTransform); ok {
+				types[pf.FieldID] = "date"
+			}
+		default:
+			return nil, nil, fmt.Errorf("partition field %s: transform %s is not one Spillway lays files out by", pf.Name, pf.Transform)
+		}
+		vals[pf.FieldID] = v
+	}
+	return vals, types, nil
+}
+
+// pathValues are the "name=value" folders of location, the last one of a
+// name winning (the partition folders come last, after the table's).
+func pathValues(location string) map[string]string {
+	out := map[string]string{}
+	segs := strings.Split(location, "/")
+	for _, s := range segs[:len(segs)-1] {
+		if k, v, ok := strings.Cut(s, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// timeValue parses a time transform's folder value, as naming renders it
+// in UTC (year: yyyy, month: yyyy-MM, day: yyyy-MM-dd, hour:
+// yyyy-MM-dd-HH), into Iceberg's partition value: years, months, days or
+// hours since 1970-01-01 UTC (a day as an iceberg.Date).
+func timeValue(pf iceberg.PartitionField, text string) (any, error) {
+	layouts := map[string]string{"year": "2006", "month": "2006-01", "day": "2006-01-02", "hour": "2006-01-02-15"}
+	kind := pf.Transform.String()
+	layout, ok := layouts[kind]
+	if !ok {
+		return nil, fmt.Errorf("partition field %s: transform %s has no folder layout", pf.Name, kind)
+	}
+	ts, err := time.ParseInLocation(layout, text, time.UTC)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s is not a %s (%s)", pf.Name, text, kind, layout)
+	}
+	switch kind {
+	case "year":
+		return int32(ts.Year() - 1970), nil
+	case "month":
+		return int32((ts.Year()-1970)*12 + int(ts.Month()) - 1), nil
+	case "day":
+		return iceberg.Date(ts.Unix() / 86400), nil
+	}
+	return int32(ts.Unix() / 3600), nil
+}
+
+// checkBounds refuses a file whose source column bounds transform to
+// another value than want: a file that holds records of another day or
+// hour than its folder says would be skipped by a reader filtering on it.
+func checkBounds(pf iceberg.PartitionField, src iceberg.NestedField, st iceberg.DataFile, want any) error {
+	for _, side := range []struct {
+		name   string
+		bounds map[int][]byte
+	}{{"lowest", st.LowerBoundValues()}, {"highest", st.UpperBoundValues()}} {
+		raw, ok := side.bounds[src.ID]
+		if !ok {
+			continue // no bounds (an all-null column): nothing to contradict
+		}
+		lit, err := iceberg.LiteralFromBytes(src.Type, raw)
+		if err != nil {
+			return fmt.Errorf("the %s %s does not decode: %w", side.name, src.Name, err)
+		}
+		got := pf.Transform.Apply(iceberg.Optional[iceberg.Literal]{Valid: true, Val: lit})
+		if !got.Valid || fmt.Sprint(got.Val.Any()) != fmt.Sprint(want) {
+			return fmt.Errorf("the partition field %s is %v by the file's folder, but its %s %s (%s) is in %v: a file must hold one value of each partition field", pf.Name, want, side.name, src.Name, lit, got.Val)
+		}
+	}
+	return nil
+}
