@@ -82,21 +82,8 @@ func Run(ctx context.Context, o Options, out io.Writer, log *slog.Logger) (Summa
 	}
 	defer cluster.Close()
 
-	cfg := config.Default()
-	cfg.Kafka.Brokers = cluster.ListenAddrs()
-	cfg.Kafka.Group = "spillway-demo"
-	cfg.Kafka.Topics = []string{topic}
-	cfg.Storage.URL = "file://" + dir
-	cfg.File.MaxBytes = 16 * config.MiB
-	cfg.File.MaxAge = 2 * time.Second
-	cfg.File.MaxRecords = 5000
-	cfg.Format.Compression = o.Compression
-	cfg.Backpressure.MemoryLimit = "512MiB"
-	cfg.Admin.Listen = ""
-	if o.Iceberg {
-		useIceberg(cfg, dir)
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := demoConfig(o, dir, cluster.ListenAddrs())
+	if err != nil {
 		return sum, err
 	}
 
@@ -110,68 +97,118 @@ func Run(ctx context.Context, o Options, out io.Writer, log *slog.Logger) (Summa
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	var progress atomic.Pointer[runner.Progress]
-	runDone := make(chan error, 1)
+	w := &watcher{o: o, cfg: cfg, out: out, start: start, sum: sum, stopRun: stopRun, runDone: make(chan error, 1)}
 	go func() {
-		runDone <- runner.Run(runCtx, cfg, log, runner.Options{OnStart: progress.Store})
+		w.runDone <- runner.Run(runCtx, cfg, log, runner.Options{OnStart: w.progress.Store})
 	}()
-
-	var produced atomic.Int64
 	prodErr := make(chan error, 1)
-	go func() { prodErr <- produce(runCtx, prod, o, &produced) }()
+	go func() { prodErr <- produce(runCtx, prod, o, &w.produced) }()
+	return w.wait(ctx, prodErr)
+}
 
+// demoConfig is the pipeline's config for the demo: the in-process broker
+// at brokers, files under dir.
+func demoConfig(o Options, dir string, brokers []string) (*config.Config, error) {
+	cfg := config.Default()
+	cfg.Kafka.Brokers = brokers
+	cfg.Kafka.Group = "spillway-demo"
+	cfg.Kafka.Topics = []string{topic}
+	cfg.Storage.URL = "file://" + dir
+	cfg.File.MaxBytes = 16 * config.MiB
+	cfg.File.MaxAge = 2 * time.Second
+	cfg.File.MaxRecords = 5000
+	cfg.Format.Compression = o.Compression
+	cfg.Backpressure.MemoryLimit = "512MiB"
+	cfg.Admin.Listen = ""
+	if o.Iceberg {
+		useIceberg(cfg, dir)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// watcher follows a running demo: it prints progress every second and,
+// once every produced record is committed, stops the pipeline and checks
+// the output.
+type watcher struct {
+	o        Options
+	cfg      *config.Config
+	out      io.Writer
+	start    time.Time
+	sum      Summary
+	stopRun  context.CancelFunc
+	runDone  chan error // the pipeline's result
+	progress atomic.Pointer[runner.Progress]
+	produced atomic.Int64
+
+	lastRecs int64 // records written at lastAt, for the rates
+	lastAt   time.Time
+}
+
+// wait runs until the demo is done, fails, or ctx ends. prodErr is the
+// producer's result.
+func (w *watcher) wait(ctx context.Context, prodErr chan error) (Summary, error) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	var last struct {
-		recs int64
-		at   time.Time
-	}
-	last.at = start
+	w.lastAt = w.start
 	producing := true
 	for {
 		select {
-		case err := <-runDone:
-			return sum, fmt.Errorf("demo: pipeline stopped early: %w", err)
+		case err := <-w.runDone:
+			return w.sum, fmt.Errorf("demo: pipeline stopped early: %w", err)
 		case err := <-prodErr:
 			if err != nil {
-				return sum, fmt.Errorf("demo: produce: %w", err)
+				return w.sum, fmt.Errorf("demo: produce: %w", err)
 			}
 			producing = false
 			prodErr = nil
 		case <-ctx.Done():
-			stopRun()
-			<-runDone
-			return sum, ctx.Err()
+			w.stopRun()
+			<-w.runDone
+			return w.sum, ctx.Err()
 		case now := <-tick.C:
-			p := progress.Load()
+			p := w.progress.Load()
 			if p == nil {
 				continue
 			}
-			st, src, b := p.Sink(), p.Source(), p.Budget()
-			var committed int64
-			for _, off := range src.Committed {
-				committed += off
-			}
-			dt := now.Sub(last.at).Seconds()
-			// MB/s is of record values taken in; files are smaller, compressed.
-			fmt.Fprintf(out, "  %6.1fs  produced %8d  written %8d  %8.0f rec/s  %6.1f MB/s  files %4d  budget %5.1f/%.0f MiB  lag %8d\n",
-				now.Sub(start).Seconds(), produced.Load(), st.Records,
-				float64(st.Records-last.recs)/dt, float64(st.Records-last.recs)*float64(o.RecordSize)/dt/1e6,
-				st.FilesUploaded, float64(b.Used)/(1<<20), float64(b.Limit)/(1<<20), produced.Load()-committed)
-			last.recs, last.at = st.Records, now
-			if !producing && committed >= int64(o.Records) {
-				stopRun()
-				if err := <-runDone; err != nil {
-					return sum, fmt.Errorf("demo: graceful stop: %w", err)
-				}
-				sum, err := check(ctx, sum, cfg, int64(o.Records), out, start)
-				if err == nil && o.Iceberg {
-					fmt.Fprint(out, icebergHint(cfg))
-				}
-				return sum, err
+			committed := w.report(now, p)
+			if !producing && committed >= int64(w.o.Records) {
+				return w.finish(ctx)
 			}
 		}
 	}
+}
+
+// report prints one progress line and returns the records committed.
+func (w *watcher) report(now time.Time, p *runner.Progress) (committed int64) {
+	st, src, b := p.Sink(), p.Source(), p.Budget()
+	for _, off := range src.Committed {
+		committed += off
+	}
+	dt := now.Sub(w.lastAt).Seconds()
+	produced := w.produced.Load()
+	// MB/s is of record values taken in; files are smaller, compressed.
+	fmt.Fprintf(w.out, "  %6.1fs  produced %8d  written %8d  %8.0f rec/s  %6.1f MB/s  files %4d  budget %5.1f/%.0f MiB  lag %8d\n",
+		now.Sub(w.start).Seconds(), produced, st.Records,
+		float64(st.Records-w.lastRecs)/dt, float64(st.Records-w.lastRecs)*float64(w.o.RecordSize)/dt/1e6,
+		st.FilesUploaded, float64(b.Used)/(1<<20), float64(b.Limit)/(1<<20), produced-committed)
+	w.lastRecs, w.lastAt = st.Records, now
+	return committed
+}
+
+// finish stops the pipeline gracefully and checks the output.
+func (w *watcher) finish(ctx context.Context) (Summary, error) {
+	w.stopRun()
+	if err := <-w.runDone; err != nil {
+		return w.sum, fmt.Errorf("demo: graceful stop: %w", err)
+	}
+	sum, err := check(ctx, w.sum, w.cfg, int64(w.o.Records), w.out, w.start)
+	if err == nil && w.o.Iceberg {
+		fmt.Fprint(w.out, icebergHint(w.cfg))
+	}
+	return sum, err
 }
 
 func produce(ctx context.Context, cl *kgo.Client, o Options, n *atomic.Int64) error {

@@ -25,9 +25,10 @@ const (
 	crashMinKills   = 5
 )
 
-// TestCrashExactlyOnce SIGKILLs spillway at random moments while records
-// still flow into the topic, restarting it after each kill, then lets a last
-// run drain the topic and stop cleanly. Every record must be in storage
+// TestCrashExactlyOnce SIGKILLs spillway at random moments while it works
+// (after each run has published a file of its own) and records still flow
+// into the topic, restarting it after each kill, then lets a last run drain
+// the topic and stop cleanly. Every record must be in storage
 // exactly once, and no temporary file may be left behind: a restarted
 // spillway must resume after what the killed one already stored, even if
 // it had not committed it yet.
@@ -39,8 +40,9 @@ func TestCrashExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts spillway while 300k records are produced; skipped with -short")
 	}
-	t.Run("memory", func(t *testing.T) { crashExactlyOnce(t, "") })
-	t.Run("spool", func(t *testing.T) { crashExactlyOnce(t, filepath.Join(t.TempDir(), "spool")) })
+	// Each run has a broker and a directory of its own.
+	t.Run("memory", func(t *testing.T) { t.Parallel(); crashExactlyOnce(t, "") })
+	t.Run("spool", func(t *testing.T) { t.Parallel(); crashExactlyOnce(t, filepath.Join(t.TempDir(), "spool")) })
 }
 
 // crashExactlyOnce is TestCrashExactlyOnce, with backpressure.spool_dir
@@ -97,15 +99,36 @@ shutdown:
 	// until the producer is done.
 	var produceErr error
 	producerDone := false
-	kills, midWrite := 0, 0
+	kills, midWrite, working := 0, 0, 0
 	for kills < crashMinKills || !producerDone {
+		// A kill lands while the run works: once it has published a file
+		// of its own, at a random moment of the next 1.5 s. A fixed wait
+		// would land before the run even joined the group on a busy
+		// machine (seen: 121 kills, none after a record was stored). A run
+		// that publishes nothing for 30 s (the topic is drained) is
+		// killed all the same.
+		before := publishedFiles(t, out)
 		sp := startSpillway(t, config, nil)
-		wait := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
+		start := time.Now()
+		published := false
+		for !published && time.Since(start) < 30*time.Second {
+			select {
+			case <-sp.Done():
+				t.Fatalf("spillway (run %d) exited by itself before being killed: %s", kills+1, describeExit(sp.Wait(t, 0)))
+			case <-time.After(50 * time.Millisecond):
+			}
+			published = publishedFiles(t, out) > before
+		}
+		if published {
+			working++
+		}
+		wait := time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))
 		select {
 		case <-sp.Done():
 			t.Fatalf("spillway (run %d) exited by itself before being killed: %s", kills+1, describeExit(sp.Wait(t, 0)))
 		case <-time.After(wait):
 		}
+		life := time.Since(start)
 		sp.Signal(t, syscall.SIGKILL)
 		st := sp.Wait(t, 30*time.Second)
 		kills++
@@ -118,7 +141,7 @@ shutdown:
 		if temps > 0 {
 			midWrite++
 		}
-		t.Logf("kill %d after %s: %s; %d records committed so far; %d files left mid-write", kills, wait.Round(time.Millisecond), describeExit(st), committed, temps)
+		t.Logf("kill %d after %s (published: %v): %s; %d records committed so far; %d files left mid-write", kills, life.Round(time.Millisecond), published, describeExit(st), committed, temps)
 		if !producerDone {
 			select {
 			case produceErr = <-produced:
@@ -139,7 +162,10 @@ shutdown:
 	if total != crashRecords {
 		t.Fatalf("end offsets %v add up to %d records, want %d", ends, total, crashRecords)
 	}
-	t.Logf("producer done: %d records; spillway killed %d times, %d of them mid-write", total, kills, midWrite)
+	t.Logf("producer done: %d records; spillway killed %d times, %d of them after publishing, %d mid-write", total, kills, working, midWrite)
+	if working == 0 {
+		t.Fatalf("none of the %d kills came after the run had published a file: the test killed spillway only while it started", kills)
+	}
 
 	// ---- a last run drains the topic and stops cleanly.
 	sp := startSpillway(t, config, nil)
@@ -170,7 +196,7 @@ shutdown:
 	}
 
 	// ---- every record exactly once, and no temporary file left behind.
-	recs := testkit.ReadJSONL(t, out)
+	recs := readStoredOffsets(t, out)
 	t.Logf("storage: %d records read back (%d produced)", len(recs), total)
 	testkit.AssertExactlyOnce(t, recs, crashTopic, ends)
 
@@ -195,4 +221,15 @@ shutdown:
 		}
 	}
 	checkVerify(t, config, ends)
+}
+
+// publishedFiles counts the data files under out (testkit.WalkOutput's:
+// no temporary files, no ledger).
+func publishedFiles(t testing.TB, out string) int {
+	t.Helper()
+	n := 0
+	if err := testkit.WalkOutput(out, func(string) error { n++; return nil }); err != nil {
+		t.Fatalf("walking %s: %v", out, err)
+	}
+	return n
 }

@@ -38,20 +38,23 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 }
 
-// built builds the spillway binary, the kfakebroker binary and the backlog
-// producer (testdata/backlog), once per test binary run, on first use (so that a -short run that skips every heavy test
+// built builds the spillway binary, the kfakebroker binary, the backlog
+// producer (testdata/backlog) and the output reader (testdata/readjsonl),
+// once per test binary run, on first use (so that a -short run that skips every heavy test
 // pays for no build). They are built without -race, whatever the tests run
 // with: the race detector would change the memory the process uses.
 var built = sync.OnceValues(func() (binaries, error) {
 	b := binaries{
-		spillway: filepath.Join(binDir, "spillway"),
-		broker:   filepath.Join(binDir, "kfakebroker"),
-		backlog:  filepath.Join(binDir, "backlog"),
+		spillway:  filepath.Join(binDir, "spillway"),
+		broker:    filepath.Join(binDir, "kfakebroker"),
+		backlog:   filepath.Join(binDir, "backlog"),
+		readJSONL: filepath.Join(binDir, "readjsonl"),
 	}
 	for out, pkg := range map[string]string{
-		b.spillway: "github.com/spillway/spillway/cmd/spillway",
-		b.broker:   "github.com/spillway/spillway/internal/testkit/kfakebroker",
-		b.backlog:  "github.com/spillway/spillway/internal/e2e/testdata/backlog",
+		b.spillway:  "github.com/spillway/spillway/cmd/spillway",
+		b.broker:    "github.com/spillway/spillway/internal/testkit/kfakebroker",
+		b.backlog:   "github.com/spillway/spillway/internal/e2e/testdata/backlog",
+		b.readJSONL: "github.com/spillway/spillway/internal/e2e/testdata/readjsonl",
 	} {
 		if err := testkit.GoBuild(out, pkg, false); err != nil {
 			return b, err
@@ -60,7 +63,7 @@ var built = sync.OnceValues(func() (binaries, error) {
 	return b, nil
 })
 
-type binaries struct{ spillway, broker, backlog string }
+type binaries struct{ spillway, broker, backlog, readJSONL string }
 
 func binariesFor(t testing.TB) binaries {
 	t.Helper()
@@ -70,9 +73,41 @@ func binariesFor(t testing.TB) binaries {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > time.Second {
-		t.Logf("built spillway, kfakebroker and backlog in %s", d.Round(100*time.Millisecond))
+		t.Logf("built spillway, kfakebroker, backlog and readjsonl in %s", d.Round(100*time.Millisecond))
 	}
 	return b
+}
+
+// readStoredOffsets is testkit.ReadJSONL(t, root) without the keys, values,
+// headers and timestamps: it reads and checks every line as ReadJSONL does,
+// in the testdata/readjsonl program, built without -race (see its doc for
+// why), and returns each record's file, line, topic, partition and offset:
+// what testkit.AssertExactlyOnce looks at.
+func readStoredOffsets(t testing.TB, root string) []testkit.StoredRecord {
+	t.Helper()
+	bins := binariesFor(t)
+	cmd := exec.Command(bins.readJSONL, root)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("testkit.ReadJSONL(%s), in testdata/readjsonl: %v\n%s", root, err, stderr.String())
+	}
+	var recs []testkit.StoredRecord
+	for line := range strings.Lines(string(out)) {
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), "\t", 5)
+		if len(f) != 5 {
+			t.Fatalf("readjsonl printed %q, want 5 fields", line)
+		}
+		p, err1 := strconv.ParseInt(f[0], 10, 32)
+		off, err2 := strconv.ParseInt(f[1], 10, 64)
+		n, err3 := strconv.Atoi(f[2])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("readjsonl printed %q: %v", line, err)
+		}
+		recs = append(recs, testkit.StoredRecord{File: f[4], Line: n, Topic: f[3], Partition: int32(p), Offset: off})
+	}
+	return recs
 }
 
 // ---------------------------------------------------------------- broker --
@@ -727,7 +762,9 @@ func drainProgress(committed, ends map[int32]int64) (done int64, complete int) {
 // overlaps what the test does to spillway. The channel gets the outcome.
 func produceInBackground(ctx context.Context, cl *kgo.Client, topic string, partitions, total, batch, size int) <-chan error {
 	done := make(chan error, 1)
-	pad := strings.Repeat("x", size)
+	// Quoted once: %q of the pad per record is most of the producer's
+	// time under -race. The values are the same bytes.
+	pad := strconv.Quote(strings.Repeat("x", size))
 	go func() {
 		done <- func() error {
 			for from := 0; from < total; from += batch {
@@ -737,7 +774,7 @@ func produceInBackground(ctx context.Context, cl *kgo.Client, topic string, part
 						Topic:     topic,
 						Partition: int32(i % partitions),
 						Key:       fmt.Appendf(nil, "k-%d", i),
-						Value:     fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, pad),
+						Value:     fmt.Appendf(nil, `{"i":%d,"pad":%s}`, i, pad),
 					})
 				}
 				if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {

@@ -109,7 +109,7 @@ shutdown:
 		}
 	}
 
-	recs := testkit.ReadJSONL(t, out)
+	recs := readStoredOffsets(t, out)
 	t.Logf("storage: %d records read back", len(recs))
 	testkit.AssertExactlyOnce(t, recs, scaleTopic, ends)
 	if leftovers := tempFiles(t, out); len(leftovers) > 0 {

@@ -125,7 +125,7 @@ shutdown:
 	if st := sp.Wait(t, time.Minute); st.ExitCode() != 0 {
 		t.Fatalf("last run after SIGTERM: %s, want exit status 0", describeExit(st))
 	}
-	recs := testkit.ReadJSONL(t, out)
+	recs := readStoredOffsets(t, out)
 	t.Logf("storage: %d records read back of %d produced", len(recs), records)
 	testkit.AssertExactlyOnce(t, recs, scaleTopic, ends)
 	checkVerify(t, config, ends)

@@ -126,7 +126,7 @@ shutdown:
 			t.Fatalf("%s after SIGTERM: %s, want exit status 0", name, describeExit(st))
 		}
 	}
-	recs := testkit.ReadJSONL(t, out)
+	recs := readStoredOffsets(t, out)
 	t.Logf("storage: %d records read back", len(recs))
 	testkit.AssertExactlyOnce(t, recs, scaleTopic, ends)
 	checkVerify(t, config("verify"), ends)

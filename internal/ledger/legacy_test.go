@@ -1,8 +1,6 @@
 package ledger
 
 import (
-	"github.com/spillway/spillway/internal/naming"
-
 	"context"
 	"errors"
 	"os"
@@ -10,6 +8,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/testkit/datafiles"
 )
 
 // TestLegacyNextOffset resumes a prefix written before the ledger: one past
@@ -18,18 +19,18 @@ import (
 func TestLegacyNextOffset(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	b := openDir(t, dir)
+	b := datafiles.OpenDir(t, dir)
 	names, err := naming.NewNames("raw/", "{{topic}}-{{partition}}-{{start_offset}}", ".jsonl.zst")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The first file isn't readable: only the last one may be read.
-	putFile(t, dir, "raw/t-0-0.jsonl", []byte("not json\n"))
-	writeFile(t, dir, "raw/t-0-3.jsonl.zst", "jsonl", "zstd", 3, 4, 7)
-	writeFile(t, dir, "raw/t-1-0.jsonl.zst", "jsonl", "zstd", 0, 1)
-	writeFile(t, dir, "raw/t-10-50.jsonl.zst", "jsonl", "zstd", 50)
-	putFile(t, dir, "raw/.spillway-tmp-t-0-8.jsonl.zst.123", []byte("partial"))
-	putFile(t, dir, "raw/.spillway-tmp-u-0-8.jsonl.zst.456", []byte("another topic's"))
+	datafiles.Put(t, dir, "raw/t-0-0.jsonl", []byte("not json\n"))
+	datafiles.Write(t, dir, "raw/t-0-3.jsonl.zst", "jsonl", "zstd", 3, 4, 7)
+	datafiles.Write(t, dir, "raw/t-1-0.jsonl.zst", "jsonl", "zstd", 0, 1)
+	datafiles.Write(t, dir, "raw/t-10-50.jsonl.zst", "jsonl", "zstd", 50)
+	datafiles.Put(t, dir, "raw/.spillway-tmp-t-0-8.jsonl.zst.123", []byte("partial"))
+	datafiles.Put(t, dir, "raw/.spillway-tmp-u-0-8.jsonl.zst.456", []byte("another topic's"))
 
 	for _, tc := range []struct {
 		p    int32
@@ -56,7 +57,7 @@ func TestLegacyNextOffset(t *testing.T) {
 		t.Errorf("temp files left: %v; want only the other topic's", temps)
 	}
 
-	putFile(t, dir, "raw/v-0-0.jsonl", []byte("{\"value\":1}\n"))
+	datafiles.Put(t, dir, "raw/v-0-0.jsonl", []byte("{\"value\":1}\n"))
 	if _, _, err := LegacyNextOffset(ctx, b, names, "v", 0); err == nil || !strings.Contains(err.Error(), "no offset field") || !strings.Contains(err.Error(), "raw/v-0-0.jsonl") {
 		t.Errorf("a last file without offsets: %v", err)
 	}

@@ -123,113 +123,173 @@ func readJSON(ctx context.Context, r io.Reader, key string, array bool, fn func(
 // Unlike encoding/json it has no nesting limit: its only stack is one byte
 // per open bracket.
 func scanRecord(b []byte) (offset int64, hasOffset bool, err error) {
-	const (
-		value = iota // a value starts at i
-		after        // a value ended before i
-		key          // an object member's key starts at i
-	)
-	var stack []byte
-	wantOffset := false // the value at i is the top-level "offset" member
-	i, state := 0, value
+	s := recordScanner{b: b}
+	state := scanValue
 	for {
-		i = skipSpace(b, i)
+		s.i = skipSpace(b, s.i)
 		switch state {
-		case value:
-			if i >= len(b) {
-				return 0, false, errors.New("unexpected end of JSON")
+		case scanValue:
+			state, err = s.value()
+		case scanAfter:
+			var done bool
+			if state, done, err = s.after(); done {
+				return s.offset, s.hasOffset, nil
 			}
-			start := i
-			switch c := b[i]; {
-			case c == '{' || c == '[':
-				if wantOffset {
-					return 0, false, fmt.Errorf("offset is not an integer but an %s", map[byte]string{'{': "object", '[': "array"}[c])
-				}
-				stack = append(stack, c)
-				i = skipSpace(b, i+1)
-				if i < len(b) && b[i] == c+2 { // '{'+2 is '}', '['+2 is ']'
-					stack = stack[:len(stack)-1]
-					i++
-					state = after
-				} else if c == '{' {
-					state = key
-				}
-				continue
-			case c == '"':
-				if i, err = skipString(b, i); err != nil {
-					return 0, false, err
-				}
-			case c == '-' || c >= '0' && c <= '9':
-				var integer bool
-				if i, integer, err = skipNumber(b, i); err != nil {
-					return 0, false, err
-				}
-				if wantOffset {
-					if !integer {
-						return 0, false, fmt.Errorf("offset %s is not an integer", b[start:i])
-					}
-					if offset, err = strconv.ParseInt(string(b[start:i]), 10, 64); err != nil {
-						return 0, false, fmt.Errorf("offset %s: %w", b[start:i], err)
-					}
-					hasOffset = true
-				}
-			case bytes.HasPrefix(b[i:], []byte("true")):
-				i += 4
-			case bytes.HasPrefix(b[i:], []byte("false")):
-				i += 5
-			case bytes.HasPrefix(b[i:], []byte("null")):
-				i += 4
-			default:
-				return 0, false, fmt.Errorf("invalid character %q at byte %d", c, i)
-			}
-			if wantOffset && !hasOffset {
-				return 0, false, fmt.Errorf("offset %s is not an integer", b[start:i])
-			}
-			wantOffset = false
-			state = after
-		case after:
-			if len(stack) == 0 {
-				if i != len(b) {
-					return 0, false, fmt.Errorf("data after the value at byte %d", i)
-				}
-				return offset, hasOffset, nil
-			}
-			if i >= len(b) {
-				return 0, false, errors.New("unexpected end of JSON")
-			}
-			top := stack[len(stack)-1]
-			switch c := b[i]; {
-			case c == ',':
-				i++
-				state = value
-				if top == '{' {
-					state = key
-				}
-			case c == top+2:
-				stack = stack[:len(stack)-1]
-				i++
-			default:
-				return 0, false, fmt.Errorf("invalid character %q at byte %d", c, i)
-			}
-		case key:
-			if i >= len(b) || b[i] != '"' {
-				return 0, false, fmt.Errorf("an object key must be a string, at byte %d", i)
-			}
-			start := i
-			if i, err = skipString(b, i); err != nil {
-				return 0, false, err
-			}
-			wantOffset = len(stack) == 1 && string(b[start:i]) == `"offset"`
-			if wantOffset && hasOffset {
-				return 0, false, errors.New(`"offset" appears twice`)
-			}
-			i = skipSpace(b, i)
-			if i >= len(b) || b[i] != ':' {
-				return 0, false, fmt.Errorf("missing ':' after an object key, at byte %d", i)
-			}
-			i++
-			state = value
+		case scanKey:
+			state, err = s.key()
+		}
+		if err != nil {
+			return 0, false, err
 		}
 	}
+}
+
+// scanState is what recordScanner expects at b[i].
+type scanState int
+
+const (
+	scanValue scanState = iota // a value starts at i
+	scanAfter                  // a value ended before i
+	scanKey                    // an object member's key starts at i
+)
+
+// recordScanner is scanRecord's state: its position, the open brackets,
+// and the top-level "offset" member once seen.
+type recordScanner struct {
+	b          []byte
+	i          int
+	stack      []byte
+	wantOffset bool // the value at i is the top-level "offset" member
+	offset     int64
+	hasOffset  bool
+}
+
+// value reads the value that starts at b[i] (or opens its array or object)
+// and returns the state that follows.
+func (s *recordScanner) value() (scanState, error) {
+	b := s.b
+	if s.i >= len(b) {
+		return 0, errors.New("unexpected end of JSON")
+	}
+	start := s.i
+	var err error
+	switch c := b[s.i]; {
+	case c == '{' || c == '[':
+		return s.open(c)
+	case c == '"':
+		if s.i, err = skipString(b, s.i); err != nil {
+			return 0, err
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		if err := s.number(start); err != nil {
+			return 0, err
+		}
+	case bytes.HasPrefix(b[s.i:], []byte("true")):
+		s.i += 4
+	case bytes.HasPrefix(b[s.i:], []byte("false")):
+		s.i += 5
+	case bytes.HasPrefix(b[s.i:], []byte("null")):
+		s.i += 4
+	default:
+		return 0, fmt.Errorf("invalid character %q at byte %d", c, s.i)
+	}
+	if s.wantOffset && !s.hasOffset {
+		return 0, fmt.Errorf("offset %s is not an integer", b[start:s.i])
+	}
+	s.wantOffset = false
+	return scanAfter, nil
+}
+
+// open reads the bracket c at b[i], and an empty array or object whole.
+func (s *recordScanner) open(c byte) (scanState, error) {
+	if s.wantOffset {
+		return 0, fmt.Errorf("offset is not an integer but an %s", map[byte]string{'{': "object", '[': "array"}[c])
+	}
+	s.stack = append(s.stack, c)
+	s.i = skipSpace(s.b, s.i+1)
+	if s.i < len(s.b) && s.b[s.i] == c+2 { // '{'+2 is '}', '['+2 is ']'
+		s.stack = s.stack[:len(s.stack)-1]
+		s.i++
+		return scanAfter, nil
+	}
+	if c == '{' {
+		return scanKey, nil
+	}
+	return scanValue, nil
+}
+
+// number reads the number that starts at b[start], and keeps it as the
+// offset when it is the top-level "offset" member.
+func (s *recordScanner) number(start int) error {
+	var integer bool
+	var err error
+	if s.i, integer, err = skipNumber(s.b, s.i); err != nil {
+		return err
+	}
+	if !s.wantOffset {
+		return nil
+	}
+	if !integer {
+		return fmt.Errorf("offset %s is not an integer", s.b[start:s.i])
+	}
+	if s.offset, err = strconv.ParseInt(string(s.b[start:s.i]), 10, 64); err != nil {
+		return fmt.Errorf("offset %s: %w", s.b[start:s.i], err)
+	}
+	s.hasOffset = true
+	return nil
+}
+
+// after reads what follows a value: a comma, a closing bracket, or, at the
+// top level, the end of b (done).
+func (s *recordScanner) after() (next scanState, done bool, err error) {
+	b := s.b
+	if len(s.stack) == 0 {
+		if s.i != len(b) {
+			return 0, false, fmt.Errorf("data after the value at byte %d", s.i)
+		}
+		return 0, true, nil
+	}
+	if s.i >= len(b) {
+		return 0, false, errors.New("unexpected end of JSON")
+	}
+	top := s.stack[len(s.stack)-1]
+	switch c := b[s.i]; {
+	case c == ',':
+		s.i++
+		if top == '{' {
+			return scanKey, false, nil
+		}
+		return scanValue, false, nil
+	case c == top+2:
+		s.stack = s.stack[:len(s.stack)-1]
+		s.i++
+		return scanAfter, false, nil
+	default:
+		return 0, false, fmt.Errorf("invalid character %q at byte %d", c, s.i)
+	}
+}
+
+// key reads an object member's key and its colon.
+func (s *recordScanner) key() (scanState, error) {
+	b := s.b
+	if s.i >= len(b) || b[s.i] != '"' {
+		return 0, fmt.Errorf("an object key must be a string, at byte %d", s.i)
+	}
+	start := s.i
+	var err error
+	if s.i, err = skipString(b, s.i); err != nil {
+		return 0, err
+	}
+	s.wantOffset = len(s.stack) == 1 && string(b[start:s.i]) == `"offset"`
+	if s.wantOffset && s.hasOffset {
+		return 0, errors.New(`"offset" appears twice`)
+	}
+	s.i = skipSpace(b, s.i)
+	if s.i >= len(b) || b[s.i] != ':' {
+		return 0, fmt.Errorf("missing ':' after an object key, at byte %d", s.i)
+	}
+	s.i++
+	return scanValue, nil
 }
 
 func skipSpace(b []byte, i int) int {

@@ -101,19 +101,11 @@ func FuzzScanRecord(f *testing.F) {
 	})
 }
 
-// Data files are written as Spillway does by datafiles, which audit's and
-// ledger's tests share; these names keep the tests' calls short.
-var (
-	writeFile = datafiles.Write
-	putFile   = datafiles.Put
-	openDir   = datafiles.OpenDir
-)
-
 // readAll reads a file's records back: their offsets, and the indexes of
 // those that can't be read.
 func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad []int64, err error) {
 	t.Helper()
-	// Spillway's csv files, as writeFile writes them.
+	// Spillway's csv files, as datafiles.Write writes them.
 	_, exts := naming.SplitExt(key)
 	err = Records(context.Background(), b, key, exts, []string{"key", "value", "offset"}, func(r Record) error {
 		switch {
@@ -130,17 +122,17 @@ func readAll(t *testing.T, b *storage.Bucket, key string) (offsets []int64, bad 
 // TestReadRecords reads back every format and compression Spillway writes.
 func TestReadRecords(t *testing.T) {
 	dir := t.TempDir()
-	b := openDir(t, dir)
+	b := datafiles.OpenDir(t, dir)
 	for _, typ := range []string{"jsonl", "json", "csv", "avro", "parquet"} {
 		for _, comp := range []string{"none", "gzip", "zstd", "snappy"} {
 			key := "t-0-5" + naming.Extension(typ, comp)
-			writeFile(t, dir, key, typ, comp, 5, 6, 9)
+			datafiles.Write(t, dir, key, typ, comp, 5, 6, 9)
 			got, bad, err := readAll(t, b, key)
 			if err != nil || len(bad) > 0 || fmt.Sprint(got) != "[5 6 9]" {
 				t.Errorf("%s: offsets %v, bad %v, %v; want [5 6 9]", key, got, bad, err)
 			}
 			empty := "t-0-10" + naming.Extension(typ, comp)
-			writeFile(t, dir, empty, typ, comp)
+			datafiles.Write(t, dir, empty, typ, comp)
 			if got, bad, err := readAll(t, b, empty); err != nil || len(got)+len(bad) > 0 {
 				t.Errorf("%s (no records): %v, %v, %v", empty, got, bad, err)
 			}
@@ -150,49 +142,49 @@ func TestReadRecords(t *testing.T) {
 	// A value nested deeper than encoding/json reads is written; it
 	// reads back.
 	deep := strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)
-	putFile(t, dir, "deep-0-0.jsonl", []byte(`{"value":`+deep+`,"offset":0}`+"\n"+`{"offset":1}`+"\n"))
+	datafiles.Put(t, dir, "deep-0-0.jsonl", []byte(`{"value":`+deep+`,"offset":0}`+"\n"+`{"offset":1}`+"\n"))
 	if got, bad, err := readAll(t, b, "deep-0-0.jsonl"); err != nil || len(bad) > 0 || fmt.Sprint(got) != "[0 1]" {
 		t.Errorf("deeply nested value: %v, %v, %v", got, bad, err)
 	}
 
 	// A bad record is reported by index, and reading goes on.
-	putFile(t, dir, "bad-0-0.jsonl", []byte("{\"offset\":0}\n{\"offset\":1,}\n{\"offset\":2}\n"))
+	datafiles.Put(t, dir, "bad-0-0.jsonl", []byte("{\"offset\":0}\n{\"offset\":1,}\n{\"offset\":2}\n"))
 	if got, bad, err := readAll(t, b, "bad-0-0.jsonl"); err != nil || fmt.Sprint(got, bad) != "[0 2] [1]" {
 		t.Errorf("a bad record: offsets %v, bad %v, %v; want [0 2] [1]", got, bad, err)
 	}
 
 	// Truncated files: a last line cut short, a json array never closed,
 	// a compressed stream cut.
-	putFile(t, dir, "cut-0-0.jsonl", []byte("{\"offset\":0}\n{\"offset\":1}"))
+	datafiles.Put(t, dir, "cut-0-0.jsonl", []byte("{\"offset\":0}\n{\"offset\":1}"))
 	if got, bad, err := readAll(t, b, "cut-0-0.jsonl"); err != nil || fmt.Sprint(got, bad) != "[0] [1]" {
 		t.Errorf("a jsonl file cut after a record: offsets %v, bad %v, %v; want [0] [1]", got, bad, err)
 	}
-	writeFile(t, dir, "arr-0-0.json", "json", "none", 0, 1)
+	datafiles.Write(t, dir, "arr-0-0.json", "json", "none", 0, 1)
 	data, err := os.ReadFile(filepath.Join(dir, "arr-0-0.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	putFile(t, dir, "arr-0-0.json", bytes.TrimSuffix(data, []byte("]\n")))
+	datafiles.Put(t, dir, "arr-0-0.json", bytes.TrimSuffix(data, []byte("]\n")))
 	var re *ReadError
 	if _, _, err := readAll(t, b, "arr-0-0.json"); !errors.As(err, &re) || re.Record != 2 || !strings.Contains(err.Error(), "closing") {
 		t.Errorf("a json file without its closing bracket: %v", err)
 	}
-	writeFile(t, dir, "z-0-0.jsonl.zst", "jsonl", "zstd", 0, 1, 2)
+	datafiles.Write(t, dir, "z-0-0.jsonl.zst", "jsonl", "zstd", 0, 1, 2)
 	data, err = os.ReadFile(filepath.Join(dir, "z-0-0.jsonl.zst"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	putFile(t, dir, "z-0-0.jsonl.zst", data[:len(data)-4])
+	datafiles.Put(t, dir, "z-0-0.jsonl.zst", data[:len(data)-4])
 	if _, _, err := readAll(t, b, "z-0-0.jsonl.zst"); !errors.As(err, &re) || re.Key != "z-0-0.jsonl.zst" {
 		t.Errorf("a cut zstd stream: %v, want a *ReadError naming the file", err)
 	}
 
 	var ue *UnsupportedError
-	putFile(t, dir, "p-0-0.bin", []byte("a\nb\n"))
+	datafiles.Put(t, dir, "p-0-0.bin", []byte("a\nb\n"))
 	if _, _, err := readAll(t, b, "p-0-0.bin"); !errors.As(err, &ue) || !strings.Contains(err.Error(), ".bin") {
 		t.Errorf("a bytes file: %v, want an *UnsupportedError", err)
 	}
-	putFile(t, dir, "n-0-0", []byte("{}\n"))
+	datafiles.Put(t, dir, "n-0-0", []byte("{}\n"))
 	if _, _, err := readAll(t, b, "n-0-0"); !errors.As(err, &ue) {
 		t.Errorf("a file without extension: %v, want an *UnsupportedError", err)
 	}
@@ -204,7 +196,7 @@ func TestReadRecords(t *testing.T) {
 // never a silent short count.
 func TestReadTypedCorrupt(t *testing.T) {
 	dir := t.TempDir()
-	b := openDir(t, dir)
+	b := datafiles.OpenDir(t, dir)
 	offsets := make([]int64, 3000)
 	for i := range offsets {
 		offsets[i] = int64(i)
@@ -223,7 +215,7 @@ func TestReadTypedCorrupt(t *testing.T) {
 		{"parquet", "snappy", func(d []byte) []byte { return append(d[:len(d)/2:len(d)/2], d[len(d)/2+100:]...) }, "100 bytes cut from its middle", false},
 	} {
 		key := fmt.Sprintf("%s-%s-0-0%s", tc.typ, tc.comp, naming.Extension(tc.typ, tc.comp))
-		writeFile(t, dir, key, tc.typ, tc.comp, offsets...)
+		datafiles.Write(t, dir, key, tc.typ, tc.comp, offsets...)
 		if got, bad, err := readAll(t, b, key); err != nil || len(bad) > 0 || len(got) != len(offsets) {
 			t.Fatalf("%s before damage: %d offsets, bad %v, %v", key, len(got), bad, err)
 		}
@@ -231,7 +223,7 @@ func TestReadTypedCorrupt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		putFile(t, dir, key, tc.damage(bytes.Clone(data)))
+		datafiles.Put(t, dir, key, tc.damage(bytes.Clone(data)))
 		got, _, err := readAll(t, b, key)
 		var re *ReadError
 		if !errors.As(err, &re) || re.Key != key || !strings.Contains(err.Error(), key) {
@@ -259,7 +251,7 @@ func flip(d []byte, i int) []byte {
 // are empty lines, a bad row (reading goes on), and a file cut short.
 func TestReadCSV(t *testing.T) {
 	dir := t.TempDir()
-	b := openDir(t, dir)
+	b := datafiles.OpenDir(t, dir)
 	read := func(key string, fields ...string) (offsets, bad []int64, n int, err error) {
 		_, exts := naming.SplitExt(key)
 		err = Records(context.Background(), b, key, exts, fields, func(r Record) error {
@@ -274,19 +266,19 @@ func TestReadCSV(t *testing.T) {
 		})
 		return offsets, bad, n, err
 	}
-	putFile(t, dir, "c-0-0.csv", []byte("a2V5,\"x, \"\"y\"\"\nz\",7\n,,8\nk,\"\",9\n"))
+	datafiles.Put(t, dir, "c-0-0.csv", []byte("a2V5,\"x, \"\"y\"\"\nz\",7\n,,8\nk,\"\",9\n"))
 	if got, bad, n, err := read("c-0-0.csv", "key", "value", "offset"); err != nil || len(bad) > 0 || n != 3 || fmt.Sprint(got) != "[7 8 9]" {
 		t.Errorf("quoted values: offsets %v, bad %v, %d records, %v", got, bad, n, err)
 	}
-	putFile(t, dir, "one-0-0.csv", []byte("a\n\n\"\"\nb\n"))
+	datafiles.Put(t, dir, "one-0-0.csv", []byte("a\n\n\"\"\nb\n"))
 	if _, bad, n, err := read("one-0-0.csv", "value"); err != nil || len(bad) > 0 || n != 4 {
 		t.Errorf("one field with a null value: %d records, bad %v, %v; want 4", n, bad, err)
 	}
-	putFile(t, dir, "bad-0-0.csv", []byte("k,v,1\nk,v\nk,v,x\nk,v,4\n"))
+	datafiles.Put(t, dir, "bad-0-0.csv", []byte("k,v,1\nk,v\nk,v,x\nk,v,4\n"))
 	if got, bad, _, err := read("bad-0-0.csv", "key", "value", "offset"); err != nil || fmt.Sprint(got, bad) != "[1 4] [1 2]" {
 		t.Errorf("bad rows: offsets %v, bad %v, %v; want [1 4] [1 2]", got, bad, err)
 	}
-	putFile(t, dir, "cut-0-0.csv", []byte("k,v,1\nk,\"v\n,2"))
+	datafiles.Put(t, dir, "cut-0-0.csv", []byte("k,v,1\nk,\"v\n,2"))
 	if got, bad, _, err := read("cut-0-0.csv", "key", "value", "offset"); err != nil || fmt.Sprint(got, bad) != "[1] [1]" {
 		t.Errorf("a file cut inside a quoted value: offsets %v, bad %v, %v; want [1] [1]", got, bad, err)
 	}
