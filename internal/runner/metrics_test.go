@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -102,9 +103,12 @@ func TestMetricsDuringRun(t *testing.T) {
 	cfg.Format.Compression = "none"
 	cfg.File.MaxRecords = 0
 	// Files of 1 MiB: while storage stalls, each partition writes several
-	// MiB before the budget fills, so files close by size whatever closes
-	// by age (2s) first on a busy machine.
+	// MiB before the budget fills, so files close by size. The age limit is
+	// long enough that a slow producer on a busy machine can't close them
+	// all by age first (at testConfig's 2 s it did, and the test failed
+	// under load); the first, small batch closes by age after it.
 	cfg.File.MaxBytes = config.MiB
+	cfg.File.MaxAge = 15 * time.Second
 	faults := &storage.Faults{}
 	progress, stop := startedWith(t, cfg, Options{StorageFaults: faults, Version: "v9.9.9-test"})
 	defer func() { faults.Resume(); _ = stop() }()
