@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/naming"
 )
 
@@ -50,12 +51,21 @@ func (c *Config) Warehouse() string {
 	if w := c.Iceberg.Catalog.Warehouse; w != "" {
 		return w
 	}
-	u, err := url.Parse(c.Storage.URL)
+	base, err := c.tableBase()
 	if err != nil {
 		return ""
 	}
-	u.RawQuery = ""
-	return strings.TrimSuffix(u.String(), "/") + "/" + c.Storage.Prefix
+	return base + "/" + c.Storage.Prefix
+}
+
+// tableBase is storage.url as a table's locations name it
+// (iceberg.TableBase): without its query, and an azblob:// container as
+// abfs://container@account.dfs.core.windows.net.
+func (c *Config) tableBase() (string, error) {
+	if _, err := url.Parse(c.Storage.URL); err != nil {
+		return "", fmt.Errorf("storage.url does not parse: %w", err)
+	}
+	return iceberg.TableBase(c.Storage.URL)
 }
 
 // IcebergWarehouse is the default warehouse package iceberg opens the
@@ -79,8 +89,12 @@ func (c *Config) icebergLayout() (rel, template string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("iceberg.table %q is not namespace.table", c.Iceberg.Table)
 	}
+	base, err := c.tableBase()
+	if err != nil {
+		return "", "", err
+	}
 	loc := naming.TableLocation(c.Warehouse(), ns, table)
-	if rel, err = naming.LocationUnder(c.Storage.URL, c.Storage.Prefix, loc); err != nil {
+	if rel, err = naming.LocationUnder(base, c.Storage.Prefix, loc); err != nil {
 		return "", "", err
 	}
 	pp, err := naming.IcebergPartitionPath(c.Iceberg.PartitionBy)
@@ -144,6 +158,16 @@ func (c *Config) checkIceberg(ps *problems) {
 	}
 	if c.Storage.Prefix != "" && !strings.HasSuffix(c.Storage.Prefix, "/") {
 		ps.add("storage.prefix", c.Storage.Prefix, "must end with \"/\" (or be empty) when iceberg.table is set: the table's files go in folders under it; such as %s/", c.Storage.Prefix)
+		return
+	}
+	if strings.HasPrefix(c.Storage.URL, "azblob:") && len(*ps) == 0 {
+		// A table on Azure is still refused (the warehouse check says
+		// why), before the layout, whose translation needs the account.
+		ps.absorb("iceberg", o.CheckWarehouse(c.IcebergWarehouse()))
+		return
+	}
+	if _, err := c.tableBase(); err != nil && len(*ps) == 0 {
+		ps.add("storage.url", c.Storage.URL, "%v", err)
 		return
 	}
 	if _, _, err := c.icebergLayout(); err != nil && len(*ps) == 0 {

@@ -71,7 +71,7 @@ func Open(ctx context.Context, o Options, defaultWarehouse string) (*Catalog, er
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalog{opts: o, warehouse: r.warehouse, props: r.props, secrets: o.secrets()}
+	c := &Catalog{opts: o, warehouse: r.warehouse, props: r.props, secrets: append(o.secrets(), azureSecrets(r.props)...)}
 	switch o.Catalog.Type {
 	case TypeSQL:
 		if err := os.MkdirAll(filepath.Dir(r.sqlite), 0o755); err != nil {
@@ -259,7 +259,7 @@ func warehouseLocation(raw string) (warehouse, error) {
 			return warehouse{}, fmt.Errorf("names no container; write %s://container@account.dfs.core.windows.net/prefix", u.Scheme)
 		}
 		u.User = url.User(container.Username())
-		return warehouse{location: strings.TrimRight(u.String(), "/")}, nil
+		return warehouse{location: strings.TrimRight(u.String(), "/"), props: azureProps(u.Host)}, nil
 	case "azblob":
 		return warehouse{}, errAzureTables
 	default:
@@ -270,7 +270,7 @@ func warehouseLocation(raw string) (warehouse, error) {
 // secretProp reports whether a catalog property holds a credential.
 func secretProp(k string) bool {
 	k = strings.ToLower(k)
-	for _, p := range []string{"secret", "token", "credential", "password", "key", "sas"} {
+	for _, p := range []string{"secret", "token", "credential", "password", "key", "sas", "connection-string"} {
 		if strings.Contains(k, p) && !strings.HasSuffix(k, "key-id") && !strings.HasSuffix(k, "keypath") {
 			return true
 		}

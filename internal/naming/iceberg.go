@@ -122,8 +122,10 @@ func LocationUnder(storageURL, prefix, location string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the table location %q does not parse as a URL: %w", location, err)
 	}
-	if su.Scheme != lu.Scheme || su.Host != lu.Host {
-		return "", fmt.Errorf("the table location %s is not in storage.url's %s://%s", location, su.Scheme, su.Host)
+	// The user part is an abfs:// location's container (see
+	// AzureTableBase).
+	if su.Scheme != lu.Scheme || su.Host != lu.Host || su.User.String() != lu.User.String() {
+		return "", fmt.Errorf("the table location %s is not in storage.url's %s", location, root(su))
 	}
 	base := strings.TrimSuffix(su.Path, "/") + "/" + prefix
 	loc := path.Clean("/" + lu.Path)
@@ -136,9 +138,17 @@ func LocationUnder(storageURL, prefix, location string) (string, error) {
 	}
 	rel = strings.TrimSuffix(rel, "/")
 	if !ok || rel == "" {
-		return "", fmt.Errorf("the table location %s is not inside storage.url and storage.prefix (%s://%s%s), where Spillway writes its files", location, su.Scheme, su.Host, base)
+		return "", fmt.Errorf("the table location %s is not inside storage.url and storage.prefix (%s%s), where Spillway writes its files", location, root(su), base)
 	}
 	return rel, nil
+}
+
+// root is u's scheme, user (an abfs:// container) and host.
+func root(u *url.URL) string {
+	if u.User != nil {
+		return u.Scheme + "://" + u.User.String() + "@" + u.Host
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // IcebergTemplate is the effective file name template of a table's files:

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/iceberg"
@@ -61,12 +59,11 @@ func (a icebergTable) Commit(ctx context.Context, files []File) error {
 
 // OptionsFor is the Committer's Options from cfg.
 func OptionsFor(cfg *config.Config) Options {
-	base := cfg.Storage.URL
-	if u, err := url.Parse(base); err == nil {
-		u.RawQuery = ""
-		base = u.String()
-	}
-	base = strings.TrimSuffix(base, "/") + "/"
+	// Where a key is, as the table names it (an azblob:// key is an
+	// abfs:// location); config check has refused a storage.url it
+	// can't say.
+	base, _ := iceberg.TableBase(cfg.Storage.URL)
+	base += "/"
 	warehouse := cfg.Warehouse()
 	return Options{
 		Table: cfg.Iceberg.Table,
