@@ -115,7 +115,10 @@ type FencedError struct {
 }
 
 func (e *FencedError) Error() string {
-	return fmt.Sprintf("restore fenced: another restore with transactional id %q started, and it goes on from the progress committed so far; nothing of this one's open transaction is visible to read_committed consumers (%v)", e.Group, e.Err)
+	// The broker answers alike when another producer took the id and when
+	// it aborted this one's transaction for outlasting its timeout, so the
+	// message names both.
+	return fmt.Sprintf("restore fenced: either another restore with transactional id %q started (it goes on from the progress committed so far), or the broker aborted this one's transaction for outlasting its transaction timeout (run again with a smaller --txn-bytes); nothing of the open transaction is visible to read_committed consumers (%v)", e.Group, e.Err)
 }
 
 func (e *FencedError) Unwrap() error { return e.Err }
