@@ -262,7 +262,16 @@ func startSpillway(t testing.TB, configYAML string, cg *memCgroup) *spillwayProc
 	if err := os.WriteFile(cfgPath, []byte(configYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &spillwayProc{LogPath: filepath.Join(dir, "spillway.log"), cg: cg,
+	return startProc(t, cg, filepath.Join(dir, "spillway.log"), bins.spillway, "run", "--config", cfgPath)
+}
+
+// startProc starts argv (a spillway binary and its command line) with its
+// stdout and stderr in the file logPath. With cg non-nil the process runs
+// inside that memory cgroup from its first instruction: a shell joins the
+// cgroup, then execs it. It is sampled for its peaks until it exits.
+func startProc(t testing.TB, cg *memCgroup, logPath string, argv ...string) *spillwayProc {
+	t.Helper()
+	p := &spillwayProc{LogPath: logPath, cg: cg,
 		done: make(chan struct{}), sampled: make(chan struct{})}
 	logFile, err := os.Create(p.LogPath)
 	if err != nil {
@@ -270,7 +279,7 @@ func startSpillway(t testing.TB, configYAML string, cg *memCgroup) *spillwayProc
 	}
 	defer logFile.Close()
 
-	args := []string{bins.spillway, "run", "--config", cfgPath}
+	args := argv
 	if cg != nil {
 		// $0 and "$@" carry the command, so no path needs quoting.
 		args = append([]string{"/bin/sh", "-c", `echo $$ > "$CGROUP_PROCS" && exec "$0" "$@"`}, args...)

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -238,37 +237,5 @@ admin:
 // spillwayProc, sampled for its peaks until it exits.
 func startRestoreProc(t *testing.T, bin string, cg *memCgroup, args ...string) *spillwayProc {
 	t.Helper()
-	p := &spillwayProc{LogPath: filepath.Join(t.TempDir(), "restore.log"), cg: cg,
-		done: make(chan struct{}), sampled: make(chan struct{})}
-	logFile, err := os.Create(p.LogPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	argv := append([]string{"/bin/sh", "-c", `echo $$ > "$CGROUP_PROCS" && exec "$0" "$@"`, bin}, args...)
-	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true", "CGROUP_PROCS="+cg.file("cgroup.procs"))
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting spillway restore: %v", err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		p.state = p.cmd.ProcessState
-		close(p.done)
-	}()
-	go p.sample()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		<-p.sampled
-		if t.Failed() {
-			t.Logf("restore log (%s), last lines:\n%s", p.LogPath, tail(p.LogPath, 20))
-		}
-	})
-	return p
+	return startProc(t, cg, filepath.Join(t.TempDir(), "restore.log"), append([]string{bin}, args...)...)
 }
