@@ -116,6 +116,17 @@ func (l *Ledger) Resume(ctx context.Context, id Identity, log Log, opts ResumeOp
 	return p, err
 }
 
+// Stored reports whether storage holds e's file under its name with e's
+// size: whether its writer published it. A last entry whose file is not
+// there is void (its writer died first) or still being published.
+func (l *Ledger) Stored(ctx context.Context, e *Entry) (bool, error) {
+	o, ok, err := l.st.Stat(ctx, e.File.Key)
+	if err != nil {
+		return false, fmt.Errorf("ledger: stat %s: %w", e.File.Key, err)
+	}
+	return ok && o.Size == e.File.Bytes, nil
+}
+
 // resumeEntry is where a partition stands whose last entry is e.
 func (l *Ledger) resumeEntry(ctx context.Context, id Identity, log Log, e *Entry) (Point, error) {
 	if !e.HasFile() {

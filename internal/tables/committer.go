@@ -131,6 +131,26 @@ func (p *part) add(es []ledger.Entry) {
 			p.pending = slices.Insert(p.pending, i, e)
 		}
 	}
+	// An entry the next one does not count as stored is void: its writer
+	// died before publishing its file, and the writer that resumed after
+	// it wrote the same offsets again, often under the same name. Adding
+	// both would put those offsets in the table twice (the table refuses
+	// the second, and the run could not go on).
+	var void []int64
+	for i := 0; i+1 < len(p.pending); i++ {
+		if e, next := &p.pending[i], &p.pending[i+1]; next.Seq == e.Seq+1 && voidBefore(e, next) {
+			void = append(void, e.Seq)
+		}
+	}
+	if len(void) > 0 {
+		p.pending = slices.DeleteFunc(p.pending, func(e ledger.Entry) bool { return slices.Contains(void, e.Seq) })
+	}
+}
+
+// voidBefore reports whether entry e, followed by next in its partition's
+// ledger, is void: next's writer did not count e's file as stored.
+func voidBefore(e, next *ledger.Entry) bool {
+	return e.HasFile() && len(next.Before.Ranges().Overlap(e.File.Ranges)) == 0
 }
 
 func (c *Committer) pendingLocked() int64 {
@@ -357,13 +377,29 @@ func (c *Committer) missing(ctx context.Context, p *part) ([]ledger.Entry, error
 		return nil, err
 	}
 	var out []ledger.Entry
+	last := true
 	for e != nil {
 		if any && e.Seq <= held {
 			break
 		}
 		if e.HasFile() {
-			out = append(out, *e)
+			stored := true
+			if last {
+				// The last entry's file may be void (its writer died
+				// before publishing it, and whoever resumes writes its
+				// offsets again) or still on its way (Published brings
+				// it then): either way not to be committed from here.
+				// An earlier void entry is dropped by part.add, beside
+				// the entry after it.
+				if stored, err = c.led.Stored(ctx, e); err != nil {
+					return nil, err
+				}
+			}
+			if stored {
+				out = append(out, *e)
+			}
 		}
+		last = false
 		if e.Seq == 0 {
 			break
 		}

@@ -77,6 +77,7 @@ type Ledger interface {
 	Last(ctx context.Context, id ledger.Identity) (*ledger.Entry, error)
 	Read(ctx context.Context, id ledger.Identity, key string) (*ledger.Entry, error)
 	EntryKey(id ledger.Identity, seq int64) string
+	Stored(ctx context.Context, e *ledger.Entry) (bool, error)
 }
 
 // TableName renders iceberg.table for topic, as package iceberg names it
