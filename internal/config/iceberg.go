@@ -70,9 +70,19 @@ func (c *Config) tableBase() (string, error) {
 
 // IcebergWarehouse is the default warehouse package iceberg opens the
 // catalog with: storage.url with storage.prefix appended to its path, its
-// query (an s3 endpoint or region, which iceberg's FileIO takes) kept.
+// query (an s3 endpoint or region, which iceberg's FileIO takes) kept; an
+// azblob:// container as its abfs:// location (tableBase; the endpoint
+// and credentials reach the FileIO from the environment), or "" when no
+// account is known to name it, which checkIceberg reports.
 func (c *Config) IcebergWarehouse() string {
 	u, err := url.Parse(c.Storage.URL)
+	if err == nil && u.Scheme == "azblob" {
+		base, err := c.tableBase()
+		if err != nil {
+			return ""
+		}
+		return base + "/" + c.Storage.Prefix
+	}
 	if err != nil || (u.Scheme == "" && u.Host == "") {
 		return strings.TrimSuffix(c.Storage.URL, "/") + "/" + c.Storage.Prefix
 	}
@@ -160,13 +170,9 @@ func (c *Config) checkIceberg(ps *problems) {
 		ps.add("storage.prefix", c.Storage.Prefix, "must end with \"/\" (or be empty) when iceberg.table is set: the table's files go in folders under it; such as %s/", c.Storage.Prefix)
 		return
 	}
-	if strings.HasPrefix(c.Storage.URL, "azblob:") && len(*ps) == 0 {
-		// A table on Azure is still refused (the warehouse check says
-		// why), before the layout, whose translation needs the account.
-		ps.absorb("iceberg", o.CheckWarehouse(c.IcebergWarehouse()))
-		return
-	}
 	if _, err := c.tableBase(); err != nil && len(*ps) == 0 {
+		// An azblob:// container without a known account: its table
+		// location can't be named.
 		ps.add("storage.url", c.Storage.URL, "%v", err)
 		return
 	}

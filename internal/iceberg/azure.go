@@ -83,7 +83,11 @@ func TableBase(storageURL string) (string, error) {
 		return strings.TrimSuffix(storageURL, "/"), nil //nolint:nilerr // the config names an unparsable storage.url
 	}
 	if u.Scheme == "azblob" {
-		base, _, err := naming.AzureTableBase(storageURL, azureAccount(u))
+		account := azureAccount(u)
+		if account == "" && u.Host != "" {
+			return "", errors.New("is an Azure container, which a table names abfs://container@account.dfs.core.windows.net, but no storage account is known; set AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN), or AZURE_STORAGE_CONNECTION_STRING with its AccountName")
+		}
+		base, _, err := naming.AzureTableBase(storageURL, account)
 		return base, err
 	}
 	u.RawQuery = ""
@@ -136,23 +140,4 @@ func azureSecrets(props map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// errAzureTables is why an Azure warehouse is still refused in the
-// config: the translation (TableBase, azureProps) is in place, but the
-// whole path (sink, ledger, commit loop and verify on Azurite) has not
-// been run end to end yet.
-var errAzureTables = errors.New("is an Azure location: Spillway can't commit Iceberg tables to Azure yet (its data files are stored under storage.url as azblob://container/key, and a table on Azure names them abfs://container@account.dfs.core.windows.net/key, which Spillway does not translate); for a table, use s3://, gs:// or a local directory as storage.url and leave iceberg.catalog.warehouse empty, or write plain files to Azure by leaving iceberg.table empty")
-
-// azureWarehouse refuses an Azure warehouse for a run (errAzureTables).
-func azureWarehouse(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil // warehouseLocation names it
-	}
-	switch u.Scheme {
-	case "abfs", "abfss", "wasb", "wasbs", "azblob":
-		return errAzureTables
-	}
-	return nil
 }

@@ -261,7 +261,8 @@ func warehouseLocation(raw string) (warehouse, error) {
 		u.User = url.User(container.Username())
 		return warehouse{location: strings.TrimRight(u.String(), "/"), props: azureProps(u.Host)}, nil
 	case "azblob":
-		return warehouse{}, errAzureTables
+		// Spillway's storage scheme, which no Iceberg engine reads.
+		return warehouse{}, errors.New("is Spillway's storage scheme, not an Iceberg location; a table names an Azure container abfs://container@account.dfs.core.windows.net/prefix, or leave iceberg.catalog.warehouse empty for storage.url + storage.prefix")
 	default:
 		return warehouse{}, fmt.Errorf("has scheme %s, which is not an Iceberg warehouse; use a local directory, s3:// or gs://", u.Scheme)
 	}

@@ -163,8 +163,6 @@ func (o *Options) Validate() error {
 	if c.Warehouse != "" && !restWarehouseName(c) {
 		if _, err := warehouseLocation(c.Warehouse); err != nil {
 			ps.Add("iceberg.catalog.warehouse", redactURI(c.Warehouse), "%v", err)
-		} else if err := azureWarehouse(c.Warehouse); err != nil {
-			ps.Add("iceberg.catalog.warehouse", redactURI(c.Warehouse), "%v", err)
 		}
 	}
 	for i, p := range c.Properties {

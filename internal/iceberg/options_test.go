@@ -48,7 +48,7 @@ func TestValidate(t *testing.T) {
 		{"sql uri not a file", with(func(o *Options) { o.Catalog.URI = "postgres://u:" + secret + "@h/db" }),
 			[]string{`iceberg.catalog.uri: "postgres://REDACTED@h/db" is not a SQLite file; the sql catalog takes a local file path, such as /var/lib/spillway/catalog.db`}},
 		{"azure warehouse", with(func(o *Options) { o.Catalog.Warehouse = "azblob://c" }),
-			[]string{`iceberg.catalog.warehouse: "azblob://c" is an Azure location: Spillway can't commit Iceberg tables to Azure yet (its data files are stored under storage.url as azblob://container/key, and a table on Azure names them abfs://container@account.dfs.core.windows.net/key, which Spillway does not translate); for a table, use s3://, gs:// or a local directory as storage.url and leave iceberg.catalog.warehouse empty, or write plain files to Azure by leaving iceberg.table empty`}},
+			[]string{`iceberg.catalog.warehouse: "azblob://c" is Spillway's storage scheme, not an Iceberg location; a table names an Azure container abfs://container@account.dfs.core.windows.net/prefix, or leave iceberg.catalog.warehouse empty for storage.url + storage.prefix`}},
 		{"rest warehouse name", with(func(o *Options) {
 			o.Catalog.Type, o.Catalog.URI, o.Catalog.Warehouse = "rest", "https://h/c", "analytics"
 		}), nil},
