@@ -52,7 +52,7 @@ func URL(raw string) string {
 		return Mark
 	}
 	changed := false
-	if u.User != nil {
+	if u.User != nil && !containerUser(u) {
 		u.User = url.User(Mark)
 		changed = true
 	}
@@ -98,6 +98,20 @@ func URL(raw string) string {
 	return u.String()
 }
 
+// containerUser reports whether u's userinfo is an Azure container's name,
+// not a credential: Hadoop's abfs and wasb URLs (the form Iceberg tables on
+// Azure use) name the container there, as in
+// abfs://container@account.dfs.core.windows.net/path. A password would
+// still be a credential, so a userinfo with one is hidden as any other.
+func containerUser(u *url.URL) bool {
+	switch strings.ToLower(u.Scheme) {
+	case "abfs", "abfss", "wasb", "wasbs":
+		_, hasPassword := u.User.Password()
+		return !hasPassword
+	}
+	return false
+}
+
 // nestedURL redacts a query parameter's value that is itself a URL with
 // credentials, such as S3's endpoint=http://user:pass@host:9000, as
 // written or percent-encoded. ok is false when there is nothing to hide.
@@ -136,7 +150,7 @@ func Secrets(raw string) []string {
 			out = append(out, v)
 		}
 	}
-	if u.User != nil {
+	if u.User != nil && !containerUser(u) {
 		add(u.User.Username())
 		p, _ := u.User.Password()
 		add(p)

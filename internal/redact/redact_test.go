@@ -20,6 +20,11 @@ func TestURL(t *testing.T) {
 		// Userinfo, whole: the user name may be a token or an access key id.
 		{"user and password", "s3://AKIAEXAMPLE:wJalrXUtnFEMI@bucket/prefix?region=us-east-1", "s3://REDACTED@bucket/prefix?region=us-east-1"},
 		{"user alone", "gs://token@b", "gs://REDACTED@b"},
+		// Except Hadoop's Azure URLs, where it is the container's name; a
+		// password there is still hidden.
+		{"abfs container", "abfs://lake@acct.dfs.core.windows.net/raw", "abfs://lake@acct.dfs.core.windows.net/raw"},
+		{"wasbs container", "WASBS://lake@acct.blob.core.windows.net/raw", "WASBS://lake@acct.blob.core.windows.net/raw"},
+		{"abfs with a password", "abfs://lake:KEY1@acct.dfs.core.windows.net/raw", "abfs://REDACTED@acct.dfs.core.windows.net/raw"},
 
 		// Query parameters named like a credential, in any case, kept in
 		// their order, the others untouched.
@@ -113,5 +118,10 @@ func TestSecrets(t *testing.T) {
 		if slices.Contains(got, not) {
 			t.Errorf("Secrets = %q lists %q, which is no credential", got, not)
 		}
+	}
+	// An abfs URL's user is its container: scrubbing it from messages
+	// would only mangle them.
+	if got := Secrets("abfs://lake@acct.dfs.core.windows.net/raw"); len(got) != 0 {
+		t.Errorf("Secrets(abfs) = %q, want none", got)
 	}
 }
