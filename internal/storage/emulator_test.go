@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 
+	"github.com/spillway/spillway/internal/storage/storeerr"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -359,8 +360,8 @@ func TestEmulatorMissingBucket(t *testing.T) {
 		}
 		// Met while running (the bucket deleted, say), it is fatal too:
 		// retrying would pause consumption forever.
-		if !IsFatal(err) || !IsFatal(listErr) {
-			t.Errorf("IsFatal: commit %v, list %v; want both true:\ncommit: %v\nlist: %v", IsFatal(err), IsFatal(listErr), err, listErr)
+		if !storeerr.IsFatal(err) || !storeerr.IsFatal(listErr) {
+			t.Errorf("storeerr.IsFatal: commit %v, list %v; want both true:\ncommit: %v\nlist: %v", storeerr.IsFatal(err), storeerr.IsFatal(listErr), err, listErr)
 		}
 	})
 }
@@ -405,8 +406,8 @@ func TestEmulatorS3WrongCredentials(t *testing.T) {
 			if !strings.Contains(strings.ToLower(err.Error()), tc.want) {
 				t.Errorf("error does not say %q: %v", tc.want, err)
 			}
-			if !IsFatal(err) {
-				t.Errorf("IsFatal(%v) = false", err)
+			if !storeerr.IsFatal(err) {
+				t.Errorf("storeerr.IsFatal(%v) = false", err)
 			}
 			if strings.Contains(err.Error(), "wrong-secret-do-not-print") {
 				t.Errorf("error shows the secret: %v", err)

@@ -15,6 +15,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
 // PreflightTimeout bounds the whole startup check, so that an endpoint that
@@ -96,7 +97,7 @@ func (b *Bucket) CreateOnlyIgnoredMessage(rep PreflightReport) string {
 // check one prefix at once. It takes at most PreflightTimeout, or ctx's
 // deadline if sooner.
 //
-// The error, when not nil, says what to fix: a *FatalError for a missing
+// The error, when not nil, says what to fix: a *storeerr.FatalError for a missing
 // bucket, refused credentials, a denied permission or a wrong region; or a
 // plain error saying the store did not answer.
 func (b *Bucket) Preflight(ctx context.Context, prefix string) (PreflightReport, error) {
@@ -115,7 +116,7 @@ func (b *Bucket) preflight(ctx context.Context, prefix string, timeout time.Dura
 	if err == nil {
 		return rep, nil
 	}
-	var fe *FatalError
+	var fe *storeerr.FatalError
 	if errors.As(err, &fe) {
 		return rep, fmt.Errorf("storage: %w", err)
 	}
@@ -207,7 +208,7 @@ func writeAgain(ctx context.Context, be backend, probe string) (accepted bool, e
 // configuration problem, while later the same error can be a passing
 // failure to refresh them, which is for retries to handle.
 func (r *remote) explain(err error, action string) error {
-	if f := classify(err, r.name); f != nil {
+	if f := storeerr.Classify(err, r.name); f != nil {
 		if f.Action == "" {
 			c := *f
 			c.Action = action
@@ -216,7 +217,7 @@ func (r *remote) explain(err error, action string) error {
 		return f
 	}
 	if detail, ok := noAWSCredentials(err); ok {
-		return &FatalError{Kind: KindCredentials, Bucket: r.name, Code: codeNoCredentials, Detail: detail, backend: backendS3, err: err}
+		return storeerr.NoS3Credentials(r.name, detail, err)
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {

@@ -12,11 +12,8 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
-
-// ErrExists is returned by Commit when an object already exists under the
-// name and the backend enforces create-only writes.
-var ErrExists = errors.New("object already exists")
 
 type remote struct {
 	b *blob.Bucket
@@ -51,12 +48,12 @@ func (r *remote) beforeWrite() func(func(any) bool) error {
 }
 
 // wrap adds the bucket name to a backend error, and turns an error no retry
-// can fix (see classify) into a *FatalError that says what to change.
+// can fix (see storeerr.Classify) into a *storeerr.FatalError that says what to change.
 func (r *remote) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	if f := classify(err, r.name); f != nil {
+	if f := storeerr.Classify(err, r.name); f != nil {
 		return r.hidden(f)
 	}
 	if r.name == "" {

@@ -28,6 +28,8 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
 	"gocloud.dev/blob/s3blob"
+
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
 // Retry bounds how one storage request (a part upload, the commit of an
@@ -58,7 +60,7 @@ type Retry struct {
 	MaxBackoff time.Duration
 
 	// onRetry, when set, is told of each failed try the SDK retries, by
-	// retryClass (Options.Observer sets it).
+	// storeerr.RetryClass (Options.Observer sets it).
 	onRetry func(class string)
 }
 
@@ -67,9 +69,9 @@ func (r Retry) retried(err error, status int) {
 		return
 	}
 	if status == 0 {
-		status = statusOf(err)
+		status = storeerr.StatusOf(err)
 	}
-	r.onRetry(retryClass(status))
+	r.onRetry(storeerr.RetryClass(status))
 }
 
 // The defaults of Retry's fields.

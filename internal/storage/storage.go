@@ -24,6 +24,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // registers s3://
 
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
 // Options tunes how objects are uploaded.
@@ -45,6 +46,10 @@ type Options struct {
 	// Observer, when set, is told of requests and retries (metrics).
 	Observer Observer
 }
+
+// ErrExists is returned by Commit when an object already exists under the
+// name and the backend enforces create-only writes.
+var ErrExists = storeerr.ErrExists
 
 // Object describes one stored object.
 type Object struct {
@@ -91,8 +96,8 @@ type Object struct {
 //     committed while it runs may or may not be seen. Writes in progress
 //     (the local backend's temp files) are never shown.
 //   - The remote backend returns errors no retry can fix (a missing
-//     bucket, refused credentials, a denied permission) as a *FatalError
-//     (see classify); the local backend returns the OS's errors.
+//     bucket, refused credentials, a denied permission) as a *storeerr.FatalError
+//     (see storeerr.Classify); the local backend returns the OS's errors.
 //   - A backend is safe for concurrent use by many writers and readers.
 //     One objectWriter is used by one goroutine at a time.
 type backend interface {
