@@ -147,7 +147,7 @@ func TestEmulatorPreflightCreateOnlyIgnored(t *testing.T) {
 	}
 	// The honest runs' refused completions left no upload open.
 	var c *s3.Client
-	if !b.be.(*remote).b.As(&c) {
+	if !b.be.(remoteBackend).r.As(&c) {
 		t.Fatal("not an s3 bucket")
 	}
 	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &name})

@@ -14,7 +14,6 @@ import (
 	"hash/crc32"
 	"io"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // registers s3://
 
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/remote"
 	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
@@ -51,6 +51,10 @@ type Options struct {
 // name and the backend enforces create-only writes.
 var ErrExists = storeerr.ErrExists
 
+// Retry bounds how one remote storage request is retried: see
+// remote.Retry.
+type Retry = remote.Retry
+
 // Object describes one stored object.
 type Object struct {
 	Key  string
@@ -71,7 +75,7 @@ type Object struct {
 //     errors.Is(err, ErrExists) holds, and the object there is left as it
 //     was, so of two writers of one key at most one commit succeeds. The
 //     remote backend relies on the store honouring conditional writes
-//     (see remote.newWriter).
+//     (see remote.Bucket.NewWriter).
 //   - Nothing written is visible under its key (to list or read) before
 //     commit is called; once commit returns nil, the object is durable
 //     and whole.
@@ -190,9 +194,6 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// is never overshot by a file's first write.
 	b := &Bucket{chunkSize: int(FootprintOf(u.Scheme, opts.PartSize).Chunk), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults,
 		scheme: u.Scheme, obs: opts.Observer}
-	if obs := opts.Observer; obs != nil {
-		opts.Retry.onRetry = func(class string) { obs.Retry(u.Scheme, class) }
-	}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -209,21 +210,25 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// storage_class is ours, not gocloud's (whose opener refuses unknown
 	// parameters): take it out before gocloud sees the URL.
 	var storageClass string
-	if u.Scheme == "s3" && u.Query().Has(StorageClassParam) {
+	if u.Scheme == "s3" && u.Query().Has(remote.StorageClassParam) {
 		q := u.Query()
-		storageClass = q.Get(StorageClassParam)
-		if err := CheckStorageClass(storageClass); err != nil {
+		storageClass = q.Get(remote.StorageClassParam)
+		if err := remote.CheckStorageClass(storageClass); err != nil {
 			return nil, fmt.Errorf("storage: %s: %w", redact.URL(rawURL), err)
 		}
-		q.Del(StorageClassParam)
+		q.Del(remote.StorageClassParam)
 		u.RawQuery = q.Encode()
 		rawURL = u.String()
 	}
-	bb, err := openRemote(ctx, u, rawURL, opts.Retry)
-	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), redactedError{err, rawURL})
+	var onRetry func(string)
+	if obs := opts.Observer; obs != nil {
+		onRetry = func(class string) { obs.Retry(u.Scheme, class) }
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass, hide: redact.Secrets(rawURL)}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
+	rb, err := remote.Open(ctx, u, rawURL, remote.Options{PartSize: int(opts.PartSize), Retry: opts.Retry, OnRetry: onRetry, StorageClass: storageClass})
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), err)
+	}
+	b.be, b.url, b.writeMem = remoteBackend{rb}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
 	return b, nil
 }
 
@@ -493,33 +498,3 @@ func (w *Writer) Abort() {
 	w.done = true
 	w.w.abort()
 }
-
-// redactedError hides a URL's secrets in an error's text while keeping the
-// error itself for errors.Is and errors.As.
-type redactedError struct {
-	err error
-	raw string
-}
-
-func (e redactedError) Error() string {
-	shown := redact.URL(e.raw)
-	msg := strings.ReplaceAll(e.err.Error(), e.raw, shown)
-	if u, err := url.Parse(e.raw); err == nil && shown != e.raw {
-		// The SDK may quote a part of the URL alone: hide each value that
-		// redact.URL hid (short ones would match unrelated text).
-		// The credentials first, so that a URL in a parameter (S3's
-		// endpoint) keeps its host.
-		hidden := redact.Secrets(e.raw)
-		for _, vs := range u.Query() {
-			hidden = append(hidden, vs...)
-		}
-		for _, v := range hidden {
-			if len(v) >= 4 && !strings.Contains(shown, v) {
-				msg = strings.ReplaceAll(msg, v, redact.Mark)
-			}
-		}
-	}
-	return msg
-}
-
-func (e redactedError) Unwrap() error { return e.err }

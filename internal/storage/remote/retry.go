@@ -1,4 +1,4 @@
-package storage
+package remote
 
 import (
 	"context"
@@ -60,7 +60,7 @@ type Retry struct {
 	MaxBackoff time.Duration
 
 	// onRetry, when set, is told of each failed try the SDK retries, by
-	// storeerr.RetryClass (Options.Observer sets it).
+	// storeerr.RetryClass (Options.OnRetry sets it).
 	onRetry func(class string)
 }
 
@@ -125,12 +125,12 @@ func (r Retry) delay(n int) time.Duration {
 	return rand.N(c + 1)
 }
 
-// openRemote opens a gocloud bucket whose SDK client retries by r. The
+// OpenBlob opens a gocloud bucket whose SDK client retries by r. The
 // URL's own parameters keep the meaning gocloud gives them: each opener
 // is gocloud's, and only the client beneath it is rebuilt or tuned. The
 // exception is an Azure connection string (see openAzure), which names
 // the endpoint itself.
-func openRemote(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
+func OpenBlob(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
 	r = r.withDefaults()
 	switch u.Scheme {
 	case "s3":

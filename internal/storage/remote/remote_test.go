@@ -1,4 +1,4 @@
-package storage
+package remote
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ func s3Err(status int, code string) error {
 // TestRemoteWrap: remote.wrap makes classified errors fatal and names the
 // bucket; others keep the bucket prefix and their text.
 func TestRemoteWrap(t *testing.T) {
-	r := &remote{name: "b1"}
+	r := &Bucket{name: "b1"}
 	if err := r.wrap(s3Err(404, "NoSuchBucket")); !storeerr.IsFatal(err) || !strings.Contains(err.Error(), `bucket "b1" does not exist`) {
 		t.Errorf("missing bucket: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestNoAWSCredentials(t *testing.T) {
 	if !ok || detail != "failed to refresh cached credentials, no EC2 IMDS role found" {
 		t.Fatalf("noAWSCredentials = %q, %v", detail, ok)
 	}
-	f := (&remote{name: "b"}).explain(err, "list objects")
+	f := (&Bucket{name: "b"}).explain(err, "list objects")
 	var fe *storeerr.FatalError
 	if !errors.As(f, &fe) || fe.Kind != storeerr.KindCredentials || !strings.Contains(f.Error(), `no usable credentials were found for bucket "b"`) {
 		t.Fatalf("explain = %v", f)
