@@ -23,6 +23,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // registers s3://
 
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/partqueue"
 	"github.com/spillway/spillway/internal/storage/remote"
 	"github.com/spillway/spillway/internal/storage/storeerr"
 )
@@ -304,7 +305,7 @@ func (b *Bucket) newWriter(ctx context.Context, key string, meta map[string]stri
 	if b.faults != nil {
 		w = faultyWriter{w, b.faults, key, ctx}
 	}
-	return &Writer{w: newPartQueue(w, b.chunkSize, b.uploads, b.account, &b.pool), key: key, b: b}, nil
+	return &Writer{w: partqueue.New(queueDst(w), b.chunkSize, b.uploads, b.account, &b.pool), key: key, b: b}, nil
 }
 
 // List calls fn for every object whose key starts with prefix.
@@ -427,7 +428,7 @@ func (b *Bucket) Close() error { return b.be.close() }
 
 // Writer streams one object. It is not safe for concurrent use.
 type Writer struct {
-	w    *partQueue
+	w    *partqueue.Queue
 	key  string
 	n    int64
 	crc  uint32
@@ -466,7 +467,7 @@ func (w *Writer) CRC32C() uint32 { return w.crc }
 // ctx ends. Write never waits: a caller that must not let the queue grow
 // (a record larger than the budget's room) waits here between pieces.
 func (w *Writer) WaitQueued(ctx context.Context, max int64) error {
-	if err := w.w.waitQueued(ctx, int(max)); err != nil {
+	if err := w.w.WaitQueued(ctx, int(max)); err != nil {
 		return fmt.Errorf("storage: write %s: %w", w.key, err)
 	}
 	return nil
@@ -482,7 +483,7 @@ func (w *Writer) Commit() error {
 	}
 	w.done = true
 	start := time.Now()
-	err := w.w.commit()
+	err := w.w.Commit()
 	w.b.observe("commit", start, err)
 	if err != nil {
 		return fmt.Errorf("storage: commit %s: %w", w.key, err)
@@ -496,5 +497,5 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.done = true
-	w.w.abort()
+	w.w.Abort()
 }
