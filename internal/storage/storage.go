@@ -5,6 +5,10 @@
 // object is durable under its final name, and before that no object is
 // visible under that name. The sink relies on this to decide which offsets
 // may be committed.
+//
+// The local directory backend is here; the gocloud one is storage/remote,
+// the part queue storage/partqueue, and what an error means
+// storage/storeerr.
 package storage
 
 import (
