@@ -1,10 +1,8 @@
 package restore
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -23,48 +21,6 @@ import (
 
 const waitDeadline = 3 * time.Minute
 
-// hostile is record i of a source partition: binary keys and values with
-// NUL and invalid UTF-8, null keys, tombstones, empty keys and values,
-// repeated, binary, null and empty header values, and timestamps that are
-// old and out of order.
-func hostile(i int, partition int32) *kgo.Record {
-	r := &kgo.Record{Partition: partition}
-	switch i % 5 {
-	case 0:
-		r.Key = nil
-	case 1:
-		r.Key = []byte{}
-	case 2:
-		r.Key = []byte{0, 0xff, 0xfe, 'k', 0, byte(i)}
-	default:
-		r.Key = fmt.Appendf(nil, "key-%d", i)
-	}
-	switch i % 7 {
-	case 0:
-		r.Value = nil // a tombstone
-	case 1:
-		r.Value = []byte{}
-	case 2:
-		r.Value = append([]byte{0, 0xc3, 0x28, '\n', '"', '\\'}, bytes.Repeat([]byte{byte(i)}, i%300)...)
-	case 3:
-		r.Value = []byte(`{"a": 1,` + "\n" + ` "b": "x"}`)
-	default:
-		r.Value = fmt.Appendf(nil, `"v%d"`, i)
-	}
-	switch i % 4 {
-	case 1:
-		r.Headers = []kgo.RecordHeader{{Key: "h", Value: []byte("1")}, {Key: "h", Value: []byte{0, 0xff}}, {Key: "n", Value: nil}, {Key: "e", Value: []byte{}}}
-	case 2:
-		r.Headers = []kgo.RecordHeader{{Key: "only", Value: []byte("x")}}
-	}
-	// Old (1990s, even before 1970) and out of order.
-	r.Timestamp = time.UnixMilli(int64(631152000000 + (i%3)*86400000 - i*1000))
-	if i%11 == 5 {
-		r.Timestamp = time.UnixMilli(1234)
-	}
-	return r
-}
-
 // sourceFixture is a source topic of n records in each of its partitions,
 // drained by the real pipeline with the config cfgFn shapes.
 type sourceFixture struct {
@@ -82,8 +38,8 @@ func newSource(t *testing.T, cluster *testkit.Cluster, topic string, partitions 
 	f := &sourceFixture{cluster: cluster, cl: cl, topic: topic, want: map[int32][]*kgo.Record{}}
 	testkit.Produce(t, cl, topic, n*int(partitions), func(i int) *kgo.Record {
 		p := int32(i) % partitions
-		r := hostile(i, p)
-		f.want[p] = append(f.want[p], hostile(i, p))
+		r := testkit.HostileRecord(i, p)
+		f.want[p] = append(f.want[p], testkit.HostileRecord(i, p))
 		return r
 	})
 	cfg := config.Default()
@@ -220,7 +176,7 @@ func compare(t *testing.T, want, got map[int32][]*kgo.Record) {
 			t.Errorf("partition %d: %d records, want %d", p, len(got[p]), len(want[p]))
 		}
 		for i := range min(len(got[p]), len(want[p])) {
-			if err := sameRecord(want[p][i], got[p][i]); err != nil {
+			if err := testkit.SameRecord(want[p][i], got[p][i]); err != nil {
 				t.Errorf("partition %d record %d: %v", p, i, err)
 				return
 			}
@@ -231,28 +187,6 @@ func compare(t *testing.T, want, got map[int32][]*kgo.Record) {
 			t.Errorf("partition %d: %d records, want none", p, len(got[p]))
 		}
 	}
-}
-
-func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
-
-func sameRecord(want, got *kgo.Record) error {
-	switch {
-	case !sameBytes(want.Key, got.Key):
-		return fmt.Errorf("key %q (nil %v), want %q (nil %v)", got.Key, got.Key == nil, want.Key, want.Key == nil)
-	case !sameBytes(want.Value, got.Value):
-		return fmt.Errorf("value %q (nil %v), want %q (nil %v)", got.Value, got.Value == nil, want.Value, want.Value == nil)
-	case want.Timestamp.UnixMilli() != got.Timestamp.UnixMilli():
-		return fmt.Errorf("timestamp %d, want %d", got.Timestamp.UnixMilli(), want.Timestamp.UnixMilli())
-	case len(want.Headers) != len(got.Headers):
-		return fmt.Errorf("headers %v, want %v", got.Headers, want.Headers)
-	}
-	for i := range want.Headers {
-		if want.Headers[i].Key != got.Headers[i].Key || !sameBytes(want.Headers[i].Value, got.Headers[i].Value) {
-			return fmt.Errorf("header %d %q=%q (nil %v), want %q=%q (nil %v)", i, got.Headers[i].Key, got.Headers[i].Value, got.Headers[i].Value == nil,
-				want.Headers[i].Key, want.Headers[i].Value, want.Headers[i].Value == nil)
-		}
-	}
-	return nil
 }
 
 var errKilled = errors.New("killed by the test")

@@ -89,7 +89,7 @@ func TestRoundTripKcat(t *testing.T) {
 				t.Errorf("dst-kcat/%d record %d at offset %d after %d", p, i, g.offset, last)
 			case g.timestamp != w.Timestamp.UnixMilli():
 				t.Errorf("dst-kcat/%d record %d: timestamp %d, want %d", p, i, g.timestamp, w.Timestamp.UnixMilli())
-			case !sameBytes(g.key, w.Key) || !sameBytes(g.value, w.Value):
+			case !testkit.SameBytes(g.key, w.Key) || !testkit.SameBytes(g.value, w.Value):
 				t.Errorf("dst-kcat/%d record %d: key %q value %q (null: %v %v), want %q %q (null: %v %v)", p, i,
 					g.key, g.value, g.key == nil, g.value == nil, w.Key, w.Value, w.Key == nil, w.Value == nil)
 			}

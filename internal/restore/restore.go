@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/spillway/spillway/internal/readback"
+	"github.com/spillway/spillway/internal/restore/decode"
 )
 
 // Defaults of Options.
@@ -555,7 +556,7 @@ func (r *restorer) merge(ctx context.Context, group []File, fn func(*kgo.Record)
 	if len(group) == 1 {
 		// One file: read straight through, without a coroutine per record.
 		c := &fileCursor{f: group[0], last: -1}
-		err := decodeFileBuf(ctx, r.st, c.f.Key, r.opts.ContentExts(c.f.Key), bufSize, func(rec *kgo.Record) error {
+		err := decode.File(ctx, r.st, c.f.Key, r.opts.ContentExts(c.f.Key), bufSize, func(rec *kgo.Record) error {
 			if err := check(c, rec); err != nil {
 				return err
 			}
@@ -584,7 +585,7 @@ func (r *restorer) merge(ctx context.Context, group []File, fn func(*kgo.Record)
 	for _, f := range group {
 		key, exts := f.Key, r.opts.ContentExts(f.Key)
 		seq := func(yield func(*kgo.Record, error) bool) {
-			err := decodeFileBuf(ctx, r.st, key, exts, bufSize, func(rec *kgo.Record) error {
+			err := decode.File(ctx, r.st, key, exts, bufSize, func(rec *kgo.Record) error {
 				if !yield(rec, nil) {
 					return errPulled
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/remote"
 )
 
 // Limits of the section's keys.
@@ -87,8 +88,8 @@ func (s *Config) check(ps *keycheck.List) {
 		ps.Add("storage.upload_concurrency", strconv.Itoa(s.UploadConcurrency), "is out of range; use 1 to %d", maxConcurrency)
 	}
 	if scheme == "s3" {
-		if u, err := url.Parse(s.URL); err == nil && u.Query().Has(StorageClassParam) {
-			if err := CheckStorageClass(u.Query().Get(StorageClassParam)); err != nil {
+		if u, err := url.Parse(s.URL); err == nil && u.Query().Has(remote.StorageClassParam) {
+			if err := remote.CheckStorageClass(u.Query().Get(remote.StorageClassParam)); err != nil {
 				ps.Add("storage.url", redact.URL(s.URL), "%v", err)
 			}
 		}

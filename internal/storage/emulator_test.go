@@ -36,6 +36,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 
+	"github.com/spillway/spillway/internal/storage/remote"
+	"github.com/spillway/spillway/internal/storage/storeerr"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -128,7 +130,7 @@ func openRaw(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openRemote(ctx, u, rawURL, Retry{})
+	return remote.OpenBlob(ctx, u, rawURL, Retry{})
 }
 
 // newBucketName is unique per call and valid for S3, GCS and Azure.
@@ -359,8 +361,8 @@ func TestEmulatorMissingBucket(t *testing.T) {
 		}
 		// Met while running (the bucket deleted, say), it is fatal too:
 		// retrying would pause consumption forever.
-		if !IsFatal(err) || !IsFatal(listErr) {
-			t.Errorf("IsFatal: commit %v, list %v; want both true:\ncommit: %v\nlist: %v", IsFatal(err), IsFatal(listErr), err, listErr)
+		if !storeerr.IsFatal(err) || !storeerr.IsFatal(listErr) {
+			t.Errorf("storeerr.IsFatal: commit %v, list %v; want both true:\ncommit: %v\nlist: %v", storeerr.IsFatal(err), storeerr.IsFatal(listErr), err, listErr)
 		}
 	})
 }
@@ -405,8 +407,8 @@ func TestEmulatorS3WrongCredentials(t *testing.T) {
 			if !strings.Contains(strings.ToLower(err.Error()), tc.want) {
 				t.Errorf("error does not say %q: %v", tc.want, err)
 			}
-			if !IsFatal(err) {
-				t.Errorf("IsFatal(%v) = false", err)
+			if !storeerr.IsFatal(err) {
+				t.Errorf("storeerr.IsFatal(%v) = false", err)
 			}
 			if strings.Contains(err.Error(), "wrong-secret-do-not-print") {
 				t.Errorf("error shows the secret: %v", err)
@@ -431,7 +433,9 @@ func TestEmulatorWriterMemory(t *testing.T) {
 	forEachEmulator(t, func(t *testing.T, e emulator) {
 		ctx := testCtx(t)
 		_, name := freshBucket(t, ctx, e, Options{PartSize: emuPartSize})
-		measure := func(r *remote, key string) int64 {
+		// measure streams the object through the writer that start makes
+		// and returns the peak live heap it held.
+		measure := func(start func(key string) (io.Writer, func() error, error), key string) int64 {
 			part := make([]byte, emuPartSize)
 			if _, err := rand.Read(part); err != nil {
 				t.Fatal(err)
@@ -445,7 +449,7 @@ func TestEmulatorWriterMemory(t *testing.T) {
 				return int64(sample[0].Value.Uint64())
 			}
 			base := live()
-			w, err := r.newWriter(ctx, key, nil, writeOpts{})
+			w, commit, err := start(key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -459,7 +463,7 @@ func TestEmulatorWriterMemory(t *testing.T) {
 					peak = max(peak, live()-base)
 				}
 			}
-			if err := w.commit(); err != nil {
+			if err := commit(); err != nil {
 				t.Fatal(err)
 			}
 			return peak
@@ -469,13 +473,28 @@ func TestEmulatorWriterMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer raw.Close()
-		peak := measure(&remote{b: raw, partSize: emuPartSize}, "mem/streamed")
+		rb := remote.New(raw, name, remote.Options{PartSize: emuPartSize})
+		peak := measure(func(key string) (io.Writer, func() error, error) {
+			w, err := rb.NewWriter(ctx, key, nil, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			return w, w.Commit, nil
+		}, "mem/streamed")
 		t.Logf("%s writer: peak live heap %.1f MiB (%.2f parts of %d MiB) for a %d MiB object",
 			e.name, float64(peak)/(1<<20), float64(peak)/emuPartSize, emuPartSize>>20, size>>20)
 		if e.name == "s3" {
 			// Without the hook: gocloud's own settings.
-			plain := &remote{b: raw, partSize: emuPartSize}
-			plain.hookOnce.Do(func() {})
+			// gocloud's writer as remote.Bucket.NewWriter asks for it, less
+			// the hook (BeforeWrite).
+			plain := func(key string) (io.Writer, func() error, error) {
+				w, err := raw.NewWriter(ctx, key, &blob.WriterOptions{BufferSize: emuPartSize, MaxConcurrency: 1,
+					ContentType: "application/octet-stream", DisableContentTypeDetection: true, IfNotExist: true})
+				if err != nil {
+					return nil, nil, err
+				}
+				return w, w.Close, nil
+			}
 			t.Logf("s3 writer without the threshold hook: peak live heap %.1f MiB", float64(measure(plain, "mem/plain"))/(1<<20))
 		}
 		// The S3 transfer manager holds its first part and two pooled parts:

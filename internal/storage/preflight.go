@@ -6,15 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"gocloud.dev/blob"
-
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/storage/remote"
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
 // PreflightTimeout bounds the whole startup check, so that an endpoint that
@@ -96,7 +95,7 @@ func (b *Bucket) CreateOnlyIgnoredMessage(rep PreflightReport) string {
 // check one prefix at once. It takes at most PreflightTimeout, or ctx's
 // deadline if sooner.
 //
-// The error, when not nil, says what to fix: a *FatalError for a missing
+// The error, when not nil, says what to fix: a *storeerr.FatalError for a missing
 // bucket, refused credentials, a denied permission or a wrong region; or a
 // plain error saying the store did not answer.
 func (b *Bucket) Preflight(ctx context.Context, prefix string) (PreflightReport, error) {
@@ -115,7 +114,7 @@ func (b *Bucket) preflight(ctx context.Context, prefix string, timeout time.Dura
 	if err == nil {
 		return rep, nil
 	}
-	var fe *FatalError
+	var fe *storeerr.FatalError
 	if errors.As(err, &fe) {
 		return rep, fmt.Errorf("storage: %w", err)
 	}
@@ -125,57 +124,8 @@ func (b *Bucket) preflight(ctx context.Context, prefix string, timeout time.Dura
 	return rep, fmt.Errorf("storage: preflight of %s: %w", b.url, err)
 }
 
-// preflightData is the probe's content, which says what it is to whoever
-// finds one left over.
-const preflightData = "spillway preflight: checks that this bucket is writable; safe to delete\n"
-
-// preflight lists one key under prefix, writes the probe create-only,
-// reads it back, writes it create-only again and deletes it. A failed
-// delete is reported as leftover, not err.
-func (r *remote) preflight(ctx context.Context, prefix string, rep *PreflightReport) error {
-	probe := rep.Probe
-	// One page of one key: listing must work, but the bucket may hold
-	// millions of objects.
-	if _, _, err := r.b.ListPage(ctx, blob.FirstPageToken, 1, &blob.ListOptions{Prefix: prefix}); err != nil {
-		return r.explain(err, fmt.Sprintf("list objects under %q", prefix))
-	}
-	err := r.b.WriteAll(ctx, probe, []byte(preflightData), &blob.WriterOptions{
-		ContentType:                 "text/plain",
-		DisableContentTypeDetection: true,
-		IfNotExist:                  true, // what every real write sends
-	})
-	if err != nil {
-		return r.explain(err, fmt.Sprintf("write %q", probe))
-	}
-	got, err := r.b.ReadAll(ctx, probe)
-	if err == nil && string(got) != preflightData {
-		err = fmt.Errorf("read back %d bytes that differ from the %d written", len(got), len(preflightData))
-	}
-	if err != nil {
-		// Delete anyway: the probe should not outlive a failed check.
-		_ = r.b.Delete(ctx, probe)
-		return r.explain(err, fmt.Sprintf("read %q", probe))
-	}
-	rep.CreateOnlyIgnored, err = writeAgain(ctx, r, probe)
-	if err != nil {
-		_ = r.b.Delete(ctx, probe)
-		return r.explain(err, fmt.Sprintf("write %q a second time, create-only", probe))
-	}
-	if !rep.CreateOnlyIgnored {
-		rep.CreateOnlyIgnored, _, err = s3MultipartTakesTakenName(ctx, r.b, r.name, probe)
-		if err != nil {
-			_ = r.b.Delete(ctx, probe)
-			return r.explain(err, fmt.Sprintf("complete a multipart upload to %q, create-only", probe))
-		}
-		if rep.CreateOnlyIgnored {
-			rep.ignoredBy = "completed a one-part multipart upload to it the same way (CompleteMultipartUpload)"
-		}
-	}
-	if err := r.b.Delete(ctx, probe); err != nil {
-		rep.Leftover = r.explain(err, fmt.Sprintf("delete %q", probe))
-	}
-	return nil
-}
+// preflightData is the probe's content (remote.ProbeData).
+const preflightData = remote.ProbeData
 
 // writeAgain writes probe, which exists, create-only once more through
 // be's own writer, the path of every data file and ledger entry, and
@@ -200,41 +150,6 @@ func writeAgain(ctx context.Context, be backend, probe string) (accepted bool, e
 		return false, err
 	}
 	return true, nil
-}
-
-// explain classifies err like wrap, and says which step failed. Missing
-// credentials are recognised here only: at startup they are a
-// configuration problem, while later the same error can be a passing
-// failure to refresh them, which is for retries to handle.
-func (r *remote) explain(err error, action string) error {
-	if f := classify(err, r.name); f != nil {
-		if f.Action == "" {
-			c := *f
-			c.Action = action
-			return &c
-		}
-		return f
-	}
-	if detail, ok := noAWSCredentials(err); ok {
-		return &FatalError{Kind: KindCredentials, Bucket: r.name, Code: codeNoCredentials, Detail: detail, backend: backendS3, err: err}
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) && dns.IsNotFound {
-		return fmt.Errorf("can't %s: host %q does not exist (check the endpoint, or the account name, in storage.url): %w", action, dns.Name, r.wrap(err))
-	}
-	return fmt.Errorf("can't %s: %w", action, r.wrap(err))
-}
-
-// noAWSCredentials recognises the AWS SDK's error when its credential chain
-// found nothing (it has no type of its own), and returns the chain's reason.
-func noAWSCredentials(err error) (string, bool) {
-	const marker = "get identity: get credentials: "
-	msg := err.Error()
-	i := strings.Index(msg, marker)
-	if i < 0 {
-		return "", false
-	}
-	return msg[i+len(marker):], true
 }
 
 // preflight checks that a file can be created, written, synced and

@@ -17,23 +17,24 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/spillway/spillway/internal/storage/storeerr"
 	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
 )
 
-// wantFatal checks that err is a *FatalError of kind, that IsFatal says so,
+// wantFatal checks that err is a *storeerr.FatalError of kind, that storeerr.IsFatal says so,
 // and that its message holds every one of want.
-func wantFatal(t *testing.T, err error, kind Kind, want ...string) *FatalError {
+func wantFatal(t *testing.T, err error, kind storeerr.Kind, want ...string) *storeerr.FatalError {
 	t.Helper()
-	var fe *FatalError
+	var fe *storeerr.FatalError
 	if !errors.As(err, &fe) {
-		t.Fatalf("err = %v, want a *FatalError (%v)", err, kind)
+		t.Fatalf("err = %v, want a *storeerr.FatalError (%v)", err, kind)
 	}
 	if fe.Kind != kind {
 		t.Errorf("kind = %v, want %v: %v", fe.Kind, kind, err)
 	}
-	if !IsFatal(err) {
-		t.Errorf("IsFatal(%v) = false", err)
+	if !storeerr.IsFatal(err) {
+		t.Errorf("storeerr.IsFatal(%v) = false", err)
 	}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
@@ -146,7 +147,7 @@ func TestEmulatorPreflightCreateOnlyIgnored(t *testing.T) {
 	}
 	// The honest runs' refused completions left no upload open.
 	var c *s3.Client
-	if !b.be.(*remote).b.As(&c) {
+	if !b.be.(remoteBackend).r.As(&c) {
 		t.Fatal("not an s3 bucket")
 	}
 	ups, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: &name})
@@ -174,7 +175,7 @@ func TestEmulatorPreflightMissingBucket(t *testing.T) {
 		if e.name == "azure" {
 			what = "container"
 		}
-		wantFatal(t, err, KindMissingBucket, `storage: `+what+` "`+name+`" does not exist (Spillway never creates `+what+`s: create it, or fix storage.url)`)
+		wantFatal(t, err, storeerr.KindMissingBucket, `storage: `+what+` "`+name+`" does not exist (Spillway never creates `+what+`s: create it, or fix storage.url)`)
 		t.Logf("%s: %v", e.name, err)
 	})
 }
@@ -204,7 +205,7 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 				}
 				defer b.Close()
 				_, err = b.Preflight(ctx, "raw/")
-				wantFatal(t, err, KindCredentials, `storage: the credentials were refused by bucket "`+name+`" (check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY`, tc.code)
+				wantFatal(t, err, storeerr.KindCredentials, `storage: the credentials were refused by bucket "`+name+`" (check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY`, tc.code)
 				if strings.Contains(err.Error(), badSecret) {
 					t.Errorf("error shows the secret: %v", err)
 				}
@@ -234,7 +235,7 @@ func TestEmulatorPreflightWrongCredentials(t *testing.T) {
 		_, err = b.Preflight(ctx, "raw/")
 		// Azurite answers a wrong key with AuthorizationFailure; Azure
 		// with AuthenticationFailed.
-		wantFatal(t, err, KindCredentials, `storage: the credentials were refused by container "`+name+`" (check AZURE_STORAGE_CONNECTION_STRING`, "AuthorizationFailure")
+		wantFatal(t, err, storeerr.KindCredentials, `storage: the credentials were refused by container "`+name+`" (check AZURE_STORAGE_CONNECTION_STRING`, "AuthorizationFailure")
 		if strings.Contains(err.Error(), badKey) {
 			t.Errorf("error shows the key: %v", err)
 		}
@@ -256,7 +257,7 @@ func TestEmulatorPreflightWrongRegion(t *testing.T) {
 	}
 	defer b.Close()
 	_, err = b.Preflight(ctx, "")
-	fe := wantFatal(t, err, KindWrongRegion, `bucket "`+name+`" is in region us-east-1`, "set region=us-east-1 in storage.url")
+	fe := wantFatal(t, err, storeerr.KindWrongRegion, `bucket "`+name+`" is in region us-east-1`, "set region=us-east-1 in storage.url")
 	if fe.Region != "us-east-1" {
 		t.Errorf("Region = %q, want us-east-1", fe.Region)
 	}
@@ -297,7 +298,7 @@ func TestEmulatorPreflightDeleteDenied(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Preflight with delete denied: %v", err)
 	}
-	wantFatal(t, rep.Leftover, KindAccessDenied, `when trying to delete "`+rep.Probe+`"`)
+	wantFatal(t, rep.Leftover, storeerr.KindAccessDenied, `when trying to delete "`+rep.Probe+`"`)
 	if got := listKeys(t, ctx, b, "raw/"); len(got) != 1 {
 		t.Errorf("bucket holds %v, want the probe alone", got)
 	}

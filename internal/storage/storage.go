@@ -5,6 +5,10 @@
 // object is durable under its final name, and before that no object is
 // visible under that name. The sink relies on this to decide which offsets
 // may be committed.
+//
+// The local directory backend is here; the gocloud one is storage/remote,
+// the part queue storage/partqueue, and what an error means
+// storage/storeerr.
 package storage
 
 import (
@@ -14,7 +18,6 @@ import (
 	"hash/crc32"
 	"io"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +27,9 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // registers s3://
 
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/partqueue"
+	"github.com/spillway/spillway/internal/storage/remote"
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
 // Options tunes how objects are uploaded.
@@ -46,6 +52,14 @@ type Options struct {
 	Observer Observer
 }
 
+// ErrExists is returned by Commit when an object already exists under the
+// name and the backend enforces create-only writes.
+var ErrExists = storeerr.ErrExists
+
+// Retry bounds how one remote storage request is retried: see
+// remote.Retry.
+type Retry = remote.Retry
+
 // Object describes one stored object.
 type Object struct {
 	Key  string
@@ -66,7 +80,7 @@ type Object struct {
 //     errors.Is(err, ErrExists) holds, and the object there is left as it
 //     was, so of two writers of one key at most one commit succeeds. The
 //     remote backend relies on the store honouring conditional writes
-//     (see remote.newWriter).
+//     (see remote.Bucket.NewWriter).
 //   - Nothing written is visible under its key (to list or read) before
 //     commit is called; once commit returns nil, the object is durable
 //     and whole.
@@ -91,8 +105,8 @@ type Object struct {
 //     committed while it runs may or may not be seen. Writes in progress
 //     (the local backend's temp files) are never shown.
 //   - The remote backend returns errors no retry can fix (a missing
-//     bucket, refused credentials, a denied permission) as a *FatalError
-//     (see classify); the local backend returns the OS's errors.
+//     bucket, refused credentials, a denied permission) as a *storeerr.FatalError
+//     (see storeerr.Classify); the local backend returns the OS's errors.
 //   - A backend is safe for concurrent use by many writers and readers.
 //     One objectWriter is used by one goroutine at a time.
 type backend interface {
@@ -185,9 +199,6 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// is never overshot by a file's first write.
 	b := &Bucket{chunkSize: int(FootprintOf(u.Scheme, opts.PartSize).Chunk), uploads: make(chan struct{}, opts.UploadConcurrency), account: opts.Account, faults: opts.Faults,
 		scheme: u.Scheme, obs: opts.Observer}
-	if obs := opts.Observer; obs != nil {
-		opts.Retry.onRetry = func(class string) { obs.Retry(u.Scheme, class) }
-	}
 	if u.Scheme == "file" {
 		dir := u.Path
 		if dir == "" {
@@ -204,21 +215,25 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	// storage_class is ours, not gocloud's (whose opener refuses unknown
 	// parameters): take it out before gocloud sees the URL.
 	var storageClass string
-	if u.Scheme == "s3" && u.Query().Has(StorageClassParam) {
+	if u.Scheme == "s3" && u.Query().Has(remote.StorageClassParam) {
 		q := u.Query()
-		storageClass = q.Get(StorageClassParam)
-		if err := CheckStorageClass(storageClass); err != nil {
+		storageClass = q.Get(remote.StorageClassParam)
+		if err := remote.CheckStorageClass(storageClass); err != nil {
 			return nil, fmt.Errorf("storage: %s: %w", redact.URL(rawURL), err)
 		}
-		q.Del(StorageClassParam)
+		q.Del(remote.StorageClassParam)
 		u.RawQuery = q.Encode()
 		rawURL = u.String()
 	}
-	bb, err := openRemote(ctx, u, rawURL, opts.Retry)
-	if err != nil {
-		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), redactedError{err, rawURL})
+	var onRetry func(string)
+	if obs := opts.Observer; obs != nil {
+		onRetry = func(class string) { obs.Retry(u.Scheme, class) }
 	}
-	b.be, b.url, b.writeMem = &remote{b: bb, name: u.Host, partSize: int(opts.PartSize), retry: opts.Retry.withDefaults(), storageClass: storageClass, hide: redact.Secrets(rawURL)}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
+	rb, err := remote.Open(ctx, u, rawURL, remote.Options{PartSize: int(opts.PartSize), Retry: opts.Retry, OnRetry: onRetry, StorageClass: storageClass})
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), err)
+	}
+	b.be, b.url, b.writeMem = remoteBackend{rb}, redact.URL(rawURL), FootprintOf(u.Scheme, opts.PartSize).Writer
 	return b, nil
 }
 
@@ -294,7 +309,7 @@ func (b *Bucket) newWriter(ctx context.Context, key string, meta map[string]stri
 	if b.faults != nil {
 		w = faultyWriter{w, b.faults, key, ctx}
 	}
-	return &Writer{w: newPartQueue(w, b.chunkSize, b.uploads, b.account, &b.pool), key: key, b: b}, nil
+	return &Writer{w: partqueue.New(queueDst(w), b.chunkSize, b.uploads, b.account, &b.pool), key: key, b: b}, nil
 }
 
 // List calls fn for every object whose key starts with prefix.
@@ -417,7 +432,7 @@ func (b *Bucket) Close() error { return b.be.close() }
 
 // Writer streams one object. It is not safe for concurrent use.
 type Writer struct {
-	w    *partQueue
+	w    *partqueue.Queue
 	key  string
 	n    int64
 	crc  uint32
@@ -456,7 +471,7 @@ func (w *Writer) CRC32C() uint32 { return w.crc }
 // ctx ends. Write never waits: a caller that must not let the queue grow
 // (a record larger than the budget's room) waits here between pieces.
 func (w *Writer) WaitQueued(ctx context.Context, max int64) error {
-	if err := w.w.waitQueued(ctx, int(max)); err != nil {
+	if err := w.w.WaitQueued(ctx, int(max)); err != nil {
 		return fmt.Errorf("storage: write %s: %w", w.key, err)
 	}
 	return nil
@@ -472,7 +487,7 @@ func (w *Writer) Commit() error {
 	}
 	w.done = true
 	start := time.Now()
-	err := w.w.commit()
+	err := w.w.Commit()
 	w.b.observe("commit", start, err)
 	if err != nil {
 		return fmt.Errorf("storage: commit %s: %w", w.key, err)
@@ -486,35 +501,5 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.done = true
-	w.w.abort()
+	w.w.Abort()
 }
-
-// redactedError hides a URL's secrets in an error's text while keeping the
-// error itself for errors.Is and errors.As.
-type redactedError struct {
-	err error
-	raw string
-}
-
-func (e redactedError) Error() string {
-	shown := redact.URL(e.raw)
-	msg := strings.ReplaceAll(e.err.Error(), e.raw, shown)
-	if u, err := url.Parse(e.raw); err == nil && shown != e.raw {
-		// The SDK may quote a part of the URL alone: hide each value that
-		// redact.URL hid (short ones would match unrelated text).
-		// The credentials first, so that a URL in a parameter (S3's
-		// endpoint) keeps its host.
-		hidden := redact.Secrets(e.raw)
-		for _, vs := range u.Query() {
-			hidden = append(hidden, vs...)
-		}
-		for _, v := range hidden {
-			if len(v) >= 4 && !strings.Contains(shown, v) {
-				msg = strings.ReplaceAll(msg, v, redact.Mark)
-			}
-		}
-	}
-	return msg
-}
-
-func (e redactedError) Unwrap() error { return e.err }

@@ -1,4 +1,8 @@
-package restore
+// Package decode reads a stored data file back as the Kafka records it
+// holds, byte for byte (key, value, headers, timestamp, null and empty
+// apart, and the source offset), streaming, in every format restore
+// accepts: jsonl and json with base64 values, avro, parquet.
+package decode
 
 import (
 	"context"
@@ -14,7 +18,7 @@ import (
 	"github.com/spillway/spillway/internal/readback"
 )
 
-// decodeFileBuf streams the records of the data file under key to fn, in
+// File streams the records of the data file under key to fn, in
 // file order, each whole: key, value, headers, timestamp, and its source
 // offset in Offset. Nothing but the record at hand and the decoder's
 // buffers (one line, one avro block, one parquet page) is held, so a file
@@ -22,7 +26,7 @@ import (
 // comes last, is first copied to a temporary file, as readback does. fn
 // owns the record it is given. bufSize is the read buffer of the line
 // formats: smaller when several files of a merge are open at once.
-func decodeFileBuf(ctx context.Context, st readback.Reader, key string, exts []string, bufSize int, fn func(*kgo.Record) error) error {
+func File(ctx context.Context, st readback.Reader, key string, exts []string, bufSize int, fn func(*kgo.Record) error) error {
 	rc, err := st.Read(ctx, key)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", key, err)

@@ -1,4 +1,4 @@
-package restore
+package decode
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package storage
+package remote
 
 import (
 	"context"
@@ -125,7 +125,7 @@ func s3MultipartTakesTakenName(ctx context.Context, b *blob.Bucket, bucket, key 
 		_, _ = c.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId})
 	}()
 	part, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId,
-		PartNumber: aws.Int32(1), Body: strings.NewReader(preflightData), ChecksumAlgorithm: s3types.ChecksumAlgorithmCrc32})
+		PartNumber: aws.Int32(1), Body: strings.NewReader(ProbeData), ChecksumAlgorithm: s3types.ChecksumAlgorithmCrc32})
 	if err != nil {
 		return false, true, err
 	}

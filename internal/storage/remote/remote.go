@@ -1,4 +1,11 @@
-package storage
+// Package remote is storage's backend for object stores: any
+// gocloud.dev/blob bucket (s3, gs, azblob, mem), opened with SDK clients
+// that retry by Retry, written create-only, listed, read, and probed at
+// startup (Preflight). Package storage puts its part queue, fault
+// injection, metrics and error context on top; this package keeps the
+// backend contract that storage's backend interface states, for the
+// stores that gocloud reaches.
+package remote
 
 import (
 	"context"
@@ -12,17 +19,16 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
-// ErrExists is returned by Commit when an object already exists under the
-// name and the backend enforces create-only writes.
-var ErrExists = errors.New("object already exists")
-
-type remote struct {
+// Bucket is an opened object store. It is safe for concurrent use by many
+// writers and readers; one Writer is used by one goroutine at a time.
+type Bucket struct {
 	b *blob.Bucket
 	// name is the bucket or container, for error messages: gocloud's errors
 	// name the key but not the bucket, so "bucket does not exist" would
-	// not say which. Open should set it to the URL's host.
+	// not say which. Open sets it to the URL's host.
 	name     string
 	partSize int
 	retry    Retry // for the GCS writer's chunk retry deadline
@@ -40,7 +46,7 @@ type remote struct {
 
 // beforeWrite returns the backend's hook that tunes a writer beyond what
 // blob.WriterOptions reaches (see s3StreamingHook), or nil.
-func (r *remote) beforeWrite() func(func(any) bool) error {
+func (r *Bucket) beforeWrite() func(func(any) bool) error {
 	r.hookOnce.Do(func() {
 		r.hook = s3StreamingHook(r.b, int64(r.partSize), r.storageClass)
 		if r.hook == nil {
@@ -51,12 +57,12 @@ func (r *remote) beforeWrite() func(func(any) bool) error {
 }
 
 // wrap adds the bucket name to a backend error, and turns an error no retry
-// can fix (see classify) into a *FatalError that says what to change.
-func (r *remote) wrap(err error) error {
+// can fix (see storeerr.Classify) into a *storeerr.FatalError that says what to change.
+func (r *Bucket) wrap(err error) error {
 	if err == nil {
 		return nil
 	}
-	if f := classify(err, r.name); f != nil {
+	if f := storeerr.Classify(err, r.name); f != nil {
 		return r.hidden(f)
 	}
 	if r.name == "" {
@@ -66,7 +72,7 @@ func (r *remote) wrap(err error) error {
 }
 
 // hidden is err with the credentials of storage.url hidden in its text.
-func (r *remote) hidden(err error) error {
+func (r *Bucket) hidden(err error) error {
 	if len(r.hide) == 0 {
 		return err
 	}
@@ -90,8 +96,11 @@ func (e hiddenError) Error() string {
 
 func (e hiddenError) Unwrap() error { return e.err }
 
-func (r *remote) newWriter(ctx context.Context, key string, meta map[string]string, o writeOpts) (objectWriter, error) {
-	replace := o.replace
+// NewWriter starts an object under key. ctx bounds the whole upload:
+// cancelling it ends the upload. A commit is create-only (ErrExists when
+// key is taken) unless replace is set: then it replaces what is under key,
+// as one atomic step.
+func (r *Bucket) NewWriter(ctx context.Context, key string, meta map[string]string, replace bool) (*Writer, error) {
 	// Cancelling wctx is how gocloud aborts an upload.
 	wctx, cancel := context.WithCancel(ctx)
 	w, err := r.b.NewWriter(wctx, key, &blob.WriterOptions{
@@ -116,35 +125,42 @@ func (r *remote) newWriter(ctx context.Context, key string, meta map[string]stri
 		cancel()
 		return nil, r.wrap(err)
 	}
-	return &remoteWriter{w: w, cancel: cancel, r: r}, nil
+	return &Writer{w: w, cancel: cancel, r: r}, nil
 }
 
-type remoteWriter struct {
+// Writer is one object being written. After a Write error, only Abort
+// may be called; Abort is not called after Commit.
+type Writer struct {
 	w      *blob.Writer
 	cancel context.CancelFunc
-	r      *remote
+	r      *Bucket
 }
 
-func (w *remoteWriter) Write(p []byte) (int, error) {
+func (w *Writer) Write(p []byte) (int, error) {
 	n, err := w.w.Write(p)
 	return n, w.r.wrap(err)
 }
 
-func (w *remoteWriter) commit() error {
+// Commit completes the upload: when it returns nil the object is durable
+// and whole. It ends the writer either way.
+func (w *Writer) Commit() error {
 	defer w.cancel()
 	err := w.w.Close()
 	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-		err = errors.Join(err, ErrExists)
+		err = errors.Join(err, storeerr.ErrExists)
 	}
 	return w.r.wrap(err)
 }
 
-func (w *remoteWriter) abort() {
+// Abort ends an uncommitted writer: nothing becomes visible under its key.
+func (w *Writer) Abort() {
 	w.cancel()
 	_ = w.w.Close()
 }
 
-func (r *remote) list(ctx context.Context, prefix string, fn func(Object) error) error {
+// List calls fn for the objects whose key starts with prefix, and stops
+// at fn's first error, returning it.
+func (r *Bucket) List(ctx context.Context, prefix string, fn func(key string, size int64) error) error {
 	it := r.b.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		o, err := it.Next(ctx)
@@ -157,13 +173,16 @@ func (r *remote) list(ctx context.Context, prefix string, fn func(Object) error)
 		if o.IsDir {
 			continue
 		}
-		if err := fn(Object{Key: o.Key, Size: o.Size}); err != nil {
+		if err := fn(o.Key, o.Size); err != nil {
 			return err
 		}
 	}
 }
 
-func (r *remote) listDir(ctx context.Context, prefix string, fn func(Object) error) error {
+// ListDir calls fn, in lexical order, for each name directly under
+// prefix up to the next "/": dir is set for a directory level, whose key
+// ends in "/".
+func (r *Bucket) ListDir(ctx context.Context, prefix string, fn func(key string, size int64, dir bool) error) error {
 	it := r.b.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
 	for {
 		o, err := it.Next(ctx)
@@ -173,24 +192,27 @@ func (r *remote) listDir(ctx context.Context, prefix string, fn func(Object) err
 		if err != nil {
 			return r.wrap(err)
 		}
-		if err := fn(Object{Key: o.Key, Size: o.Size, Dir: o.IsDir}); err != nil {
+		if err := fn(o.Key, o.Size, o.IsDir); err != nil {
 			return err
 		}
 	}
 }
 
-func (r *remote) stat(ctx context.Context, key string) (Object, bool, error) {
+// Stat returns the size of the object under key, ok=false when there is
+// none.
+func (r *Bucket) Stat(ctx context.Context, key string) (size int64, ok bool, err error) {
 	a, err := r.b.Attributes(ctx, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
-		return Object{}, false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return Object{}, false, r.wrap(err)
+		return 0, false, r.wrap(err)
 	}
-	return Object{Key: key, Size: a.Size}, true, nil
+	return a.Size, true, nil
 }
 
-func (r *remote) read(ctx context.Context, key string) (io.ReadCloser, error) {
+// Read opens a committed object.
+func (r *Bucket) Read(ctx context.Context, key string) (io.ReadCloser, error) {
 	rd, err := r.b.NewReader(ctx, key, nil)
 	if err != nil {
 		return nil, r.wrap(err)
@@ -198,11 +220,9 @@ func (r *remote) read(ctx context.Context, key string) (io.ReadCloser, error) {
 	return rd, nil
 }
 
-// removeAbandoned has nothing to do: an unfinished remote upload is never
-// visible, and is aborted or expires on its own.
-func (r *remote) removeAbandoned(context.Context, string, func(string) bool) error { return nil }
+// Close releases the bucket.
+func (r *Bucket) Close() error { return r.b.Close() }
 
-// removeOwned has nothing to do, as removeAbandoned.
-func (r *remote) removeOwned(context.Context, string, []string) error { return nil }
-
-func (r *remote) close() error { return r.b.Close() }
+// As exposes the SDK client beneath the bucket, as gocloud's blob.Bucket.As
+// does: for tests and checks that need the store's own API.
+func (r *Bucket) As(i any) bool { return r.b.As(i) }

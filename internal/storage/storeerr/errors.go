@@ -1,4 +1,10 @@
-package storage
+// Package storeerr says what a storage error means: a problem no retry
+// can fix (a missing bucket, refused credentials, a denied permission, a
+// wrong region, an invalid bucket name) as a *FatalError that names the
+// bucket and what to change, or one that may pass; and its class, for
+// metrics. It reads the errors of gocloud.dev and of the S3, GCS and Azure
+// SDKs beneath it, and knows nothing of how they were opened.
+package storeerr
 
 import (
 	"errors"
@@ -61,6 +67,10 @@ const (
 	backendGCS   = "gcs"
 	backendAzure = "azure"
 )
+
+// ErrExists is returned by a commit when an object already exists under
+// the name and the backend enforces create-only writes.
+var ErrExists = errors.New("object already exists")
 
 // FatalError is a storage error that retrying will not fix. Its message
 // names the bucket and says what to change; it shows only the backend's
@@ -159,6 +169,13 @@ func credentialHint(backend string) string {
 	return "check the credentials"
 }
 
+// NoS3Credentials is the fatal error of an S3 client that found no
+// credentials to send at all, at startup (see remote's preflight): detail
+// says why, as the SDK's credential chain put it, and must hold no secret.
+func NoS3Credentials(bucket, detail string, err error) *FatalError {
+	return &FatalError{Kind: KindCredentials, Bucket: bucket, Code: codeNoCredentials, Detail: detail, backend: backendS3, err: err}
+}
+
 // codeNoCredentials marks a KindCredentials error where the client found no
 // credentials to send at all.
 const codeNoCredentials = "no credentials"
@@ -170,15 +187,15 @@ const codeNoCredentials = "no credentials"
 // errors straight from gocloud or the SDKs as well as Spillway's own.
 func IsFatal(err error) bool {
 	var fe *FatalError
-	return errors.As(err, &fe) || classify(err, "") != nil
+	return errors.As(err, &fe) || Classify(err, "") != nil
 }
 
-// classify returns the FatalError that err is, naming bucket, or nil when
+// Classify returns the FatalError that err is, naming bucket, or nil when
 // err may be transient or is not about the bucket (a missing key, a
 // conflict). Backend-specific codes come first: gocloud's gcerrors codes
 // are too coarse (S3's NoSuchKey and NoSuchBucket are both NotFound; GCS's
 // 403 is NotFound too; a wrong S3 secret is Unknown).
-func classify(err error, bucket string) *FatalError {
+func Classify(err error, bucket string) *FatalError {
 	if err == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package restore
+package decode
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format/formats"
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // TestFastPathAgrees encodes hostile records with the real jsonl encoder
@@ -26,7 +27,7 @@ func TestFastPathAgrees(t *testing.T) {
 	}
 	var want []*kgo.Record
 	for i := range 200 {
-		r := hostile(i, 0)
+		r := testkit.HostileRecord(i, 0)
 		r.Offset = int64(i)
 		if i%13 == 4 {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: "quote\"back\\slash\ttab\u2028é", Value: []byte("x")})
@@ -52,11 +53,11 @@ func TestFastPathAgrees(t *testing.T) {
 		got, err := parseEnvelope(line)
 		if err == nil {
 			fast++
-			if err := sameRecord(slow, got); err != nil || got.Offset != slow.Offset {
+			if err := testkit.SameRecord(slow, got); err != nil || got.Offset != slow.Offset {
 				t.Fatalf("line %d: the fast path reads %v, encoding/json otherwise: %v", i, got, err)
 			}
 		}
-		if err := sameRecord(want[i], slow); err != nil {
+		if err := testkit.SameRecord(want[i], slow); err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package storage
+package storeerr
 
 import (
 	"context"
@@ -99,7 +99,7 @@ func TestClassify(t *testing.T) {
 		{"exists", ErrExists, 0, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := classify(tc.err, bucket)
+			f := Classify(tc.err, bucket)
 			if IsFatal(tc.err) != (tc.kind != 0) {
 				t.Errorf("IsFatal = %v, want %v", !(tc.kind != 0), tc.kind != 0)
 			}
@@ -138,40 +138,11 @@ func TestClassify(t *testing.T) {
 func TestFatalErrorHidesRawText(t *testing.T) {
 	const secret = "SECRET-in-raw-error-text"
 	err := fmt.Errorf("GET http://host/?sig=%s: %w", secret, &azcore.ResponseError{ErrorCode: "AuthenticationFailed", StatusCode: 403})
-	f := classify(err, "c")
+	f := Classify(err, "c")
 	if f == nil {
 		t.Fatal("not classified")
 	}
 	if strings.Contains(f.Error(), secret) || strings.Contains(fmt.Sprintf("%v %+v", f, f), secret) {
 		t.Fatalf("message shows the raw error: %v", f)
-	}
-}
-
-// TestRemoteWrap: remote.wrap makes classified errors fatal and names the
-// bucket; others keep the bucket prefix and their text.
-func TestRemoteWrap(t *testing.T) {
-	r := &remote{name: "b1"}
-	if err := r.wrap(s3Err(404, "NoSuchBucket", "", nil)); !IsFatal(err) || !strings.Contains(err.Error(), `bucket "b1" does not exist`) {
-		t.Errorf("missing bucket: %v", err)
-	}
-	err := r.wrap(s3Err(503, "SlowDown", "", nil))
-	if IsFatal(err) || !strings.HasPrefix(err.Error(), `bucket "b1": `) {
-		t.Errorf("slow down: %v", err)
-	}
-	if r.wrap(nil) != nil {
-		t.Error("wrap(nil) != nil")
-	}
-}
-
-func TestNoAWSCredentials(t *testing.T) {
-	err := errors.New("operation error S3: ListObjectsV2, get identity: get credentials: failed to refresh cached credentials, no EC2 IMDS role found")
-	detail, ok := noAWSCredentials(err)
-	if !ok || detail != "failed to refresh cached credentials, no EC2 IMDS role found" {
-		t.Fatalf("noAWSCredentials = %q, %v", detail, ok)
-	}
-	f := (&remote{name: "b"}).explain(err, "list objects")
-	var fe *FatalError
-	if !errors.As(f, &fe) || fe.Kind != KindCredentials || !strings.Contains(f.Error(), `no usable credentials were found for bucket "b"`) {
-		t.Fatalf("explain = %v", f)
 	}
 }

@@ -1,24 +1,48 @@
-package storage
+// Package partqueue decouples an object's writer from storage latency: a
+// Queue copies what it is given into parts and hands them, in order, to
+// the object's destination from a goroutine of its own, so that the
+// encoder goes on while storage takes them. Every part is reported to the
+// byte budget's account while it is held, and a semaphore shared by the
+// bucket's queues bounds the parts handed to storage at once.
+package partqueue
 
 import (
 	"context"
+	"io"
 	"sync"
 )
 
-// partQueue decouples the encoder from storage latency. Write copies bytes
+// Dst is where a queue's parts go: one object being written. Write may
+// block on the store and does not keep p; after a Write error only Abort
+// is called. Commit completes the object, Abort drops it; one of them is
+// called once, from the goroutine that calls the queue's Commit or Abort.
+type Dst interface {
+	io.Writer
+	Commit() error
+	Abort()
+}
+
+// NoPartCommitter is a Dst whose Commit sends no part (a local file's):
+// it need not wait for one of the upload slots, which bound the part
+// buffers handed to storage at once.
+type NoPartCommitter interface {
+	CommitHoldsNoPart()
+}
+
+// Queue decouples the encoder from storage latency. Write copies bytes
 // into a part buffer; full parts go to a per-object goroutine that hands them
 // to the backend while the encoder goes on. Every part buffer is reported to
-// Options.Account, so the byte budget sees exactly the bytes waiting for
+// account, so the byte budget sees exactly the bytes waiting for
 // storage, and the bucket-wide semaphore bounds how many parts are being
 // handed to storage at once (storage.upload_concurrency).
 //
 // Write never waits for storage: the queue is bounded by the byte budget,
 // which pauses fetching when storage falls behind, not by a fixed depth that
 // would stall every partition behind one slow object. The one exception is
-// asked for by the caller, with waitQueued: a record larger than the
+// asked for by the caller, with WaitQueued: a record larger than the
 // budget's room is handed over piece by piece.
-type partQueue struct {
-	dst      objectWriter
+type Queue struct {
+	dst      Dst
 	partSize int
 	uploads  chan struct{} // bucket-wide semaphore
 	account  func(int64)
@@ -40,14 +64,18 @@ type partQueue struct {
 	taken chan struct{}
 }
 
-func newPartQueue(dst objectWriter, partSize int, uploads chan struct{}, account func(int64), pool *sync.Pool) *partQueue {
-	p := &partQueue{dst: dst, partSize: partSize, uploads: uploads, account: account, pool: pool,
+// New returns the queue of one object, whose parts of partSize bytes go to
+// dst. uploads is the bucket-wide semaphore; account is told of every part
+// buffer allocated (+partSize) and freed (-partSize); pool recycles part
+// buffers across the bucket's queues.
+func New(dst Dst, partSize int, uploads chan struct{}, account func(int64), pool *sync.Pool) *Queue {
+	p := &Queue{dst: dst, partSize: partSize, uploads: uploads, account: account, pool: pool,
 		done: make(chan struct{}), taken: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
 
-func (p *partQueue) run() {
+func (p *Queue) run() {
 	defer close(p.done)
 	for {
 		p.mu.Lock()
@@ -81,14 +109,14 @@ func (p *partQueue) run() {
 	}
 }
 
-func (p *partQueue) signalTakenLocked() {
+func (p *Queue) signalTakenLocked() {
 	close(p.taken)
 	p.taken = make(chan struct{})
 }
 
-// waitQueued blocks until at most max bytes of full parts are queued or
+// WaitQueued blocks until at most max bytes of full parts are queued or
 // being handed to storage, or the queue failed, or ctx ends.
-func (p *partQueue) waitQueued(ctx context.Context, max int) error {
+func (p *Queue) WaitQueued(ctx context.Context, max int) error {
 	p.mu.Lock()
 	for p.held > max && p.err == nil && !p.closed {
 		taken := p.taken
@@ -104,7 +132,7 @@ func (p *partQueue) waitQueued(ctx context.Context, max int) error {
 	return nil
 }
 
-func (p *partQueue) alloc() []byte {
+func (p *Queue) alloc() []byte {
 	p.account(int64(p.partSize))
 	if b, ok := p.pool.Get().(*[]byte); ok && cap(*b) == p.partSize {
 		return (*b)[:0]
@@ -112,12 +140,12 @@ func (p *partQueue) alloc() []byte {
 	return make([]byte, 0, p.partSize)
 }
 
-func (p *partQueue) free(b []byte) {
+func (p *Queue) free(b []byte) {
 	p.account(-int64(p.partSize))
 	p.pool.Put(&b)
 }
 
-func (p *partQueue) push(part []byte) error {
+func (p *Queue) push(part []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
@@ -134,7 +162,9 @@ func (p *partQueue) push(part []byte) error {
 	return nil
 }
 
-func (p *partQueue) Write(b []byte) (int, error) {
+// Write copies b into parts and queues the full ones. It never waits for
+// storage; it fails with the first error storage returned.
+func (p *Queue) Write(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
 		if p.cur == nil {
@@ -156,7 +186,7 @@ func (p *partQueue) Write(b []byte) (int, error) {
 }
 
 // finish closes the queue and waits for the goroutine, if any.
-func (p *partQueue) finish(abort bool) error {
+func (p *Queue) finish(abort bool) error {
 	p.mu.Lock()
 	p.closed = true
 	p.aborted = abort
@@ -169,36 +199,37 @@ func (p *partQueue) finish(abort bool) error {
 	return p.err
 }
 
-// commit sends the last part, waits for the queue to drain, then completes
+// Commit sends the last part, waits for the queue to drain, then completes
 // the object.
-func (p *partQueue) commit() error {
+func (p *Queue) Commit() error {
 	if p.cur != nil {
 		part := p.cur
 		p.cur = nil
 		if err := p.push(part); err != nil {
 			_ = p.finish(true)
-			p.dst.abort()
+			p.dst.Abort()
 			return err
 		}
 	}
 	if err := p.finish(false); err != nil {
-		p.dst.abort()
+		p.dst.Abort()
 		return err
 	}
 	// Completing an upload sends its last part: it takes a slot too,
 	// unless the backend's commit sends none (a local file's).
-	if _, ok := p.dst.(interface{ commitHoldsNoPart() }); !ok {
+	if _, ok := p.dst.(NoPartCommitter); !ok {
 		p.uploads <- struct{}{}
 		defer func() { <-p.uploads }()
 	}
-	return p.dst.commit()
+	return p.dst.Commit()
 }
 
-func (p *partQueue) abort() {
+// Abort drops the object and what is queued for it.
+func (p *Queue) Abort() {
 	if p.cur != nil {
 		p.free(p.cur)
 		p.cur = nil
 	}
 	_ = p.finish(true)
-	p.dst.abort()
+	p.dst.Abort()
 }

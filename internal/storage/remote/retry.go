@@ -1,4 +1,4 @@
-package storage
+package remote
 
 import (
 	"context"
@@ -28,6 +28,8 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
 	"gocloud.dev/blob/s3blob"
+
+	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
 // Retry bounds how one storage request (a part upload, the commit of an
@@ -58,7 +60,7 @@ type Retry struct {
 	MaxBackoff time.Duration
 
 	// onRetry, when set, is told of each failed try the SDK retries, by
-	// retryClass (Options.Observer sets it).
+	// storeerr.RetryClass (Options.OnRetry sets it).
 	onRetry func(class string)
 }
 
@@ -67,9 +69,9 @@ func (r Retry) retried(err error, status int) {
 		return
 	}
 	if status == 0 {
-		status = statusOf(err)
+		status = storeerr.StatusOf(err)
 	}
-	r.onRetry(retryClass(status))
+	r.onRetry(storeerr.RetryClass(status))
 }
 
 // The defaults of Retry's fields.
@@ -123,12 +125,12 @@ func (r Retry) delay(n int) time.Duration {
 	return rand.N(c + 1)
 }
 
-// openRemote opens a gocloud bucket whose SDK client retries by r. The
+// OpenBlob opens a gocloud bucket whose SDK client retries by r. The
 // URL's own parameters keep the meaning gocloud gives them: each opener
 // is gocloud's, and only the client beneath it is rebuilt or tuned. The
 // exception is an Azure connection string (see openAzure), which names
 // the endpoint itself.
-func openRemote(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
+func OpenBlob(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
 	r = r.withDefaults()
 	switch u.Scheme {
 	case "s3":
