@@ -169,6 +169,22 @@ func (it *iceTopic) load(ctx context.Context, name string, props iceberg.Propert
 	return tbl, done
 }
 
+// saveCatalog copies the catalog file as it is; restore writes it back,
+// setting every table back to the snapshot it had then.
+func (it *iceTopic) saveCatalog() (restore func()) {
+	it.t.Helper()
+	saved, err := os.ReadFile(it.catalogDB)
+	if err != nil {
+		it.t.Fatal(err)
+	}
+	return func() {
+		it.t.Helper()
+		if err := os.WriteFile(it.catalogDB, saved, 0o644); err != nil {
+			it.t.Fatal(err)
+		}
+	}
+}
+
 // iceRead is a table as a reader nobody here wrote finds it.
 type iceRead struct {
 	snapshots int

@@ -30,16 +30,7 @@ func TestVerifyIcebergTable(t *testing.T) {
 	// The graceful stop commits every stored file to the table.
 	it.drain()
 	catalogDB := it.catalogDB
-	saved, err := os.ReadFile(catalogDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := func() {
-		t.Helper()
-		if err := os.WriteFile(catalogDB, saved, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	restore := it.saveCatalog()
 
 	// Clean.
 	code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)

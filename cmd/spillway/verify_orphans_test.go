@@ -26,18 +26,12 @@ func TestVerifyRemoveOrphans(t *testing.T) {
 	dir, cfgPath := it.dir, it.cfgPath
 	it.produce(0, 1_000)
 	it.drain()
-	catalogDB := it.catalogDB
-	saved, err := os.ReadFile(catalogDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	restore := it.saveCatalog()
 	// Four files more in the ledger, then the catalog set back to before
 	// them: files the ledger names that no snapshot references.
 	it.produce(1_000, 1_000)
 	it.drain()
-	if err := os.WriteFile(catalogDB, saved, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	dataDir := filepath.Join(dir, "kafka.db", "events", "data")
 	ledgerFiles := parquetFiles(t, dataDir)
 	if len(ledgerFiles) != 8 {
