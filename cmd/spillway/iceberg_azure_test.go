@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kgo"
 	_ "modernc.org/sqlite"
 
-	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -42,52 +36,20 @@ func TestIcebergAzureTable(t *testing.T) {
 	account := testkit.AzureConnField(conn, "AccountName")
 	_, name := createAzureContainer(t, conn, "spillway-ice-")
 
-	cluster := testkit.NewCluster(t, 2, "events")
-	cl := cluster.Client(t)
 	const n = 1_000
-	testkit.Produce(t, cl, "events", n, func(i int) *kgo.Record {
-		return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
-	})
 	catalogDB := filepath.Join(t.TempDir(), "catalog.db")
-	yaml := fmt.Sprintf(`kafka: {brokers: [%q], group: iceberg-azure, topics: [events]}
-storage: {url: "azblob://%s", prefix: "lake/"}
-file: {max_records: 250, max_age: 1h}
-format: {type: parquet}
-iceberg: {table: "kafka.{{topic}}", commit_interval: 1h, catalog: {uri: %q}}
-admin: {listen: ""}
-backpressure: {memory_limit: 128MiB}
-`, cluster.Addrs()[0], name, catalogDB)
-	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	it := newIceTopic(t, iceSetup{group: "iceberg-azure", storage: fmt.Sprintf(`{url: "azblob://%s", prefix: "lake/"}`, name), catalogDB: catalogDB})
+	it.produce(0, n)
 	// The graceful stop commits every stored file to the table.
-	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
+	it.drain()
 
 	// The second opinion: iceberg-go alone, given the warehouse as any
 	// engine would name it and the connection string as its adls property.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	db, err := sql.Open("sqlite", catalogDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	wh := "abfs://" + name + "@" + account + ".dfs.core.windows.net/lake"
-	cat, err := sqlcat.NewCatalog("spillway", db, sqlcat.SQLite, iceberg.Properties{
-		"warehouse": wh, "adls.connection-string." + account: conn,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(ctx, table.Identifier{"kafka", "events"})
-	if err != nil {
-		t.Fatalf("LoadTable: %v", err)
-	}
+	tbl, done := it.load(ctx, "events", iceberg.Properties{"warehouse": wh, "adls.connection-string." + account: conn})
+	defer done()
 	if want := wh + "/kafka.db/events"; tbl.Location() != want {
 		t.Errorf("table location %s, want %s", tbl.Location(), want)
 	}
@@ -138,7 +100,7 @@ backpressure: {memory_limit: 128MiB}
 		t.Errorf("%d distinct records in the table, want %d", len(seen), n)
 	}
 
-	code, out, errOut := cli(t, nil, "verify", "--config", cfgPath)
+	code, out, errOut := cli(t, nil, "verify", "--config", it.cfgPath)
 	wantCode(t, code, exitOK, out, errOut)
 	wantContains(t, "verify output", out, "table kafka.events (topic events): 4 data files in the current snapshot", "storage is consistent with Kafka")
 	for _, bad := range []string{"orphan", "not yet in table", "table_file_"} {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"strings"
 	"syscall"
@@ -15,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -34,28 +31,7 @@ func drainOnce(t *testing.T, cl *kgo.Client, cfgPath string) {
 // reaches end, then stops it gracefully.
 func drainConfig(t *testing.T, cl *kgo.Client, cfg *config.Config, end map[int32]int64) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !maps.Equal(testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"), end) {
-		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("the run stopped before its commit reached the log end: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatal("committed offsets never reached the end offsets")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	drainTopic(t, cl, cfg, "events", end)
 }
 
 // TestSkipIsRecorded: skipping records on purpose is a ledger entry with

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,14 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kgo"
 	_ "modernc.org/sqlite"
-
-	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/testkit"
 )
 
 // TestVerifyIcebergTable drains a topic into an Iceberg table (a real
@@ -33,44 +24,13 @@ import (
 // does not yet (reported, exit 0).
 func TestVerifyIcebergTable(t *testing.T) {
 	t.Parallel()
-	cluster := testkit.NewCluster(t, 2, "events")
-	cl := cluster.Client(t)
-	produce := func(from int) {
-		testkit.Produce(t, cl, "events", 1_000, func(i int) *kgo.Record {
-			return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, from+i)}
-		})
-	}
-	produce(0)
-	dir := t.TempDir()
-	yaml := fmt.Sprintf(`kafka: {brokers: [%q], group: verify-test, topics: [events]}
-storage: {url: "file://%s"}
-file: {max_records: 250, max_age: 1h}
-format: {type: parquet}
-iceberg: {table: "kafka.{{topic}}", commit_interval: 1h}
-admin: {listen: ""}
-backpressure: {memory_limit: 128MiB}
-`, cluster.Addrs()[0], dir)
-	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	it := newIceTopic(t, iceSetup{group: "verify-test"})
+	dir, cfgPath := it.dir, it.cfgPath
+	it.produce(0, 1_000)
 	// The graceful stop commits every stored file to the table.
-	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
-	catalogDB := filepath.Join(dir, "catalog.db")
-	saved, err := os.ReadFile(catalogDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	restore := func() {
-		t.Helper()
-		if err := os.WriteFile(catalogDB, saved, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	it.drain()
+	catalogDB := it.catalogDB
+	restore := it.saveCatalog()
 
 	// Clean.
 	code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)
@@ -126,19 +86,8 @@ backpressure: {memory_limit: 128MiB}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	func() {
-		db, err := sql.Open("sqlite", catalogDB)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		cat, err := sqlcat.NewCatalog("spillway", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.LoadTable(ctx, table.Identifier{"kafka", "events"})
-		if err != nil {
-			t.Fatalf("LoadTable: %v", err)
-		}
+		tbl, done := it.load(ctx, "events", nil)
+		defer done()
 		tx := tbl.NewTransaction()
 		if err := tx.AddFiles(ctx, []string{"file://" + files[0], "file://" + orphanPath}, nil, true); err != nil {
 			t.Fatalf("AddFiles: %v", err)
@@ -166,8 +115,8 @@ backpressure: {memory_limit: 128MiB}
 
 	// Entries not yet in the table: more files stored and committed, then
 	// the catalog set back to the snapshot before them.
-	produce(1_000)
-	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
+	it.produce(1_000, 1_000)
+	it.drain()
 	restore()
 	code, out, errOut = verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitOK, out, errOut)

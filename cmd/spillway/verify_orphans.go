@@ -67,12 +67,17 @@ func removeOrphans(ctx context.Context, w io.Writer, cfg *config.Config, rep ver
 		if err != nil {
 			return fmt.Errorf("iceberg: table %s: %w", tr.Table, err)
 		}
+		// One load of the table for all its orphans.
+		files, err := tb.Files(ctx)
+		if err != nil {
+			return fmt.Errorf("iceberg: table %s: %w", tr.Table, err)
+		}
 		for _, orph := range tr.Orphans {
 			loc := orph.Key
 			if !strings.Contains(loc, "://") {
 				loc = base + orph.Key
 			}
-			fi, err := tb.StatFile(ctx, loc)
+			fi, err := files.Stat(loc)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -83,7 +88,7 @@ func removeOrphans(ctx context.Context, w io.Writer, cfg *config.Config, rep ver
 				continue
 			}
 			if !o.dryRun {
-				if err := tb.RemoveFile(ctx, loc); err != nil {
+				if err := files.Remove(loc); err != nil {
 					errs = append(errs, err)
 					continue
 				}

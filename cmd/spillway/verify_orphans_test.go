@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,14 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kgo"
 	_ "modernc.org/sqlite"
-
-	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/testkit"
 )
 
 // TestVerifyRemoveOrphans drains a topic into an Iceberg table (a real
@@ -30,44 +22,16 @@ import (
 // removes nothing.
 func TestVerifyRemoveOrphans(t *testing.T) {
 	t.Parallel()
-	cluster := testkit.NewCluster(t, 2, "events")
-	cl := cluster.Client(t)
-	produce := func(from int) {
-		testkit.Produce(t, cl, "events", 1_000, func(i int) *kgo.Record {
-			return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, from+i)}
-		})
-	}
-	dir := t.TempDir()
-	yaml := fmt.Sprintf(`kafka: {brokers: [%q], group: orphans-test, topics: [events]}
-storage: {url: "file://%s"}
-file: {max_records: 250, max_age: 1h}
-format: {type: parquet}
-iceberg: {table: "kafka.{{topic}}", commit_interval: 1h}
-admin: {listen: ""}
-backpressure: {memory_limit: 128MiB}
-`, cluster.Addrs()[0], dir)
-	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	produce(0)
-	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
-	catalogDB := filepath.Join(dir, "catalog.db")
-	saved, err := os.ReadFile(catalogDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	it := newIceTopic(t, iceSetup{group: "orphans-test"})
+	dir, cfgPath := it.dir, it.cfgPath
+	it.produce(0, 1_000)
+	it.drain()
+	restore := it.saveCatalog()
 	// Four files more in the ledger, then the catalog set back to before
 	// them: files the ledger names that no snapshot references.
-	produce(1_000)
-	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
-	if err := os.WriteFile(catalogDB, saved, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	it.produce(1_000, 1_000)
+	it.drain()
+	restore()
 	dataDir := filepath.Join(dir, "kafka.db", "events", "data")
 	ledgerFiles := parquetFiles(t, dataDir)
 	if len(ledgerFiles) != 8 {
@@ -91,19 +55,8 @@ backpressure: {memory_limit: 128MiB}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	func() {
-		db, err := sql.Open("sqlite", catalogDB)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		cat, err := sqlcat.NewCatalog("spillway", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tbl, err := cat.LoadTable(ctx, table.Identifier{"kafka", "events"})
-		if err != nil {
-			t.Fatalf("LoadTable: %v", err)
-		}
+		tbl, done := it.load(ctx, "events", nil)
+		defer done()
 		tx := tbl.NewTransaction()
 		if err := tx.AddFiles(ctx, []string{"file://" + oldSnap}, nil, true); err != nil {
 			t.Fatalf("AddFiles: %v", err)

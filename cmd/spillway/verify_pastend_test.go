@@ -3,17 +3,12 @@ package main
 import (
 	"database/sql"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	_ "modernc.org/sqlite"
-
-	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/testkit"
 )
 
 // TestVerifyTablePastEnd runs `spillway verify` on a table whose
@@ -24,29 +19,10 @@ import (
 // to get such a table from this cluster.
 func TestVerifyTablePastEnd(t *testing.T) {
 	t.Parallel()
-	cluster := testkit.NewCluster(t, 2, "events")
-	cl := cluster.Client(t)
-	testkit.Produce(t, cl, "events", 1_000, func(i int) *kgo.Record {
-		return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, `{"i":%d}`, i)}
-	})
-	dir := t.TempDir()
-	yaml := fmt.Sprintf(`kafka: {brokers: [%q], group: pastend-test, topics: [events]}
-storage: {url: "file://%s"}
-file: {max_records: 250, max_age: 1h}
-format: {type: parquet}
-iceberg: {table: "kafka.{{topic}}", commit_interval: 1h}
-admin: {listen: ""}
-backpressure: {memory_limit: 128MiB}
-`, cluster.Addrs()[0], dir)
-	cfgPath := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(cfgPath, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(cfgPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drainConfig(t, cl, cfg, testkit.EndOffsets(t, cl, "events"))
+	it := newIceTopic(t, iceSetup{group: "pastend-test"})
+	it.produce(0, 1_000)
+	it.drain()
+	dir, cfgPath := it.dir, it.cfgPath
 	code, out, errOut := verifyCLI(t, dir, "--config", cfgPath)
 	wantCode(t, code, exitOK, out, errOut)
 

@@ -122,6 +122,10 @@ var keyDocs = map[string]string{
 	"iceberg.auto_create":           "create the namespace and table from the first file's schema",
 	"iceberg.evolve_schema":         "add columns when the registry schema gains fields",
 
+	"iceberg.expire_snapshots.enabled":   "after each commit, expire old snapshots in a catalog commit of their own (Iceberg's `expire_snapshots`): the table's metadata file lists every snapshot and grows with each, up to 60 an hour per instance. The current snapshot and the newest Spillway committed are always kept. See [iceberg.md](iceberg.md#expiring-snapshots)",
+	"iceberg.expire_snapshots.max_age":   "a snapshot older than this, and not among the `keep_last` newest, is expired (the table property `history.expire.max-snapshot-age-ms`, whose default this is); `0s` expires every one past `keep_last`",
+	"iceberg.expire_snapshots.keep_last": "the newest snapshots kept whatever their age, at least 1 (the table property `history.expire.min-snapshots-to-keep`)",
+
 	"admin.listen":        "the status page `/`, `/metrics`, `/healthz`, `/readyz`, `/status`; `\"\"` disables. Beyond loopback without `admin.token` it starts, with a warning in the log: everyone who reaches the port reads `/metrics` and `/status` (the Kubernetes manifests add a NetworkPolicy)",
 	"admin.token":         "required on `/metrics`, `/status` and `/` as `Authorization: Bearer <token>` (Prometheus: `authorization: {credentials_file: ...}`) or as basic auth's password (a browser prompts); `/healthz` and `/readyz` stay open for probes",
 	"admin.token_file":    "a file that holds `admin.token` instead, read at start",

@@ -151,6 +151,7 @@ iceberg:
   commit_interval: 30s
   auto_create: false
   evolve_schema: false
+  expire_snapshots: {enabled: false, max_age: 24h, keep_last: 10}
 `
 	c, err := LoadBytes([]byte(yaml), []string{"SPILLWAY_KAFKA_TOPICS=events"})
 	if err != nil {

@@ -92,6 +92,10 @@ iceberg:
   commit_interval: 1m0s
   auto_create: true
   evolve_schema: true
+  expire_snapshots:
+    enabled: true
+    max_age: 120h0m0s
+    keep_last: 1
 admin:
   listen: 127.0.0.1:8080
   token: ""

@@ -38,6 +38,8 @@ type Options struct {
 	// EvolveSchema adds the optional columns a file brings to the table's
 	// schema before adding the file.
 	EvolveSchema bool `koanf:"evolve_schema"`
+	// ExpireSnapshots expires old snapshots after each commit (expire.go).
+	ExpireSnapshots ExpireOptions `koanf:"expire_snapshots"`
 }
 
 // CatalogOptions says which catalog holds the table.
@@ -88,6 +90,8 @@ func Defaults() Options {
 		CommitInterval: time.Minute,
 		AutoCreate:     true,
 		EvolveSchema:   true,
+
+		ExpireSnapshots: defaultExpire,
 	}
 }
 
@@ -209,6 +213,7 @@ func (o *Options) Validate() error {
 	if o.CommitInterval <= 0 {
 		ps.Add("iceberg.commit_interval", o.CommitInterval.String(), "must be positive; use a duration such as 1m")
 	}
+	o.ExpireSnapshots.validate(&ps)
 	return ps.Err()
 }
 

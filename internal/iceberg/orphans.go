@@ -51,52 +51,22 @@ type FileInfo struct {
 	Modified time.Time
 }
 
-// StatFile reads the size and modification time of the file at loc
-// through the table's FileIO: the same the table's readers use.
-func (t *Table) StatFile(ctx context.Context, loc string) (FileInfo, error) {
-	fio, err := t.fileIO(ctx)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	var fi fs.FileInfo
-	if st, ok := fio.(interface {
-		Stat(string) (fs.FileInfo, error)
-	}); ok {
-		fi, err = st.Stat(loc)
-	} else {
-		var f iceio.File
-		if f, err = fio.Open(loc); err == nil {
-			fi, err = f.Stat()
-			_ = f.Close()
-		}
-	}
-	if err != nil {
-		return FileInfo{}, fmt.Errorf("iceberg: %s: stat %s: %w", t.name, loc, t.c.scrub(err))
-	}
-	return FileInfo{Bytes: fi.Size(), Modified: fi.ModTime()}, nil
+// Files are a table's files as its FileIO reads them, for removing
+// orphans: the FileIO of the table as Catalog.Table or the last refresh
+// loaded it, so that a run over many orphans loads the table once.
+type Files struct {
+	t   *Table
+	fio iceio.IO
 }
 
-// RemoveFile removes the file at loc through the table's FileIO. The
-// caller decides that no ledger entry and no snapshot names it.
-func (t *Table) RemoveFile(ctx context.Context, loc string) error {
-	fio, err := t.fileIO(ctx)
-	if err != nil {
-		return err
-	}
-	if err := fio.Remove(loc); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("iceberg: %s: remove %s: %w", t.name, loc, t.c.scrub(err))
-	}
-	return nil
-}
-
-// fileIO is the FileIO of the table, loaded afresh, or of its location
-// when it does not exist.
-func (t *Table) fileIO(ctx context.Context) (iceio.IO, error) {
-	tbl, err := t.refresh(ctx)
-	if err != nil {
-		return nil, err
-	}
+// Files returns the table's FileIO, or its location's when the table
+// does not exist, without loading the table again.
+func (t *Table) Files(ctx context.Context) (*Files, error) {
+	t.mu.Lock()
+	tbl := t.tbl
+	t.mu.Unlock()
 	var fio iceio.IO
+	var err error
 	if tbl != nil {
 		fio, err = tbl.FS(ctx)
 	} else {
@@ -105,5 +75,36 @@ func (t *Table) fileIO(ctx context.Context) (iceio.IO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
-	return fio, nil
+	return &Files{t: t, fio: fio}, nil
+}
+
+// Stat reads the size and modification time of the file at loc through
+// the table's FileIO: the same the table's readers use.
+func (f *Files) Stat(loc string) (FileInfo, error) {
+	var fi fs.FileInfo
+	var err error
+	if st, ok := f.fio.(interface {
+		Stat(string) (fs.FileInfo, error)
+	}); ok {
+		fi, err = st.Stat(loc)
+	} else {
+		var file iceio.File
+		if file, err = f.fio.Open(loc); err == nil {
+			fi, err = file.Stat()
+			_ = file.Close()
+		}
+	}
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("iceberg: %s: stat %s: %w", f.t.name, loc, f.t.c.scrub(err))
+	}
+	return FileInfo{Bytes: fi.Size(), Modified: fi.ModTime()}, nil
+}
+
+// Remove removes the file at loc through the table's FileIO. The caller
+// decides that no ledger entry and no snapshot names it.
+func (f *Files) Remove(loc string) error {
+	if err := f.fio.Remove(loc); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("iceberg: %s: remove %s: %w", f.t.name, loc, f.t.c.scrub(err))
+	}
+	return nil
 }

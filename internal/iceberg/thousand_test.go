@@ -22,7 +22,9 @@ import (
 // CI commits 150 times (past both thresholds of 100): a commit rewrites
 // the whole metadata file, so n commits cost n² and 1,000 take minutes.
 // SPILLWAY_TEST_COMMITS=1000 gives the figures (docs/iceberg.md,
-// "Scale and cost").
+// "Scale and cost"). SPILLWAY_TEST_EXPIRE_KEEP=K expires, after each
+// commit, every snapshot past the last K (Expire, as the commit loop
+// runs it with iceberg.expire_snapshots keep_last K, max_age 0s).
 func TestThousandCommits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits 150 times; skipped with -short")
@@ -36,8 +38,18 @@ func TestThousandCommits(t *testing.T) {
 		}
 		commits = n
 	}
+	keep := 0
+	if v := os.Getenv("SPILLWAY_TEST_EXPIRE_KEEP"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("SPILLWAY_TEST_EXPIRE_KEEP=%q: want a count of at least 1", v)
+		}
+		keep = n
+	}
+	o := sqlOptions("kafka.events")
+	o.ExpireSnapshots = ExpireOptions{Enabled: keep > 0, KeepLast: keep}
 	dir := t.TempDir()
-	tb := openTable(t, open(t, sqlOptions("kafka.events"), dir), "kafka.events")
+	tb := openTable(t, open(t, o, dir), "kafka.events")
 	loc := tb.Location()
 	files := make([]File, commits)
 	for i := range commits {
@@ -49,6 +61,9 @@ func TestThousandCommits(t *testing.T) {
 	for i, f := range files {
 		at := time.Now()
 		commit(t, tb, f)
+		if _, err := tb.Expire(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
 		took := time.Since(at)
 		switch {
 		case i < 10:
@@ -83,8 +98,12 @@ func TestThousandCommits(t *testing.T) {
 	t.Logf("after: %d snapshots, %d manifests in the current snapshot, current metadata file %d bytes (%d bytes per snapshot); %d metadata files kept (%d bytes), %d manifest and manifest-list files (%d bytes)",
 		len(meta.Snapshots()), len(ms), st.Size(), st.Size()/int64(len(meta.Snapshots())), metaFiles, metaBytes, avroFiles, avroBytes)
 
-	if got := len(meta.Snapshots()); got != commits {
-		t.Errorf("%d snapshots after %d commits, want one each", got, commits)
+	want := commits
+	if keep > 0 {
+		want = min(commits, keep)
+	}
+	if got := len(meta.Snapshots()); got != want {
+		t.Errorf("%d snapshots after %d commits (expiry keeping %d), want %d", got, commits, keep, want)
 	}
 	// Merging keeps the manifests of the current snapshot below the
 	// merge threshold (commit.manifest.min-count-to-merge, 100), however

@@ -467,6 +467,32 @@ func (c *Committer) commit(ctx context.Context, force bool) error {
 		c.dropped = slices.DeleteFunc(c.dropped, func(p *part) bool { return len(p.pending) == 0 })
 		c.mu.Unlock()
 		c.log.Debug("iceberg: committed", "table", name, "files", len(b.files))
+		c.expire(ctx, name, t)
 	}
 	return nil
+}
+
+// Expirer is a Table that expires old snapshots (iceberg.expire_snapshots).
+type Expirer interface {
+	// Expire expires, in a catalog commit of its own, the snapshots the
+	// options let go, never the current one nor the newest whose summary
+	// Held reads; it returns how many.
+	Expire(ctx context.Context) (int, error)
+}
+
+// expire runs t's snapshot expiry after a data commit. Its failure is
+// logged, never returned: the data commit stands, and the next commit's
+// expiry tries again.
+func (c *Committer) expire(ctx context.Context, name string, t Table) {
+	ex, ok := t.(Expirer)
+	if !ok {
+		return
+	}
+	n, err := ex.Expire(ctx)
+	if err != nil {
+		c.log.Warn("iceberg: expiring old snapshots failed; the next commit tries again", "table", name, "err", err)
+	}
+	if n > 0 {
+		c.log.Debug("iceberg: expired snapshots", "table", name, "snapshots", n)
+	}
 }

@@ -57,6 +57,8 @@ func (a icebergTable) Commit(ctx context.Context, files []File) error {
 	return err
 }
 
+func (a icebergTable) Expire(ctx context.Context) (int, error) { return a.t.Expire(ctx) }
+
 // OptionsFor is the Committer's Options from cfg.
 func OptionsFor(cfg *config.Config) Options {
 	// Where a key is, as the table names it (an azblob:// key is an
