@@ -25,6 +25,14 @@ import (
 	"github.com/spillway/spillway/internal/testkit"
 )
 
+// Every test here is t.Parallel: each starts its own broker process, its
+// own spillway processes, memory cgroups and directories, and shares
+// nothing but the binaries below. Most of a test's time is spent waiting
+// (a producer's pauses, kills and restarts, group joins, a frozen process's
+// session timeout), so run side by side they fill the machine's cores
+// instead of leaving one idle; a cgroup's limit binds its own processes
+// whatever runs beside them. scripts/test.sh runs them 4 at a time.
+//
 // binDir holds the binaries built for this run; TestMain removes it.
 var binDir string
 

@@ -27,6 +27,7 @@ const oomParquetBacklog = 512 << 20
 // they are written. Spillway must still drain the backlog without an OOM
 // kill, every record exactly once.
 func TestBoundedMemoryUnderCgroupParquet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("produces and drains a 512 MiB backlog; skipped with -short")
 	}
@@ -40,6 +41,7 @@ func TestBoundedMemoryUnderCgroupParquet(t *testing.T) {
 // inside the same 256 MiB cgroup. Most files must reach one or the other
 // instead of being closed early by memory pressure.
 func TestSpoolUnderCgroupParquet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("produces and drains a 512 MiB backlog; skipped with -short")
 	}
