@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 // built builds the spillway binary, the kfakebroker binary, the backlog
-// producer (testdata/backlog) and the output reader (testdata/readjsonl),
+// producer (testdata/backlog) and the output reader (testkit/readjsonl),
 // once per test binary run, on first use (so that a -short run that skips every heavy test
 // pays for no build). They are built without -race, whatever the tests run
 // with: the race detector would change the memory the process uses.
@@ -62,7 +62,7 @@ var built = sync.OnceValues(func() (binaries, error) {
 		b.spillway:  "github.com/spillway/spillway/cmd/spillway",
 		b.broker:    "github.com/spillway/spillway/internal/testkit/kfakebroker",
 		b.backlog:   "github.com/spillway/spillway/internal/e2e/testdata/backlog",
-		b.readJSONL: "github.com/spillway/spillway/internal/e2e/testdata/readjsonl",
+		b.readJSONL: testkit.ReadJSONLProgram,
 	} {
 		if err := testkit.GoBuild(out, pkg, false); err != nil {
 			return b, err
@@ -86,36 +86,11 @@ func binariesFor(t testing.TB) binaries {
 	return b
 }
 
-// readStoredOffsets is testkit.ReadJSONL(t, root) without the keys, values,
-// headers and timestamps: it reads and checks every line as ReadJSONL does,
-// in the testdata/readjsonl program, built without -race (see its doc for
-// why), and returns each record's file, line, topic, partition and offset:
-// what testkit.AssertExactlyOnce looks at.
+// readStoredOffsets is testkit.ReadStoredOffsets, through this run's
+// readjsonl.
 func readStoredOffsets(t testing.TB, root string) []testkit.StoredRecord {
 	t.Helper()
-	bins := binariesFor(t)
-	cmd := exec.Command(bins.readJSONL, root)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("testkit.ReadJSONL(%s), in testdata/readjsonl: %v\n%s", root, err, stderr.String())
-	}
-	var recs []testkit.StoredRecord
-	for line := range strings.Lines(string(out)) {
-		f := strings.SplitN(strings.TrimSuffix(line, "\n"), "\t", 5)
-		if len(f) != 5 {
-			t.Fatalf("readjsonl printed %q, want 5 fields", line)
-		}
-		p, err1 := strconv.ParseInt(f[0], 10, 32)
-		off, err2 := strconv.ParseInt(f[1], 10, 64)
-		n, err3 := strconv.Atoi(f[2])
-		if err := errors.Join(err1, err2, err3); err != nil {
-			t.Fatalf("readjsonl printed %q: %v", line, err)
-		}
-		recs = append(recs, testkit.StoredRecord{File: f[4], Line: n, Topic: f[3], Partition: int32(p), Offset: off})
-	}
-	return recs
+	return testkit.ReadStoredOffsets(t, binariesFor(t).readJSONL, root)
 }
 
 // ---------------------------------------------------------------- broker --

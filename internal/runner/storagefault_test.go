@@ -149,7 +149,7 @@ func newRemoteStore(t *testing.T, backend string) remoteStore {
 }
 
 // readBack copies every object of the bucket into a directory, so that
-// testkit.ReadJSONL can check it.
+// readStoredOffsets (testkit.ReadJSONL's checks) can read it.
 func readBack(t *testing.T, rawURL string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -344,7 +344,7 @@ func storageFaultRun(t *testing.T, backend string) {
 		snap.Limit, snap.Peak, 100*float64(snap.Peak)/float64(snap.Limit), snap.By, int64(peakHeap-base)>>20)
 	t.Logf("%s: %d requests through the proxy; injected %d errors, %d resets, %d stalls; %d files uploaded",
 		backend, p.Requests(), p.Injected(faultproxy.Error), p.Injected(faultproxy.Reset), p.Injected(faultproxy.Stall), final.Sink().FilesUploaded)
-	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, readBack(t, store.direct)), "events", end)
+	testkit.AssertExactlyOnce(t, readStoredOffsets(t, readBack(t, store.direct)), "events", end)
 
 	// Every file the sink closes for pressure keeps its writer's memory
 	// charged while it waits to upload; the sink once went on reopening
