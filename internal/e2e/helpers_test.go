@@ -47,31 +47,29 @@ func TestMain(m *testing.M) {
 }
 
 // built builds the spillway binary, the kfakebroker binary, the backlog
-// producer (testdata/backlog) and the output reader (testkit/readjsonl),
-// once per test binary run, on first use (so that a -short run that skips every heavy test
-// pays for no build). They are built without -race, whatever the tests run
-// with: the race detector would change the memory the process uses.
+// producer (testdata/backlog) and the output readers (testkit/readjsonl,
+// testdata/readparquet) in one go build, once per test binary run, on
+// first use (so that a -short run that skips every heavy test pays for no
+// build). They are built without -race, whatever the tests run with: the
+// race detector would change the memory the process uses.
 var built = sync.OnceValues(func() (binaries, error) {
 	b := binaries{
-		spillway:  filepath.Join(binDir, "spillway"),
-		broker:    filepath.Join(binDir, "kfakebroker"),
-		backlog:   filepath.Join(binDir, "backlog"),
-		readJSONL: filepath.Join(binDir, "readjsonl"),
+		spillway:    filepath.Join(binDir, "spillway"),
+		broker:      filepath.Join(binDir, "kfakebroker"),
+		backlog:     filepath.Join(binDir, "backlog"),
+		readJSONL:   filepath.Join(binDir, "readjsonl"),
+		readParquet: filepath.Join(binDir, "readparquet"),
 	}
-	for out, pkg := range map[string]string{
-		b.spillway:  "github.com/spillway/spillway/cmd/spillway",
-		b.broker:    "github.com/spillway/spillway/internal/testkit/kfakebroker",
-		b.backlog:   "github.com/spillway/spillway/internal/e2e/testdata/backlog",
-		b.readJSONL: testkit.ReadJSONLProgram,
-	} {
-		if err := testkit.GoBuild(out, pkg, false); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
+	return b, testkit.GoBuildInto(binDir,
+		"github.com/spillway/spillway/cmd/spillway",
+		"github.com/spillway/spillway/internal/testkit/kfakebroker",
+		"github.com/spillway/spillway/internal/e2e/testdata/backlog",
+		testkit.ReadJSONLProgram,
+		"github.com/spillway/spillway/internal/e2e/testdata/readparquet",
+	)
 })
 
-type binaries struct{ spillway, broker, backlog, readJSONL string }
+type binaries struct{ spillway, broker, backlog, readJSONL, readParquet string }
 
 func binariesFor(t testing.TB) binaries {
 	t.Helper()

@@ -294,7 +294,7 @@ func storageFaultRun(t *testing.T, backend string) {
 		t.Fatalf("faults injected: %d throttled, %d resets, %d 5xx; want all > 0", throttled.Count(), resets.Count(), failed.Count())
 	}
 
-	// Run 2: storage stops answering writes. Far more than the budget of a
+	// Run 2: storage stops answering writes. More than the budget of a
 	// 256 MiB process limit is produced, so fetching must pause. File sizes
 	// don't matter here: short max_age closes the last files.
 	cfg.File.MaxRecords = 0
@@ -305,10 +305,26 @@ func storageFaultRun(t *testing.T, backend string) {
 	// After the startup check, which writes a probe object.
 	waitFor(t, "run 2 to start", func() bool { return progress() != nil })
 	stall := p.Inject(faultproxy.Rule{Match: faultproxy.Writes, Fault: faultproxy.Fault{Kind: faultproxy.Stall}})
-	testkit.Produce(t, cl, "events", 50_000, func(i int) *kgo.Record {
-		return &kgo.Record{Partition: int32(i % 2), Value: randomValue(rng, 2048)}
-	})
-	waitFor(t, "fetching to pause while storage is stalled", func() bool { return progress().Source().Paused })
+	// Records come in chunks until fetching pauses, each chunk fetched (or
+	// fetching paused) before the next: the backlog is what the pause
+	// takes (about half of the 100 MB once produced at once), not more
+	// for the producer, the drain and the read-back to go through.
+	const chunk, most = 5_000, 50_000
+	produced := 0
+	for !progress().Source().Paused {
+		if produced >= most {
+			t.Fatalf("fetching did not pause with storage stalled after %d records of 2 KiB", produced)
+		}
+		testkit.Produce(t, cl, "events", chunk, func(i int) *kgo.Record {
+			return &kgo.Record{Partition: int32(i % 2), Value: randomValue(rng, 2048)}
+		})
+		produced += chunk
+		waitFor(t, "the chunk to be fetched or fetching to pause", func() bool {
+			s := progress().Source()
+			return s.Paused || s.Fetched >= int64(produced)
+		})
+	}
+	t.Logf("fetching paused after %d records of 2 KiB were produced", produced)
 	before := progress()
 	written, committed := before.Sink().Records, testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events")
 	time.Sleep(3 * time.Second) // the stall itself: storage stays down this long
