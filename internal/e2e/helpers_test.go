@@ -79,7 +79,7 @@ func binariesFor(t testing.TB) binaries {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > time.Second {
-		t.Logf("built spillway, kfakebroker, backlog and readjsonl in %s", d.Round(100*time.Millisecond))
+		t.Logf("built spillway, kfakebroker, backlog, readjsonl and readparquet in %s", d.Round(100*time.Millisecond))
 	}
 	return b
 }
