@@ -98,6 +98,7 @@ func escapedText(n int, tag byte) []byte {
 // partition, naming the record and the setting to raise, and its budget
 // must stay within its limit, the large records held apart.
 func TestOversizedRecordsUnderCgroup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("produces and stores 60 MiB records under a memory cgroup; skipped with -short")
 	}
@@ -302,6 +303,7 @@ const (
 // the largest record (plus twice when they follow each other, in
 // docs/memory.md), and parquet was OOM-killed in that cgroup.
 func TestOversizedRecordsEveryFormatUnderCgroup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("produces 120 MiB and writes it in 6 formats under memory cgroups; skipped with -short")
 	}

@@ -37,6 +37,7 @@ const (
 // spool directory, which the restarts share as a new pod on the same node
 // would: each run must clear what the killed one left there.
 func TestCrashExactlyOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills and restarts spillway while 300k records are produced; skipped with -short")
 	}

@@ -6,11 +6,12 @@
 //
 // The package has no code outside its tests; this file only documents it.
 // Its tests build their programs once per run, on first use: spillway,
-// kfakebroker, and two helpers from testdata (backlog, a producer, and
-// readjsonl, which reads the output back with testkit's reader). All four
-// are built without -race, whatever the tests run with: the processes are
+// kfakebroker, testdata's backlog (a producer) and readparquet, and
+// testkit's readjsonl (both read the output back). All are built without
+// -race, whatever the tests run with: the processes are
 // black boxes here (the race detector runs over the same code in the
 // packages' own tests), it would change the memory spillway uses under a
 // cgroup limit, and it slows producing and decoding about tenfold. The
-// heavy tests skip under -short.
+// heavy tests skip under -short. Every test is t.Parallel (see
+// helpers_test.go).
 package e2e

@@ -25,6 +25,14 @@ import (
 	"github.com/spillway/spillway/internal/testkit"
 )
 
+// Every test here is t.Parallel: each starts its own broker process, its
+// own spillway processes, memory cgroups and directories, and shares
+// nothing but the binaries below. Most of a test's time is spent waiting
+// (a producer's pauses, kills and restarts, group joins, a frozen process's
+// session timeout), so run side by side they fill the machine's cores
+// instead of leaving one idle; a cgroup's limit binds its own processes
+// whatever runs beside them. scripts/test.sh runs them 4 at a time.
+//
 // binDir holds the binaries built for this run; TestMain removes it.
 var binDir string
 
@@ -39,31 +47,29 @@ func TestMain(m *testing.M) {
 }
 
 // built builds the spillway binary, the kfakebroker binary, the backlog
-// producer (testdata/backlog) and the output reader (testdata/readjsonl),
-// once per test binary run, on first use (so that a -short run that skips every heavy test
-// pays for no build). They are built without -race, whatever the tests run
-// with: the race detector would change the memory the process uses.
+// producer (testdata/backlog) and the output readers (testkit/readjsonl,
+// testdata/readparquet) in one go build, once per test binary run, on
+// first use (so that a -short run that skips every heavy test pays for no
+// build). They are built without -race, whatever the tests run with: the
+// race detector would change the memory the process uses.
 var built = sync.OnceValues(func() (binaries, error) {
 	b := binaries{
-		spillway:  filepath.Join(binDir, "spillway"),
-		broker:    filepath.Join(binDir, "kfakebroker"),
-		backlog:   filepath.Join(binDir, "backlog"),
-		readJSONL: filepath.Join(binDir, "readjsonl"),
+		spillway:    filepath.Join(binDir, "spillway"),
+		broker:      filepath.Join(binDir, "kfakebroker"),
+		backlog:     filepath.Join(binDir, "backlog"),
+		readJSONL:   filepath.Join(binDir, "readjsonl"),
+		readParquet: filepath.Join(binDir, "readparquet"),
 	}
-	for out, pkg := range map[string]string{
-		b.spillway:  "github.com/spillway/spillway/cmd/spillway",
-		b.broker:    "github.com/spillway/spillway/internal/testkit/kfakebroker",
-		b.backlog:   "github.com/spillway/spillway/internal/e2e/testdata/backlog",
-		b.readJSONL: "github.com/spillway/spillway/internal/e2e/testdata/readjsonl",
-	} {
-		if err := testkit.GoBuild(out, pkg, false); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
+	return b, testkit.GoBuildInto(binDir,
+		"github.com/spillway/spillway/cmd/spillway",
+		"github.com/spillway/spillway/internal/testkit/kfakebroker",
+		"github.com/spillway/spillway/internal/e2e/testdata/backlog",
+		testkit.ReadJSONLProgram,
+		"github.com/spillway/spillway/internal/e2e/testdata/readparquet",
+	)
 })
 
-type binaries struct{ spillway, broker, backlog, readJSONL string }
+type binaries struct{ spillway, broker, backlog, readJSONL, readParquet string }
 
 func binariesFor(t testing.TB) binaries {
 	t.Helper()
@@ -73,41 +79,16 @@ func binariesFor(t testing.TB) binaries {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > time.Second {
-		t.Logf("built spillway, kfakebroker, backlog and readjsonl in %s", d.Round(100*time.Millisecond))
+		t.Logf("built spillway, kfakebroker, backlog, readjsonl and readparquet in %s", d.Round(100*time.Millisecond))
 	}
 	return b
 }
 
-// readStoredOffsets is testkit.ReadJSONL(t, root) without the keys, values,
-// headers and timestamps: it reads and checks every line as ReadJSONL does,
-// in the testdata/readjsonl program, built without -race (see its doc for
-// why), and returns each record's file, line, topic, partition and offset:
-// what testkit.AssertExactlyOnce looks at.
+// readStoredOffsets is testkit.ReadStoredOffsets, through this run's
+// readjsonl.
 func readStoredOffsets(t testing.TB, root string) []testkit.StoredRecord {
 	t.Helper()
-	bins := binariesFor(t)
-	cmd := exec.Command(bins.readJSONL, root)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("testkit.ReadJSONL(%s), in testdata/readjsonl: %v\n%s", root, err, stderr.String())
-	}
-	var recs []testkit.StoredRecord
-	for line := range strings.Lines(string(out)) {
-		f := strings.SplitN(strings.TrimSuffix(line, "\n"), "\t", 5)
-		if len(f) != 5 {
-			t.Fatalf("readjsonl printed %q, want 5 fields", line)
-		}
-		p, err1 := strconv.ParseInt(f[0], 10, 32)
-		off, err2 := strconv.ParseInt(f[1], 10, 64)
-		n, err3 := strconv.Atoi(f[2])
-		if err := errors.Join(err1, err2, err3); err != nil {
-			t.Fatalf("readjsonl printed %q: %v", line, err)
-		}
-		recs = append(recs, testkit.StoredRecord{File: f[4], Line: n, Topic: f[3], Partition: int32(p), Offset: off})
-	}
-	return recs
+	return testkit.ReadStoredOffsets(t, binariesFor(t).readJSONL, root)
 }
 
 // ---------------------------------------------------------------- broker --

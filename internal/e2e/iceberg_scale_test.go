@@ -38,6 +38,7 @@ const (
 // environment (a budget the cgroup can't hold) the open files buffer the
 // 240 MB of values and spillway is OOM-killed.
 func TestIcebergManyPartitionsUnderCgroup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drains 240 MB into 1,200 open files inside a memory cgroup; skipped with -short")
 	}

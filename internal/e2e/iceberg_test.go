@@ -39,6 +39,7 @@ const (
 // python3-avro, the data files by DuckDB), holds every produced record
 // exactly once, counted by offset per partition.
 func TestIcebergCrashExactlyOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills and restarts spillway while records are produced; skipped with -short")
 	}

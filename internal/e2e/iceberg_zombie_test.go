@@ -32,6 +32,7 @@ import (
 // that followed it in the ledger, which is what a zombie adding its stale
 // files after the new owner's would do.
 func TestIcebergTwoInstancesRebalanceZombie(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("freezes a spillway process past its session timeout; skipped with -short")
 	}

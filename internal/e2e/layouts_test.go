@@ -78,6 +78,7 @@ var layoutCases = []layoutCase{
 // that the commits are lost and resume rests on the ledger alone. Every
 // record must end in storage exactly once.
 func TestCrashLayouts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills and restarts spillway while records are produced; skipped with -short")
 	}

@@ -2,14 +2,11 @@ package e2e
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/spillway/spillway/internal/testkit"
 )
@@ -27,6 +24,7 @@ const oomParquetBacklog = 512 << 20
 // they are written. Spillway must still drain the backlog without an OOM
 // kill, every record exactly once.
 func TestBoundedMemoryUnderCgroupParquet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("produces and drains a 512 MiB backlog; skipped with -short")
 	}
@@ -40,6 +38,7 @@ func TestBoundedMemoryUnderCgroupParquet(t *testing.T) {
 // inside the same 256 MiB cgroup. Most files must reach one or the other
 // instead of being closed early by memory pressure.
 func TestSpoolUnderCgroupParquet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("produces and drains a 512 MiB backlog; skipped with -short")
 	}
@@ -61,78 +60,45 @@ func parquetBacklog(t *testing.T) int64 {
 	return n << 20
 }
 
-// oomRow is the part of the envelope countStoredParquet reads: value
-// bytes (value_encoding base64 stores them raw), the key and the offset.
-type oomRow struct {
-	Key    []byte `parquet:"key,optional"`
-	Value  []byte `parquet:"value,optional"`
-	Offset int64  `parquet:"offset"`
-}
-
-// countStoredParquet reads every parquet file under root with
-// parquet-go's reader, a few rows at a time, and keeps each record's
-// position and value length, checking its key and the text half of its
-// value as countStored does.
+// countStoredParquet reads every parquet file under root in the
+// testdata/readparquet program (built without -race: parquet decoding in
+// this process took a minute or more), which keeps each record's position
+// and value length, checking its key and the text half of its value as
+// countStored does.
 func countStoredParquet(t *testing.T, root string) stored {
 	t.Helper()
-	var s stored
-	rows := make([]oomRow, 16)
-	err := testkit.WalkOutput(root, func(path string) error {
-		topic, partition, _, ok := testkit.ParseDefaultName(path)
-		if !ok || !strings.HasSuffix(path, ".parquet") {
-			return fmt.Errorf("%s: not a {{topic}}-{{partition}}-{{start_offset}}.parquet file", path)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		pf, err := parquet.OpenFile(f, st.Size())
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		s.addFile(path, st.Size())
-		r := parquet.NewGenericReader[oomRow](pf)
-		defer r.Close()
-		line := 0
-		for {
-			n, err := r.Read(rows)
-			for _, row := range rows[:n] {
-				line++
-				s.valueBytes += int64(len(row.Value))
-				s.recs = append(s.recs, testkit.StoredRecord{File: path, Line: line, Topic: topic, Partition: partition, Offset: row.Offset})
-				if msg := checkRawRecord(partition, row.Offset, row.Key, row.Value); msg != "" && len(s.badValues) < 10 {
-					s.badValues = append(s.badValues, fmt.Sprintf("%s: row %d: %s", path, line, msg))
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("%s: row %d: %w", path, line, err)
-			}
-		}
-	})
+	cmd := exec.Command(binariesFor(t).readParquet, "-partitions", strconv.Itoa(oomPartitions), root)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("reading spillway's output: %v", err)
+		t.Fatalf("reading spillway's output in testdata/readparquet: %v\n%s", err, stderr.String())
+	}
+	var s stored
+	for line := range strings.Lines(string(out)) {
+		f := strings.Split(strings.TrimSuffix(line, "\n"), "\t")
+		switch {
+		case f[0] == "F" && len(f) == 3:
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				t.Fatalf("readparquet printed %q: %v", line, err)
+			}
+			s.addFile(f[1], n)
+		case f[0] == "R" && len(f) == 6:
+			rowNo, err1 := strconv.Atoi(f[2])
+			p, err2 := strconv.ParseInt(f[3], 10, 32)
+			off, err3 := strconv.ParseInt(f[4], 10, 64)
+			n, err4 := strconv.ParseInt(f[5], 10, 64)
+			if err := errors.Join(err1, err2, err3, err4); err != nil {
+				t.Fatalf("readparquet printed %q: %v", line, err)
+			}
+			s.valueBytes += n
+			s.recs = append(s.recs, testkit.StoredRecord{File: f[1], Line: rowNo, Topic: oomTopic, Partition: int32(p), Offset: off})
+		case f[0] == "BAD" && len(f) == 2:
+			s.badValues = append(s.badValues, f[1])
+		default:
+			t.Fatalf("readparquet printed %q", line)
+		}
 	}
 	return s
-}
-
-// checkRawRecord is checkRecord for a key and value stored as bytes.
-func checkRawRecord(partition int32, offset int64, key, value []byte) string {
-	i := int(offset)*oomPartitions + int(partition)
-	if string(key) != fmt.Sprintf("big-%d", i) {
-		return fmt.Sprintf("partition %d offset %d: key %q, want \"big-%d\"", partition, offset, key, i)
-	}
-	text := value[len(value)/2:]
-	want := backlogPhrase(i)
-	if k := min(len(text), len(want)); string(text[:k]) != want[:k] {
-		return fmt.Sprintf("partition %d offset %d: value's text half starts %.60q, want %.60q", partition, offset, text, want)
-	}
-	return ""
 }

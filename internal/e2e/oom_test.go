@@ -48,6 +48,7 @@ const (
 // environment (a budget the cgroup can't hold) spillway is OOM-killed
 // within seconds and the test fails.
 func TestBoundedMemoryUnderCgroup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("produces and drains a 1.5 GiB backlog; skipped with -short")
 	}

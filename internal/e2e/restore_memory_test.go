@@ -88,6 +88,7 @@ func restoreMemValue(i int) []byte {
 // ones it was OOM-killed at 33%). 256 MiB transactions outlast the
 // producer's transaction timeout against this broker, which aborts them.
 func TestRestoreBoundedMemorySlowBroker(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("stores and restores 300 MiB under a memory cgroup; skipped with -short")
 	}

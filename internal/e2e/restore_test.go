@@ -28,6 +28,7 @@ const (
 // a third run finish: a read_committed consumer finds every record of the
 // source in the destination exactly once, in order, byte for byte.
 func TestRestoreSIGKILL(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drains and restores 60k records with two kills; skipped with -short")
 	}

@@ -29,6 +29,7 @@ const (
 // alone shares the partitions. At the end every record is in storage
 // exactly once, and `spillway verify` agrees.
 func TestScaleOut(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs four spillway processes against a broker process; skipped with -short")
 	}

@@ -21,6 +21,7 @@ import (
 // stopped the same way, must exit at once on a second SIGTERM. After both, a
 // third run drains the topic, and every record is stored exactly once.
 func TestFrozenBrokerDuringShutdown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("freezes a broker process; skipped with -short")
 	}

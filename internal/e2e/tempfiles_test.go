@@ -21,6 +21,7 @@ import (
 // puts each file in a directory of its own: neither file is in the
 // partition prefix's directory.
 func TestKilledWriterTempFiles(t *testing.T) {
+	t.Parallel()
 	const partitions, records = 2, 100
 	templates := map[string]string{
 		"not listable":        "{{topic}}/{{timestamp:unit=yyyy}}/{{partition}}-{{start_offset}}",

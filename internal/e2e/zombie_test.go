@@ -23,6 +23,7 @@ import (
 // offsets back (the broker refuses its stale generation). At the end every
 // record is stored exactly once.
 func TestZombieCannotOverwriteOrCommit(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("freezes a spillway process past its session timeout; skipped with -short")
 	}

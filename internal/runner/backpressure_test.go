@@ -126,7 +126,7 @@ func TestSlowStorageStaysInBudget(t *testing.T) {
 	if used := p.Budget().Used - p.Plan.Reserved; used != 0 {
 		t.Errorf("after a clean stop the budget still counts %d bytes", used)
 	}
-	testkit.AssertExactlyOnce(t, testkit.ReadJSONL(t, dir), "events", end)
+	testkit.AssertExactlyOnce(t, readStoredOffsets(t, dir), "events", end)
 }
 
 // TestRecordCountThreshold: with plenty of bytes left, the record-count

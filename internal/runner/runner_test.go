@@ -37,7 +37,13 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "spillway-runner-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "runner: temp dir for test programs:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 }
 
 func testLogger(t testing.TB) *slog.Logger {

@@ -3,6 +3,7 @@ package testkit
 import (
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -18,6 +19,21 @@ func GoBuild(out, pkg string, race bool) error {
 		args = append(args, "-race")
 	}
 	args = append(args, pkg)
+	if msg, err := exec.Command(goBin, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, msg)
+	}
+	return nil
+}
+
+// GoBuildInto builds the main packages pkgs, without -race, into dir in one
+// go build (which compiles their shared packages once and links them side by
+// side); each binary is named after the last element of its package path.
+func GoBuildInto(dir string, pkgs ...string) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("the go command is needed to build %s: %w", strings.Join(pkgs, ", "), err)
+	}
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
 	if msg, err := exec.Command(goBin, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, msg)
 	}

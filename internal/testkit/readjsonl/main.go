@@ -1,4 +1,4 @@
-// Command readjsonl is a test-only reader for internal/e2e: it reads every
+// Command readjsonl is a test-only reader (see testkit.ReadStoredOffsets): it reads every
 // jsonl file under a directory with testkit.ReadJSONLDir (the reader the
 // tests use, which checks every line) and prints one line per record:
 //
@@ -7,7 +7,7 @@
 // separated by tabs, in ReadJSONLDir's order. It exits non-zero, naming the
 // file and line, on the first record that can't be read.
 //
-// It is a separate program, built without -race, because the e2e tests run
+// It is a separate program, built without -race, because the tests run
 // under -race, and the race detector slows encoding/json about tenfold:
 // reading back the 300,000 records of 1 KiB of TestCrashExactlyOnce took
 // eight minutes in the test process on a busy 2-core machine. The tests
