@@ -113,17 +113,14 @@ func (l *local) newWriter(_ context.Context, key string, _ map[string]string, o 
 // less the umask, as open(2) gives it and as readers of the output (another
 // user, a group) expect of other writers' files; os.CreateTemp would make
 // it 0600.
-func (l *local) createTemp(dir, prefix string) (*os.File, error) {
+func (l *local) createTemp(dir, prefix string) (*tempFile, error) {
 	l.mu.Lock()
 	known := l.dirs[dir]
 	l.mu.Unlock()
 	if !known {
-		if err := os.MkdirAll(dir, 0o777); err != nil { // less the umask, as mkdir -p
+		if err := l.makeDir(dir); err != nil {
 			return nil, err
 		}
-		l.mu.Lock()
-		l.dirs[dir] = true
-		l.mu.Unlock()
 	}
 	for try := 0; ; try++ {
 		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
@@ -144,8 +141,41 @@ func (l *local) createTemp(dir, prefix string) (*os.File, error) {
 	}
 }
 
+// makeDir makes dir and the parents it lacks, as mkdir -p, from the
+// deepest one this process knows exists: a new partition's directories
+// then cost a mkdir each, not MkdirAll's stat of each level first (and of
+// the levels above, which exist). It counts them all as made. Should a
+// directory it knew have been removed behind its back, MkdirAll makes
+// what is missing.
+func (l *local) makeDir(dir string) error {
+	var missing []string // dir first, then its parents
+	l.mu.Lock()
+	for d := dir; !l.dirs[d] && d != l.root && filepath.Dir(d) != d; d = filepath.Dir(d) {
+		missing = append(missing, d)
+	}
+	l.mu.Unlock()
+	for i := len(missing) - 1; i >= 0; i-- {
+		err := os.Mkdir(missing[i], 0o777) // less the umask, as mkdir -p
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return err
+			}
+			break
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	l.mu.Lock()
+	for _, d := range missing {
+		l.dirs[d] = true
+	}
+	l.mu.Unlock()
+	return nil
+}
+
 type localWriter struct {
-	f       *os.File
+	f       *tempFile
 	final   string
 	l       *local
 	replace bool
