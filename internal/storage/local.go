@@ -144,9 +144,16 @@ func (l *local) createTemp(dir, prefix string) (*tempFile, error) {
 // makeDir makes dir and the parents it lacks, as mkdir -p, from the
 // deepest one this process knows exists: a new partition's directories
 // then cost a mkdir each, not MkdirAll's stat of each level first (and of
-// the levels above, which exist). It counts them all as made. Should a
-// directory it knew have been removed behind its back, MkdirAll makes
-// what is missing.
+// the levels above, which exist). Should a directory it knew have been
+// removed behind its back, MkdirAll makes what is missing.
+//
+// A new directory's name is an entry of its parent, durable only once the
+// parent is fsynced, as a file's name is (the commit's syncDir covers the
+// directory a file lands in, not the ones above it). Before any file is
+// made in them, the parent of each directory it lacked is fsynced (shared
+// with other commits' fsyncs of the same directory); only then does it
+// count them as made, so that a writer that finds one known never skips
+// that fsync.
 func (l *local) makeDir(dir string) error {
 	var missing []string // dir first, then its parents
 	l.mu.Lock()
@@ -163,6 +170,13 @@ func (l *local) makeDir(dir string) error {
 			break
 		}
 		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	// Another goroutine may have made a directory first (ErrExist) and
+	// not yet fsynced its parent: each writer syncs every parent itself.
+	for _, d := range missing {
+		if err := l.syncDir(filepath.Dir(d)); err != nil {
 			return err
 		}
 	}
