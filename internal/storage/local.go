@@ -113,17 +113,14 @@ func (l *local) newWriter(_ context.Context, key string, _ map[string]string, o 
 // less the umask, as open(2) gives it and as readers of the output (another
 // user, a group) expect of other writers' files; os.CreateTemp would make
 // it 0600.
-func (l *local) createTemp(dir, prefix string) (*os.File, error) {
+func (l *local) createTemp(dir, prefix string) (*tempFile, error) {
 	l.mu.Lock()
 	known := l.dirs[dir]
 	l.mu.Unlock()
 	if !known {
-		if err := os.MkdirAll(dir, 0o777); err != nil { // less the umask, as mkdir -p
+		if err := l.makeDir(dir); err != nil {
 			return nil, err
 		}
-		l.mu.Lock()
-		l.dirs[dir] = true
-		l.mu.Unlock()
 	}
 	for try := 0; ; try++ {
 		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
@@ -144,8 +141,55 @@ func (l *local) createTemp(dir, prefix string) (*os.File, error) {
 	}
 }
 
+// makeDir makes dir and the parents it lacks, as mkdir -p, from the
+// deepest one this process knows exists: a new partition's directories
+// then cost a mkdir each, not MkdirAll's stat of each level first (and of
+// the levels above, which exist). Should a directory it knew have been
+// removed behind its back, MkdirAll makes what is missing.
+//
+// A new directory's name is an entry of its parent, durable only once the
+// parent is fsynced, as a file's name is (the commit's syncDir covers the
+// directory a file lands in, not the ones above it). Before any file is
+// made in them, the parent of each directory it lacked is fsynced (shared
+// with other commits' fsyncs of the same directory); only then does it
+// count them as made, so that a writer that finds one known never skips
+// that fsync.
+func (l *local) makeDir(dir string) error {
+	var missing []string // dir first, then its parents
+	l.mu.Lock()
+	for d := dir; !l.dirs[d] && d != l.root && filepath.Dir(d) != d; d = filepath.Dir(d) {
+		missing = append(missing, d)
+	}
+	l.mu.Unlock()
+	for i := len(missing) - 1; i >= 0; i-- {
+		err := os.Mkdir(missing[i], 0o777) // less the umask, as mkdir -p
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(dir, 0o777); err != nil {
+				return err
+			}
+			break
+		}
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	// Another goroutine may have made a directory first (ErrExist) and
+	// not yet fsynced its parent: each writer syncs every parent itself.
+	for _, d := range missing {
+		if err := l.syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	for _, d := range missing {
+		l.dirs[d] = true
+	}
+	l.mu.Unlock()
+	return nil
+}
+
 type localWriter struct {
-	f       *os.File
+	f       *tempFile
 	final   string
 	l       *local
 	replace bool

@@ -4,9 +4,12 @@ package storage
 
 import "os"
 
+// tempFile is a file being written.
+type tempFile struct{ *os.File }
+
 // startWriteback is a no-op where sync_file_range does not exist: commit's
 // fsync writes the whole file.
-func startWriteback(*os.File, int64, int64) {}
+func startWriteback(*tempFile, int64, int64) {}
 
 // renameNoReplace can't rename without replacing here: the caller links
 // and removes instead.
@@ -14,8 +17,12 @@ func renameNoReplace(string, string) (bool, error) { return false, nil }
 
 // openExcl creates name, which must not exist, with mode 0666 less the
 // umask.
-func openExcl(name string) (*os.File, error) {
-	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+func openExcl(name string) (*tempFile, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	return &tempFile{f}, nil
 }
 
 // syncDir fsyncs a directory: what was renamed or linked into it is

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/spillway/spillway/internal/config"
@@ -22,14 +23,15 @@ import (
 func main() {
 	path := flag.String("config", "", "config file (YAML)")
 	out := flag.String("cpuprofile", "", "write a CPU profile here")
+	traceOut := flag.String("trace", "", "write a runtime execution trace here (go tool trace): where the file goroutines wait")
 	flag.Parse()
-	if err := run(*path, *out); err != nil {
+	if err := run(*path, *out, *traceOut); err != nil {
 		fmt.Fprintf(os.Stderr, "spillprof: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, out string) error {
+func run(path, out, traceOut string) error {
 	cfg, err := config.Load(path, os.Environ())
 	if err != nil {
 		return err
@@ -44,6 +46,17 @@ func run(path, out string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if traceOut != "" {
+		f, err := os.Create(traceOut)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

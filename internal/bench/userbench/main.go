@@ -86,6 +86,7 @@ func run() int {
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
 	profile := flag.String("profile", "", "write a CPU profile of each Spillway run into this directory (runs internal/bench/spillprof, the same code path, in place of the binary)")
 	base := flag.String("base", "", "also run the spillway built from this directory (another checkout of the module, such as the commit before a change) as the contender spillway@base")
+	traces := flag.Bool("trace", false, "with -profile, also write a runtime execution trace of each Spillway run there (go tool trace: which goroutines wait, and on what)")
 	straceDir := flag.String("strace", "", "count the syscalls of each Spillway and naive run with strace -c -f into this directory (slows them: read the counts, not the times)")
 	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
 	brokers := flag.String("brokers", "", "internal (-child): the broker")
@@ -128,6 +129,7 @@ func run() int {
 		want:        want,
 		keep:        *keep,
 		profile:     *profile,
+		traces:      *traces,
 		strace:      *straceDir,
 		baseDir:     *base,
 	}
@@ -159,6 +161,7 @@ type bench struct {
 	want                 map[string]bool
 	keep                 bool
 	profile, strace      string // directories, or ""
+	traces               bool   // with profile: execution traces too
 	baseDir              string // another checkout whose spillway runs too, or ""
 	baseBin              string
 
@@ -458,7 +461,11 @@ admin:
 			}
 			args := []string{"run", "--config", path}
 			if b.profile != "" && bin == b.spillway {
-				args = []string{"-config", path, "-cpuprofile", filepath.Join(b.profile, fmt.Sprintf("%s-%d.pprof", strings.ReplaceAll(workload, " ", "-"), b.seq))}
+				name := filepath.Join(b.profile, fmt.Sprintf("%s-%d", strings.ReplaceAll(workload, " ", "-"), b.seq))
+				args = []string{"-config", path, "-cpuprofile", name + ".pprof"}
+				if b.traces {
+					args = append(args, "-trace", name+".trace")
+				}
 			}
 			cmd := b.command(ctx, workload+"-"+name, bin, args...)
 			cmd.Env = append(os.Environ(), "AWS_EC2_METADATA_DISABLED=true")
