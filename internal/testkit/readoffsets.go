@@ -1,6 +1,10 @@
 package testkit
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"strconv"
@@ -16,7 +20,8 @@ const ReadJSONLProgram = "github.com/spillway/spillway/internal/testkit/readjson
 // headers and timestamps: it reads and checks every line as ReadJSONL
 // does, in the readjsonl program at bin (ReadJSONLProgram, built without
 // -race), and returns each record's file, line, topic, partition and
-// offset: what AssertExactlyOnce looks at. Under -race, encoding/json in
+// offset: what AssertExactlyOnce looks at, and the value's ValueDigest in
+// ValueDigest. Under -race, encoding/json in
 // the test process is about ten times slower; tests that store hundreds of
 // MiB and check only which offsets are there read through this.
 func ReadStoredOffsets(t testing.TB, bin, root string) []StoredRecord {
@@ -30,9 +35,9 @@ func ReadStoredOffsets(t testing.TB, bin, root string) []StoredRecord {
 	}
 	var recs []StoredRecord
 	for line := range strings.Lines(string(out)) {
-		f := strings.SplitN(strings.TrimSuffix(line, "\n"), "\t", 5)
-		if len(f) != 5 {
-			t.Fatalf("readjsonl printed %q, want 5 fields", line)
+		f := strings.SplitN(strings.TrimSuffix(line, "\n"), "\t", 6)
+		if len(f) != 6 {
+			t.Fatalf("readjsonl printed %q, want 6 fields", line)
 		}
 		p, err1 := strconv.ParseInt(f[0], 10, 32)
 		off, err2 := strconv.ParseInt(f[1], 10, 64)
@@ -40,7 +45,37 @@ func ReadStoredOffsets(t testing.TB, bin, root string) []StoredRecord {
 		if err := errors.Join(err1, err2, err3); err != nil {
 			t.Fatalf("readjsonl printed %q: %v", line, err)
 		}
-		recs = append(recs, StoredRecord{File: f[4], Line: n, Topic: f[3], Partition: int32(p), Offset: off})
+		recs = append(recs, StoredRecord{File: f[5], Line: n, Topic: f[4], Partition: int32(p), Offset: off, ValueDigest: f[3]})
 	}
 	return recs
+}
+
+// ValueDigest names a stored jsonl value by its content, so that a test
+// can compare big values without decoding them under -race: "s:" and the
+// SHA-256 of the text when the value is a JSON string (what a text value
+// is written as), "j:" and the SHA-256 of its compacted JSON otherwise.
+// TextDigest and JSONDigest give the same for the value that was produced.
+func ValueDigest(v json.RawMessage) string {
+	var s string
+	if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
+		return TextDigest([]byte(s))
+	}
+	return JSONDigest(v)
+}
+
+// TextDigest is ValueDigest of a value produced as text.
+func TextDigest(text []byte) string {
+	sum := sha256.Sum256(text)
+	return "s:" + hex.EncodeToString(sum[:])
+}
+
+// JSONDigest is ValueDigest of a value produced as JSON: its compacted
+// form's, "j:invalid" when it is not JSON.
+func JSONDigest(v []byte) string {
+	var c bytes.Buffer
+	if err := json.Compact(&c, v); err != nil {
+		return "j:invalid"
+	}
+	sum := sha256.Sum256(c.Bytes())
+	return "j:" + hex.EncodeToString(sum[:])
 }

@@ -22,9 +22,16 @@ func TestReadStoredOffsets(t *testing.T) {
 	}
 	for i, w := range want {
 		if got[i].File != w.File || got[i].Line != w.Line || got[i].Topic != w.Topic ||
-			got[i].Partition != w.Partition || got[i].Offset != w.Offset {
+			got[i].Partition != w.Partition || got[i].Offset != w.Offset || got[i].ValueDigest != ValueDigest(w.Value) {
 			t.Fatalf("record %d: ReadStoredOffsets %+v, ReadJSONL %+v", i, got[i], w)
 		}
+	}
+
+	// The digest tells text from JSON, and compacts JSON as produced.
+	if ValueDigest([]byte(`"{\"a\":1}"`)) != TextDigest([]byte(`{"a":1}`)) ||
+		ValueDigest([]byte(`{"a":1}`)) != JSONDigest([]byte("{ \"a\" : 1 }")) ||
+		ValueDigest([]byte(`"{\"a\":1}"`)) == ValueDigest([]byte(`{"a":1}`)) {
+		t.Errorf("ValueDigest confuses text and JSON, or does not compact")
 	}
 
 	writeFile(t, filepath.Join(dir, "orders-eu-2-0.jsonl"), []byte("{\"offset\":0}\nnot json\n"))

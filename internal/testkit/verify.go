@@ -31,6 +31,9 @@ type StoredRecord struct {
 	Value     json.RawMessage // as written: an object, a string, null, ...
 	Headers   []map[string]any
 	Timestamp int64 // milliseconds since the epoch
+	// ValueDigest is the value's ValueDigest, set by ReadStoredOffsets
+	// only (which leaves Value nil).
+	ValueDigest string
 }
 
 // defaultNameRE matches the default template {{topic}}-{{partition}}-{{start_offset}}

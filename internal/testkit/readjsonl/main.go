@@ -2,7 +2,10 @@
 // jsonl file under a directory with testkit.ReadJSONLDir (the reader the
 // tests use, which checks every line) and prints one line per record:
 //
-//	<partition> <offset> <line> <topic> <file>
+//	<partition> <offset> <line> <value digest> <topic> <file>
+//
+// The value digest is ValueDigest of the stored value: what a test that
+// checks big values compares, without holding or decoding them under -race.
 //
 // separated by tabs, in ReadJSONLDir's order. It exits non-zero, naming the
 // file and line, on the first record that can't be read.
@@ -34,7 +37,7 @@ func main() {
 	}
 	w := bufio.NewWriterSize(os.Stdout, 1<<20)
 	for _, r := range recs {
-		fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%s\n", r.Partition, r.Offset, r.Line, r.Topic, r.File)
+		fmt.Fprintf(w, "%d\t%d\t%d\t%s\t%s\t%s\n", r.Partition, r.Offset, r.Line, testkit.ValueDigest(r.Value), r.Topic, r.File)
 	}
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, "readjsonl:", err)
