@@ -2,10 +2,13 @@ package iceberg
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -100,7 +103,20 @@ func partitionValues(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st 
 		var v any
 		var err error
 		switch tr := pf.Transform.(type) {
-		case iceberg.IdentityTransform:
+		case iceberg.IdentityTransform, iceberg.TruncateTransform:
+			name, _ := sc.FindColumnName(src.ID)
+			if name != partitionColumn {
+				if v, err = valueOf(src, pf, text); err != nil {
+					return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
+				}
+				if err := checkBounds(pf, src, st, v); err != nil {
+					return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
+				}
+				if _, ok := src.Type.(iceberg.DateType); ok {
+					types[pf.FieldID] = "date"
+				}
+				break
+			}
 			if src.Name != partitionColumn {
 				return nil, nil, fmt.Errorf("partition field %s: identity of %s is not one Spillway knows a file's value of", pf.Name, src.Name)
 			}
@@ -185,6 +201,9 @@ func checkBounds(pf iceberg.PartitionField, src iceberg.NestedField, st iceberg.
 		if !ok {
 			continue // no bounds (an all-null column): nothing to contradict
 		}
+		if truncatedBound(src, raw) {
+			continue // a cut bound says less than the value
+		}
 		lit, err := iceberg.LiteralFromBytes(src.Type, raw)
 		if err != nil {
 			return fmt.Errorf("the %s %s does not decode: %w", side.name, src.Name, err)
@@ -195,4 +214,70 @@ func checkBounds(pf iceberg.PartitionField, src iceberg.NestedField, st iceberg.
 		}
 	}
 	return nil
+}
+
+// truncatedBound: a string or binary bound that may have been cut (Iceberg
+// keeps the first 16 characters of a string bound by default, and
+// increments the upper's last), so a transform of it need not be the
+// file's value.
+func truncatedBound(src iceberg.NestedField, raw []byte) bool {
+	switch src.Type.(type) {
+	case iceberg.BinaryType, iceberg.FixedType:
+		return true
+	case iceberg.StringType:
+		return utf8.RuneCount(raw) >= 16
+	}
+	return false
+}
+
+// valueOf parses an identity or truncate partition value of a value field
+// from its folder text, as naming renders it (Iceberg's human string,
+// URL-encoded; "null" is the null value, the string "null" is written
+// %6Eull), into the partition value of src's type.
+func valueOf(src iceberg.NestedField, pf iceberg.PartitionField, text string) (any, error) {
+	if text == "null" {
+		return nil, nil
+	}
+	s, err := url.QueryUnescape(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s does not URL-decode: %w", pf.Name, text, err)
+	}
+	bad := func(err error) (any, error) {
+		return nil, fmt.Errorf("%s=%s is not a %s: %w", pf.Name, text, src.Type, err)
+	}
+	switch src.Type.(type) {
+	case iceberg.StringType:
+		return s, nil
+	case iceberg.Int32Type:
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return bad(err)
+		}
+		return int32(n), nil
+	case iceberg.Int64Type:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return bad(err)
+		}
+		return n, nil
+	case iceberg.BooleanType:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return bad(err)
+		}
+		return b, nil
+	case iceberg.DateType:
+		ts, err := time.ParseInLocation("2006-01-02", s, time.UTC)
+		if err != nil {
+			return bad(err)
+		}
+		return iceberg.Date(ts.Unix() / 86400), nil
+	case iceberg.BinaryType, iceberg.FixedType:
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return bad(err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("partition field %s: %s of a %s column is not one Spillway lays files out by", pf.Name, pf.Transform, src.Type)
 }

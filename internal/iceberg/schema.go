@@ -242,6 +242,9 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 		if err != nil {
 			return iceberg.PartitionSpec{}, fmt.Errorf("iceberg.partition_by[%d] %q %w", i, s, err)
 		}
+		if tr.value {
+			tr.column = valueColumn(sc, tr.column)
+		}
 		if _, ok := sc.FindFieldByName(tr.column); !ok {
 			var cols []string
 			for _, f := range sc.Fields() {
@@ -264,6 +267,11 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 			it, target = iceberg.HourTransform{}, tr.column+"_hour"
 		case "bucket":
 			it, target = iceberg.BucketTransform{NumBuckets: tr.n}, tr.column+"_bucket"
+		case "truncate":
+			it = iceberg.TruncateTransform{Width: tr.n}
+		}
+		if tr.value {
+			target = tr.name // the folder's name, naming.ValueTransform.FieldName
 		}
 		opts = append(opts, iceberg.AddPartitionFieldByName(tr.column, target, it, sc, nil))
 	}
@@ -361,4 +369,16 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
 	}
 	return staged, nil
+}
+
+// valueColumn is the table column of the value field path: inside the
+// envelope's value column (field id 2) when the files have one, else a
+// column of the file's root (the value's fields are the file's columns).
+func valueColumn(sc *iceberg.Schema, path string) string {
+	if f, ok := sc.FindFieldByID(2); ok && f.Name == "value" {
+		if _, ok := f.Type.(*iceberg.StructType); ok {
+			return "value." + path
+		}
+	}
+	return path
 }
