@@ -239,15 +239,18 @@ func ParseValueTransform(t string) (ValueTransform, bool) {
 
 // FieldName is the transform's Iceberg partition field name, as Iceberg
 // names it by default: the path for identity, else path_bucket,
-// path_trunc, path_year, ...
+// path_trunc, path_year, ... (a nested path's dots as "_").
 func (vt ValueTransform) FieldName() string {
+	// iceberg-go refuses a "." in a partition field's name (Java takes
+	// it): a nested path's dots become "_".
+	name := strings.ReplaceAll(vt.Path, ".", "_")
 	switch vt.Transform {
 	case "identity":
-		return vt.Path
+		return name
 	case "truncate":
-		return vt.Path + "_trunc"
+		return name + "_trunc"
 	}
-	return vt.Path + "_" + vt.Transform
+	return name + "_" + vt.Transform
 }
 
 // segment is vt's path segment: "<field name>={{value_field:...}}".
