@@ -105,5 +105,5 @@ func (t *Table) fileIO(ctx context.Context) (iceio.IO, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
-	return fio, nil
+	return literalIO{fio}, nil // the file the ledger names (ioLocation)
 }

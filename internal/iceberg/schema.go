@@ -23,7 +23,7 @@ import (
 // has none would be read by name mapping only, which Spillway's files do
 // not need.
 func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, int64, error) {
-	f, err := fs.Open(location)
+	f, err := fs.Open(ioLocation(location)) // the file the manifest names
 	if err != nil {
 		return nil, 0, fmt.Errorf("open %s: %w", location, err)
 	}

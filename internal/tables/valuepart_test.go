@@ -52,12 +52,12 @@ const (
 		{"name":"note","type":["null","string"],"default":null}]}`
 )
 
-// countries are the records' countries: null and one with a space among
-// them. A value that renders a '%' escape (the string "null", non-ASCII
-// letters, an apostrophe) is left out: iceberg-go's FileIO URL-decodes a
-// data file's location, so it opens another name than the one written
-// (see the report of this change; naming's tests check the rendering).
-var countries = []any{"FR", "US", nil, "NEW ZEALAND", "DE", "FR"}
+// countries are the records' countries: null, and values whose folder
+// has '%' escapes (non-ASCII letters, an apostrophe, a space, '/', '%',
+// '=', and the string "null", which renders %6Eull): the manifest keeps
+// the location as written, and the commit loop must open that file
+// (iceberg.ioLocation), or it fails on every restart.
+var countries = []any{"FR", "Österreich", nil, "NEW ZEALAND", "Côte d'Ivoire", "a/b", "50%", "k=v", "null", "DE"}
 
 // orderOf is the value of record o of Kafka partition p, in the wire
 // format (schema id 2 every eleventh), and its fields as the table holds
