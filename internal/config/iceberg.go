@@ -146,6 +146,15 @@ func (c *Config) checkIceberg(ps *problems) {
 			ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "buckets the key, but schema_registry.decode %s types the key column by its registry schema, and Iceberg's bucket of a typed column is not the bucket of the key's bytes that Spillway splits files by; set schema_registry.decode: value, or drop the bucket", c.SchemaRegistry.Decode)
 		}
 	}
+	if vf := naming.ValueFields(o.PartitionBy); len(vf) > 0 {
+		by := strings.Join(o.PartitionBy, ", ")
+		switch {
+		case c.SchemaRegistry.URL == "" || !c.SchemaRegistry.DecodeValues():
+			ps.add("iceberg.partition_by", by, "partitions by the value field %s, which Spillway reads only from values the schema registry types; set schema_registry.url and schema_registry.decode: value (or both), or drop the value field", vf[0].Path)
+		case c.Format.Envelope && !slices.Contains(c.Format.Fields, "value"):
+			ps.add("iceberg.partition_by", by, "partitions by the value field %s, but format.fields has no value, so the files hold no column of it; add value to format.fields, or drop the value field", vf[0].Path)
+		}
+	}
 	if _, err := naming.IcebergPartitionPath(o.PartitionBy); err != nil && len(*ps) == 0 {
 		ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "%v", err)
 	}

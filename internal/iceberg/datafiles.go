@@ -2,12 +2,17 @@ package iceberg
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 )
@@ -44,11 +49,15 @@ func (t *Table) dataFiles(ctx context.Context, tbl *table.Table, files []File) (
 		g.Go(func() error {
 			// Unpartitioned: the statistics only; the partition values
 			// are ours.
-			st, err := table.FileToDataFile(gctx, fs, f.Location, sc, *iceberg.UnpartitionedSpec, 0, props)
+			st, err := table.FileToDataFile(gctx, literalIO{fs}, f.Location, sc, *iceberg.UnpartitionedSpec, 0, props)
 			if err != nil {
 				return fmt.Errorf("iceberg: %s: read the statistics of %s: %w", t.name, f.Location, t.c.scrub(err))
 			}
-			df, err := buildDataFile(sc, spec, f, st)
+			nested, err := nestedBounds(literalIO{fs}, f.Location, sc, spec)
+			if err != nil {
+				return fmt.Errorf("iceberg: %s: read the statistics of %s: %w", t.name, f.Location, t.c.scrub(err))
+			}
+			df, err := buildDataFile(sc, spec, f, st, nested...)
 			if err != nil {
 				return fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
 			}
@@ -63,8 +72,10 @@ func (t *Table) dataFiles(ctx context.Context, tbl *table.Table, files []File) (
 }
 
 // buildDataFile is st (a file's statistics) with f's partition values in spec.
-func buildDataFile(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st iceberg.DataFile) (iceberg.DataFile, error) {
-	vals, types, err := partitionValues(sc, spec, f, st)
+// nested are the bounds of the partition fields' sources nested in a
+// struct (nestedBounds), which st lacks.
+func buildDataFile(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st iceberg.DataFile, nested ...rowGroupBounds) (iceberg.DataFile, error) {
+	vals, types, err := partitionValues(sc, spec, f, st, nested)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +93,7 @@ func buildDataFile(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st ic
 // partitionValues are f's values of spec's fields, by partition field id
 // (nil for a null value), and the Avro logical type of those that have
 // one (a day is a date).
-func partitionValues(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st iceberg.DataFile) (map[int]any, map[int]string, error) {
+func partitionValues(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st iceberg.DataFile, nested []rowGroupBounds) (map[int]any, map[int]string, error) {
 	vals, types := map[int]any{}, map[int]string{}
 	if spec.NumFields() == 0 {
 		return vals, types, nil
@@ -100,7 +111,20 @@ func partitionValues(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st 
 		var v any
 		var err error
 		switch tr := pf.Transform.(type) {
-		case iceberg.IdentityTransform:
+		case iceberg.IdentityTransform, iceberg.TruncateTransform:
+			name, _ := sc.FindColumnName(src.ID)
+			if name != partitionColumn {
+				if v, err = valueOf(src, pf, text); err != nil {
+					return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
+				}
+				if err := checkBounds(pf, src, st, nested, v); err != nil {
+					return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
+				}
+				if _, ok := src.Type.(iceberg.DateType); ok {
+					types[pf.FieldID] = "date"
+				}
+				break
+			}
 			if src.Name != partitionColumn {
 				return nil, nil, fmt.Errorf("partition field %s: identity of %s is not one Spillway knows a file's value of", pf.Name, src.Name)
 			}
@@ -120,7 +144,7 @@ func partitionValues(sc *iceberg.Schema, spec iceberg.PartitionSpec, f File, st 
 			if v, err = timeValue(pf, text); err != nil {
 				return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
 			}
-			if err := checkBounds(pf, src, st, v); err != nil {
+			if err := checkBounds(pf, src, st, nested, v); err != nil {
 				return nil, nil, fmt.Errorf("file %s: %w", f.Location, err)
 			}
 			if _, ok := pf.Transform.(iceberg.DayTransform); ok {
@@ -176,14 +200,20 @@ func timeValue(pf iceberg.PartitionField, text string) (any, error) {
 // checkBounds refuses a file whose source column bounds transform to
 // another value than want: a file that holds records of another day or
 // hour than its folder says would be skipped by a reader filtering on it.
-func checkBounds(pf iceberg.PartitionField, src iceberg.NestedField, st iceberg.DataFile, want any) error {
-	for _, side := range []struct {
-		name   string
-		bounds map[int][]byte
-	}{{"lowest", st.LowerBoundValues()}, {"highest", st.UpperBoundValues()}} {
+// A top-level column's bounds are st's; a nested one's (a field of the
+// value) are each row group's from nested, as st has none for it.
+func checkBounds(pf iceberg.PartitionField, src iceberg.NestedField, st iceberg.DataFile, nested []rowGroupBounds, want any) error {
+	sides := []boundSide{{"lowest", st.LowerBoundValues()}, {"highest", st.UpperBoundValues()}}
+	for _, rg := range nested {
+		sides = append(sides, boundSide{"lowest", rg.lower}, boundSide{"highest", rg.upper})
+	}
+	for _, side := range sides {
 		raw, ok := side.bounds[src.ID]
 		if !ok {
 			continue // no bounds (an all-null column): nothing to contradict
+		}
+		if truncatedBound(src, raw) {
+			continue // a cut bound says less than the value
 		}
 		lit, err := iceberg.LiteralFromBytes(src.Type, raw)
 		if err != nil {
@@ -195,4 +225,142 @@ func checkBounds(pf iceberg.PartitionField, src iceberg.NestedField, st iceberg.
 		}
 	}
 	return nil
+}
+
+type boundSide struct {
+	name   string
+	bounds map[int][]byte
+}
+
+// rowGroupBounds are one row group's lowest and highest values of columns,
+// by field id, in Iceberg's single-value serialization.
+type rowGroupBounds struct{ lower, upper map[int][]byte }
+
+// nestedBounds reads, from loc's Parquet footer, each row group's bounds of
+// the partition sources of spec that are nested in a struct (the fields
+// of a registry-typed value, value.country). iceberg-go's statistics
+// (FileToDataFile) keep only counts for a nested column, never bounds
+// (its metrics plan turns a nested field's truncate or full mode into
+// counts), so without these the folder of a value field would go
+// unchecked. Only their check uses them: the manifest keeps iceberg-go's
+// statistics. Nil when spec has no nested source.
+func nestedBounds(fs iceio.IO, loc string, sc *iceberg.Schema, spec iceberg.PartitionSpec) ([]rowGroupBounds, error) {
+	want := map[int]bool{}
+	for _, pf := range spec.Fields() {
+		if name, ok := sc.FindColumnName(pf.SourceID()); ok && strings.Contains(name, ".") {
+			want[pf.SourceID()] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	f, err := fs.Open(loc)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", loc, err)
+	}
+	defer f.Close()
+	rdr, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("read the Parquet footer of %s: %w", loc, err)
+	}
+	defer rdr.Close()
+	md := rdr.MetaData()
+	cols := map[int]int{} // column index → field id
+	for i := range md.Schema.NumColumns() {
+		if id := int(md.Schema.Column(i).SchemaNode().FieldID()); want[id] {
+			cols[i] = id
+		}
+	}
+	var out []rowGroupBounds
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		b := rowGroupBounds{lower: map[int][]byte{}, upper: map[int][]byte{}}
+		for i, id := range cols {
+			cc, err := rg.ColumnChunk(i)
+			if err != nil {
+				return nil, fmt.Errorf("%s: row group %d: %w", loc, g, err)
+			}
+			if ok, err := cc.StatsSet(); err != nil || !ok {
+				continue // no statistics: nothing to contradict
+			}
+			stats, err := cc.Statistics()
+			if err != nil || stats == nil || !stats.HasMinMax() {
+				continue
+			}
+			// Plain-encoded min and max (a byte array without its
+			// length) are Iceberg's single-value serialization of the
+			// types a folder holds: string and binary bytes, int, date
+			// and long little-endian, a timestamp in microseconds
+			// (checkUnits), a boolean as one byte.
+			b.lower[id], b.upper[id] = stats.EncodeMin(), stats.EncodeMax()
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// truncatedBound: a string or binary bound that may have been cut (Iceberg
+// keeps the first 16 characters of a string bound by default, and
+// increments the upper's last), so a transform of it need not be the
+// file's value.
+func truncatedBound(src iceberg.NestedField, raw []byte) bool {
+	switch src.Type.(type) {
+	case iceberg.BinaryType, iceberg.FixedType:
+		return true
+	case iceberg.StringType:
+		return utf8.RuneCount(raw) >= 16
+	}
+	return false
+}
+
+// valueOf parses an identity or truncate partition value of a value field
+// from its folder text, as naming renders it (Iceberg's human string,
+// URL-encoded; "null" is the null value, the string "null" is written
+// %6Eull), into the partition value of src's type.
+func valueOf(src iceberg.NestedField, pf iceberg.PartitionField, text string) (any, error) {
+	if text == "null" {
+		return nil, nil
+	}
+	s, err := url.QueryUnescape(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s does not URL-decode: %w", pf.Name, text, err)
+	}
+	bad := func(err error) (any, error) {
+		return nil, fmt.Errorf("%s=%s is not a %s: %w", pf.Name, text, src.Type, err)
+	}
+	switch src.Type.(type) {
+	case iceberg.StringType:
+		return s, nil
+	case iceberg.Int32Type:
+		n, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
+			return bad(err)
+		}
+		return int32(n), nil
+	case iceberg.Int64Type:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return bad(err)
+		}
+		return n, nil
+	case iceberg.BooleanType:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return bad(err)
+		}
+		return b, nil
+	case iceberg.DateType:
+		ts, err := time.ParseInLocation("2006-01-02", s, time.UTC)
+		if err != nil {
+			return bad(err)
+		}
+		return iceberg.Date(ts.Unix() / 86400), nil
+	case iceberg.BinaryType, iceberg.FixedType:
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return bad(err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("partition field %s: %s of a %s column is not one Spillway lays files out by", pf.Name, pf.Transform, src.Type)
 }

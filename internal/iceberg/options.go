@@ -3,6 +3,7 @@ package iceberg
 import (
 	"errors"
 	"fmt"
+	"github.com/spillway/spillway/internal/naming"
 	"io/fs"
 	"net/url"
 	"os"
@@ -266,27 +267,36 @@ func (o Options) Name(topic string) string {
 // transform is one parsed partition_by entry.
 type transform struct {
 	kind   string // identity, day, hour, month, year, bucket, truncate
-	column string
+	column string // the record's partition, timestamp or key; a value field's path
 	n      int
+	// value: column is a field of the registry-typed value (naming's
+	// {{value_field}} splits files by it), not the record's own.
+	value bool
+	name  string // the partition field's name, for a value field
 }
 
 var transformRE = regexp.MustCompile(`^\s*(?:(identity|year|month|day|hour|bucket|truncate)\s*\(\s*(?:(\d+)\s*,\s*)?([A-Za-z_][A-Za-z0-9_]*)\s*\)|([A-Za-z_][A-Za-z0-9_]*))\s*$`)
 
-// parseTransform reads "partition", "day(timestamp)" or "bucket(N, key)":
-// the transforms whose value Spillway knows for each file it writes, since
-// it splits a partition's records into files by them (its Kafka partition,
-// its records' hour or day, its key's bucket; see naming's key_bucket).
-// A value field's would need the files split by it, which the router does
-// not do, and truncate likewise: they are refused, naming the transform.
+// parseTransform reads "partition", "day(timestamp)", "bucket(N, key)", or
+// a transform of a field of the registry-typed value ("country",
+// "identity(country)", "bucket(16, user_id)", "truncate(4, name)",
+// "day(created_at)", a nested field by its dotted path): the transforms
+// whose value Spillway knows for each file it writes, since it splits a
+// partition's records into files by them (its Kafka partition, its
+// records' hour or day, its key's bucket, its value's field; see naming's
+// key_bucket and value_field).
 func parseTransform(s string) (transform, error) {
+	canon := naming.CanonTransform(s)
+	if canon != partitionColumn && !strings.HasSuffix(canon, "(timestamp)") && !strings.HasSuffix(canon, ",key)") && canon != "identity(partition)" {
+		if vt, ok := naming.ParseValueTransform(canon); ok {
+			return transform{kind: vt.Transform, column: vt.Path, n: vt.N, value: true, name: vt.FieldName()}, nil
+		}
+	}
 	m := transformRE.FindStringSubmatch(s)
 	if m == nil {
-		return transform{}, errors.New(`is not a transform; use partition, day(timestamp), hour(timestamp), month(timestamp), year(timestamp) or bucket(N, key)`)
+		return transform{}, errors.New(`is not a transform; use partition, day(timestamp), hour(timestamp), month(timestamp), year(timestamp), bucket(N, key), or of a value field: country, identity(country), bucket(16, user_id), truncate(4, name), day(created_at)`)
 	}
 	if m[4] != "" {
-		if m[4] != partitionColumn {
-			return transform{}, fmt.Errorf("partitions by the value field %s, which Spillway can't lay out: it splits a Kafka partition's records into files only by their timestamp and their key's bucket, and each file must hold one value of every partition field; use partition, day(timestamp), hour(timestamp) or bucket(N, key)", m[4])
-		}
 		return transform{kind: "identity", column: m[4]}, nil
 	}
 	t := transform{kind: m[1], column: m[3]}
@@ -299,22 +309,22 @@ func parseTransform(s string) (transform, error) {
 	}
 	switch t.kind {
 	case "truncate":
-		return transform{}, errors.New("truncate is not supported: Spillway does not split files by a truncated value; use partition, day(timestamp), hour(timestamp) or bucket(N, key)")
+		return transform{}, fmt.Errorf("truncates %s, which is the record's own; truncate a field of the value, such as truncate(4, name)", t.column)
 	case "bucket":
 		if t.n == 0 {
 			return transform{}, fmt.Errorf("bucket needs the number of buckets; write bucket(16, %s)", t.column)
 		}
 		if t.column != "key" {
-			return transform{}, fmt.Errorf("buckets the value field %s, which Spillway can't lay out: it splits files by the bucket of the record key only; use bucket(%d, key)", t.column, t.n)
+			return transform{}, fmt.Errorf("buckets %s, the record's own; use bucket(%d, key) or a field of the value", t.column, t.n)
 		}
 		return t, nil
 	case "identity":
 		if t.column != partitionColumn {
-			return transform{}, fmt.Errorf("partitions by the value field %s, which Spillway can't lay out; use partition", t.column)
+			return transform{}, fmt.Errorf("partitions by %s, which is not a value field Spillway can lay out; use partition", t.column)
 		}
 	default:
 		if t.column != "timestamp" {
-			return transform{}, fmt.Errorf("partitions by the value field %s, which Spillway can't lay out: it splits files by the record timestamp only, so each file holds one %s of it; use %s(timestamp)", t.column, t.kind, t.kind)
+			return transform{}, fmt.Errorf("applies %s to %s, the record's own; use %s(timestamp) or a date or timestamp field of the value", t.kind, t.column, t.kind)
 		}
 	}
 	if t.n != 0 {

@@ -75,7 +75,8 @@ func (t *Table) Files(ctx context.Context) (*Files, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
-	return &Files{t: t, fio: fio}, nil
+	// literalIO: the file the ledger names (ioLocation).
+	return &Files{t: t, fio: literalIO{fio}}, nil
 }
 
 // Stat reads the size and modification time of the file at loc through

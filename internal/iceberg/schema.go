@@ -23,7 +23,7 @@ import (
 // has none would be read by name mapping only, which Spillway's files do
 // not need.
 func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, int64, error) {
-	f, err := fs.Open(location)
+	f, err := fs.Open(ioLocation(location)) // the file the manifest names
 	if err != nil {
 		return nil, 0, fmt.Errorf("open %s: %w", location, err)
 	}
@@ -93,26 +93,37 @@ func unitName(u pqschema.TimeUnitType) string {
 	return "an unknown unit"
 }
 
-// create makes the namespace and the table from first's schema, with the
-// partition spec of partition_by, at Catalog.Location. Another instance
-// may create it first: then the error wraps catalog.ErrTableAlreadyExists
-// and Commit reloads.
-func (t *Table) create(ctx context.Context, first File) (*table.Table, error) {
+// create makes the namespace and the table from the schema of the first
+// of files that has partition_by's columns, with the partition spec of
+// partition_by, at Catalog.Location. A file of an older value schema may
+// lack an optional value field the table is partitioned by; its records
+// are in that field's null partition, and a later file's schema has it.
+// Another instance may create it first: then the error wraps
+// catalog.ErrTableAlreadyExists and Commit reloads.
+func (t *Table) create(ctx context.Context, files ...File) (*table.Table, error) {
 	loc := t.c.Location(t.name)
 	fs, err := iceio.LoadFS(ctx, t.c.props, loc)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: create %s: FileIO for %s: %w", t.name, loc, t.c.scrub(err))
 	}
-	sc, _, err := fileSchema(fs, first.Location)
-	if err != nil {
-		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
-	}
-	if sc, err = tableSchema(t.c.opts.PartitionBy, sc); err != nil {
-		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
-	}
-	spec, err := partitionSpec(t.c.opts.PartitionBy, sc)
-	if err != nil {
-		return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
+	var sc *iceberg.Schema
+	var spec iceberg.PartitionSpec
+	for i, f := range files {
+		fsc, _, err := fileSchema(fs, f.Location)
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
+		}
+		if fsc, err = tableSchema(t.c.opts.PartitionBy, fsc); err != nil {
+			return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
+		}
+		if spec, err = partitionSpec(t.c.opts.PartitionBy, fsc); err != nil {
+			if i < len(files)-1 {
+				continue // another file may have the column
+			}
+			return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
+		}
+		sc = fsc
+		break
 	}
 	ns := catalog.NamespaceFromIdent(t.ident)
 	if err := t.c.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
@@ -148,10 +159,25 @@ var tableProps = iceberg.Properties{
 // the schema and the spec before the first snapshot, asserting the schema
 // it saw, so that two instances adopting at once conflict and reload. It
 // returns the table as it is then.
-func (t *Table) adopt(ctx context.Context, tbl *table.Table, first File) (*table.Table, error) {
+func (t *Table) adopt(ctx context.Context, tbl *table.Table, files ...File) (*table.Table, error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
+	}
+	first := files[0]
+	for _, f := range files {
+		// As create: the first file whose schema has partition_by's
+		// columns (an older value schema may lack one).
+		fsc, _, err := fileSchema(fs, f.Location)
+		if err != nil {
+			break
+		}
+		if fsc, err = tableSchema(t.c.opts.PartitionBy, fsc); err == nil {
+			if _, err = partitionSpec(t.c.opts.PartitionBy, fsc); err == nil {
+				first = f
+				break
+			}
+		}
 	}
 	sc, _, err := fileSchema(fs, first.Location)
 	if err != nil {
@@ -242,6 +268,9 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 		if err != nil {
 			return iceberg.PartitionSpec{}, fmt.Errorf("iceberg.partition_by[%d] %q %w", i, s, err)
 		}
+		if tr.value {
+			tr.column = valueColumn(sc, tr.column)
+		}
 		if _, ok := sc.FindFieldByName(tr.column); !ok {
 			var cols []string
 			for _, f := range sc.Fields() {
@@ -264,6 +293,11 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 			it, target = iceberg.HourTransform{}, tr.column+"_hour"
 		case "bucket":
 			it, target = iceberg.BucketTransform{NumBuckets: tr.n}, tr.column+"_bucket"
+		case "truncate":
+			it = iceberg.TruncateTransform{Width: tr.n}
+		}
+		if tr.value {
+			target = tr.name // the folder's name, naming.ValueTransform.FieldName
 		}
 		opts = append(opts, iceberg.AddPartitionFieldByName(tr.column, target, it, sc, nil))
 	}
@@ -317,7 +351,7 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 			switch {
 			case tf.Name != ff.Name:
 				return nil, fmt.Errorf("iceberg: %s: file %s names field %d %q, but the table names it %q", t.name, f.Location, ff.ID, ff.Name, tf.Name)
-			case !tf.Type.Equals(ff.Type):
+			case !sameOrFewer(tf.Type, ff.Type):
 				return nil, fmt.Errorf("iceberg: %s: field %q changes type from %s in the table to %s in file %s: an incompatible schema change; write to a new table, or change the schema back", t.name, ff.Name, tf.Type, ff.Type, f.Location)
 			case tf.Required && !ff.Required:
 				return nil, fmt.Errorf("iceberg: %s: field %q is required in the table but optional in file %s: an incompatible schema change", t.name, ff.Name, f.Location)
@@ -361,4 +395,50 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
 	}
 	return staged, nil
+}
+
+// valueColumn is the table column of the value field path: inside the
+// envelope's value column (field id 2) when the files have one, else a
+// column of the file's root (the value's fields are the file's columns).
+func valueColumn(sc *iceberg.Schema, path string) string {
+	if f, ok := sc.FindFieldByID(2); ok && f.Name == "value" {
+		if _, ok := f.Type.(*iceberg.StructType); ok {
+			return "value." + path
+		}
+	}
+	return path
+}
+
+// sameOrFewer reports whether a file's column of type file is the table's
+// of type tbl, or a struct of it that lacks some of its optional fields
+// (at any depth): a value of an older schema version lacks the optional
+// field a later one added, and Iceberg reads a field that a file lacks as
+// null (docs/iceberg.md, schema evolution). A field the file adds inside a
+// struct, or a required one it lacks, is a change of the column's type.
+func sameOrFewer(tbl, file iceberg.Type) bool {
+	if tbl.Equals(file) {
+		return true
+	}
+	ts, ok1 := tbl.(*iceberg.StructType)
+	fs, ok2 := file.(*iceberg.StructType)
+	if !ok1 || !ok2 {
+		return false
+	}
+	byID := map[int]iceberg.NestedField{}
+	for _, f := range ts.FieldList {
+		byID[f.ID] = f
+	}
+	for _, ff := range fs.FieldList {
+		tf, ok := byID[ff.ID]
+		if !ok || tf.Name != ff.Name || (tf.Required && !ff.Required) || !sameOrFewer(tf.Type, ff.Type) {
+			return false
+		}
+		delete(byID, ff.ID)
+	}
+	for _, tf := range byID {
+		if tf.Required {
+			return false
+		}
+	}
+	return true
 }

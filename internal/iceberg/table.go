@@ -392,14 +392,14 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 		if !t.c.opts.AutoCreate {
 			return fmt.Errorf("iceberg: table %s does not exist and iceberg.auto_create is false; create it, or set iceberg.auto_create: true (%w)", t.name, ErrRefused)
 		}
-		if tbl, err = t.create(ctx, p.add[0]); err != nil {
+		if tbl, err = t.create(ctx, p.add...); err != nil {
 			return err
 		}
 	}
 	if tbl.CurrentSnapshot() == nil {
 		// Created here or by another instance, and not yet given the
 		// files' field ids (a crash may come between).
-		if tbl, err = t.adopt(ctx, tbl, p.add[0]); err != nil {
+		if tbl, err = t.adopt(ctx, tbl, p.add...); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -50,6 +51,9 @@ func icebergSegment(t string) (string, bool) {
 	if m := bucketKey.FindStringSubmatch(t); m != nil {
 		return "key_bucket={{key_bucket:n=" + m[1] + "}}", true
 	}
+	if vt, ok := ParseValueTransform(t); ok {
+		return vt.segment(), true
+	}
 	return "", false
 }
 
@@ -57,8 +61,29 @@ func icebergSegment(t string) (string, bool) {
 var spaces = regexp.MustCompile(`\s+`)
 
 // CanonTransform is a partition_by entry as IcebergPartitionPath knows it:
-// lower case, no spaces.
-func CanonTransform(s string) string { return strings.ToLower(spaces.ReplaceAllString(s, "")) }
+// no spaces, the transform's name in lower case, and so are partition,
+// key and timestamp (the record's own); a value field keeps its case, as
+// Avro's names are case-sensitive.
+func CanonTransform(s string) string {
+	s = spaces.ReplaceAllString(s, "")
+	canonArg := func(a string) string {
+		for _, w := range []string{"partition", "key", "timestamp"} {
+			if strings.EqualFold(a, w) {
+				return w
+			}
+		}
+		return a
+	}
+	fn, rest, ok := strings.Cut(s, "(")
+	if !ok || !strings.HasSuffix(rest, ")") {
+		return canonArg(s)
+	}
+	args := strings.Split(strings.TrimSuffix(rest, ")"), ",")
+	for i, a := range args {
+		args[i] = canonArg(a)
+	}
+	return strings.ToLower(fn) + "(" + strings.Join(args, ",") + ")"
+}
 
 // IcebergPartitionPath is the template of the partition path of
 // partitionBy's transforms (canonical, see CanonTransform), "" for an
@@ -70,7 +95,7 @@ func IcebergPartitionPath(partitionBy []string) (string, error) {
 	for _, t := range partitionBy {
 		seg, ok := icebergSegment(t)
 		if !ok {
-			return "", fmt.Errorf("transform %q can't be laid out yet; use %s", t, strings.Join(IcebergTransforms(), ", "))
+			return "", fmt.Errorf("transform %q can't be laid out; use %s, or a field of the registry-typed value: country, identity(country), bucket(16,user_id), truncate(4,name), year|month|day|hour(created_at)", t, strings.Join(IcebergTransforms(), ", "))
 		}
 		field, _, _ := strings.Cut(seg, "=")
 		if seen[field] {
@@ -166,4 +191,91 @@ func IcebergTemplate(rel, partitionPath, template string) string {
 		return template
 	}
 	return dir + template
+}
+
+// ValueTransform is a partition_by entry of a value field (canonical):
+// Transform (identity, bucket, truncate, year, month, day, hour) of the
+// value's field Path, N its buckets or width.
+type ValueTransform struct {
+	Transform string
+	Path      string
+	N         int
+}
+
+var (
+	valueTimeRE  = regexp.MustCompile(`^(identity|year|month|day|hour)\(([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\)$`)
+	valueParamRE = regexp.MustCompile(`^(bucket|truncate)\(([1-9][0-9]{0,9}),([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\)$`)
+	valueBareRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+)
+
+// ParseValueTransform reads t (canonical) as a transform of a value
+// field: "country" (Iceberg's Spark DDL for identity), identity(country),
+// bucket(16,user_id), truncate(4,name), day(created_at), ... The record's
+// own partition, timestamp and key are not value fields.
+func ParseValueTransform(t string) (ValueTransform, bool) {
+	var vt ValueTransform
+	switch {
+	case valueBareRE.MatchString(t):
+		vt = ValueTransform{Transform: "identity", Path: t}
+	case valueTimeRE.MatchString(t):
+		m := valueTimeRE.FindStringSubmatch(t)
+		vt = ValueTransform{Transform: m[1], Path: m[2]}
+	case valueParamRE.MatchString(t):
+		m := valueParamRE.FindStringSubmatch(t)
+		n, err := strconv.Atoi(m[2])
+		if err != nil || n > maxBuckets {
+			return ValueTransform{}, false
+		}
+		vt = ValueTransform{Transform: m[1], Path: m[3], N: n}
+	default:
+		return ValueTransform{}, false
+	}
+	switch vt.Path {
+	case "partition", "key", "timestamp":
+		return ValueTransform{}, false
+	}
+	return vt, true
+}
+
+// FieldName is the transform's Iceberg partition field name, as Iceberg
+// names it by default: the path for identity, else path_bucket,
+// path_trunc, path_year, ... (a nested path's dots as "_").
+func (vt ValueTransform) FieldName() string {
+	// iceberg-go refuses a "." in a partition field's name (Java takes
+	// it): a nested path's dots become "_".
+	name := strings.ReplaceAll(vt.Path, ".", "_")
+	switch vt.Transform {
+	case "identity":
+		return name
+	case "truncate":
+		return name + "_trunc"
+	}
+	return name + "_" + vt.Transform
+}
+
+// segment is vt's path segment: "<field name>={{value_field:...}}".
+func (vt ValueTransform) segment() string {
+	param := ""
+	switch vt.Transform {
+	case "identity":
+	case "bucket", "truncate":
+		param = "," + vt.Transform + "=" + strconv.Itoa(vt.N)
+	default:
+		param = "," + vt.Transform
+	}
+	return vt.FieldName() + "={{value_field:path=" + vt.Path + param + "}}"
+}
+
+// ValueFields are the value fields partitionBy (canonical) transforms.
+func ValueFields(partitionBy []string) []ValueTransform {
+	var out []ValueTransform
+	for _, t := range partitionBy {
+		if _, ok := icebergTransforms[t]; ok || bucketKey.MatchString(t) {
+			continue
+		}
+		if vt, ok := ParseValueTransform(t); ok {
+			out = append(out, vt)
+		}
+	}
+	return out
 }

@@ -111,7 +111,7 @@ func TestIcebergPartitionPathBucket(t *testing.T) {
 	if want := "timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/key_bucket={{key_bucket:n=8}}"; pp != want {
 		t.Errorf("got %s, want %s", pp, want)
 	}
-	for _, by := range [][]string{{"bucket(8,key)", "bucket(4,key)"}, {"bucket(0,key)"}, {"bucket(4,value)"}} {
+	for _, by := range [][]string{{"bucket(8,key)", "bucket(4,key)"}, {"bucket(0,key)"}, {"bucket(4,)"}} {
 		if _, err := IcebergPartitionPath(by); err == nil {
 			t.Errorf("%v laid out", by)
 		}

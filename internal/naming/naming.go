@@ -139,6 +139,9 @@ const (
 	// (see keybucket.go). It comes after the time kinds, so isTime
 	// excludes it.
 	keyBucketVar
+	// valueFieldVar is {{value_field:path=P,...}}: a transform of a
+	// field of the record's value (see valuefield.go).
+	valueFieldVar
 )
 
 func (k kind) isTime() bool { return k >= yearVar && k <= hourVar }
@@ -150,6 +153,7 @@ type piece struct {
 	padded bool   // zero padding, for partitionVar and offsetVar
 	width  int    // the padded width, when padded
 	off    int    // byte offset in the source, for error messages
+	vf     *valueField
 }
 
 // Template is a parsed file name template. Build one with Parse.
@@ -163,6 +167,8 @@ type Template struct {
 	// bucket is the hash of {{key_bucket:n=N}}, nil without it; all of a
 	// template's key_bucket variables take one N.
 	bucket *keyBucket
+	// paths are the value fields of {{value_field}}, each once.
+	paths []string
 }
 
 // Vars are the values a template is rendered with: those of the file's first
@@ -187,6 +193,9 @@ type Vars struct {
 	// form (a readable prefix and a hash): Key then holds only the bytes
 	// of that prefix. Render ignores it.
 	KeyCut bool
+	// Fields are the record's values of the template's FieldPaths, in
+	// their order (see valuefield.go): nil for a null or absent field.
+	Fields []any
 }
 
 // ParseError is a template syntax or safety error. Offset is the byte offset
@@ -205,7 +214,7 @@ func errAt(src string, off int, format string, args ...any) error {
 	return &ParseError{Template: src, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
-const knownVars = "topic, partition, start_offset, timestamp, key, key_bucket"
+const knownVars = "topic, partition, start_offset, timestamp, key, key_bucket, value_field"
 
 // An Option changes how Parse builds a Template.
 type Option func(*Template)
@@ -259,6 +268,11 @@ func Parse(s string, opts ...Option) (*Template, error) {
 			if err != nil {
 				return nil, err
 			}
+			if p.kind == valueFieldVar {
+				if err := t.addValueField(&p, s, i, whole, lit.String()); err != nil {
+					return nil, err
+				}
+			}
 			flush()
 			p.off, p.text = i, whole
 			t.pieces = append(t.pieces, p)
@@ -309,6 +323,9 @@ func parseVar(src string, off int, whole, inner string) (piece, error) {
 	name, param, hasParam := strings.Cut(inner, ":")
 	name = strings.TrimSpace(name)
 	param = strings.TrimSpace(param)
+	if name == "value_field" {
+		return parseValueFieldVar(src, off, whole, param)
+	}
 	var key, val string
 	if hasParam {
 		var ok bool
@@ -508,7 +525,9 @@ func (t *Template) LatestPerKey() bool { return t.hasKey && !t.hasOffset }
 // belong to several open files at once: the template has {{key}} or
 // {{timestamp}} (or {{key_bucket}}). When it is false, Group is the same for every record of a
 // partition and need not be computed per record.
-func (t *Template) SplitsPartition() bool { return t.hasKey || t.hasTS || t.bucket != nil }
+func (t *Template) SplitsPartition() bool {
+	return t.hasKey || t.hasTS || t.bucket != nil || len(t.paths) > 0
+}
 
 // Render returns the file name (without extension) for a file whose first
 // record has the given values.
@@ -586,6 +605,8 @@ func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 			b = appendNum(b, hour, true, 2)
 		case keyBucketVar:
 			b = t.bucket.append(b, v.Key)
+		case valueFieldVar:
+			b = p.vf.append(b, fieldOf(v.Fields, p.vf.field))
 		}
 	}
 	return b
@@ -774,6 +795,13 @@ func (m *matcher) match(ps []piece, s string) bool {
 		return false
 	case yearVar:
 		return m.year(ps, s)
+	case valueFieldVar:
+		for _, n := range fieldLens(s) {
+			if m.match(ps[1:], s[n:]) {
+				return true
+			}
+		}
+		return false
 	case keyBucketVar:
 		for _, n := range keyBucketLens(s, p.width) {
 			if m.match(ps[1:], s[n:]) {

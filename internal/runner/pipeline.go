@@ -276,6 +276,9 @@ func (p *pipeline) buildWriter() error {
 	p.reg = reg
 	if reg != nil {
 		scfg.Schemas = typedSchemas{formats.NewTyped(fcfg, reg)}
+		if paths := names.Template.FieldPaths(); len(paths) > 0 {
+			scfg.Fields = format.NewFieldReader(reg, paths)
+		}
 	}
 	if topic := cfg.Errors.DeadLetterTopic; topic != "" {
 		// The source, whose client produces, is built after the writer.

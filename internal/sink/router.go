@@ -32,6 +32,8 @@ type router struct {
 	groups map[offsets.TopicPartition]map[string]*openFile
 	// groupBuf renders group names without allocating per record.
 	groupBuf []byte
+	// fieldBuf holds the record's value fields (see readFields).
+	fieldBuf []any
 	stats    Stats
 	// unaccounted counts records written but not yet told to the budget:
 	// the budget takes a lock, so records are reported in batches, before
@@ -230,6 +232,9 @@ func (s *Sink) writeOne(ctx context.Context, r *kgo.Record, now time.Time, roomF
 			return s.recordError(ctx, tp, r, fmt.Errorf("record %s/%d@%d has a null value and errors.null_values is fail", r.Topic, r.Partition, r.Offset))
 		}
 	}
+	if err := s.readFields(r); err != nil {
+		return s.recordError(ctx, tp, r, err)
+	}
 	f, err := s.fileFor(ctx, tp, r, now, roomFor)
 	if err != nil {
 		return err
@@ -318,7 +323,7 @@ func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 		t = r.Timestamp
 	}
 	// r.Key as it is: a copy would turn an empty key into a null one.
-	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t, Key: r.Key}
+	return naming.Vars{Topic: r.Topic, Partition: r.Partition, StartOffset: r.Offset, Time: t, Key: r.Key, Fields: s.fieldBuf}
 }
 
 // fileFor returns r's open file, closing the file the record can't go in

@@ -122,6 +122,9 @@ type Config struct {
 	// Schemas, when set, builds encoders instead of NewEncoder, and
 	// rotates a file when a record's registry schemas change.
 	Schemas Schemas
+	// Fields reads the value fields the template splits files by
+	// ({{value_field}}); it is needed when the template has any.
+	Fields FieldReader
 
 	// ErrRecord tells record errors (Policy applies) from I/O errors (fatal).
 	ErrRecord  error

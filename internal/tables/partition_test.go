@@ -155,17 +155,11 @@ func writePartitioned(t *testing.T, by []string) (string, int) {
 	return dir, len(parts) * perPartition
 }
 
-// entry is a data file's manifest entry, as python3-avro reads it.
-type entry struct {
-	path      string
-	records   float64
-	partition map[string]any
-}
-
-// checkPartitioned reads table kafka.t in dir from its SQLite catalog, its
-// metadata file and its manifests (python3-avro), and each data file
-// (DuckDB), and checks each record against its file's partition values.
-func checkPartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []string, n int) {
+// readTable reads table kafka.t in dir as readers nobody here wrote do:
+// its SQLite catalog row, its metadata file, and its manifest list and
+// manifests (python3-avro). It returns the default spec's fields
+// ("name:transform") and the current snapshot's live data files.
+func readTable(t *testing.T, dir string) ([]string, []entry) {
 	db, err := sql.Open("sqlite", filepath.Join(dir, "catalog.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -206,12 +200,6 @@ func checkPartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []strin
 			}
 		}
 	}
-	wantSpec := map[string]string{"partition": "partition:identity", "bucket(4,key)": "key_bucket:bucket[4]", "day(timestamp)": "timestamp_day:day", "bucket(3,key)": "key_bucket:bucket[3]"}
-	for i, b := range by {
-		if i >= len(spec) || spec[i] != wantSpec[b] {
-			t.Fatalf("the table's spec is %v, want %s at %d", spec, wantSpec[b], i)
-		}
-	}
 	var list string
 	for _, s := range meta.Snapshots {
 		if s.ID == meta.Current {
@@ -230,6 +218,27 @@ func checkPartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []strin
 			}
 			df := e["data_file"].(map[string]any)
 			entries = append(entries, entry{path: local(df["file_path"].(string)), records: df["record_count"].(float64), partition: df["partition"].(map[string]any)})
+		}
+	}
+	return spec, entries
+}
+
+// entry is a data file's manifest entry, as python3-avro reads it.
+type entry struct {
+	path      string
+	records   float64
+	partition map[string]any
+}
+
+// checkPartitioned reads table kafka.t in dir from its SQLite catalog, its
+// metadata file and its manifests (python3-avro), and each data file
+// (DuckDB), and checks each record against its file's partition values.
+func checkPartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []string, n int) {
+	spec, entries := readTable(t, dir)
+	wantSpec := map[string]string{"partition": "partition:identity", "bucket(4,key)": "key_bucket:bucket[4]", "day(timestamp)": "timestamp_day:day", "bucket(3,key)": "key_bucket:bucket[3]"}
+	for i, b := range by {
+		if i >= len(spec) || spec[i] != wantSpec[b] {
+			t.Fatalf("the table's spec is %v, want %s at %d", spec, wantSpec[b], i)
 		}
 	}
 	buckets := map[string]int{}
