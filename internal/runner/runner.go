@@ -182,8 +182,8 @@ func latestConfig(cfg *config.Config, scfg sink.Config) latest.Config {
 // extension.
 func Deployment(cfg *config.Config, ext string) ledger.Deployment {
 	return ledger.Deployment{
-		Group:    cfg.Kafka.Group,
-		Format:   cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
+		Group:  cfg.Kafka.Group,
+		Format: cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
 		// A table's folder renders {{topic}} as {{topic:dots=_}}
 		// (naming.IcebergTemplate), which names a topic without dots
 		// as {{topic}} did: ledgers of tables written before it was

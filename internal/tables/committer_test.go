@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
