@@ -45,6 +45,25 @@ func SplitTable(name string) (ns, table string, ok bool) {
 	return name[:j], name[j+1:], true
 }
 
+// SameTable returns the first two of topics that table (iceberg.table)
+// names one table, and that table, or "" when each topic has its own:
+// orders.v1 and orders_v1 are both kafka.orders_v1 under kafka.{{topic}}.
+// A template without {{topic}} puts every topic in one table on purpose.
+func SameTable(table string, topics []string) (a, b, name string) {
+	if !strings.Contains(table, "{{topic}}") {
+		return "", "", ""
+	}
+	seen := map[string]string{}
+	for _, t := range topics {
+		n := strings.ReplaceAll(table, "{{topic}}", naming.TableTopic(t))
+		if o, ok := seen[n]; ok && o != t {
+			return o, t, n
+		}
+		seen[n] = t
+	}
+	return "", "", ""
+}
+
 // Warehouse is iceberg.catalog.warehouse, or its default: storage.url
 // with storage.prefix (its query, such as s3's region, left out).
 func (c *Config) Warehouse() string {
@@ -157,6 +176,9 @@ func (c *Config) checkIceberg(ps *problems) {
 	}
 	if _, err := naming.IcebergPartitionPath(o.PartitionBy); err != nil && len(*ps) == 0 {
 		ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "%v", err)
+	}
+	if a, b, table := SameTable(o.Table, c.Kafka.Topics); table != "" {
+		ps.add("kafka.topics", strings.Join(c.Kafka.Topics, ", "), "has topics %s and %s, which iceberg.table %s both names table %s (a topic's dots become \"_\" in a table name): two topics would be mixed in one table; list one of them, or give the other its own deployment with another iceberg.table", a, b, o.Table, table)
 	}
 	if c.Format.Type != "parquet" {
 		ps.add("format.type", c.Format.Type, "must be parquet when iceberg.table is set: Iceberg tables hold Parquet files here; set format.type: parquet")

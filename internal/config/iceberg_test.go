@@ -165,7 +165,7 @@ iceberg:
 			t.Errorf("%s keeps its default; change it so the round trip tests it", s.key)
 		}
 	}
-	if want := "wh/lake.db/{{topic}}/data/timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/{{topic}}-{{partition}}-{{start_offset}}"; c.File.NameTemplate != want {
+	if want := "wh/lake.db/{{topic:dots=_}}/data/timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/{{topic}}-{{partition}}-{{start_offset}}"; c.File.NameTemplate != want {
 		t.Errorf("file.name_template %s, want %s", c.File.NameTemplate, want)
 	}
 	out, err := c.YAML()

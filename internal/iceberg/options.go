@@ -3,7 +3,6 @@ package iceberg
 import (
 	"errors"
 	"fmt"
-	"github.com/spillway/spillway/internal/naming"
 	"io/fs"
 	"net/url"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/keycheck"
+	"github.com/spillway/spillway/internal/naming"
 )
 
 // Options is the config's iceberg section: where Spillway commits the data
@@ -261,7 +261,7 @@ func SplitName(name string) (ns []string, table string, err error) {
 // name one table for orders.v1 (kafka.orders_v1), not table v1 in
 // namespace kafka.orders.
 func (o Options) Name(topic string) string {
-	return strings.ReplaceAll(o.Table, topicVar, strings.ReplaceAll(topic, ".", "_"))
+	return strings.ReplaceAll(o.Table, topicVar, naming.TableTopic(topic))
 }
 
 // transform is one parsed partition_by entry.

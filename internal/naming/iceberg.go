@@ -182,8 +182,13 @@ func root(u *url.URL) string {
 // is idempotent: a template that already starts with the table's data
 // folder is returned as it is, so that a config rendered with it loads
 // back the same.
+//
+// A {{topic}} in rel (iceberg.table kafka.{{topic}}) becomes
+// {{topic:dots=_}}: the folder is the table's name, and a topic's dots are
+// "_" in it (TableTopic), so that the files of topic orders.v1 lie in the
+// location of table kafka.orders_v1, <warehouse>/kafka.db/orders_v1.
 func IcebergTemplate(rel, partitionPath, template string) string {
-	dir := rel + "/data/"
+	dir := strings.ReplaceAll(rel, "{{topic}}", "{{topic:dots=_}}") + "/data/"
 	if partitionPath != "" {
 		dir += partitionPath + "/"
 	}

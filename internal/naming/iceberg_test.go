@@ -60,3 +60,33 @@ func TestIcebergTemplate(t *testing.T) {
 		t.Errorf("a transform twice gave %v", err)
 	}
 }
+
+// TestIcebergTemplateTableFolder: a {{topic}} in the table's folder
+// renders as the table name does (dots as "_"), the file name keeps the
+// topic, and Match and MatchPartition read such a name back to its topic.
+func TestIcebergTemplateTableFolder(t *testing.T) {
+	t.Parallel()
+	tmpl, err := Parse(IcebergTemplate("kafka.db/{{topic}}", "", "{{topic}}-{{partition}}-{{start_offset}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := tmpl.Render(Vars{Topic: "orders.v1", Partition: 1, StartOffset: 250})
+	if want := "kafka.db/orders_v1/data/orders.v1-1-250"; name != want {
+		t.Fatalf("Render = %q, want %q", name, want)
+	}
+	if v, ok := tmpl.Match(name); !ok || v.Topic != "orders.v1" || v.Partition != 1 || v.StartOffset != 250 {
+		t.Errorf("Match(%q) = %+v, %v", name, v, ok)
+	}
+	if off, ok := tmpl.MatchPartition(name, "orders.v1", 1); !ok || off != 250 {
+		t.Errorf("MatchPartition = %d, %v", off, ok)
+	}
+	for _, bad := range []string{"kafka.db/orders.v1/data/orders.v1-1-250", "kafka.db/orders_v1/data/orders-v1-1-250"} {
+		if v, ok := tmpl.Match(bad); ok {
+			t.Errorf("Match(%q) = %+v: a folder that is not the topic's table", bad, v)
+		}
+	}
+	// {{topic:dots=_}} alone does not tell a.b and a_b apart.
+	if _, err := Parse("{{topic:dots=_}}-{{partition}}-{{start_offset}}"); err == nil {
+		t.Error("a template with only {{topic:dots=_}} parsed")
+	}
+}

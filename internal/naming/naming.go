@@ -152,8 +152,12 @@ type piece struct {
 	text   string // the literal text, or the variable's source for messages
 	padded bool   // zero padding, for partitionVar and offsetVar
 	width  int    // the padded width, when padded
-	off    int    // byte offset in the source, for error messages
-	vf     *valueField
+	// dots, for topicVar, renders the topic's dots as "_":
+	// {{topic:dots=_}}, the topic as an Iceberg table name (see
+	// TableTopic), used in a table's folder.
+	dots bool
+	off  int // byte offset in the source, for error messages
+	vf   *valueField
 }
 
 // Template is a parsed file name template. Build one with Parse.
@@ -337,8 +341,11 @@ func parseVar(src string, off int, whole, inner string) (piece, error) {
 	}
 	switch name {
 	case "topic":
+		if hasParam && key == "dots" && val == "_" {
+			return piece{kind: topicVar, dots: true}, nil
+		}
 		if hasParam {
-			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; {{topic}} takes no parameters", param, whole, off)
+			return piece{}, errAt(src, off, "bad parameter %q in %q at offset %d; {{topic}} takes no parameters but dots=_ (its dots as \"_\", as an Iceberg table name writes them)", param, whole, off)
 		}
 		return piece{kind: topicVar}, nil
 	case "partition", "start_offset":
@@ -405,7 +412,9 @@ func (t *Template) checkRequired() error {
 	for _, p := range t.pieces {
 		switch p.kind {
 		case topicVar:
-			topic = true
+			// {{topic:dots=_}} names a.b and a_b alike: it does not
+			// tell topics apart.
+			topic = topic || !p.dots
 		case partitionVar:
 			partition = true
 		}
@@ -586,7 +595,11 @@ func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 		case literal:
 			b = append(b, p.text...)
 		case topicVar:
-			b = append(b, v.Topic...)
+			if p.dots {
+				b = append(b, TableTopic(v.Topic)...)
+			} else {
+				b = append(b, v.Topic...)
+			}
 		case partitionVar:
 			b = appendNum(b, int64(v.Partition), p.padded, p.width)
 		case offsetVar:
@@ -728,7 +741,41 @@ type matcher struct {
 	haveTopic, havePartition, haveOffs bool
 	haveKey                            bool
 	keyText                            string // the key as the name writes it
+	// haveDotted: a {{topic:dots=_}} before any {{topic}} read dottedText,
+	// which the topic, once read, must render to.
+	haveDotted bool
+	dottedText string
 }
+
+// dotted matches a {{topic:dots=_}} piece, ps[0]: the topic's table name
+// when the topic is known, else a run of topic characters without a dot
+// that the topic read later must render to.
+func (m *matcher) dotted(ps []piece, s string) bool {
+	if m.haveTopic {
+		r := TableTopic(m.v.Topic)
+		return strings.HasPrefix(s, r) && m.match(ps[1:], s[len(r):])
+	}
+	if m.haveDotted {
+		return strings.HasPrefix(s, m.dottedText) && m.match(ps[1:], s[len(m.dottedText):])
+	}
+	n := 0
+	for n < len(s) && n < maxTopicLen && isTopicChar(s[n]) && s[n] != '.' {
+		n++
+	}
+	for ; n > 0; n-- {
+		m.dottedText, m.haveDotted = s[:n], true
+		if m.match(ps[1:], s[n:]) {
+			return true
+		}
+	}
+	m.dottedText, m.haveDotted = "", false
+	return false
+}
+
+// TableTopic is topic as an Iceberg table name: its dots as "_", since a
+// dot separates namespace levels (Snowflake's and Redpanda's sinks do the
+// same). iceberg.Options.Name and tables.TableName use it.
+func TableTopic(topic string) string { return strings.ReplaceAll(topic, ".", "_") }
 
 func (m *matcher) match(ps []piece, s string) bool {
 	if len(ps) == 0 {
@@ -739,6 +786,9 @@ func (m *matcher) match(ps []piece, s string) bool {
 	case literal:
 		return strings.HasPrefix(s, p.text) && m.match(ps[1:], s[len(p.text):])
 	case topicVar:
+		if p.dots {
+			return m.dotted(ps, s)
+		}
 		if m.haveTopic {
 			return strings.HasPrefix(s, m.v.Topic) && m.match(ps[1:], s[len(m.v.Topic):])
 		}
@@ -751,6 +801,9 @@ func (m *matcher) match(ps []piece, s string) bool {
 				continue
 			}
 			m.v.Topic, m.haveTopic = s[:n], true
+			if m.haveDotted && TableTopic(m.v.Topic) != m.dottedText {
+				continue
+			}
 			if m.match(ps[1:], s[n:]) {
 				return true
 			}

@@ -31,6 +31,8 @@ func (t *Template) InStateDir(topic, ext string) bool {
 		case topicVar:
 			if topic == "" {
 				b.WriteString(`[^\s\S]`) // matches nothing
+			} else if p.dots {
+				b.WriteString(regexp.QuoteMeta(TableTopic(topic)))
 			} else {
 				b.WriteString(regexp.QuoteMeta(topic))
 			}

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/plugin/kprom"
@@ -181,9 +182,13 @@ func latestConfig(cfg *config.Config, scfg sink.Config) latest.Config {
 // extension.
 func Deployment(cfg *config.Config, ext string) ledger.Deployment {
 	return ledger.Deployment{
-		Group:    cfg.Kafka.Group,
-		Format:   cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
-		Template: cfg.File.NameTemplate,
+		Group:  cfg.Kafka.Group,
+		Format: cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
+		// A table's folder renders {{topic}} as {{topic:dots=_}}
+		// (naming.IcebergTemplate), which names a topic without dots
+		// as {{topic}} did: ledgers of tables written before it was
+		// introduced still match.
+		Template: strings.ReplaceAll(cfg.File.NameTemplate, "{{topic:dots=_}}", "{{topic}}"),
 	}
 }
 

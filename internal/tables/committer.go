@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +68,10 @@ type Committer struct {
 
 	// Run's goroutine (then Close's) only.
 	tables map[string]Table
+	// topics is the topic each table rendered from {{topic}} holds: two
+	// topics that one table name renders (orders.v1 and orders_v1) are
+	// refused, not mixed.
+	topics map[string]string
 }
 
 // part is an assigned partition's queue. A new assignment replaces it,
@@ -89,7 +94,7 @@ func New(cat Catalog, led Ledger, o Options, log *slog.Logger) *Committer {
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = time.Minute
 	}
-	return &Committer{cat: cat, led: led, o: o, log: log, parts: map[offsets.TopicPartition]*part{}, wake: make(chan struct{}, 1), tables: map[string]Table{}}
+	return &Committer{cat: cat, led: led, o: o, log: log, parts: map[offsets.TopicPartition]*part{}, wake: make(chan struct{}, 1), tables: map[string]Table{}, topics: map[string]string{}}
 }
 
 func (c *Committer) poke() {
@@ -327,6 +332,21 @@ func (c *Committer) table(ctx context.Context, name string) (Table, error) {
 	return t, nil
 }
 
+// tableOf is topic's table name, or an error (ErrPermanent) when another
+// topic renders the same name: config check refuses that of kafka.topics,
+// and this catches topics kafka.topic_regex finds.
+func (c *Committer) tableOf(topic string) (string, error) {
+	name := TableName(c.o.Table, topic)
+	if !strings.Contains(c.o.Table, "{{topic}}") {
+		return name, nil
+	}
+	if o, ok := c.topics[name]; ok && o != topic {
+		return "", fmt.Errorf("iceberg: topics %s and %s are both table %s under iceberg.table %s (a topic's dots become \"_\" in a table name), and one table can't hold two topics; consume one of them only (kafka.topics or kafka.topic_regex), or give the other its own deployment with another iceberg.table: %w", o, topic, name, c.o.Table, ErrPermanent)
+	}
+	c.topics[name] = topic
+	return name, nil
+}
+
 // catchUp queues, for each partition assigned since, the ledger entries
 // past what its table holds, in ledger order and before the sink's.
 //
@@ -363,7 +383,11 @@ func (c *Committer) catchUp(ctx context.Context) error {
 // missing reads p's ledger entries with a file that its table may lack,
 // oldest first.
 func (c *Committer) missing(ctx context.Context, p *part) ([]ledger.Entry, error) {
-	t, err := c.table(ctx, TableName(c.o.Table, p.tp.Topic))
+	name, err := c.tableOf(p.tp.Topic)
+	if err != nil {
+		return nil, err
+	}
+	t, err := c.table(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +455,11 @@ func (c *Committer) commit(ctx context.Context, force bool) error {
 		if !p.ready || len(p.pending) == 0 || (!all && time.Since(p.since) < c.o.Interval) {
 			continue
 		}
-		name := TableName(c.o.Table, p.tp.Topic)
+		name, err := c.tableOf(p.tp.Topic)
+		if err != nil {
+			c.mu.Unlock()
+			return err
+		}
 		b := batches[name]
 		if b == nil {
 			b = &batch{taken: map[*part]int{}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -496,5 +497,21 @@ func TestDroppedFilesStillCommitted(t *testing.T) {
 	}
 	if got := m2.locations(); len(got) != 0 {
 		t.Errorf("a partition dropped before its catch-up committed %v", got)
+	}
+}
+
+// TestTwoTopicsOneTableRefused: topics a.b and a_b, both table kafka.a_b
+// (a topic's dots become "_"), as kafka.topic_regex may find them, are
+// refused with a permanent error naming both, not mixed in one table.
+func TestTwoTopicsOneTableRefused(t *testing.T) {
+	t.Parallel()
+	m, l := newMemTable(), newTestLedger(t)
+	c := newTestCommitter(t, m, l, Options{})
+	for _, topic := range []string{"a.b", "a_b"} {
+		c.Assigned(offsets.TopicPartition{Topic: topic}, ledger.Identity{Cluster: "c", Topic: topic, TopicID: "id-" + topic})
+	}
+	err := c.Close(context.Background())
+	if !errors.Is(err, ErrPermanent) || !strings.Contains(err.Error(), "topics a.b and a_b are both table kafka.a_b") {
+		t.Fatalf("Close = %v, want a permanent error naming a.b and a_b", err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/spillway/spillway/internal/ledger"
+	"github.com/spillway/spillway/internal/naming"
 )
 
 // File is one data file to commit: package iceberg's File.
@@ -84,7 +85,7 @@ type Ledger interface {
 // (iceberg.Options.Name): a dot in the topic becomes "_", since dots
 // separate namespace levels.
 func TableName(table, topic string) string {
-	return strings.ReplaceAll(table, "{{topic}}", strings.ReplaceAll(topic, ".", "_"))
+	return strings.ReplaceAll(table, "{{topic}}", naming.TableTopic(topic))
 }
 
 // fileOf is e's data file, stored at base+key.
