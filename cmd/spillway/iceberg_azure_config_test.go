@@ -54,7 +54,7 @@ iceberg:
 		wantCode(t, code, exitOK, out, errOut)
 		// The table's layout under the prefix, which needs the derived
 		// warehouse (config's TestIcebergAzureWarehouse checks its value).
-		wantContains(t, "config check", out, "name_template: kafka.db/{{topic}}/data/")
+		wantContains(t, "config check", out, "name_template: kafka.db/{{topic:dots=_}}/data/")
 	})
 	t.Run("same container", func(t *testing.T) {
 		code, out, errOut := check(t, "abfs://cont@devstoreaccount1.dfs.core.windows.net/out/tables")

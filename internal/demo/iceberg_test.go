@@ -27,7 +27,7 @@ func TestIcebergConfig(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the demo's iceberg config is invalid: %v", err)
 	}
-	if want := "demo.db/{{topic}}/data/timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/{{topic}}-{{partition}}-{{start_offset}}"; cfg.File.NameTemplate != want {
+	if want := "demo.db/{{topic:dots=_}}/data/timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/{{topic}}-{{partition}}-{{start_offset}}"; cfg.File.NameTemplate != want {
 		t.Errorf("file.name_template %s, want %s", cfg.File.NameTemplate, want)
 	}
 	out, err := cfg.YAML()
