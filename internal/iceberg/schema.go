@@ -309,17 +309,31 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 }
 
 // evolve checks each file's schema against the table's and, with
-// evolve_schema, stages the optional columns the files add in tx. A field
-// whose type changes, a required field a file lacks or makes optional, and
-// a new required field stop the commit with an error naming the field.
+// evolve_schema, stages the optional fields the files add in tx: columns,
+// and fields inside a struct column at any depth (a struct, a list's
+// element struct, a map's value struct), such as a field a registry
+// schema adds to the envelope's value. A field whose type changes, a
+// required field a file lacks or makes optional, a new required field and
+// a new field whose id the table gives another field stop the commit with
+// an error naming the field's path (value.user.email).
 func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*table.Table, error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
 	ts := tbl.Schema()
-	added := map[int]iceberg.NestedField{}
-	var addedBy []string
+	m := &merger{table: t.name, ids: map[int]string{}}
+	// Every id any of the table's schemas gave a field, with its path: a
+	// new field may not take one of them for another path, or Iceberg
+	// would read the other field's column as the new one (or back).
+	for _, sc := range tbl.Metadata().Schemas() {
+		walkIDs("", sc.Fields(), func(id int, path string) {
+			if _, ok := m.ids[id]; !ok || sc.ID == ts.ID {
+				m.ids[id] = path
+			}
+		})
+	}
+	fields := ts.Fields()
 	for _, f := range files {
 		fsch, rows, err := fileSchema(fs, f.Location)
 		if err != nil {
@@ -330,71 +344,180 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 		if f.Records > 0 && rows != f.Records {
 			return nil, fmt.Errorf("iceberg: %s: file %s holds %d records, but its ledger entry says %d", t.name, f.Location, rows, f.Records)
 		}
-		for _, ff := range fsch.Fields() {
-			tf, ok := ts.FindFieldByID(ff.ID)
-			if !ok {
-				if ff.Required {
-					return nil, fmt.Errorf("iceberg: %s: file %s adds the required field %q; a table can only gain optional fields, so make it optional (or give it a default) in the schema", t.name, f.Location, ff.Name)
-				}
-				if other, ok := ts.FindFieldByName(ff.Name); ok {
-					return nil, fmt.Errorf("iceberg: %s: file %s numbers field %q %d, but the table numbers it %d", t.name, f.Location, ff.Name, ff.ID, other.ID)
-				}
-				if prev, ok := added[ff.ID]; ok && (prev.Name != ff.Name || !prev.Type.Equals(ff.Type)) {
-					return nil, fmt.Errorf("iceberg: %s: files add field %d as both %q (%s) and %q (%s)", t.name, ff.ID, prev.Name, prev.Type, ff.Name, ff.Type)
-				}
-				if _, ok := added[ff.ID]; !ok {
-					addedBy = append(addedBy, f.Location)
-				}
-				added[ff.ID] = ff
-				continue
-			}
-			switch {
-			case tf.Name != ff.Name:
-				return nil, fmt.Errorf("iceberg: %s: file %s names field %d %q, but the table names it %q", t.name, f.Location, ff.ID, ff.Name, tf.Name)
-			case !sameOrFewer(tf.Type, ff.Type):
-				return nil, fmt.Errorf("iceberg: %s: field %q changes type from %s in the table to %s in file %s: an incompatible schema change; write to a new table, or change the schema back", t.name, ff.Name, tf.Type, ff.Type, f.Location)
-			case tf.Required && !ff.Required:
-				return nil, fmt.Errorf("iceberg: %s: field %q is required in the table but optional in file %s: an incompatible schema change", t.name, ff.Name, f.Location)
-			}
-		}
-		for _, tf := range ts.Fields() {
-			if _, ok := fsch.FindFieldByID(tf.ID); !ok && tf.Required {
-				return nil, fmt.Errorf("iceberg: %s: file %s lacks the required field %q: an incompatible schema change (a required field can't be removed)", t.name, f.Location, tf.Name)
-			}
+		m.file = f.Location
+		if fields, err = m.fields("", fields, fsch.Fields()); err != nil {
+			return nil, err
 		}
 	}
-	if len(added) == 0 {
+	if len(m.added) == 0 {
 		return tbl, nil
 	}
-	ids := slices.Sorted(func(yield func(int) bool) {
-		for id := range added {
-			if !yield(id) {
-				return
-			}
-		}
-	})
-	var names []string
-	for _, id := range ids {
-		names = append(names, added[id].Name)
-	}
+	names := strings.Join(m.added, ", ")
 	if !t.c.opts.EvolveSchema {
-		return nil, fmt.Errorf("iceberg: %s: file %s adds the fields %s and iceberg.evolve_schema is false; set it to true, or add the columns to the table", t.name, addedBy[0], strings.Join(names, ", "))
+		return nil, fmt.Errorf("iceberg: %s: file %s adds the fields %s and iceberg.evolve_schema is false; set it to true, or add the columns to the table", t.name, m.addedBy, names)
 	}
 	// The table keeps the files' ids: the union of its fields and the new
 	// ones, as they are numbered in the files, becomes its schema, in the
 	// same catalog commit as the snapshot that adds the files (withSchema).
-	fields := slices.Clone(ts.Fields())
-	for _, id := range ids {
-		ff := added[id]
-		ff.Required = false
-		fields = append(fields, ff)
-	}
-	next := iceberg.NewSchema(ts.ID+1, fields...)
+	next := iceberg.NewSchemaWithIdentifiers(ts.ID+1, ts.IdentifierFieldIDs, fields...)
 	staged, err := t.withSchema(tbl, next)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, strings.Join(names, ", "), err)
+		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, names, err)
 	}
 	return staged, nil
+}
+
+// merger merges files' schemas into a table's: the union of their fields,
+// a file's new fields (optional ones only) taken as the file numbers them.
+type merger struct {
+	table   string
+	file    string         // the file being merged, for errors
+	ids     map[int]string // the ids the table and the merged fields use, by path
+	added   []string       // the paths of the fields the files add
+	addedBy string         // the first file that adds one
+}
+
+// fields merges the fields of a file's struct (the root, with prefix "")
+// into the table's, and returns the merged fields: the table's, in its
+// order, each merged with the file's of its id, then the file's new ones.
+// A field the file lacks stays (Iceberg reads it null), unless required.
+func (m *merger) fields(prefix string, tfs, ffs []iceberg.NestedField) ([]iceberg.NestedField, error) {
+	out := slices.Clone(tfs)
+	at := map[int]int{}
+	for i, tf := range tfs {
+		at[tf.ID] = i
+	}
+	seen := map[int]bool{}
+	for _, ff := range ffs {
+		path := prefix + ff.Name
+		i, ok := at[ff.ID]
+		if !ok {
+			if err := m.add(prefix, tfs, ff); err != nil {
+				return nil, err
+			}
+			ff.Required = false
+			out = append(out, ff)
+			continue
+		}
+		seen[ff.ID] = true
+		tf := tfs[i]
+		if tf.Name != ff.Name {
+			return nil, fmt.Errorf("iceberg: %s: file %s names field %d %q, but the table names it %q", m.table, m.file, ff.ID, path, prefix+tf.Name)
+		}
+		typ, err := m.typ(path, tf.Type, ff.Type)
+		if err != nil {
+			return nil, err
+		}
+		if tf.Required && !ff.Required {
+			return nil, fmt.Errorf("iceberg: %s: field %q is required in the table but optional in file %s: an incompatible schema change", m.table, path, m.file)
+		}
+		out[i].Type = typ
+	}
+	for _, tf := range tfs {
+		if !seen[tf.ID] && tf.Required {
+			return nil, fmt.Errorf("iceberg: %s: file %s lacks the required field %q: an incompatible schema change (a required field can't be removed)", m.table, m.file, prefix+tf.Name)
+		}
+	}
+	return out, nil
+}
+
+// add checks a field the file adds to the table's struct tfs (at prefix)
+// and records it and the ids it brings.
+func (m *merger) add(prefix string, tfs []iceberg.NestedField, ff iceberg.NestedField) error {
+	path := prefix + ff.Name
+	if ff.Required {
+		return fmt.Errorf("iceberg: %s: file %s adds the required field %q; a table can only gain optional fields, so make it optional (or give it a default) in the schema", m.table, m.file, path)
+	}
+	for _, tf := range tfs {
+		if tf.Name == ff.Name {
+			return fmt.Errorf("iceberg: %s: file %s numbers field %q %d, but the table numbers it %d", m.table, m.file, path, ff.ID, tf.ID)
+		}
+	}
+	var err error
+	walkIDs(prefix, []iceberg.NestedField{ff}, func(id int, p string) {
+		if other, ok := m.ids[id]; ok && err == nil {
+			err = fmt.Errorf("iceberg: %s: file %s adds the field %q with id %d, which the table gives %q: two paths whose ids collide; rename the new field", m.table, m.file, p, id, other)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	walkIDs(prefix, []iceberg.NestedField{ff}, func(id int, p string) { m.ids[id] = p })
+	if len(m.added) == 0 {
+		m.addedBy = m.file
+	}
+	m.added = append(m.added, path)
+	return nil
+}
+
+// typ merges the type of a file's field at path into the table's: the
+// same type, or a struct (a list's element struct, a map's value struct)
+// whose fields merge. Anything else is a change of the field's type.
+func (m *merger) typ(path string, tt, ft iceberg.Type) (iceberg.Type, error) {
+	if tt.Equals(ft) {
+		return tt, nil
+	}
+	changes := func() error {
+		return fmt.Errorf("iceberg: %s: field %q changes type from %s in the table to %s in file %s: an incompatible schema change; write to a new table, or change the schema back", m.table, path, tt, ft, m.file)
+	}
+	switch tt := tt.(type) {
+	case *iceberg.StructType:
+		ft, ok := ft.(*iceberg.StructType)
+		if !ok {
+			return nil, changes()
+		}
+		fields, err := m.fields(path+".", tt.FieldList, ft.FieldList)
+		if err != nil {
+			return nil, err
+		}
+		return &iceberg.StructType{FieldList: fields}, nil
+	case *iceberg.ListType:
+		ft, ok := ft.(*iceberg.ListType)
+		if !ok || ft.ElementID != tt.ElementID || (tt.ElementRequired && !ft.ElementRequired) {
+			return nil, changes()
+		}
+		elem, err := m.typ(path+".element", tt.Element, ft.Element)
+		if err != nil {
+			return nil, err
+		}
+		return &iceberg.ListType{ElementID: tt.ElementID, Element: elem, ElementRequired: tt.ElementRequired}, nil
+	case *iceberg.MapType:
+		ft, ok := ft.(*iceberg.MapType)
+		if !ok || ft.KeyID != tt.KeyID || !ft.KeyType.Equals(tt.KeyType) || ft.ValueID != tt.ValueID || (tt.ValueRequired && !ft.ValueRequired) {
+			return nil, changes()
+		}
+		val, err := m.typ(path+".value", tt.ValueType, ft.ValueType)
+		if err != nil {
+			return nil, err
+		}
+		return &iceberg.MapType{KeyID: tt.KeyID, KeyType: tt.KeyType, ValueID: tt.ValueID, ValueType: val, ValueRequired: tt.ValueRequired}, nil
+	}
+	return nil, changes()
+}
+
+// walkIDs calls fn with the id and path of each field in fields (at
+// prefix) and in their types, a list's element and a map's key and value
+// included.
+func walkIDs(prefix string, fields []iceberg.NestedField, fn func(id int, path string)) {
+	for _, f := range fields {
+		fn(f.ID, prefix+f.Name)
+		walkType(prefix+f.Name, f.Type, fn)
+	}
+}
+
+func walkType(path string, t iceberg.Type, fn func(id int, path string)) {
+	switch t := t.(type) {
+	case *iceberg.StructType:
+		walkIDs(path+".", t.FieldList, fn)
+	case *iceberg.ListType:
+		fn(t.ElementID, path+".element")
+		walkType(path+".element", t.Element, fn)
+	case *iceberg.MapType:
+		fn(t.KeyID, path+".key")
+		walkType(path+".key", t.KeyType, fn)
+		fn(t.ValueID, path+".value")
+		walkType(path+".value", t.ValueType, fn)
+	}
 }
 
 // valueColumn is the table column of the value field path: inside the
@@ -407,38 +530,4 @@ func valueColumn(sc *iceberg.Schema, path string) string {
 		}
 	}
 	return path
-}
-
-// sameOrFewer reports whether a file's column of type file is the table's
-// of type tbl, or a struct of it that lacks some of its optional fields
-// (at any depth): a value of an older schema version lacks the optional
-// field a later one added, and Iceberg reads a field that a file lacks as
-// null (docs/iceberg.md, schema evolution). A field the file adds inside a
-// struct, or a required one it lacks, is a change of the column's type.
-func sameOrFewer(tbl, file iceberg.Type) bool {
-	if tbl.Equals(file) {
-		return true
-	}
-	ts, ok1 := tbl.(*iceberg.StructType)
-	fs, ok2 := file.(*iceberg.StructType)
-	if !ok1 || !ok2 {
-		return false
-	}
-	byID := map[int]iceberg.NestedField{}
-	for _, f := range ts.FieldList {
-		byID[f.ID] = f
-	}
-	for _, ff := range fs.FieldList {
-		tf, ok := byID[ff.ID]
-		if !ok || tf.Name != ff.Name || (tf.Required && !ff.Required) || !sameOrFewer(tf.Type, ff.Type) {
-			return false
-		}
-		delete(byID, ff.ID)
-	}
-	for _, tf := range byID {
-		if tf.Required {
-			return false
-		}
-	}
-	return true
 }
