@@ -100,8 +100,8 @@ func TestCheckAndRunAgree(t *testing.T) {
 			want: `iceberg.catalog.token: is set but iceberg.catalog.type is sql`},
 		{name: "iceberg bucket of a registry-typed key", set: map[string]string{"FORMAT": "parquet", "EXTRA": "schema_registry:\n  url: http://127.0.0.1:1\n  decode: both\niceberg:\n  table: kafka.events\n  partition_by: ['bucket(4, key)']\n"},
 			want: `iceberg.partition_by: "bucket(4,key)" buckets the key, but schema_registry.decode both types the key column`},
-		{name: "iceberg partition by a value field", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  partition_by: ['day(created_at)']\n"},
-			want: `iceberg.partition_by[0]: "day(created_at)" partitions by the value field created_at, which Spillway can't lay out`},
+		{name: "iceberg partition by a value field without the registry", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  partition_by: ['day(created_at)']\n"},
+			want: `iceberg.partition_by: "day(created_at)" partitions by the value field created_at, which Spillway reads only from values the schema registry types; set schema_registry.url`},
 		{name: "iceberg partition and key bucket", set: map[string]string{"FORMAT": "parquet", "EXTRA": "iceberg:\n  table: kafka.events\n  partition_by: [partition, 'bucket(4, key)']\n"}},
 		{name: "topic regex that does not compile", set: map[string]string{"KAFKA_EXTRA": "  topic_regex: '('\n"}, want: `kafka.topic_regex: "(" is not a valid regular expression`},
 	}
