@@ -81,6 +81,24 @@ func recordOf(p int32, o int64) *kgo.Record {
 // partitions into table kafka.t partitioned by by, and returns the
 // warehouse and the number of records.
 func writePartitioned(t *testing.T, by []string) (string, int) {
+	const perPartition = 60
+	pq := config.Format{Type: "parquet", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp"}, ValueEncoding: "none", Envelope: true, Micros: true}
+	dir, _ := runPartitioned(t, by, perPartition, func(_ *naming.Template, c *sink.Config) {
+		c.MaxRecords = 4
+		c.NewEncoder = func(w goio.Writer) (format.Encoder, error) { return formats.NewEncoder(pq, w) }
+		c.Policy = errpolicy.Policy{Tolerance: "none"}
+	}, func(p int32, o int64) *kgo.Record { return recordOf(p, o) })
+	return dir, 2 * perPartition
+}
+
+// runPartitioned is the harness of the partitioned-table tests: the real
+// sink (configured further by configure) and commit loop over perPartition
+// records (rec) of partitions 0 and 1 of topic t into table kafka.t
+// partitioned by by, in a fresh warehouse; then a next owner's catch-up
+// adds from the ledger what the loop had not been handed. It returns the
+// warehouse and the sink's stats.
+func runPartitioned(t *testing.T, by []string, perPartition int64, configure func(*naming.Template, *sink.Config), rec func(p int32, o int64) *kgo.Record) (string, sink.Stats) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -98,7 +116,6 @@ func writePartitioned(t *testing.T, by []string) (string, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pq := config.Format{Type: "parquet", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp"}, ValueEncoding: "none", Envelope: true, Micros: true}
 	io := iceberg.Defaults()
 	io.Table = "kafka.{{topic}}"
 	io.PartitionBy = by
@@ -112,15 +129,15 @@ func writePartitioned(t *testing.T, by []string) (string, int) {
 	}
 	opts := Options{Table: "kafka.{{topic}}", Base: "file://" + dir + "/", Interval: time.Hour, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
 	loop := New(openCat(), led, opts, slog.New(slog.DiscardHandler))
-	s := sink.New(sink.Config{
-		Template: tmpl, EventTime: true, Extension: ".parquet", MaxOpenFiles: 100, MaxRecords: 4,
-		NewEncoder:    func(w goio.Writer) (format.Encoder, error) { return formats.NewEncoder(pq, w) },
+	cfg := sink.Config{
+		Template: tmpl, EventTime: true, Extension: ".parquet", MaxOpenFiles: 100,
 		NewCompressor: func(w goio.Writer) (goio.WriteCloser, error) { return format.NewCompressor("none", w) },
-		ErrRecord:     format.ErrRecord, NullValues: "write", Policy: errpolicy.Policy{Tolerance: "none"},
+		ErrRecord:     format.ErrRecord, NullValues: "write",
 		Ledger: led, Published: loop.Published,
-	}, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
+	}
+	configure(tmpl, &cfg)
+	s := sink.New(cfg, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
 	defer s.Close()
-	const perPartition = 60
 	parts := []int32{0, 1}
 	for _, p := range parts {
 		tp := offsets.TopicPartition{Topic: "t", Partition: p}
@@ -131,7 +148,7 @@ func writePartitioned(t *testing.T, by []string) (string, int) {
 	for _, p := range parts {
 		var recs []*kgo.Record
 		for o := int64(0); o < perPartition; o++ {
-			recs = append(recs, recordOf(p, o))
+			recs = append(recs, rec(p, o))
 		}
 		if err := s.Write(ctx, recs); err != nil {
 			t.Fatal(err)
@@ -143,8 +160,6 @@ func writePartitioned(t *testing.T, by []string) (string, int) {
 	if err := loop.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// What the loop had not been handed yet, a next owner adds from the
-	// ledger.
 	next := New(openCat(), led, opts, slog.New(slog.DiscardHandler))
 	for _, p := range parts {
 		next.Assigned(offsets.TopicPartition{Topic: "t", Partition: p}, ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: p})
@@ -152,7 +167,7 @@ func writePartitioned(t *testing.T, by []string) (string, int) {
 	if err := next.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return dir, len(parts) * perPartition
+	return dir, s.Stats()
 }
 
 // readTable reads table kafka.t in dir as readers nobody here wrote do:

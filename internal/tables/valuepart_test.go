@@ -1,10 +1,7 @@
 package tables
 
 import (
-	"context"
 	"fmt"
-	goio "io"
-	"log/slog"
 	"net/url"
 	"path"
 	"strings"
@@ -16,18 +13,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formats"
-	"github.com/spillway/spillway/internal/iceberg"
-	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
-	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/sink"
-	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
 )
 
@@ -116,85 +108,25 @@ func TestSinkValuePartitionedTables(t *testing.T) {
 }
 
 func writeValuePartitioned(t *testing.T, by []string) (string, int, int64) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	bucket, err := storage.Open(ctx, "file://"+dir, storage.Options{PartSize: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bucket.Close() })
-	led := ledger.New(bucket, "")
-	pp, err := naming.IcebergPartitionPath(by)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := naming.Parse(naming.IcebergTemplate("kafka.db/t", pp, "{{topic}}-{{partition}}-{{start_offset}}"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg, err := registry.NewCached("value", map[int]sr.Schema{1: {Type: sr.TypeAvro, Schema: orderV1}, 2: {Type: sr.TypeAvro, Schema: orderV2}, 3: {Type: sr.TypeAvro, Schema: orderV0}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pq := config.Format{Type: "parquet", Compression: "none", Fields: []string{"key", "value", "offset", "timestamp"}, ValueEncoding: "none", Envelope: true, Micros: true}
-	io := iceberg.Defaults()
-	io.Table = "kafka.{{topic}}"
-	io.PartitionBy = by
-	openCat := func() Catalog {
-		c, err := iceberg.Open(ctx, io, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		return icebergCatalog{c: c, writer: "test"}
-	}
-	opts := Options{Table: "kafka.{{topic}}", Base: "file://" + dir + "/", Interval: time.Hour, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
-	loop := New(openCat(), led, opts, slog.New(slog.DiscardHandler))
-	s := sink.New(sink.Config{
-		Template: tmpl, EventTime: true, Extension: ".parquet", MaxOpenFiles: 100, MaxRecords: 5,
-		Schemas:       formats.NewTyped(pq, reg),
-		Fields:        format.NewFieldReader(reg, tmpl.FieldPaths()),
-		NewCompressor: func(w goio.Writer) (goio.WriteCloser, error) { return format.NewCompressor("none", w) },
-		ErrRecord:     format.ErrRecord, NullValues: "write", Policy: errpolicy.Policy{Tolerance: "all"},
-		Ledger: led, Published: loop.Published,
-	}, sink.FromStorage(bucket), budget.New(1<<30, 0), slog.New(slog.DiscardHandler))
-	defer s.Close()
 	const perPartition = 66
-	parts := []int32{0, 1}
-	for _, p := range parts {
-		tp := offsets.TopicPartition{Topic: "t", Partition: p}
-		id := ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: p}
-		s.Assign(tp, id, ledger.Point{State: offsets.State{Next: 0}})
-		loop.Assigned(tp, id)
-	}
-	for _, p := range parts {
-		var recs []*kgo.Record
-		for o := int64(0); o < perPartition; o++ {
-			v, _, _, _ := orderOf(t, p, o)
-			if p == 1 && o == 33 {
-				v = []byte("not in the wire format")
-			}
-			recs = append(recs, &kgo.Record{Topic: "t", Partition: p, Offset: o, Value: v, Timestamp: day1})
+	dir, stats := runPartitioned(t, by, perPartition, func(tmpl *naming.Template, c *sink.Config) {
+		c.MaxRecords = 5
+		c.Schemas = formats.NewTyped(pq, reg)
+		c.Fields = format.NewFieldReader(reg, tmpl.FieldPaths())
+		c.Policy = errpolicy.Policy{Tolerance: "all"}
+	}, func(p int32, o int64) *kgo.Record {
+		v, _, _, _ := orderOf(t, p, o)
+		if p == 1 && o == 33 {
+			v = []byte("not in the wire format")
 		}
-		if err := s.Write(ctx, recs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Flush(ctx, nil, offsets.ReasonShutdown); err != nil {
-		t.Fatal(err)
-	}
-	if err := loop.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	next := New(openCat(), led, opts, slog.New(slog.DiscardHandler))
-	for _, p := range parts {
-		next.Assigned(offsets.TopicPartition{Topic: "t", Partition: p}, ledger.Identity{Cluster: "c", Topic: "t", TopicID: "id", Partition: p})
-	}
-	if err := next.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return dir, len(parts)*perPartition - 1, s.Stats().Skipped
+		return &kgo.Record{Topic: "t", Partition: p, Offset: o, Value: v, Timestamp: day1}
+	})
+	return dir, 2*perPartition - 1, stats.Skipped
 }
 
 // icebergValue is iceberg-go's transform tr (as the metadata names it) of
