@@ -8,6 +8,7 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 
+	"github.com/spillway/spillway/internal/azureenv"
 	"github.com/spillway/spillway/internal/naming"
 )
 
@@ -15,49 +16,9 @@ import (
 // table names it abfs://container@account.dfs.core.windows.net/key
 // (naming.AzureTableBase). The account and the credentials come from the
 // environment variables gocloud's azblob opener reads, taken in the same
-// order as internal/storage takes them (an account with a key, then a SAS
-// token, then a connection string, then the default identity), and become
+// order as internal/storage takes them (package azureenv), and become
 // iceberg-go's adls.* FileIO properties. They are never logged: the
 // catalog scrubs their values from its errors (Open).
-
-// The environment variables, as internal/storage names them.
-const (
-	envAzureConn     = "AZURE_STORAGE_CONNECTION_STRING"
-	envAzureConnAlt  = "AZURE_STORAGEBLOB_CONNECTIONSTRING"
-	envAzureAccount  = "AZURE_STORAGE_ACCOUNT"
-	envAzureKey      = "AZURE_STORAGE_KEY"
-	envAzureSAS      = "AZURE_STORAGE_SAS_TOKEN"
-	envAzureDomain   = "AZURE_STORAGE_DOMAIN"
-	envAzureProtocol = "AZURE_STORAGE_PROTOCOL"
-)
-
-// azureEnv is the Azure credentials the environment offers.
-type azureEnv struct{ account, key, sas, conn string }
-
-func readAzureEnv() azureEnv {
-	e := azureEnv{account: os.Getenv(envAzureAccount), key: os.Getenv(envAzureKey), sas: os.Getenv(envAzureSAS), conn: os.Getenv(envAzureConn)}
-	if e.conn == "" {
-		e.conn = os.Getenv(envAzureConnAlt)
-	}
-	return e
-}
-
-// useConn reports whether storage signs with the connection string.
-func (e azureEnv) useConn() bool {
-	return e.conn != "" && !(e.account != "" && e.key != "") && e.sas == ""
-}
-
-// connField is one field (AccountName, AccountKey, ...) of a connection
-// string, or "".
-func connField(conn, name string) string {
-	v := ""
-	for part := range strings.SplitSeq(conn, ";") {
-		if s, ok := strings.CutPrefix(strings.TrimSpace(part), name+"="); ok {
-			v = s
-		}
-	}
-	return v
-}
 
 // azureAccount is the storage account storage.url's container is in:
 // its storage_account= parameter, else the connection string's
@@ -66,11 +27,11 @@ func azureAccount(u *url.URL) string {
 	if a := u.Query().Get("storage_account"); a != "" {
 		return a
 	}
-	e := readAzureEnv()
-	if e.useConn() {
-		return connField(e.conn, "AccountName")
+	e := azureenv.FromEnv()
+	if e.UseConn() {
+		return azureenv.ConnField(e.Conn, "AccountName")
 	}
-	return e.account
+	return e.Account
 }
 
 // TableBase is the root under which a table names the keys of
@@ -99,22 +60,22 @@ func TableBase(storageURL string) (string, error) {
 // with the environment's credentials, when they are that account's.
 func azureProps(host string) map[string]string {
 	account, _, _ := strings.Cut(host, ".")
-	e := readAzureEnv()
+	e := azureenv.FromEnv()
 	p := map[string]string{}
-	if v := os.Getenv(envAzureDomain); v != "" {
+	if v := os.Getenv(azureenv.Domain); v != "" {
 		p[iceio.ADLSEndpoint] = v
 	}
-	if v := os.Getenv(envAzureProtocol); v != "" {
+	if v := os.Getenv(azureenv.Protocol); v != "" {
 		p[iceio.ADLSProtocol] = v
 	}
 	switch {
-	case e.account == account && e.key != "":
+	case e.Account == account && e.Key != "":
 		p[iceio.ADLSSharedKeyAccountName] = account
-		p[iceio.ADLSSharedKeyAccountKey] = e.key
-	case e.account == account && e.sas != "":
-		p[iceio.ADLSSasTokenPrefix+host] = e.sas
-	case e.useConn() && connField(e.conn, "AccountName") == account:
-		p[iceio.ADLSConnectionStringPrefix+account] = e.conn
+		p[iceio.ADLSSharedKeyAccountKey] = e.Key
+	case e.Account == account && e.SAS != "":
+		p[iceio.ADLSSasTokenPrefix+host] = e.SAS
+	case e.UseConn() && azureenv.ConnField(e.Conn, "AccountName") == account:
+		p[iceio.ADLSConnectionStringPrefix+account] = e.Conn
 	}
 	return p
 }
@@ -131,7 +92,7 @@ func azureSecrets(props map[string]string) []string {
 		case strings.HasPrefix(k, iceio.ADLSConnectionStringPrefix):
 			out = append(out, v)
 			for _, f := range []string{"AccountKey", "SharedAccessSignature"} {
-				if s := connField(v, f); len(s) >= 4 {
+				if s := azureenv.ConnField(v, f); len(s) >= 4 {
 					out = append(out, s)
 				}
 			}

@@ -29,6 +29,7 @@ import (
 	"gocloud.dev/blob/azureblob"
 	"gocloud.dev/blob/s3blob"
 
+	"github.com/spillway/spillway/internal/azureenv"
 	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
@@ -258,43 +259,8 @@ func gcsChunkHook(b *blob.Bucket, r Retry) func(func(any) bool) error {
 	}
 }
 
-// The environment variables gocloud's azblob opener reads (see
-// gocloud.dev/blob/azureblob), named here for the messages that say which
-// one to change.
-const (
-	envAzureConn      = "AZURE_STORAGE_CONNECTION_STRING"
-	envAzureConnAlt   = "AZURE_STORAGEBLOB_CONNECTIONSTRING"
-	envAzureAccount   = "AZURE_STORAGE_ACCOUNT"
-	envAzureKey       = "AZURE_STORAGE_KEY"
-	envAzureSAS       = "AZURE_STORAGE_SAS_TOKEN"
-	envAzureDomain    = "AZURE_STORAGE_DOMAIN"
-	envAzureProtocol  = "AZURE_STORAGE_PROTOCOL"
-	envAzureEmulator  = "AZURE_STORAGE_IS_LOCAL_EMULATOR"
-	azureURLParamList = "domain=, protocol=, cdn=, localemu= and storage_account="
-)
-
-// azureCreds is what the environment offers to sign Azure requests,
-// taken in gocloud's order: an account and key, then a SAS token, then a
-// connection string, then the default Azure identity.
-type azureCreds struct {
-	account, key, sas string
-	// conn is the connection string, and connVar the variable it came from.
-	conn, connVar string
-}
-
-func azureCredsFromEnv() azureCreds {
-	c := azureCreds{account: os.Getenv(envAzureAccount), key: os.Getenv(envAzureKey), sas: os.Getenv(envAzureSAS),
-		conn: os.Getenv(envAzureConn), connVar: envAzureConn}
-	if c.conn == "" {
-		c.conn, c.connVar = os.Getenv(envAzureConnAlt), envAzureConnAlt
-	}
-	return c
-}
-
-// useConn reports whether the connection string is the credential in use.
-func (c azureCreds) useConn() bool {
-	return c.conn != "" && !(c.account != "" && c.key != "") && c.sas == ""
-}
+// azureURLParamList names the azblob:// URL's parameters, for messages.
+const azureURLParamList = "domain=, protocol=, cdn=, localemu= and storage_account="
 
 // openAzure opens the container with a client that retries by r. gocloud's
 // default client sets no retry options and can't be told to, so the client
@@ -313,18 +279,18 @@ func (c azureCreds) useConn() bool {
 // the opener builds the service URL from those variables and the URL's own
 // parameters, as gocloud documents, and a setting it refuses is named.
 func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
-	creds := azureCredsFromEnv()
-	if creds.useConn() {
+	creds := azureenv.FromEnv()
+	if creds.UseConn() {
 		if len(u.Query()) > 0 {
 			params := slices.Sorted(maps.Keys(u.Query()))
 			return nil, fmt.Errorf("storage.url: remove %s=: %s names the endpoint, and the azblob:// parameters (%s) would have no effect",
-				strings.Join(params, "=, "), creds.connVar, azureURLParamList)
+				strings.Join(params, "=, "), creds.ConnVar, azureURLParamList)
 		}
-		client, err := container.NewClientFromConnectionString(creds.conn, u.Host, azureClientOptions(r))
+		client, err := container.NewClientFromConnectionString(creds.Conn, u.Host, azureClientOptions(r))
 		if err != nil {
 			// The SDK's parse errors say what is missing and quote no
 			// part of the string.
-			return nil, fmt.Errorf("%s: %w", creds.connVar, err)
+			return nil, fmt.Errorf("%s: %w", creds.ConnVar, err)
 		}
 		return azureblob.OpenBucket(ctx, client, nil)
 	}
@@ -382,7 +348,7 @@ func azureClientOptions(r Retry) *container.ClientOptions {
 
 // azureClientFactory makes the client for gocloud's URL opener, from the
 // credentials that come before a connection string.
-func azureClientFactory(r Retry, creds azureCreds) func(azureblob.ServiceURL, azureblob.ContainerName) (*container.Client, error) {
+func azureClientFactory(r Retry, creds azureenv.Creds) func(azureblob.ServiceURL, azureblob.ContainerName) (*container.Client, error) {
 	return func(svcURL azureblob.ServiceURL, name azureblob.ContainerName) (*container.Client, error) {
 		opts := azureClientOptions(r)
 		containerURL, err := url.JoinPath(string(svcURL), string(name))
@@ -390,13 +356,13 @@ func azureClientFactory(r Retry, creds azureCreds) func(azureblob.ServiceURL, az
 			return nil, err
 		}
 		switch {
-		case creds.account != "" && creds.key != "":
-			cred, err := azblob.NewSharedKeyCredential(creds.account, creds.key)
+		case creds.Account != "" && creds.Key != "":
+			cred, err := azblob.NewSharedKeyCredential(creds.Account, creds.Key)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", envAzureKey, err)
+				return nil, fmt.Errorf("%s: %w", azureenv.Key, err)
 			}
 			return container.NewClientWithSharedKeyCredential(containerURL, cred, opts)
-		case creds.sas != "":
+		case creds.SAS != "":
 			// The token is in the service URL already.
 			return container.NewClientWithNoCredential(containerURL, opts)
 		default:
@@ -413,7 +379,7 @@ func azureClientFactory(r Retry, creds azureCreds) func(azureblob.ServiceURL, az
 // can't build the service URL from the environment and storage.url. It
 // follows the checks of azureblob.NewServiceURL, and names each value's
 // source: a storage.url parameter overrides its variable.
-func azureEndpointHint(u *url.URL, creds azureCreds) string {
+func azureEndpointHint(u *url.URL, creds azureenv.Creds) string {
 	q := u.Query()
 	for k := range q {
 		switch k {
@@ -430,10 +396,10 @@ func azureEndpointHint(u *url.URL, creds azureCreds) string {
 		return env
 	}
 	var hint string
-	if creds.conn != "" {
+	if creds.Conn != "" {
 		// gocloud's order: the string is not the credential, yet its
 		// protocol and account still feed the service URL.
-		hint = fmt.Sprintf("%s is not used while %s with %s, or %s, is set: unset those to use it; ", creds.connVar, envAzureAccount, envAzureKey, envAzureSAS)
+		hint = fmt.Sprintf("%s is not used while %s with %s, or %s, is set: unset those to use it; ", creds.ConnVar, azureenv.Account, azureenv.Key, azureenv.SAS)
 	}
 	account := o.AccountName
 	if q.Has("storage_account") {
@@ -450,27 +416,27 @@ func azureEndpointHint(u *url.URL, creds azureCreds) string {
 	switch {
 	case account == "":
 		return hint + fmt.Sprintf("no storage account: set %s, or %s (or storage_account= in storage.url) with %s, %s or an Azure identity",
-			envAzureConn, envAzureAccount, envAzureKey, envAzureSAS)
+			azureenv.Conn, azureenv.Account, azureenv.Key, azureenv.SAS)
 	case q.Has("localemu") && q.Get("localemu") != "" && !isBool(q.Get("localemu")):
 		return hint + "localemu= in storage.url must be true or false"
 	case q.Has("cdn") && !isBool(q.Get("cdn")):
 		return hint + "cdn= in storage.url must be true or false"
 	case protocol == "http" && !emulator:
-		source := from("protocol", envAzureProtocol)
-		if !q.Has("protocol") && os.Getenv(envAzureProtocol) == "" {
-			source = "DefaultEndpointsProtocol of " + creds.connVar
+		source := from("protocol", azureenv.Protocol)
+		if !q.Has("protocol") && os.Getenv(azureenv.Protocol) == "" {
+			source = "DefaultEndpointsProtocol of " + creds.ConnVar
 		}
 		return hint + fmt.Sprintf("http is for a local emulator only: set %s=true (or localemu=true in storage.url) and %s=host:port of the emulator, or use https in %s",
-			envAzureEmulator, envAzureDomain, source)
+			azureenv.Emulator, azureenv.Domain, source)
 	case protocol != "http" && protocol != "https" && protocol != "":
-		return hint + fmt.Sprintf("%s must be http or https", from("protocol", envAzureProtocol))
+		return hint + fmt.Sprintf("%s must be http or https", from("protocol", azureenv.Protocol))
 	case emulator && protocol != "http":
-		return hint + fmt.Sprintf("a local emulator is reached over http: set %s=http, or unset %s", from("protocol", envAzureProtocol), from("localemu", envAzureEmulator))
+		return hint + fmt.Sprintf("a local emulator is reached over http: set %s=http, or unset %s", from("protocol", azureenv.Protocol), from("localemu", azureenv.Emulator))
 	case emulator:
-		return hint + fmt.Sprintf("a local emulator must be on this machine: set %s to a loopback host:port such as 127.0.0.1:10000", from("domain", envAzureDomain))
+		return hint + fmt.Sprintf("a local emulator must be on this machine: set %s to a loopback host:port such as 127.0.0.1:10000", from("domain", azureenv.Domain))
 	default:
 		return hint + fmt.Sprintf("check %s (an Azure storage domain such as blob.core.windows.net) and %s (letters and digits), or use %s, whose endpoint is taken as it is",
-			from("domain", envAzureDomain), from("storage_account", envAzureAccount), envAzureConn)
+			from("domain", azureenv.Domain), from("storage_account", azureenv.Account), azureenv.Conn)
 	}
 }
 
