@@ -49,11 +49,11 @@ func (t *Table) dataFiles(ctx context.Context, tbl *table.Table, files []File) (
 		g.Go(func() error {
 			// Unpartitioned: the statistics only; the partition values
 			// are ours.
-			st, err := table.FileToDataFile(gctx, literalIO{fs}, f.Location, sc, *iceberg.UnpartitionedSpec, 0, props)
+			st, err := table.FileToDataFile(gctx, literalIO{fs, tbl.Location()}, f.Location, sc, *iceberg.UnpartitionedSpec, 0, props)
 			if err != nil {
 				return fmt.Errorf("iceberg: %s: read the statistics of %s: %w", t.name, f.Location, t.c.scrub(err))
 			}
-			nested, err := nestedBounds(literalIO{fs}, f.Location, sc, spec)
+			nested, err := nestedBounds(literalIO{fs, tbl.Location()}, f.Location, sc, spec)
 			if err != nil {
 				return fmt.Errorf("iceberg: %s: read the statistics of %s: %w", t.name, f.Location, t.c.scrub(err))
 			}

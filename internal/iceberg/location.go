@@ -19,21 +19,33 @@ import (
 // manifest names.
 
 // ioLocation is loc as iceberg-go's FileIO must be given it to open the
-// object loc names literally: a file:// location with '%', '?' and '#'
-// escaped (the URL parser would decode the first and cut the path at the
-// others); any other location as it is.
-func ioLocation(loc string) string {
+// object loc names literally. Only what Spillway wrote below the table's
+// location base is literal: the base itself comes from the catalog and the
+// warehouse URL, already escaped as a URL (a local warehouse in
+// "/tmp/my lake" is file:///tmp/my%20lake), which LocalFS's decoding
+// undoes. So for a file:// location under base, the part after base has
+// '%', '?' and '#' escaped (the URL parser would decode the first and cut
+// the path at the others); anything else is returned as it is.
+func ioLocation(base, loc string) string {
 	if len(loc) < len("file:") || !strings.EqualFold(loc[:len("file:")], "file:") {
 		return loc
 	}
-	return loc[:len("file:")] + fileEscaper.Replace(loc[len("file:"):])
+	base = strings.TrimSuffix(base, "/") + "/"
+	rest, ok := strings.CutPrefix(loc, base)
+	if !ok {
+		return loc
+	}
+	return base + fileEscaper.Replace(rest)
 }
 
 var fileEscaper = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // literalIO is a FileIO that opens, stats and removes the object a
-// location names literally (see ioLocation).
-type literalIO struct{ iceio.IO }
+// location under base names literally (see ioLocation).
+type literalIO struct {
+	iceio.IO
+	base string
+}
 
-func (l literalIO) Open(name string) (iceio.File, error) { return l.IO.Open(ioLocation(name)) }
-func (l literalIO) Remove(name string) error             { return l.IO.Remove(ioLocation(name)) }
+func (l literalIO) Open(name string) (iceio.File, error) { return l.IO.Open(ioLocation(l.base, name)) }
+func (l literalIO) Remove(name string) error             { return l.IO.Remove(ioLocation(l.base, name)) }

@@ -76,7 +76,7 @@ func (t *Table) Files(ctx context.Context) (*Files, error) {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
 	// literalIO: the file the ledger names (ioLocation).
-	return &Files{t: t, fio: literalIO{fio}}, nil
+	return &Files{t: t, fio: literalIO{fio, t.Location()}}, nil
 }
 
 // Stat reads the size and modification time of the file at loc through

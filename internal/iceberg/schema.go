@@ -23,7 +23,7 @@ import (
 // has none would be read by name mapping only, which Spillway's files do
 // not need.
 func fileSchema(fs iceio.IO, location string) (*iceberg.Schema, int64, error) {
-	f, err := fs.Open(ioLocation(location)) // the file the manifest names
+	f, err := fs.Open(location) // fs is a literalIO: the file the manifest names
 	if err != nil {
 		return nil, 0, fmt.Errorf("open %s: %w", location, err)
 	}
@@ -102,10 +102,11 @@ func unitName(u pqschema.TimeUnitType) string {
 // catalog.ErrTableAlreadyExists and Commit reloads.
 func (t *Table) create(ctx context.Context, files ...File) (*table.Table, error) {
 	loc := t.c.Location(t.name)
-	fs, err := iceio.LoadFS(ctx, t.c.props, loc)
+	lfs, err := iceio.LoadFS(ctx, t.c.props, loc)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: create %s: FileIO for %s: %w", t.name, loc, t.c.scrub(err))
 	}
+	fs := literalIO{lfs, loc}
 	var sc *iceberg.Schema
 	var spec iceberg.PartitionSpec
 	for i, f := range files {
@@ -160,10 +161,11 @@ var tableProps = iceberg.Properties{
 // it saw, so that two instances adopting at once conflict and reload. It
 // returns the table as it is then.
 func (t *Table) adopt(ctx context.Context, tbl *table.Table, files ...File) (*table.Table, error) {
-	fs, err := tbl.FS(ctx)
+	tfs, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
+	fs := literalIO{tfs, tbl.Location()}
 	first := files[0]
 	for _, f := range files {
 		// As create: the first file whose schema has partition_by's
@@ -317,10 +319,11 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 // a new field whose id the table gives another field stop the commit with
 // an error naming the field's path (value.user.email).
 func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*table.Table, error) {
-	fs, err := tbl.FS(ctx)
+	tfs, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
+	fs := literalIO{tfs, tbl.Location()}
 	ts := tbl.Schema()
 	m := &merger{table: t.name, ids: map[int]string{}}
 	// Every id any of the table's schemas gave a field, with its path: a
