@@ -6,9 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spillway/spillway/internal/naming"
@@ -150,80 +147,4 @@ func writeAgain(ctx context.Context, be backend, probe string) (accepted bool, e
 		return false, err
 	}
 	return true, nil
-}
-
-// preflight checks that a file can be created, written, synced and
-// removed in the directory of the probe, and that a second create-only
-// write of it fails: the directory is created if needed, as every write
-// would. A local probe is always removed.
-func (l *local) preflight(ctx context.Context, _ string, rep *PreflightReport) error {
-	if err := l.probe(ctx, rep); err != nil {
-		return err
-	}
-	l.removeStaleProbes(rep.Probe)
-	return nil
-}
-
-// removeStaleProbes removes what probes of earlier starts left beside
-// probe, in the state directory: a process killed during its check leaves
-// its probe or the probe's temp file. Only those older than
-// PreflightTimeout go: a check in flight, of another process starting now,
-// is younger, since no check outlives it. A file that can't be removed
-// stays, harmless: the next start tries again.
-func (l *local) removeStaleProbes(probe string) {
-	p, err := l.path(probe)
-	if err != nil {
-		return
-	}
-	dir := filepath.Dir(p)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasPrefix(name, preflightPrefix) && !strings.HasPrefix(name, tmpPrefix+preflightPrefix) {
-			continue
-		}
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && time.Since(info.ModTime()) > PreflightTimeout {
-			_ = os.Remove(filepath.Join(dir, name))
-		}
-	}
-}
-
-func (l *local) probe(ctx context.Context, rep *PreflightReport) error {
-	p, err := l.path(rep.Probe)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(p)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("can't create directory %s (check its parent's owner and mode): %w", dir, err)
-	}
-	if _, err := os.ReadDir(dir); err != nil {
-		return fmt.Errorf("can't list directory %s: %w", dir, err)
-	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("can't create a file in %s (check the directory's owner and mode): %w", dir, err)
-	}
-	_, err = f.WriteString(preflightData)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		// link(2) never replaces, but a file system mounted through FUSE
-		// or a network share need not keep that promise.
-		rep.CreateOnlyIgnored, err = writeAgain(ctx, l, rep.Probe)
-	}
-	if rerr := os.Remove(p); err == nil {
-		err = rerr
-	}
-	if err != nil {
-		return fmt.Errorf("can't write a file in %s: %w", dir, err)
-	}
-	return nil
 }

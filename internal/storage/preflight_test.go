@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/spillway/spillway/internal/storage/local"
 	"github.com/spillway/spillway/internal/storage/storeerr"
 	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/testkit/faultproxy"
@@ -396,7 +397,7 @@ func TestLocalPreflight(t *testing.T) {
 	// temp file. The next start removes them once older than any check
 	// can run, and leaves a fresh one, of a check in flight, alone.
 	state := filepath.Join(dir, "raw", "x", "_spillway")
-	old := []string{preflightPrefix + "0123456789abcdef", tmpPrefix + preflightPrefix + "0123456789abcdef.42"}
+	old := []string{preflightPrefix + "0123456789abcdef", local.TempPrefix + preflightPrefix + "0123456789abcdef.42"}
 	fresh := filepath.Join(state, preflightPrefix+"fedcba9876543210")
 	for _, name := range old {
 		p := filepath.Join(state, name)

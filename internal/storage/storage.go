@@ -6,9 +6,9 @@
 // visible under that name. The sink relies on this to decide which offsets
 // may be committed.
 //
-// The local directory backend is here; the gocloud one is storage/remote,
-// the part queue storage/partqueue, and what an error means
-// storage/storeerr.
+// The backends are storage/local (a directory, with fsync) and
+// storage/remote (gocloud); the part queue is storage/partqueue, and what
+// an error means storage/storeerr.
 package storage
 
 import (
@@ -27,6 +27,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"    // registers s3://
 
 	"github.com/spillway/spillway/internal/redact"
+	"github.com/spillway/spillway/internal/storage/local"
 	"github.com/spillway/spillway/internal/storage/partqueue"
 	"github.com/spillway/spillway/internal/storage/remote"
 	"github.com/spillway/spillway/internal/storage/storeerr"
@@ -172,8 +173,8 @@ type Bucket struct {
 	obs    Observer
 }
 
-// Open opens the bucket named by rawURL. file:// URLs are handled here with
-// fsync; every other scheme goes through gocloud.dev/blob.
+// Open opens the bucket named by rawURL. file:// URLs go to storage/local,
+// with fsync; every other scheme goes through gocloud.dev/blob.
 func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -204,12 +205,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 		if dir == "" {
 			return nil, fmt.Errorf("storage: file url %q has no path", rawURL)
 		}
-		be, err := openLocal(dir)
+		d, err := local.Open(dir)
 		if err != nil {
 			return nil, err
 		}
 		// A local file needs no big parts: they only batch write syscalls.
-		b.be, b.url = be, rawURL
+		b.be, b.url = localBackend{d}, rawURL
 		return b, nil
 	}
 	// storage_class is ours, not gocloud's (whose opener refuses unknown
@@ -272,6 +273,10 @@ func FootprintOf(scheme string, partSize int64) Footprint {
 }
 
 const defaultPartSize = 8 << 20
+
+// chunkSize is the unit of the part queue: big enough to turn encoder
+// writes into few syscalls, small enough that many open files stay cheap.
+const chunkSize = 256 << 10
 
 // WriterMemory is the memory one open Writer holds beyond the part buffers
 // reported to Options.Account, for the budget.

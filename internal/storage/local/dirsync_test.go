@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"runtime"
@@ -14,7 +14,7 @@ import (
 // in which rounds start and callers return instead.
 func TestSyncDirWaitsForARoundStartedAfterIt(t *testing.T) {
 	t.Parallel()
-	l, err := openLocal(t.TempDir())
+	l, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestSyncDirWaitsForARoundStartedAfterIt(t *testing.T) {
 
 // waitPending waits until n callers joined the round of dir that has not
 // started.
-func waitPending(t *testing.T, l *local, dir string, n int) {
+func waitPending(t *testing.T, l *Dir, dir string, n int) {
 	t.Helper()
 	for {
 		l.mu.Lock()

@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // watches which directories are fsynced, through the real fsync.
 func TestNewDirectoriesAreSynced(t *testing.T) {
 	t.Parallel()
-	l, err := openLocal(t.TempDir())
+	l, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +34,14 @@ func TestNewDirectoriesAreSynced(t *testing.T) {
 	}
 	put := func(key string) {
 		t.Helper()
-		w, err := l.newWriter(context.Background(), key, nil, writeOpts{})
+		w, err := l.NewWriter(context.Background(), key, WriteOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := w.Write([]byte(key)); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.commit(); err != nil {
+		if err := w.Commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
