@@ -46,6 +46,7 @@ func openLocal(t *testing.T, opts storage.Options) (*storage.Bucket, string) {
 }
 
 func TestLocalCommitMakesVisible(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts storage.Options
@@ -108,6 +109,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 }
 
 func TestLocalAbortLeavesNothing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		key  string
@@ -144,6 +146,7 @@ func TestLocalAbortLeavesNothing(t *testing.T) {
 }
 
 func TestLocalCreateOnly(t *testing.T) {
+	t.Parallel()
 	b, dir := openLocal(t, storage.Options{})
 	const key = "t/0/file.jsonl"
 	first := []byte("first\n")
@@ -173,6 +176,7 @@ func TestLocalCreateOnly(t *testing.T) {
 // process removed (a partition's new owner sweeps a dead writer's) says
 // so, and what it means, instead of a bare link error.
 func TestLocalTempRemovedIsNamed(t *testing.T) {
+	t.Parallel()
 	b, dir := openLocal(t, storage.Options{})
 	w, err := b.NewWriter(context.Background(), "t/0/file.jsonl", nil)
 	if err != nil {
@@ -193,6 +197,7 @@ func TestLocalTempRemovedIsNamed(t *testing.T) {
 }
 
 func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	b, dir := openLocal(t, storage.Options{})
 	const key = "k.jsonl"
 	const n = 8
@@ -235,6 +240,7 @@ func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
 }
 
 func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
+	t.Parallel()
 	b, dir := openLocal(t, storage.Options{})
 	all := []string{"other.jsonl", "topic/p0/f1.jsonl", "topic/p0/f2.jsonl", "topic/p1/f1.jsonl", "topicx.jsonl"}
 	for _, k := range all {
@@ -278,6 +284,7 @@ func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
 }
 
 func TestLocalListStopsOnCallbackError(t *testing.T) {
+	t.Parallel()
 	b, _ := openLocal(t, storage.Options{})
 	put(t, b, "a", []byte("a"))
 	put(t, b, "b", []byte("b"))
@@ -295,6 +302,7 @@ func TestLocalListStopsOnCallbackError(t *testing.T) {
 }
 
 func TestLocalKeyEscapingRootRefused(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
 	b := open(t, "file://"+dir, storage.Options{})
@@ -332,6 +340,7 @@ func TestLocalKeyEscapingRootRefused(t *testing.T) {
 }
 
 func TestLocalListDoesNotEscapeRoot(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	b := open(t, "file://"+filepath.Join(parent, "out"), storage.Options{})
 	if err := os.WriteFile(filepath.Join(parent, "outside.txt"), []byte("x"), 0o644); err != nil {
@@ -348,6 +357,7 @@ func TestLocalListDoesNotEscapeRoot(t *testing.T) {
 }
 
 func TestLocalRootDirectory(t *testing.T) {
+	t.Parallel()
 	b := open(t, "file:///", storage.Options{})
 	// A key that lands inside this test's temp directory.
 	key := strings.TrimPrefix(filepath.ToSlash(t.TempDir()), "/") + "/x.jsonl"
@@ -359,6 +369,7 @@ func TestLocalRootDirectory(t *testing.T) {
 }
 
 func TestLocalReadMissing(t *testing.T) {
+	t.Parallel()
 	b, _ := openLocal(t, storage.Options{})
 	_, err := b.Read(context.Background(), "missing.jsonl")
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -367,6 +378,7 @@ func TestLocalReadMissing(t *testing.T) {
 }
 
 func TestLocalConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	b, dir := openLocal(t, storage.Options{PartSize: 8192, UploadConcurrency: 2})
 	const n = 8
 	var wg sync.WaitGroup
@@ -414,6 +426,7 @@ func TestLocalConcurrentWriters(t *testing.T) {
 // A writer that died mid-write leaves a temp file; the partition's next
 // owner removes exactly the temp files whose final key is its own.
 func TestRemoveAbandoned(t *testing.T) {
+	t.Parallel()
 	b, dir := openLocal(t, storage.Options{})
 	ctx := context.Background()
 	mine, err := b.NewWriter(ctx, "out/t-0-5.jsonl", nil)
@@ -465,6 +478,7 @@ func TestRemoveAbandoned(t *testing.T) {
 // variable before {{start_offset}}, or a "/" after it): RemoveAbandoned
 // finds them there, and leaves those of keys outside the prefix.
 func TestRemoveAbandonedInFolders(t *testing.T) {
+	t.Parallel()
 	b, dir := openLocal(t, storage.Options{})
 	ctx := context.Background()
 	keys := []string{"out/t/2026/0-5.jsonl", "out/t-0-5/part.jsonl", "out/tx/2026/0-5.jsonl", "other/t/2026/0-5.jsonl"}
@@ -504,6 +518,7 @@ func TestRemoveAbandonedInFolders(t *testing.T) {
 // other writers make it, not os.CreateTemp's 0600; a directory is 0777
 // less the umask, as mkdir -p makes it.
 func TestLocalFileModeFollowsUmask(t *testing.T) {
+	t.Parallel()
 	if want := os.Getenv("SPILLWAY_TEST_UMASK_WANT"); want != "" {
 		umaskChild(t, want)
 		return
