@@ -14,9 +14,10 @@ import (
 )
 
 // Default returns the built-in defaults. docs/config.md is generated from
-// them (doc.go), so a default changed here changes the reference. It is not
-// a valid config on its own: storage.url and kafka.topics (or
-// kafka.topic_regex) have no sensible default and must be set.
+// them (package configdoc), so a default changed here changes the
+// reference. It is not a valid config on its own: storage.url and
+// kafka.topics (or kafka.topic_regex) have no sensible default and must be
+// set.
 func Default() *Config {
 	return &Config{
 		Kafka: Kafka{
@@ -205,6 +206,28 @@ func flatten(c *Config) map[string]any {
 		default:
 			out[s.key] = f.Interface()
 		}
+	}
+	return out
+}
+
+// KeyInfo is one leaf key as the reference (package configdoc) documents
+// it.
+type KeyInfo struct {
+	Key    string // "kafka.sasl.password", the public name
+	Env    string // "SPILLWAY_KAFKA_SASL_PASSWORD"
+	Secret bool   // never shown in output or errors
+	// Default is the key's value in Default: a string, []string, bool,
+	// int64, Size or time.Duration.
+	Default any
+}
+
+// Keys lists every leaf key in the key table's order, which is
+// docs/config.md's, with its default.
+func Keys() []KeyInfo {
+	defaults := flatten(Default())
+	out := make([]KeyInfo, len(keys.leaves))
+	for i, s := range keys.leaves {
+		out[i] = KeyInfo{Key: s.key, Env: s.env, Secret: s.secret, Default: defaults[s.key]}
 	}
 	return out
 }
