@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
@@ -119,28 +117,9 @@ func (it *iceTopic) drain() {
 // reach end, then stops it gracefully.
 func drainTopic(t *testing.T, cl *kgo.Client, cfg *config.Config, topic string, end map[int32]int64) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !maps.Equal(testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, topic), end) {
-		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("the run stopped before its commit reached the log end: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatal("committed offsets never reached the end offsets")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	testkit.RunUntilCommitted(t, cl, cfg.Kafka.Group, topic, end, func(ctx context.Context) error {
+		return runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{})
+	})
 }
 
 // load opens the table kafka.<name> through iceberg-go's own SQL catalog

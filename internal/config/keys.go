@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/admin"
+	"github.com/spillway/spillway/internal/config/decode"
 	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/registry"
 )
 
 // Default returns the built-in defaults. docs/config.md is generated from
-// them (doc.go), so a default changed here changes the reference. It is not
-// a valid config on its own: storage.url and kafka.topics (or
-// kafka.topic_regex) have no sensible default and must be set.
+// them (package configdoc), so a default changed here changes the
+// reference. It is not a valid config on its own: storage.url and
+// kafka.topics (or kafka.topic_regex) have no sensible default and must be
+// set.
 func Default() *Config {
 	return &Config{
 		Kafka: Kafka{
@@ -63,25 +65,18 @@ func Default() *Config {
 	}
 }
 
-// kind is how a key's value is written in YAML and the environment.
-type kind int
-
-const (
-	kindString kind = iota
-	kindList        // comma-separated in the environment
-	kindBool
-	kindInt
-	kindSize
-	kindDuration
-)
-
 // keySpec describes one leaf key such as "kafka.sasl.password".
 type keySpec struct {
 	key    string // dotted path, the public name
 	env    string // SPILLWAY_KAFKA_SASL_PASSWORD
-	kind   kind
+	kind   decode.Kind
 	secret bool  // never shown in output or errors
 	index  []int // field index path into Config, for reflect.FieldByIndex
+}
+
+// decodeKey is what package decode needs to convert a value of s.
+func (s *keySpec) decodeKey() decode.Key {
+	return decode.Key{Name: s.key, Kind: s.kind, Secret: s.secret}
 }
 
 // envPrefix starts every environment variable that sets a key.
@@ -150,20 +145,20 @@ func (t *keyTable) walk(typ reflect.Type, prefix string, index []int) {
 	}
 }
 
-func kindOf(typ reflect.Type, key string) kind {
+func kindOf(typ reflect.Type, key string) decode.Kind {
 	switch {
 	case typ == sizeType:
-		return kindSize
+		return decode.Size
 	case typ == durationType:
-		return kindDuration
+		return decode.Duration
 	case typ.Kind() == reflect.String:
-		return kindString
+		return decode.String
 	case typ.Kind() == reflect.Bool:
-		return kindBool
+		return decode.Bool
 	case typ.Kind() == reflect.Int, typ.Kind() == reflect.Int64:
-		return kindInt
+		return decode.Int
 	case typ.Kind() == reflect.Slice && typ.Elem().Kind() == reflect.String:
-		return kindList
+		return decode.List
 	}
 	// A programming error in Config, caught by any test that loads a config.
 	panic(fmt.Sprintf("config: key %s has unsupported type %s", key, typ))
@@ -198,13 +193,35 @@ func flatten(c *Config) map[string]any {
 	for _, s := range keys.leaves {
 		f := v.FieldByIndex(s.index)
 		switch s.kind {
-		case kindList:
+		case decode.List:
 			out[s.key] = slices.Clone(f.Interface().([]string))
-		case kindInt:
+		case decode.Int:
 			out[s.key] = f.Int()
 		default:
 			out[s.key] = f.Interface()
 		}
+	}
+	return out
+}
+
+// KeyInfo is one leaf key as the reference (package configdoc) documents
+// it.
+type KeyInfo struct {
+	Key    string // "kafka.sasl.password", the public name
+	Env    string // "SPILLWAY_KAFKA_SASL_PASSWORD"
+	Secret bool   // never shown in output or errors
+	// Default is the key's value in Default: a string, []string, bool,
+	// int64, Size or time.Duration.
+	Default any
+}
+
+// Keys lists every leaf key in the key table's order, which is
+// docs/config.md's, with its default.
+func Keys() []KeyInfo {
+	defaults := flatten(Default())
+	out := make([]KeyInfo, len(keys.leaves))
+	for i, s := range keys.leaves {
+		out[i] = KeyInfo{Key: s.key, Env: s.env, Secret: s.secret, Default: defaults[s.key]}
 	}
 	return out
 }

@@ -3,21 +3,17 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/knadh/koanf/maps"
 	"github.com/knadh/koanf/parsers/yaml"
 	env "github.com/knadh/koanf/providers/env/v2"
 	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/v2"
-	yamlv3 "go.yaml.in/yaml/v3"
 
-	"github.com/spillway/spillway/internal/bytesize"
+	"github.com/spillway/spillway/internal/config/decode"
 )
 
 // Load builds the effective config from three layers, each overriding the
@@ -62,7 +58,7 @@ func load(name string, data []byte, environ []string) (*Config, error) {
 	raw, err := yaml.Parser().Unmarshal(data)
 	if err != nil {
 		// Nothing after a syntax error is trustworthy: report it alone.
-		return nil, &Error{Problems: yamlProblems(name, data, err)}
+		return nil, &Error{Problems: decode.YAMLProblems(name, data, err)}
 	}
 	fromFile := map[string]any{}
 	walkYAML(raw, "", fromFile, &ps, bad)
@@ -120,80 +116,6 @@ func isBad(bad map[string]bool, key string) bool {
 	return false
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlProblems turns a YAML parser error into Problems keyed by file:line,
-// the form editors and terminals let a user jump to.
-func yamlProblems(name string, data []byte, err error) []Problem {
-	where := name
-	if where == "" {
-		where = "yaml"
-	}
-	var te *yamlv3.TypeError
-	if errors.As(err, &te) {
-		// The document parsed but does not decode into a mapping: a key
-		// given twice, or a document that is not a mapping (a bare list
-		// or string). The parser's message would quote the content, which
-		// may be secret, and names a duplicate without its section.
-		if ps := duplicateKeys(where, data); len(ps) > 0 {
-			return ps
-		}
-		return []Problem{{Key: where, Msg: "the config must be a mapping of keys such as kafka: and storage:"}}
-	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		where += ":" + m[1]
-		msg = m[2]
-		if n, _ := strconv.Atoi(m[1]); n > 0 {
-			if lines := strings.Split(string(data), "\n"); n <= len(lines) && strings.Contains(lines[n-1], "\t") {
-				msg += " (indent YAML with spaces, not tabs)"
-			}
-		}
-	}
-	return []Problem{{Key: where, Msg: "YAML syntax error: " + msg}}
-}
-
-// duplicateKeys reports every key that a mapping of the YAML in data gives
-// more than once, by its dotted name and both lines. YAML refuses such a
-// document rather than pick one of the values, and so does Spillway.
-func duplicateKeys(where string, data []byte) []Problem {
-	var doc yamlv3.Node
-	if yamlv3.Unmarshal(data, &doc) != nil {
-		return nil
-	}
-	var ps []Problem
-	var walk func(n *yamlv3.Node, prefix string)
-	walk = func(n *yamlv3.Node, prefix string) {
-		switch n.Kind {
-		case yamlv3.DocumentNode:
-			for _, c := range n.Content {
-				walk(c, prefix)
-			}
-		case yamlv3.MappingNode:
-			first := map[string]int{}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i]
-				if k.Tag == "!!merge" { // "<<: *anchor" may repeat and override
-					continue
-				}
-				key := k.Value
-				if prefix != "" {
-					key = prefix + "." + k.Value
-				}
-				if line, dup := first[k.Value]; dup {
-					ps = append(ps, Problem{Key: fmt.Sprintf("%s:%d", where, k.Line),
-						Msg: fmt.Sprintf("%s is set twice (first at line %d); keep one of the two", key, line)})
-				} else {
-					first[k.Value] = k.Line
-				}
-				walk(n.Content[i+1], key)
-			}
-		}
-	}
-	walk(&doc, "")
-	return ps
-}
-
 // walkYAML checks the parsed YAML m (found under prefix) against the known
 // keys, converting each leaf into out and reporting unknown keys and values
 // of the wrong type. Map keys are visited in sorted order so that problems
@@ -210,7 +132,7 @@ func walkYAML(m map[string]any, prefix string, out map[string]any, ps *problems,
 			key = prefix + "." + n
 		}
 		if s, ok := keys.byKey[key]; ok {
-			if val, p := convert(s, key, v); p != nil {
+			if val, p := decode.Value(s.decodeKey(), key, v); p != nil {
 				*ps = append(*ps, *p)
 				bad[key] = true
 			} else {
@@ -234,7 +156,7 @@ func walkYAML(m map[string]any, prefix string, out map[string]any, ps *problems,
 		case nil: // "tls:" with nothing under it: an empty section
 		default:
 			ps.add(key, "", "expected a section with keys %s, not %s",
-				strings.Join(keys.children(key), ", "), describe(v))
+				strings.Join(keys.children(key), ", "), decode.Describe(v))
 			bad[key] = true
 		}
 	}
@@ -301,204 +223,14 @@ func fromEnv(name, value string, ps *problems, bad map[string]bool) (string, any
 		return "", nil
 	}
 	var raw any = value
-	if s.kind == kindList {
-		// Lists are comma-separated; spaces around items and empty items
-		// (from a trailing comma) are dropped.
-		var items []any
-		for item := range strings.SplitSeq(value, ",") {
-			if item = strings.TrimSpace(item); item != "" {
-				items = append(items, item)
-			}
-		}
-		raw = items
+	if s.kind == decode.List {
+		raw = decode.EnvList(value)
 	}
-	v, p := convert(s, name, raw)
+	v, p := decode.Value(s.decodeKey(), name, raw)
 	if p != nil {
 		*ps = append(*ps, *p)
 		bad[s.key] = true
 		return "", nil
 	}
 	return s.key, v
-}
-
-// convert turns a value from YAML or the environment into the Go type of
-// key s, or explains (under the name where, a key or a variable) why it
-// can't. Strings are accepted wherever a number or boolean is expected,
-// because that is all the environment has.
-func convert(s *keySpec, where string, v any) (any, *Problem) {
-	show := func(v any) string {
-		if s.secret {
-			return ""
-		}
-		return fmt.Sprint(v)
-	}
-	wrongType := func() *Problem {
-		if isScalar(v) {
-			return &Problem{Key: where, Value: show(v), Msg: fmt.Sprintf("is %s; expected %s", describe(v), expect(s))}
-		}
-		return &Problem{Key: where, Msg: fmt.Sprintf("expected %s, not %s", expect(s), describe(v))}
-	}
-	if str, ok := v.(string); ok && strings.TrimSpace(str) == "" && s.kind != kindString && s.kind != kindList {
-		return nil, &Problem{Key: where, Msg: "is empty; expected " + expect(s)}
-	}
-	switch s.kind {
-	case kindString:
-		switch v := v.(type) {
-		case nil:
-			return "", nil
-		case string:
-			return v, nil
-		}
-		if isScalar(v) { // a number where a string is expected, like a password of digits
-			return fmt.Sprint(v), nil
-		}
-		return nil, wrongType()
-
-	case kindList:
-		items, ok := v.([]any)
-		if v == nil {
-			return []string(nil), nil
-		}
-		if !ok {
-			return nil, wrongType()
-		}
-		var out []string // nil when empty, so that loaded and built configs compare equal
-		for i, it := range items {
-			if it == nil || !isScalar(it) {
-				return nil, &Problem{Key: where, Msg: fmt.Sprintf("item %d is %s; expected a list of strings such as %s", i+1, describe(it), listExample(s.key))}
-			}
-			out = append(out, fmt.Sprint(it))
-		}
-		return out, nil
-
-	case kindBool:
-		switch v := v.(type) {
-		case bool:
-			return v, nil
-		case string:
-			if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-				return b, nil
-			}
-			return nil, &Problem{Key: where, Value: show(v), Msg: "is not valid; use true or false"}
-		}
-		return nil, wrongType()
-
-	case kindInt:
-		if n, ok := toInt64(v); ok {
-			return n, nil
-		}
-		if v == nil || !isScalar(v) {
-			return nil, wrongType()
-		}
-		return nil, &Problem{Key: where, Value: show(v), Msg: "is not a whole number"}
-
-	case kindSize:
-		if str, ok := v.(string); ok {
-			n, err := ParseSize(str)
-			var se *bytesize.Error
-			if errors.As(err, &se) {
-				return nil, &Problem{Key: where, Value: show(v), Msg: "is not a size; " + se.Hint}
-			}
-			return n, nil
-		}
-		if n, ok := toInt64(v); ok {
-			if n < 0 {
-				return nil, &Problem{Key: where, Value: show(v), Msg: "is not a size; sizes can't be negative"}
-			}
-			return Size(n), nil
-		}
-		if v == nil || !isScalar(v) {
-			return nil, wrongType()
-		}
-		return nil, &Problem{Key: where, Value: show(v), Msg: "is not a size; " + bytesize.Hint}
-
-	case kindDuration:
-		if v == nil || !isScalar(v) {
-			return nil, wrongType()
-		}
-		// A bare number such as 300 fails here with "missing unit", which
-		// is the point: seconds or milliseconds would be a guess.
-		d, err := time.ParseDuration(strings.TrimSpace(fmt.Sprint(v)))
-		if err != nil {
-			return nil, &Problem{Key: where, Value: show(v), Msg: "is not a duration; use Go syntax such as 5m, 30s or 1h30m"}
-		}
-		return d, nil
-	}
-	panic("config: unhandled kind") // keys.go only makes the kinds above
-}
-
-// toInt64 accepts the integer forms YAML and the environment produce.
-func toInt64(v any) (int64, bool) {
-	switch v := v.(type) {
-	case int:
-		return int64(v), true
-	case int64:
-		return v, true
-	case uint64:
-		return int64(v), v <= math.MaxInt64
-	case float64: // YAML reads 1e6 as a float
-		if v == math.Trunc(v) && math.Abs(v) < 1<<63 {
-			return int64(v), true
-		}
-	case string:
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		return n, err == nil
-	}
-	return 0, false
-}
-
-func isScalar(v any) bool {
-	switch v.(type) {
-	case string, bool, int, int64, uint64, float64:
-		return true
-	}
-	return false
-}
-
-// describe names the YAML type of v for messages.
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "empty"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int, int64, uint64, float64:
-		return "a number"
-	case []any:
-		return "a list"
-	case map[string]any, map[any]any:
-		return "a section (a mapping of keys)"
-	}
-	return fmt.Sprintf("a %T", v)
-}
-
-// expect names what key s takes, with an example.
-func expect(s *keySpec) string {
-	switch s.kind {
-	case kindList:
-		return "a list such as " + listExample(s.key)
-	case kindBool:
-		return "true or false"
-	case kindInt:
-		return "a whole number"
-	case kindSize:
-		return "a size such as 64MiB"
-	case kindDuration:
-		return "a duration such as 5m or 30s"
-	}
-	return "a string"
-}
-
-func listExample(key string) string {
-	switch key {
-	case "kafka.brokers":
-		return `["127.0.0.1:9092"]`
-	case "kafka.topics":
-		return `["events"]`
-	case "format.fields":
-		return "[key, value, offset, timestamp, headers]"
-	}
-	return "[a, b]"
 }

@@ -10,6 +10,7 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/spillway/spillway/internal/config/decode"
 	"github.com/spillway/spillway/internal/redact"
 )
 
@@ -25,7 +26,7 @@ func (c *Config) Redacted() *Config {
 	for _, s := range keys.leaves {
 		f := v.FieldByIndex(s.index)
 		switch {
-		case s.kind == kindList: // copy, so that cp shares nothing with c
+		case s.kind == decode.List: // copy, so that cp shares nothing with c
 			f.Set(reflect.ValueOf(slices.Clone(f.Interface().([]string))))
 		case s.secret && f.String() != "":
 			f.SetString(redacted)

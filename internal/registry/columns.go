@@ -2,52 +2,17 @@ package registry
 
 import (
 	"fmt"
-	"strings"
-	"sync/atomic"
 
-	"github.com/twmb/avro"
+	"github.com/spillway/spillway/internal/registry/columns"
 )
 
 // Columns is how a registered schema types the columns of avro and parquet
-// files: an Avro schema, the one intermediate form both typed writers take,
-// and how a part's data becomes a value of it. For an Avro id it is the
-// registered schema itself; Protobuf messages and JSON Schemas are mapped
-// onto Avro here (see proto_columns.go, json_columns.go and
-// docs/formats.md, "Schema registry"), so that one piece of code writes
-// typed rows whatever the schema type.
-type Columns struct {
-	// Schema is the columns' Avro schema.
-	Schema *avro.Schema
-	// Name tells apart the Columns of one schema id: a Protobuf schema
-	// holds several messages, and the wire format's message indexes pick
-	// one per record. It is the message's full name, "" for Avro and JSON
-	// Schema.
-	Name string
-	// Avro says the data after the header is Avro written with Schema,
-	// which a writer may copy as it is.
-	Avro bool
+// files (package columns).
+type Columns = columns.Columns
 
-	// value turns the data after the header (message indexes included)
-	// into the Go value Schema.Decode would give for it.
-	value func(data []byte) (any, error)
-
-	// undeclared counts the values that had properties their JSON Schema
-	// does not declare, which no column holds; onUndeclared hears the
-	// first (its path), to say so once. JSON Schema only.
-	undeclared   atomic.Int64
-	onUndeclared func(path string)
-}
-
-// Undeclared is how many values had properties their JSON Schema does not
-// declare: the typed files hold them without those properties.
-func (c *Columns) Undeclared() int64 { return c.undeclared.Load() }
-
-// Value decodes data, a part after the schema id, to the value the Avro
-// schema Schema would decode to (map[string]any for a record, []any for an
-// array, int32, int64, float32, float64, string, []byte, bool, time.Time
-// for timestamps and dates, nil for null), ready for Schema.AppendEncode
-// and the parquet writer. Errors wrap ErrUndecodable.
-func (c *Columns) Value(data []byte) (any, error) { return c.value(data) }
+// UnsignedProp marks an Avro long that holds a Protobuf uint64 or fixed64
+// (columns.UnsignedProp).
+const UnsignedProp = columns.UnsignedProp
 
 // Columns returns how data (a part of s after the schema id) is typed in
 // columns: for Protobuf, the message its indexes pick. An error (wrapping
@@ -77,60 +42,18 @@ func (s *Schema) Columns(data []byte) (*Columns, error) {
 }
 
 // buildColumns builds the Columns of a parsed schema, once, before it is
-// cached: afterwards they are only read.
-func (s *Schema) buildColumns() {
+// cached: afterwards they are only read. onUndeclared hears a JSON
+// Schema's first undeclared property (columns.JSONSchema).
+func (s *Schema) buildColumns(onUndeclared func(path string)) {
 	switch {
 	case s.Err != nil:
 	case s.Avro != nil:
-		s.avroCols = &Columns{Schema: s.Avro, Avro: true, value: func(data []byte) (any, error) {
-			var v any
-			rest, err := s.Avro.Decode(data, &v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: does not decode with Avro schema id %d: %w", ErrUndecodable, s.ID, err)
-			}
-			if len(rest) != 0 {
-				return nil, fmt.Errorf("%w: %d bytes left over after the Avro datum of schema id %d", ErrUndecodable, len(rest), s.ID)
-			}
-			return v, nil
-		}}
+		s.avroCols = columns.Avro(s.ID, s.Avro)
 	case s.Proto != nil:
-		s.protoCols = protoColumns(s.ID, s.Proto)
+		s.protoCols = columns.Protobuf(s.ID, s.Proto)
 	default: // JSON Schema
-		s.jsonCols, s.colsErr = jsonColumns(s.ID, s.Text)
+		s.jsonCols, s.colsErr = columns.JSONSchema(s.ID, s.Text, onUndeclared)
 	}
-}
-
-// avroName makes s a valid Avro name: [A-Za-z_][A-Za-z0-9_]*, any other
-// character replaced by '_'.
-func avroName(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
-		case r >= '0' && r <= '9':
-			if i == 0 {
-				b.WriteByte('_')
-			}
-		default:
-			r = '_'
-		}
-		b.WriteRune(r)
-	}
-	if b.Len() == 0 {
-		return "_"
-	}
-	return b.String()
-}
-
-// nullable is n as ["null", n], with null first so that the field can
-// default to null.
-func nullable(n avro.SchemaNode) avro.SchemaNode {
-	return avro.SchemaNode{Type: "union", Branches: []avro.SchemaNode{{Type: "null"}, n}}
-}
-
-// nullField is a field of type ["null", n] defaulting to null.
-func nullField(name string, n avro.SchemaNode) avro.SchemaField {
-	return avro.SchemaField{Name: name, Type: nullable(n), Default: nil, HasDefault: true}
 }
 
 // ColumnsNamed returns the Columns of s whose Name is name (a Protobuf
@@ -145,7 +68,7 @@ func (s *Schema) ColumnsNamed(name string) (*Columns, error) {
 		if pc == nil {
 			return nil, fmt.Errorf("%w: schema id %d has no message %q", ErrUndecodable, s.ID, name)
 		}
-		return pc.cols, pc.err
+		return pc.Columns, pc.Err
 	}
 	if name != "" {
 		return nil, fmt.Errorf("%w: schema id %d has no message %q", ErrUndecodable, s.ID, name)

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/spillway/spillway/internal/registry/columns"
 )
 
 // parseProto compiles a registered .proto, with its references (imports
@@ -82,9 +84,8 @@ func (s *Schema) ProtoJSON(dst, data []byte) ([]byte, error) {
 	return out, nil
 }
 
-// maxProtoIndexes bounds the message indexes read from a value: nesting
-// deeper than this is not a real schema.
-const maxProtoIndexes = 64
+// maxProtoIndexes bounds the message indexes read from a value.
+const maxProtoIndexes = columns.MaxProtoIndexes
 
 // messageAt follows the wire format's message indexes: the first picks a
 // top-level message of the file, each next one a message nested in it.

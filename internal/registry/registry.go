@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/spillway/spillway/internal/registry/columns"
 	"github.com/spillway/spillway/internal/tlsfiles"
 )
 
@@ -36,7 +37,7 @@ import (
 // no magic byte, an id the registry does not know, a schema type that is
 // not supported, or data that does not match its schema. Errors wrapping
 // it name the cause; the caller applies the error policy to the record.
-var ErrUndecodable = errors.New("not decodable with the schema registry")
+var ErrUndecodable = columns.ErrUndecodable
 
 // Schema is one registered schema, parsed.
 type Schema struct {
@@ -57,7 +58,7 @@ type Schema struct {
 	// Avro or JSON Schema id (or colsErr), one per message for Protobuf.
 	avroCols, jsonCols *Columns
 	colsErr            error
-	protoCols          map[string]*protoCol
+	protoCols          map[string]*columns.Message
 }
 
 // Registry fetches and caches schemas. Lookup and Parts are safe for
@@ -338,7 +339,7 @@ func (r *Registry) build(ctx context.Context, id int, s sr.Schema) (*Schema, err
 	case sr.TypeJSON:
 		// JSON Schema values are JSON after the header: text formats keep
 		// them as they are; their columns are mapped from the schema
-		// (json_columns.go).
+		// (package columns).
 	case sr.TypeProtobuf:
 		fd, err := r.parseProto(ctx, id, s)
 		if err != nil && !errors.Is(err, ErrUndecodable) {
@@ -353,13 +354,10 @@ func (r *Registry) build(ctx context.Context, id int, s sr.Schema) (*Schema, err
 	default:
 		out.Err = fmt.Errorf("%w: schema id %d has the unknown schema type %q", ErrUndecodable, id, s.Type)
 	}
-	out.buildColumns()
-	if c := out.jsonCols; c != nil {
-		c.onUndeclared = func(path string) {
-			r.log.Warn("JSON Schema values have properties their schema does not declare; avro and parquet files can't hold them and leave them out (spillway_schema_registry_undeclared_total counts such values); declare them in the schema, or write jsonl to keep every property",
-				"schema_id", id, "first", path)
-		}
-	}
+	out.buildColumns(func(path string) {
+		r.log.Warn("JSON Schema values have properties their schema does not declare; avro and parquet files can't hold them and leave them out (spillway_schema_registry_undeclared_total counts such values); declare them in the schema, or write jsonl to keep every property",
+			"schema_id", id, "first", path)
+	})
 	return out, nil
 }
 

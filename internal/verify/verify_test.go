@@ -75,22 +75,9 @@ func newFixture(t *testing.T) *fixture {
 	if f.names, err = naming.NewNames(prefix, cfg.File.NameTemplate, naming.Extension(cfg.Format.Type, cfg.Format.Compression)); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !maps.Equal(testkit.CommittedOffsets(t, cl, group, "events"), f.ends) {
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatal("committed offsets never reached the end offsets")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	testkit.RunUntilCommitted(t, cl, group, "events", f.ends, func(ctx context.Context) error {
+		return runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{})
+	})
 	return f
 }
 

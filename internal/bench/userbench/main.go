@@ -203,37 +203,10 @@ func (b *bench) run(ctx context.Context) error {
 		return fmt.Errorf("finding this program to run its baselines: %w", err)
 	}
 
-	t0 := time.Now()
-	bin := filepath.Join(b.tmp, "bin")
-	b.spillway = filepath.Join(bin, "spillway")
-	broker := filepath.Join(bin, "kfakebroker")
-	spillPkg := "github.com/spillway/spillway/cmd/spillway"
-	if b.profile != "" {
-		spillPkg = "github.com/spillway/spillway/internal/bench/spillprof"
-		if err := os.MkdirAll(b.profile, 0o755); err != nil {
-			return err
-		}
+	broker, err := b.build(ctx)
+	if err != nil {
+		return err
 	}
-	if b.strace != "" {
-		if err := os.MkdirAll(b.strace, 0o755); err != nil {
-			return err
-		}
-	}
-	for out, pkg := range map[string]string{
-		b.spillway: spillPkg,
-		broker:     "github.com/spillway/spillway/internal/testkit/kfakebroker",
-	} {
-		if msg, err := exec.CommandContext(ctx, "go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
-		}
-	}
-	if b.baseDir != "" {
-		b.baseBin = filepath.Join(bin, "spillway-base")
-		if msg, err := exec.CommandContext(ctx, "go", "build", "-C", b.baseDir, "-o", b.baseBin, "./cmd/spillway").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/spillway in %s: %w\n%s", b.baseDir, err, msg)
-		}
-	}
-	fmt.Fprintf(os.Stderr, "built spillway and kfakebroker in %s\n", time.Since(t0).Round(100*time.Millisecond))
 
 	stopBroker, err := b.startBroker(ctx, broker)
 	if err != nil {
@@ -248,10 +221,70 @@ func (b *bench) run(ctx context.Context) error {
 	defer cl.Close()
 	b.adm = kadm.NewClient(cl)
 
+	cs, err := b.contenders(ctx, cl)
+	if err != nil {
+		return err
+	}
+
+	for r := range b.rounds {
+		for _, c := range cs {
+			res, err := b.measure(ctx, c)
+			if err != nil {
+				return fmt.Errorf("round %d, %s %s: %w", r+1, c.workload, c.name, err)
+			}
+			c.results = append(c.results, res)
+			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs (sys %.2fs)  broker cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.sys.Seconds(), res.broker.Seconds())
+		}
+	}
+	b.print(cs)
+	return nil
+}
+
+// build compiles spillway (or spillprof, to profile it), the broker and,
+// with -base, the other tree's spillway into the work directory, and
+// returns the broker's path.
+func (b *bench) build(ctx context.Context) (string, error) {
+	t0 := time.Now()
+	bin := filepath.Join(b.tmp, "bin")
+	b.spillway = filepath.Join(bin, "spillway")
+	broker := filepath.Join(bin, "kfakebroker")
+	spillPkg := "github.com/spillway/spillway/cmd/spillway"
+	if b.profile != "" {
+		spillPkg = "github.com/spillway/spillway/internal/bench/spillprof"
+		if err := os.MkdirAll(b.profile, 0o755); err != nil {
+			return "", err
+		}
+	}
+	if b.strace != "" {
+		if err := os.MkdirAll(b.strace, 0o755); err != nil {
+			return "", err
+		}
+	}
+	for out, pkg := range map[string]string{
+		b.spillway: spillPkg,
+		broker:     "github.com/spillway/spillway/internal/testkit/kfakebroker",
+	} {
+		if msg, err := exec.CommandContext(ctx, "go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+		}
+	}
+	if b.baseDir != "" {
+		b.baseBin = filepath.Join(bin, "spillway-base")
+		if msg, err := exec.CommandContext(ctx, "go", "build", "-C", b.baseDir, "-o", b.baseBin, "./cmd/spillway").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build ./cmd/spillway in %s: %w\n%s", b.baseDir, err, msg)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "built spillway and kfakebroker in %s\n", time.Since(t0).Round(100*time.Millisecond))
+	return broker, nil
+}
+
+// contenders loads the topics of the workloads asked for and lists what
+// runs on each: the baselines, spillway, and the -base tree's spillway.
+func (b *bench) contenders(ctx context.Context, cl *kgo.Client) ([]*contender, error) {
 	var cs []*contender
 	if b.want["16p"] || b.want["zstd"] {
 		if err := b.load(ctx, cl, narrowTopic, narrowPartitions, b.records); err != nil {
-			return err
+			return nil, err
 		}
 		per := b.records / narrowPartitions
 		cs = append(cs, b.baseline("16p jsonl", "raw", "raw", narrowTopic, b.records, per, false))
@@ -271,10 +304,10 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	if b.want["1000p"] {
 		if _, err := b.adm.CreateTopic(ctx, wideParts, 1, nil, wideTopic); err != nil {
-			return fmt.Errorf("creating %s: %w", wideTopic, err)
+			return nil, fmt.Errorf("creating %s: %w", wideTopic, err)
 		}
 		if err := b.load(ctx, cl, wideTopic, wideParts, b.wideRecords); err != nil {
-			return err
+			return nil, err
 		}
 		per := b.wideRecords / wideParts / 2
 		cs = append(cs,
@@ -283,19 +316,7 @@ func (b *bench) run(ctx context.Context) error {
 			b.spillwayRun("1000p jsonl", wideTopic, b.wideRecords, per, "none"))
 		cs = append(cs, b.baseRun("1000p jsonl", wideTopic, b.wideRecords, per, "none")...)
 	}
-
-	for r := range b.rounds {
-		for _, c := range cs {
-			res, err := b.measure(ctx, c)
-			if err != nil {
-				return fmt.Errorf("round %d, %s %s: %w", r+1, c.workload, c.name, err)
-			}
-			c.results = append(c.results, res)
-			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs (sys %.2fs)  broker cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.sys.Seconds(), res.broker.Seconds())
-		}
-	}
-	b.print(cs)
-	return nil
+	return cs, nil
 }
 
 // startBroker starts kfakebroker with the 16-partition topic and waits for

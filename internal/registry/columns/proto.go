@@ -1,4 +1,4 @@
-package registry
+package columns
 
 import (
 	"errors"
@@ -19,13 +19,13 @@ import (
 // column as INT64 with the UINT_64 logical type, which holds all of them.
 const UnsignedProp = "spillway.unsigned"
 
-// protoCol is the Columns of one message, or why it has none.
-type protoCol struct {
-	cols *Columns
-	err  error
+// Message is the Columns of one Protobuf message, or why it has none.
+type Message struct {
+	Columns *Columns
+	Err     error
 }
 
-// protoColumns maps every message of fd, nested ones included, onto Avro:
+// Protobuf maps every message of fd, nested ones included, onto Avro:
 //
 //	int32, sint32, sfixed32          int
 //	int64, sint64, sfixed64          long
@@ -46,8 +46,8 @@ type protoCol struct {
 //
 // A message that contains itself, at any depth, has no fixed columns: its
 // Columns is an error naming the field where it recurs.
-func protoColumns(id int, fd protoreflect.FileDescriptor) map[string]*protoCol {
-	out := map[string]*protoCol{}
+func Protobuf(id int, fd protoreflect.FileDescriptor) map[string]*Message {
+	out := map[string]*Message{}
 	var walk func(msgs protoreflect.MessageDescriptors)
 	walk = func(msgs protoreflect.MessageDescriptors) {
 		for i := range msgs.Len() {
@@ -61,18 +61,18 @@ func protoColumns(id int, fd protoreflect.FileDescriptor) map[string]*protoCol {
 }
 
 // protoMessageColumns maps md, refusing it past maxFields fields.
-func protoMessageColumns(id int, md protoreflect.MessageDescriptor, maxFields int) *protoCol {
+func protoMessageColumns(id int, md protoreflect.MessageDescriptor, maxFields int) *Message {
 	b := protoBuilder{onPath: map[protoreflect.FullName]bool{}, maxFields: maxFields}
 	node, conv, err := b.message(md, string(md.FullName()))
 	if err != nil {
-		return &protoCol{err: fmt.Errorf("%w: schema id %d: message %s has no fixed columns for avro and parquet: %w", ErrUndecodable, id, md.FullName(), err)}
+		return &Message{Err: fmt.Errorf("%w: schema id %d: message %s has no fixed columns for avro and parquet: %w", ErrUndecodable, id, md.FullName(), err)}
 	}
 	sch, err := node.Schema()
 	if err != nil {
-		return &protoCol{err: fmt.Errorf("%w: schema id %d: message %s as an Avro schema: %w", ErrUndecodable, id, md.FullName(), err)}
+		return &Message{Err: fmt.Errorf("%w: schema id %d: message %s as an Avro schema: %w", ErrUndecodable, id, md.FullName(), err)}
 	}
-	return &protoCol{cols: &Columns{Schema: sch, Name: string(md.FullName()), value: func(data []byte) (any, error) {
-		_, rest, err := header.DecodeIndex(data, maxProtoIndexes)
+	return &Message{Columns: &Columns{Schema: sch, Name: string(md.FullName()), value: func(data []byte) (any, error) {
+		_, rest, err := header.DecodeIndex(data, MaxProtoIndexes)
 		if err != nil {
 			return nil, fmt.Errorf("%w: the message indexes after schema id %d: %w", ErrUndecodable, id, err)
 		}

@@ -1,4 +1,4 @@
-package config
+package configdoc
 
 import (
 	"bytes"
@@ -6,7 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/spillway/spillway/internal/config"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // updateGoldenEnv rewrites docs/config.md when set to 1, as it rewrites
 // the golden files of internal/format: one variable for every generated
@@ -17,11 +23,11 @@ const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
 // the file in the tree differs, so the reference can't drift from the keys
 // the config accepts.
 func TestConfigDoc(t *testing.T) {
-	want, err := referenceDoc()
+	want, err := Reference()
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "..", docPath)
+	path := filepath.Join("..", "..", "..", Path)
 	if os.Getenv(updateGoldenEnv) == "1" {
 		if err := os.WriteFile(path, want, 0o644); err != nil {
 			t.Fatal(err)
@@ -30,7 +36,7 @@ func TestConfigDoc(t *testing.T) {
 	}
 	got, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (write it with %s=1 go test -run TestConfigDoc ./internal/config)", err, updateGoldenEnv)
+		t.Fatalf("%v (write it with %s=1 go test -run TestConfigDoc ./internal/config/configdoc)", err, updateGoldenEnv)
 	}
 	if !bytes.Equal(got, want) {
 		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
@@ -44,24 +50,24 @@ func TestConfigDoc(t *testing.T) {
 			}
 			return "(end of file)"
 		}
-		t.Errorf("%s is not what the key table generates: it is edited by hand, or a key, default or text in internal/config/doc.go changed.\n"+
-			"Change the text in doc.go, not the file, then regenerate it with\n"+
-			"  %s=1 go test -run TestConfigDoc ./internal/config\n"+
+		t.Errorf("%s is not what the key table generates: it is edited by hand, or a key, default or text in internal/config/configdoc/configdoc.go changed.\n"+
+			"Change the text in configdoc.go, not the file, then regenerate it with\n"+
+			"  %s=1 go test -run TestConfigDoc ./internal/config/configdoc\n"+
 			"and review the diff. First difference, line %d:\n  file:      %s\n  generated: %s",
-			docPath, updateGoldenEnv, line+1, at(gl), at(wl))
+			Path, updateGoldenEnv, line+1, at(gl), at(wl))
 	}
 }
 
 // TestConfigDocCoversEveryKey: every key the config accepts has a row, so a
 // field added to Config without text in keyDocs fails here by name.
 func TestConfigDocCoversEveryKey(t *testing.T) {
-	doc, err := referenceDoc()
+	doc, err := Reference()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range keys.leaves {
-		if !bytes.Contains(doc, []byte("| `"+s.key+"`")) || !bytes.Contains(doc, []byte("`"+s.env+"`")) {
-			t.Errorf("docs/config.md has no row for %s (%s)", s.key, s.env)
+	for _, k := range config.Keys() {
+		if !bytes.Contains(doc, []byte("| `"+k.Key+"`")) || !bytes.Contains(doc, []byte("`"+k.Env+"`")) {
+			t.Errorf("docs/config.md has no row for %s (%s)", k.Key, k.Env)
 		}
 	}
 }

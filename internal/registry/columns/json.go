@@ -1,4 +1,4 @@
-package registry
+package columns
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// jsonColumns maps a JSON Schema (a subset of draft-07 and 2020-12) onto
+// JSONSchema maps a JSON Schema (a subset of draft-07 and 2020-12) onto
 // Avro. The schema is read here in a few dozen lines rather than with a
 // validation library: only its shape matters, and values are checked
 // against that shape as they are converted.
@@ -40,11 +40,19 @@ import (
 // a value has that the schema does not name are not written, unless the
 // schema says additionalProperties: false, which makes them a record error.
 // A value of another type than its schema's is a record error.
-func jsonColumns(id int, text string) (*Columns, error) {
-	return jsonColumnsBounded(id, text, maxColumnsFields)
+//
+// onUndeclared, when not nil, hears the path of the first property a value
+// has that the schema does not declare, so that the caller can say so once;
+// Columns.Undeclared counts them all.
+func JSONSchema(id int, text string, onUndeclared func(path string)) (*Columns, error) {
+	c, err := jsonColumnsBounded(id, text, maxColumnsFields)
+	if c != nil {
+		c.onUndeclared = onUndeclared
+	}
+	return c, err
 }
 
-// jsonColumnsBounded is jsonColumns, cutting to JSON strings past maxFields
+// jsonColumnsBounded is JSONSchema without onUndeclared, cutting to JSON strings past maxFields
 // nodes.
 func jsonColumnsBounded(id int, text string, maxFields int) (*Columns, error) {
 	var p fastjson.Parser
