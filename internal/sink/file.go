@@ -9,6 +9,7 @@ import (
 
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/sink/gate"
 	"github.com/spillway/spillway/internal/spool"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -16,7 +17,7 @@ import (
 // The file goroutine: run (runSpooled with a spool, spool.go) encodes the
 // batches the poll side hands over, through the chain encoder ▸ compressor
 // ▸ gate ▸ storage writer, then finishes the file, keeps its chain for the
-// next (reuse.go), and publishes it (upload, publish.go). Functions here
+// next (package reuse), and publishes it (upload, publish.go). Functions here
 // run on a file's goroutine, one per file, and never take router.mu: the
 // poll side may be waiting on this goroutine with it held.
 
@@ -27,7 +28,7 @@ type fileWorker struct {
 	w    Writer
 	comp io.WriteCloser
 	enc  format.Encoder
-	gate *gate // between comp and w
+	gate *gate.Gate // between comp and w
 	// encoded counts records in the file; err is the first error, after
 	// which it encodes no more.
 	encoded int64
@@ -75,8 +76,8 @@ func (s *Sink) run(f *openFile) {
 		return
 	}
 	err := s.finish(f)
-	if err == nil {
-		s.keepChain(f)
+	if err == nil && f.schemas == "" {
+		s.chains.Keep(f.enc, f.comp)
 	}
 	f.enc, f.comp = nil, nil // kept or let go: no longer this file's
 	close(f.finished)
@@ -126,10 +127,12 @@ func (s *Sink) open(f *openFile, slot bool) error {
 	if err != nil {
 		return err
 	}
-	g := &gate{w: w, b: s.budget}
-	if enc, comp, ok := s.reuseChain(g, f.schemas); ok {
-		f.w, f.gate, f.comp, f.enc = w, g, comp, enc
-		return nil
+	g := gate.New(w, s.budget)
+	if f.schemas == "" { // a typed file's chain fits only its schemas
+		if enc, comp, ok := s.chains.Take(g); ok {
+			f.w, f.gate, f.comp, f.enc = w, g, comp, enc
+			return nil
+		}
 	}
 	comp, err := s.cfg.NewCompressor(g)
 	if err != nil {
@@ -152,7 +155,7 @@ func (f *openFile) discard() {
 	if f.w == nil {
 		return
 	}
-	f.gate.ctx = nil // nothing waits: the file is thrown away
+	f.gate.Unbind() // nothing waits: the file is thrown away
 	_ = f.enc.Close()
 	_ = f.comp.Close()
 	f.w.Abort()
@@ -188,8 +191,8 @@ func (s *Sink) batchDone(f *openFile, b batch) {
 // brought them, or the sink's.
 // f's goroutine.
 func (s *Sink) encodeRecs(f *openFile, ctx context.Context, recs []*kgo.Record) {
-	f.gate.ctx = ctx
-	defer func() { f.gate.ctx = nil }()
+	f.gate.Bind(ctx)
+	defer func() { f.gate.Unbind() }()
 	for _, r := range recs {
 		if err := s.encodeOne(ctx, f, r); err != nil {
 			// The file is never published (finish reports err).
@@ -243,8 +246,8 @@ func (s *Sink) finish(f *openFile) error {
 	}
 	// The trailer may be large (a parquet row group): let the gate wait on
 	// storage while the budget is over its limit, until the sink stops.
-	f.gate.ctx = s.ctx
-	defer func() { f.gate.ctx = nil }()
+	f.gate.Bind(s.ctx)
+	defer func() { f.gate.Unbind() }()
 	err := f.enc.Close()
 	if cerr := f.comp.Close(); err == nil {
 		err = cerr

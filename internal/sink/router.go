@@ -328,7 +328,8 @@ func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 
 // fileFor returns r's open file, closing the file the record can't go in
 // (schemas) or the least recent one (max_open_files), and opening it and
-// starting its goroutine if need be. router.mu held; it takes pub.mu.
+// starting its goroutine if need be. router.mu held; it takes the
+// publication order's lock.
 func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
 	v := s.vars(r, now)
 	s.groupBuf = s.groupBuf[:0]
@@ -359,7 +360,7 @@ func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Re
 		created: now, u: &offsets.Unit{}, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
 		schemas: s.schemasOf(r), spooled: s.cfg.Spool != nil}
 	f.lastUsed = now
-	f.lp = s.pub.ledgerOf(tp)
+	f.turn = s.pub.Open(tp, f.finished)
 	if f.spooled {
 		// Its encoder and writer are charged when it goes direct.
 		s.budget.Acquire(budget.SpoolFiles, budget.SpoolFileCost)
@@ -405,7 +406,7 @@ func (s *Sink) leastRecentLocked() *openFile {
 // neither for the encoder nor for storage: what the file still holds stays
 // counted in the budget, and the budget is what slows consumption. The
 // file takes its place in its partition's publication order now.
-// router.mu held; it takes pub.mu.
+// router.mu held; it takes the publication order's lock.
 func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason) error {
 	s.forgetLocked(f)
 	s.stats.Closed[why]++
@@ -434,7 +435,7 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason)
 	s.inflight.Add(1)
 	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
-	s.pub.queue(f)
+	s.pub.Queue(f.turn)
 	close(f.q) // the goroutine finishes the file, then uploads it
 	if !f.spooled || f.direct.Load() {
 		// Not a spooled file: it waits for an encode slot and for room
@@ -480,8 +481,8 @@ func (f *openFile) size() int64 {
 // router.mu held; it may wait for the file goroutine.
 func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, error) {
 	if f.spooled && !f.direct.Load() {
-		// Nothing is encoded before it closes: see spooling.estimate.
-		return s.spooling.estimate(f.queuedIn + f.pendingBytes), nil
+		// Nothing is encoded before it closes: see spooling.State.Estimate.
+		return s.spooling.Estimate(f.queuedIn + f.pendingBytes), nil
 	}
 	slack := min(max/8, batchBytes)
 	// Until the goroutine has encoded anything, the estimate's ratio is a
@@ -536,7 +537,7 @@ func (s *Sink) Relieve(ctx context.Context) error {
 // router.mu held; it waits for file goroutines, which never take it.
 func (s *Sink) relieveLocked(ctx context.Context) error {
 	s.awaitFinishingLocked(ctx)
-	s.dropChains()
+	s.chains.Drop()
 	// Which files to close depends on what is short. Disk: those with the
 	// most spooled. Memory: those that hold the most of it, and with a
 	// spool only those written without it: a spooled file holds next to

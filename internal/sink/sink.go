@@ -48,6 +48,9 @@ import (
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/sink/publish"
+	"github.com/spillway/spillway/internal/sink/reuse"
+	"github.com/spillway/spillway/internal/sink/spooling"
 	"github.com/spillway/spillway/internal/spool"
 	"github.com/spillway/spillway/internal/storage"
 )
@@ -187,10 +190,11 @@ type Stats struct {
 //
 // Its state is split by owner, as the work is (see the package doc):
 // router is the poll side's, under router.mu; each file's goroutine owns
-// its file's fileWorker; pub is publication's, under pub.mu. What any
-// goroutine may touch is set by New and read-only after, or synchronizes
-// itself (tracker, budget, the counters, spooling, chains). Lock order:
-// router.mu, then pub.mu or errMu; a file goroutine never takes router.mu.
+// its file's fileWorker; pub, the publication order, has a lock of its
+// own. What any goroutine may touch is set by New and read-only after, or
+// synchronizes itself (tracker, budget, the counters, spooling, chains,
+// pub). Lock order: router.mu, then pub's lock or errMu; a file goroutine
+// never takes router.mu.
 type Sink struct {
 	// Set by New, then read-only.
 	cfg     Config
@@ -216,10 +220,10 @@ type Sink struct {
 	// inflight counts closed files until their upload ended; running
 	// counts file goroutines.
 	inflight, running sync.WaitGroup
-	spooling          spooling // its own locks and atomics (spool.go)
-	chains            chains   // finished files' encoders, for the next (reuse.go)
+	spooling          *spooling.State // the spool's side; nil without a spool
+	chains            *reuse.Chains   // finished files' encoders, for the next
 
-	pub publisher // publication order and the ledger (publish.go)
+	pub *publish.Order // publication order and the ledger entries
 
 	errMu sync.Mutex
 	err   error
@@ -234,7 +238,7 @@ type fileID struct {
 // openFile is one file, open or being finished and published. Its state
 // is in three parts, one per owner: routeState is the poll side's, under
 // Sink.mu (router.go); fileWorker belongs to the file's goroutine
-// (file.go); publication is publishing's (publish.go). The fields here
+// (file.go); turn is publication's (package publish). The fields here
 // are set by fileFor before the goroutine starts and never change, so any
 // goroutine reads them.
 type openFile struct {
@@ -254,28 +258,26 @@ type openFile struct {
 	// the encoder's memory is released.
 	finished chan struct{}
 
+	// turn is the file's place in its partition's publication order,
+	// set by fileFor.
+	turn *publish.Turn
+
 	routeState
 	fileWorker
-	publication
-	// entry is the file's ledger entry once written (writeEntry), for
-	// Config.Published.
-	entry *ledger.Entry
 }
 
 // New returns a sink. Close stops its goroutines.
 func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	ctx, stop := context.WithCancel(context.Background())
+	tracker := offsets.NewTracker()
 	s := &Sink{
-		cfg: cfg, bucket: bucket, budget: b, tracker: offsets.NewTracker(), log: log,
+		cfg: cfg, bucket: bucket, budget: b, tracker: tracker, log: log,
+		pub: publish.New(cfg.Ledger, cfg.Writer, cfg.Deployment, tracker),
 		router: router{
 			files:  map[fileID]*openFile{},
 			groups: map[offsets.TopicPartition]map[string]*openFile{},
 		},
-		pub: publisher{
-			unpublished: map[offsets.TopicPartition][]*openFile{},
-			failed:      map[offsets.TopicPartition]bool{},
-			ledgered:    map[offsets.TopicPartition]*ledgerPart{},
-		},
+		chains:  reuse.New(b, cfg.CompressorMemory),
 		fileMem: cfg.CompressorMemory + bucket.WriterMemory(),
 		ctx:     ctx, stop: stop,
 	}
@@ -286,7 +288,7 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	s.stats.Closed = map[offsets.Reason]int64{}
 	if cfg.Spool != nil {
 		s.openCost = budget.SpoolFileCost
-		s.spooling.init(cfg.EncodeSlots)
+		s.spooling = spooling.New(cfg.EncodeSlots, log)
 		if s.cfg.MaxOpenFiles <= 0 {
 			s.cfg.MaxOpenFiles = b.MaxSpooledFiles()
 		}
@@ -306,7 +308,7 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 // pub.mu.
 func (s *Sink) Assign(tp offsets.TopicPartition, id ledger.Identity, p ledger.Point) {
 	s.tracker.Assign(tp, p.State)
-	s.pub.assign(tp, &ledgerPart{id: id, seq: p.Seq})
+	s.pub.Assign(tp, id, p.Seq)
 }
 
 // MaxOpenFiles is the effective cap on open files.
@@ -346,8 +348,10 @@ func (s *Sink) Stats() Stats {
 	st.Records -= late
 	st.Skipped += late
 	st.DeadLettered += s.lateDeadLettered.Load()
-	st.SpoolFaults = s.spooling.faults.Load()
-	st.SpoolWaiting = s.spooling.waiting.Load()
+	if s.spooling != nil {
+		st.SpoolFaults = s.spooling.Faults()
+		st.SpoolWaiting = s.spooling.Waiting()
+	}
 	st.Lost = make(map[string]int64, len(s.stats.Lost))
 	for k, v := range s.stats.Lost {
 		st.Lost[k] = v
@@ -383,7 +387,7 @@ func (s *Sink) Flush(ctx context.Context, tps map[offsets.TopicPartition]bool, w
 		case <-ctx.Done():
 			return fmt.Errorf("wait for uploads: %w", ctx.Err())
 		}
-		s.dropChains() // nothing is open to take them
+		s.chains.Drop() // nothing is open to take them
 		return s.Err()
 	}
 	// Wait only for what exists now, not for files a later Write opens.
@@ -425,8 +429,8 @@ func (s *Sink) Drop(tps map[offsets.TopicPartition]bool) {
 			close(f.q)
 		}
 	}
-	// Their closed files not yet published never are (publisher.drop).
-	s.pub.drop(tps)
+	// Their closed files not yet published never are (Order.Drop).
+	s.pub.Drop(tps)
 	s.tracker.Drop(tps)
 }
 
@@ -444,5 +448,5 @@ func (s *Sink) Close() {
 	s.Drop(all)
 	s.stop()
 	s.running.Wait()
-	s.dropChains()
+	s.chains.Drop()
 }
