@@ -1,4 +1,4 @@
-package sink
+package filewriter
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // Publication, the file goroutine's part: once its file is finished, the
 // goroutine waits for the file's turn in its partition (package publish
 // keeps the order and writes the ledger entries), then publishes it. It
-// takes the order's lock and errMu, never router.mu.
+// takes the order's lock, and the sink's error lock through Fail.
 
 // pendingCost is what a closed file waiting for storage holds besides its
 // part buffers (counted by storage) and its writer: its goroutine and state.
@@ -24,9 +24,10 @@ const pendingCost = 16 << 10
 // is ordered. Should the previous file fail, this one is abandoned, so a
 // crash can never leave a later file stored after a missing one. It runs
 // on the file's goroutine, after finish; err is finish's.
-// It takes pub.mu and errMu, never router.mu, and waits for the
+// It takes the order's lock and the sink's error lock (Fail), and waits
+// for the
 // partition's previous file without a lock.
-func (s *Sink) upload(f *openFile, err error) {
+func (s *Shared) upload(f *File, err error) {
 	defer s.inflight.Done()
 	defer s.pub.Ended(f.turn)
 	defer func() {
@@ -34,7 +35,8 @@ func (s *Sink) upload(f *openFile, err error) {
 		if f.charged {
 			s.budget.Release(budget.WriterBuffers, s.bucket.WriterMemory())
 		}
-		// Not s.mu: a writer holding s.mu may be waiting on the budget.
+		// An atomic, not the poll side's lock: a writer holding it may
+		// be waiting on the budget.
 		s.uploading.Add(-1)
 	}()
 	if err != nil {
@@ -58,8 +60,8 @@ func (s *Sink) upload(f *openFile, err error) {
 // uploadFailed marks f's partition failed and stops the sink with err.
 // upload calls it before f leaves the queue (Order.Ended), so that no
 // later file of the partition can miss it. f's goroutine; it takes the
-// order's lock and errMu.
-func (s *Sink) uploadFailed(f *openFile, err error) {
+// order's lock and the sink's error lock (Fail).
+func (s *Shared) uploadFailed(f *File, err error) {
 	s.pub.Fail(f.turn)
 	err = fmt.Errorf("%s/%d: %w", f.tp.Topic, f.tp.Partition, err)
 	s.fail(err)
@@ -69,7 +71,7 @@ func (s *Sink) uploadFailed(f *openFile, err error) {
 // publishEmpty ends a file every record of which the error policy
 // skipped: it stores nothing, but lets its offsets be committed; a gap it
 // adopted still needs its entry. f's goroutine, in f's turn.
-func (s *Sink) publishEmpty(f *openFile) {
+func (s *Shared) publishEmpty(f *File) {
 	f.w.Abort()
 	if len(s.tracker.Gaps(f.u)) > 0 {
 		if err := s.writeEntry(f, 0, 0); err != nil {
@@ -85,7 +87,7 @@ func (s *Sink) publishEmpty(f *openFile) {
 
 // publish writes f's ledger entry, then commits f to storage, which makes
 // it visible. f's goroutine, in f's turn.
-func (s *Sink) publish(f *openFile) {
+func (s *Shared) publish(f *File) {
 	n := f.w.Written()
 	if err := s.writeEntry(f, n, f.w.CRC32C()); err != nil {
 		f.w.Abort()
@@ -117,6 +119,6 @@ func (s *Sink) publish(f *openFile) {
 // writeEntry writes f's ledger entry, for a file of n bytes and checksum
 // sum, before f is published (publish.Order.WriteEntry).
 // f's goroutine, in f's turn.
-func (s *Sink) writeEntry(f *openFile, n int64, sum uint32) error {
+func (s *Shared) writeEntry(f *File, n int64, sum uint32) error {
 	return s.pub.WriteEntry(s.ctx, f.turn, publish.File{Key: f.key, Unit: f.u, Records: f.encoded, Bytes: n, CRC32C: sum})
 }

@@ -1,4 +1,4 @@
-package sink
+package filewriter
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 // With a spool (Config.Spool; docs/design.md, "Spool"), an open file's
 // goroutine does not open its storage writer and encoder: it appends each
-// batch to the file's spool file, and the batch's memory is released as
+// Batch to the file's spool file, and the batch's memory is released as
 // when it is encoded. Once the file is closed, it goes direct: it takes one
 // of the encode slots, opens its chain as open does, replays the spool
 // file through encode, finishes the file and frees the slot, and only then
@@ -23,19 +23,19 @@ import (
 // spool.
 //
 // A spool file that can't be created or appended to (the disk full, the
-// directory gone or read-only) is cut back to its last whole batch, and
+// directory gone or read-only) is cut back to its last whole Batch, and
 // the file goes direct at once, as an open file without a spool: its
 // records spooled so far are replayed into its chain, and the failing
-// batch and the later ones are encoded as they come. The next file tries
+// Batch and the later ones are encoded as they come. The next file tries
 // the spool again. Reading a spool file back failing is the file's error:
 // it is never published, the sink stops, and nothing past it is committed.
 
 // sample seeds the spool's ratio (spooling.State.Sample) from the sink's
-// first batch, encoded into a chain that stores nothing. The sample's
+// first Batch, encoded into a chain that stores nothing. The sample's
 // fixed cost (an empty file: headers, footers) is taken off.
 // f's goroutine, for the sink's first spooled batch.
-func (s *Sink) sample(f *openFile, b batch) {
-	if len(b.recs) == 0 || !s.spooling.Sample() {
+func (s *Shared) sample(f *File, b Batch) {
+	if len(b.Recs) == 0 || !s.spooling.Sample() {
 		return
 	}
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
@@ -44,17 +44,17 @@ func (s *Sink) sample(f *openFile, b batch) {
 	if err != nil {
 		return
 	}
-	full, err := s.encodedSize(f, b.recs)
-	if err != nil || b.bytes <= 0 {
+	full, err := s.encodedSize(f, b.Recs)
+	if err != nil || b.Bytes <= 0 {
 		return
 	}
-	s.spooling.Seed(float64(full-empty) / float64(b.bytes))
+	s.spooling.Seed(float64(full-empty) / float64(b.Bytes))
 }
 
 // encodedSize is the size of a file of recs, skipping those the format
 // refuses.
 // f's goroutine.
-func (s *Sink) encodedSize(f *openFile, recs []*kgo.Record) (int64, error) {
+func (s *Shared) encodedSize(f *File, recs []*kgo.Record) (int64, error) {
 	var n countWriter
 	comp, err := s.cfg.NewCompressor(&n)
 	if err != nil {
@@ -82,29 +82,9 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// memory is what closing f frees besides its encoder and writer, which
-// every file holds alike: its open block or row group. Records queued to
-// it are encoded whether it closes or not, so they don't count.
-// Any goroutine: the poll side reads it for relief.
-func (f *openFile) memory() int64 { return f.buffered.Load() }
-
-// grow is f's format.Memory.Grow: what its encoder buffers is counted in
-// the budget, and in f, for relief.
-// The encoder calls it on f's goroutine.
-func (f *openFile) grow(s *Sink) func(int64) {
-	return func(d int64) {
-		f.buffered.Add(d)
-		if d >= 0 {
-			s.budget.Acquire(budget.FileBuffers, d)
-		} else {
-			s.budget.Release(budget.FileBuffers, -d)
-		}
-	}
-}
-
 // runSpooled is a spooled file's goroutine: see the top of this file.
 // run calls it, on f's goroutine.
-func (s *Sink) runSpooled(f *openFile) {
+func (s *Shared) runSpooled(f *File) {
 	defer func() {
 		if !f.spoolCostMoved {
 			s.budget.Release(budget.SpoolFiles, budget.SpoolFileCost)
@@ -170,7 +150,7 @@ func (s *Sink) runSpooled(f *openFile) {
 // says it holds a slot, and active that it counts as active in the spool
 // state. On a stop it fails f instead.
 // f's goroutine (runSpooled).
-func (s *Sink) encodeSlot(f *openFile) (slot, active bool) {
+func (s *Shared) encodeSlot(f *File) (slot, active bool) {
 	if !s.spooling.TakeSlot(s.ctx) {
 		s.fileFailed(f, fmt.Errorf("finish %s: %w", f.key, s.ctx.Err()))
 		return false, false
@@ -186,16 +166,16 @@ func (s *Sink) encodeSlot(f *openFile) (slot, active bool) {
 // spoolBatch appends b to f's spool file, or, if that fails, makes f go
 // direct and encodes b.
 // f's goroutine.
-func (s *Sink) spoolBatch(f *openFile, b batch) {
+func (s *Shared) spoolBatch(f *File, b Batch) {
 	defer s.batchDone(f, b)
-	if f.err != nil || f.abandon.Load() || len(b.recs) == 0 {
+	if f.err != nil || f.abandon.Load() || len(b.Recs) == 0 {
 		return
 	}
-	n, err := f.sf.Append(b.recs)
+	n, err := f.sf.Append(b.Recs)
 	if err != nil {
 		s.spoolFault(f, err)
 		if s.goDirect(f, false) {
-			s.encodeRecs(f, b.ctx, b.recs)
+			s.encodeRecs(f, b.Ctx, b.Recs)
 		}
 		return
 	}
@@ -207,13 +187,13 @@ func (s *Sink) spoolBatch(f *openFile, b batch) {
 // spoolFault counts a spool file that failed, and logs the first of an
 // outage.
 // f's goroutine.
-func (s *Sink) spoolFault(f *openFile, err error) { s.spooling.Fault(f.key, err) }
+func (s *Shared) spoolFault(f *File, err error) { s.spooling.Fault(f.key, err) }
 
 // goDirect opens f's chain, charges it, and encodes into it what f
 // spooled so far; the spool file is then removed. slot: f is closed and
 // encodes in an encode slot. It reports whether f can take more records.
 // f's goroutine.
-func (s *Sink) goDirect(f *openFile, slot bool) bool {
+func (s *Shared) goDirect(f *File, slot bool) bool {
 	s.chargeChain(f)
 	if err := s.open(f, slot); err != nil {
 		s.fileFailed(f, err)
@@ -233,7 +213,7 @@ func (s *Sink) goDirect(f *openFile, slot bool) bool {
 
 // replay encodes f's spool file into its chain.
 // f's goroutine.
-func (s *Sink) replay(f *openFile) error {
+func (s *Shared) replay(f *File) error {
 	f.gate.Bind(s.ctx)
 	defer func() { f.gate.Unbind() }()
 	r := f.sf.Reader()
@@ -253,7 +233,7 @@ func (s *Sink) replay(f *openFile) error {
 
 // unspool removes f's spool file, if any, and releases its disk.
 // f's goroutine.
-func (s *Sink) unspool(f *openFile) {
+func (s *Shared) unspool(f *File) {
 	if f.sf == nil {
 		return
 	}
