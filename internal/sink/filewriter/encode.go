@@ -125,7 +125,7 @@ func (f *File) discard() {
 	f.w.Abort()
 }
 
-// encode writes one Batch into f. A record the format refuses goes to the
+// encode writes one batch into f. A record the format refuses goes to the
 // error policy; any other error is the file's, and stops the sink.
 // f's goroutine.
 func (s *Shared) encode(f *File, b Batch) {
@@ -136,7 +136,7 @@ func (s *Shared) encode(f *File, b Batch) {
 	s.encodeRecs(f, b.Ctx, b.Recs)
 }
 
-// batchDone accounts a Batch f's goroutine is done with, and lets it go.
+// batchDone accounts a batch f's goroutine is done with, and lets it go.
 // f's goroutine.
 func (s *Shared) batchDone(f *File, b Batch) {
 	f.consumed.Add(b.Bytes)

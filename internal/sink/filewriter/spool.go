@@ -12,7 +12,7 @@ import (
 
 // With a spool (Config.Spool; docs/design.md, "Spool"), an open file's
 // goroutine does not open its storage writer and encoder: it appends each
-// Batch to the file's spool file, and the batch's memory is released as
+// batch to the file's spool file, and the batch's memory is released as
 // when it is encoded. Once the file is closed, it goes direct: it takes one
 // of the encode slots, opens its chain as open does, replays the spool
 // file through encode, finishes the file and frees the slot, and only then
@@ -23,15 +23,15 @@ import (
 // spool.
 //
 // A spool file that can't be created or appended to (the disk full, the
-// directory gone or read-only) is cut back to its last whole Batch, and
+// directory gone or read-only) is cut back to its last whole batch, and
 // the file goes direct at once, as an open file without a spool: its
 // records spooled so far are replayed into its chain, and the failing
-// Batch and the later ones are encoded as they come. The next file tries
+// batch and the later ones are encoded as they come. The next file tries
 // the spool again. Reading a spool file back failing is the file's error:
 // it is never published, the sink stops, and nothing past it is committed.
 
 // sample seeds the spool's ratio (spooling.State.Sample) from the sink's
-// first Batch, encoded into a chain that stores nothing. The sample's
+// first batch, encoded into a chain that stores nothing. The sample's
 // fixed cost (an empty file: headers, footers) is taken off.
 // f's goroutine, for the sink's first spooled batch.
 func (s *Shared) sample(f *File, b Batch) {

@@ -25,8 +25,7 @@ const pendingCost = 16 << 10
 // crash can never leave a later file stored after a missing one. It runs
 // on the file's goroutine, after finish; err is finish's.
 // It takes the order's lock and the sink's error lock (Fail), and waits
-// for the
-// partition's previous file without a lock.
+// for the partition's previous file without a lock.
 func (s *Shared) upload(f *File, err error) {
 	defer s.inflight.Done()
 	defer s.pub.Ended(f.turn)
