@@ -3,11 +3,11 @@ package sink
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/sink/filewriter"
 )
 
 // The queue between the poll side and a file's goroutine (docs/design.md,
@@ -25,30 +25,6 @@ const (
 	// the caller (see budget.Plan on records larger than the budget's room).
 	syncRecordBytes = 4 * batchBytes
 )
-
-// batch is records handed to a file's goroutine, of bytes in all. Unless
-// the sender waits for it (done), its bytes were acquired as
-// budget.QueuedRecords and are released once the batch is encoded. ctx is
-// the Write's, for the dead-letter topic and the gate's waits.
-type batch struct {
-	ctx   context.Context
-	recs  []*kgo.Record
-	bytes int64
-	done  chan struct{} // when set, closed once the batch is encoded
-}
-
-// recsPool recycles batch slices between file goroutines and the poll side.
-var recsPool = sync.Pool{New: func() any { return new([]*kgo.Record) }}
-
-// getRecs and putRecs take a batch slice from the pool and give it back:
-// any goroutine.
-func getRecs() []*kgo.Record { return (*recsPool.Get().(*[]*kgo.Record))[:0] }
-
-func putRecs(rs []*kgo.Record) {
-	clear(rs) // let the records go
-	rs = rs[:0]
-	recsPool.Put(&rs)
-}
 
 // recordBytes is what a record holds in memory, as the source counts it
 // when it polls it (source.RecordSize, less the fixed overhead).
@@ -71,17 +47,17 @@ func (s *Sink) enqueueLocked(ctx context.Context, f *openFile, r *kgo.Record) er
 			return err
 		}
 		done := make(chan struct{})
-		if err := s.send(ctx, f, batch{ctx: ctx, recs: []*kgo.Record{r}, bytes: n, done: done}); err != nil {
+		if err := s.send(ctx, f, filewriter.Batch{Ctx: ctx, Recs: []*kgo.Record{r}, Bytes: n, Done: done}); err != nil {
 			return err
 		}
 		f.queuedIn += n
 		// Not bounded by ctx: once it ends, the gate waits no more, and
-		// the rest of the record is queued (see gate).
+		// the rest of the record is queued (see package gate).
 		<-done
 		return nil
 	}
 	if f.pending == nil {
-		f.pending = getRecs()
+		f.pending = filewriter.GetRecs()
 	}
 	f.pending = append(f.pending, r)
 	f.pendingBytes += n
@@ -102,28 +78,28 @@ func (s *Sink) handOverLocked(ctx context.Context, f *openFile) error {
 	if len(f.pending) == 0 {
 		return nil
 	}
-	b := batch{ctx: ctx, recs: f.pending, bytes: f.pendingBytes}
+	b := filewriter.Batch{Ctx: ctx, Recs: f.pending, Bytes: f.pendingBytes}
 	f.pending, f.pendingBytes = nil, 0
-	s.budget.Acquire(budget.QueuedRecords, b.bytes)
+	s.budget.Acquire(budget.QueuedRecords, b.Bytes)
 	if err := s.send(ctx, f, b); err != nil {
-		s.budget.Release(budget.QueuedRecords, b.bytes)
+		s.budget.Release(budget.QueuedRecords, b.Bytes)
 		return err
 	}
-	f.queuedIn += b.bytes
+	f.queuedIn += b.Bytes
 	return nil
 }
 
 // send queues b for f's goroutine, waiting for room until ctx ends.
 // router.mu held: the file goroutine never takes it, so waiting on it with
 // the lock held can't deadlock.
-func (s *Sink) send(ctx context.Context, f *openFile, b batch) error {
+func (s *Sink) send(ctx context.Context, f *openFile, b filewriter.Batch) error {
 	select {
-	case f.q <- b:
+	case f.fw.Queue() <- b:
 		return nil
 	default:
 	}
 	select {
-	case f.q <- b:
+	case f.fw.Queue() <- b:
 		return nil
 	case <-ctx.Done():
 		// The file misses records it was given: it is never published,
@@ -164,7 +140,7 @@ func (s *Sink) drainLocked(ctx context.Context, f *openFile) error {
 		return err
 	}
 	done := make(chan struct{})
-	if err := s.send(ctx, f, batch{ctx: ctx, done: done}); err != nil {
+	if err := s.send(ctx, f, filewriter.Batch{Ctx: ctx, Done: done}); err != nil {
 		return err
 	}
 	<-done // as for a large record in enqueueLocked

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/sink/filewriter"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -52,8 +52,7 @@ type router struct {
 }
 
 // routeState is an open file's poll-side state, under router.mu. Once the
-// file is closed the poll side no longer touches it, except that the
-// goroutine reads spoolCostMoved after its queue was closed.
+// file is closed the poll side no longer touches it.
 type routeState struct {
 	records  int64 // routed to the file, for rotation and the budget's count
 	lastUsed time.Time
@@ -70,9 +69,6 @@ type routeState struct {
 	// at a ratio of exactRatio bytes out per byte in.
 	exact, exactIn int64
 	exactRatio     float64
-	// spoolCostMoved: closed, its SpoolFileCost was released for
-	// ClosedFiles (before its queue was closed).
-	spoolCostMoved bool
 }
 
 // OpenFile describes a file being written, for OpenFiles.
@@ -328,7 +324,8 @@ func (s *Sink) vars(r *kgo.Record, now time.Time) naming.Vars {
 
 // fileFor returns r's open file, closing the file the record can't go in
 // (schemas) or the least recent one (max_open_files), and opening it and
-// starting its goroutine if need be. router.mu held; it takes pub.mu.
+// starting its goroutine if need be. router.mu held; it takes the
+// publication order's lock.
 func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Record, now time.Time, roomFor func() bool) (*openFile, error) {
 	v := s.vars(r, now)
 	s.groupBuf = s.groupBuf[:0]
@@ -353,21 +350,10 @@ func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Re
 		}
 	}
 	key := s.cfg.Prefix + s.cfg.Template.Render(v) + s.cfg.Extension
-	// The file's goroutine opens its writer and encoder (see open): a
-	// local bucket creates a file, which the poll loop need not wait for.
 	f := &openFile{id: id, tp: tp, key: key, start: r.Offset,
-		created: now, u: &offsets.Unit{}, q: make(chan batch, fileQueueBatches), finished: make(chan struct{}),
-		schemas: s.schemasOf(r), spooled: s.cfg.Spool != nil}
+		created: now, u: &offsets.Unit{}, schemas: s.schemasOf(r)}
 	f.lastUsed = now
-	f.lp = s.pub.ledgerOf(tp)
-	if f.spooled {
-		// Its encoder and writer are charged when it goes direct.
-		s.budget.Acquire(budget.SpoolFiles, budget.SpoolFileCost)
-	} else {
-		s.chargeChain(f)
-	}
-	s.running.Add(1)
-	go s.run(f)
+	f.fw = s.writers.Start(filewriter.Spec{TP: tp, Key: key, Start: r.Offset, Schemas: f.schemas, Unit: f.u}, fileQueueBatches)
 	s.files[id] = f
 	if s.groups[tp] == nil {
 		s.groups[tp] = map[string]*openFile{}
@@ -405,7 +391,7 @@ func (s *Sink) leastRecentLocked() *openFile {
 // neither for the encoder nor for storage: what the file still holds stays
 // counted in the budget, and the budget is what slows consumption. The
 // file takes its place in its partition's publication order now.
-// router.mu held; it takes pub.mu.
+// router.mu held; it takes the publication order's lock.
 func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason) error {
 	s.forgetLocked(f)
 	s.stats.Closed[why]++
@@ -417,29 +403,18 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason)
 	err := s.handOverLocked(ctx, f)
 	if err != nil || f.lost {
 		// Its records never all reached the encoder: never publish it.
-		f.abandon.Store(true)
-		close(f.q)
+		f.fw.Abandon()
 		if err == nil {
 			err = fmt.Errorf("finish %s: a batch of its records was not encoded", f.key)
 		}
 		return err
 	}
-	// The writer keeps its buffers until the commit ends.
-	s.budget.Acquire(budget.ClosedFiles, pendingCost)
-	if f.spooled {
-		// pendingCost counts its goroutine and state from now on.
-		s.budget.Release(budget.SpoolFiles, budget.SpoolFileCost)
-		f.spoolCostMoved = true
-	}
-	s.inflight.Add(1)
-	s.uploading.Add(1)
 	s.log.Debug("file closed", "key", f.key, "reason", why, "records", f.records)
-	s.pub.queue(f)
-	close(f.q) // the goroutine finishes the file, then uploads it
-	if !f.spooled || f.direct.Load() {
+	f.fw.Close() // its goroutine finishes the file, then uploads it
+	if !f.fw.Spooled() || f.fw.Direct() {
 		// Not a spooled file: it waits for an encode slot and for room
 		// in the budget, which may be what the caller's relief is
-		// waiting for (see spool.go).
+		// waiting for (see filewriter's spool.go).
 		s.addFinishingLocked(f)
 	}
 	return nil
@@ -452,7 +427,7 @@ func (s *Sink) closeLocked(ctx context.Context, f *openFile, why offsets.Reason)
 // the encoder.
 // router.mu held; the file goroutine's part is read from its atomics.
 func (f *openFile) size() int64 {
-	w, c := f.written.Load(), f.consumed.Load()
+	w, c := f.fw.Written(), f.fw.Consumed()
 	behind := f.queuedIn + f.pendingBytes - c
 	if behind <= 0 {
 		return w
@@ -479,15 +454,15 @@ func (f *openFile) size() int64 {
 // queued.
 // router.mu held; it may wait for the file goroutine.
 func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, error) {
-	if f.spooled && !f.direct.Load() {
-		// Nothing is encoded before it closes: see spooling.estimate.
-		return s.spooling.estimate(f.queuedIn + f.pendingBytes), nil
+	if f.fw.Spooled() && !f.fw.Direct() {
+		// Nothing is encoded before it closes: see spooling.State.Estimate.
+		return s.spooling.Estimate(f.queuedIn + f.pendingBytes), nil
 	}
 	slack := min(max/8, batchBytes)
 	// Until the goroutine has encoded anything, the estimate's ratio is a
 	// guess (1): the envelope alone takes jsonl to 1.7 times its input.
 	// Once a quarter of the file rides on the guess, read the ratio.
-	guess := f.consumed.Load() == 0 && f.queuedIn+f.pendingBytes >= max/4
+	guess := f.fw.Consumed() == 0 && f.queuedIn+f.pendingBytes >= max/4
 	if est := f.size(); est < max-slack && !guess {
 		return est, nil
 	}
@@ -502,9 +477,9 @@ func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, e
 	}
 	s.sizeWaits++
 	// Every byte handed over is encoded: the ratio is the file's own.
-	f.exact, f.exactIn = f.written.Load(), f.queuedIn
+	f.exact, f.exactIn = f.fw.Written(), f.queuedIn
 	f.exactRatio = 1
-	if c := f.consumed.Load(); c > 0 {
+	if c := f.fw.Consumed(); c > 0 {
 		f.exactRatio = float64(f.exact) / float64(c)
 	}
 	return f.exact, nil
@@ -516,7 +491,7 @@ func (s *Sink) sizeLocked(ctx context.Context, f *openFile, max int64) (int64, e
 // The poll loop calls it while it waits for the budget, when rebalance
 // callbacks may run; it takes router.mu.
 func (s *Sink) Relieve(ctx context.Context) error {
-	if s.uploading.Load() != 0 {
+	if s.writers.Uploading() != 0 {
 		return nil
 	}
 	s.mu.Lock()
@@ -536,7 +511,7 @@ func (s *Sink) Relieve(ctx context.Context) error {
 // router.mu held; it waits for file goroutines, which never take it.
 func (s *Sink) relieveLocked(ctx context.Context) error {
 	s.awaitFinishingLocked(ctx)
-	s.dropChains()
+	s.chains.Drop()
 	// Which files to close depends on what is short. Disk: those with the
 	// most spooled. Memory: those that hold the most of it, and with a
 	// spool only those written without it: a spooled file holds next to
@@ -554,17 +529,17 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 	// file.max_age to close them. With uploads in flight, close down to the
 	// high watermarks only: when storage is behind, closing more would
 	// only make small files. Either way, close the larger half at most.
-	idle := s.uploading.Load() == 0
+	idle := s.writers.Uploading() == 0
 	files := make([]*openFile, 0, len(s.files))
 	for _, f := range s.files {
-		if overDisk || overRecs || !f.spooled || f.direct.Load() {
+		if overDisk || overRecs || !f.fw.Spooled() || f.fw.Direct() {
 			files = append(files, f)
 		}
 	}
-	weight := func(f *openFile) int64 { return f.memory() }
+	weight := func(f *openFile) int64 { return f.fw.Memory() }
 	switch {
 	case overDisk:
-		weight = func(f *openFile) int64 { return f.spoolBytes.Load() }
+		weight = func(f *openFile) int64 { return f.fw.SpoolBytes() }
 	case overRecs:
 		weight = func(f *openFile) int64 { return f.records }
 	}
@@ -599,7 +574,7 @@ func (s *Sink) relieveLocked(ctx context.Context) error {
 func (s *Sink) awaitFinishingLocked(ctx context.Context) {
 	for _, f := range s.finishing {
 		select {
-		case <-f.finished:
+		case <-f.fw.Finished():
 		case <-ctx.Done():
 			return
 		}
@@ -615,7 +590,7 @@ func (s *Sink) addFinishingLocked(f *openFile) {
 	kept := s.finishing[:0]
 	for _, g := range s.finishing {
 		select {
-		case <-g.finished:
+		case <-g.fw.Finished():
 		default:
 			kept = append(kept, g)
 		}

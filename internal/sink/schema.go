@@ -40,20 +40,3 @@ func (s *Sink) schemasOf(r *kgo.Record) string {
 	}
 	return s.cfg.Schemas.Of(r)
 }
-
-// newEncoder builds f's encoder, typed with f.schemas (schemasOf its
-// first record). It runs on the file's goroutine, so the schemas were
-// named on the poll side, where the records are in order. slot: see open.
-func (s *Sink) newEncoder(f *openFile, w io.Writer, slot bool) (format.Encoder, error) {
-	if s.cfg.Schemas != nil {
-		return s.cfg.Schemas.NewEncoder(w, f.schemas)
-	}
-	if s.cfg.NewBufferedEncoder != nil {
-		flush := s.cfg.FlushBytes
-		if slot {
-			flush = s.cfg.SlotFlushBytes
-		}
-		return s.cfg.NewBufferedEncoder(w, flush, f.grow(s))
-	}
-	return s.cfg.NewEncoder(w)
-}

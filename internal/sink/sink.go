@@ -17,18 +17,19 @@
 // slows consumption when storage is slow.
 //
 // Concurrency: the code is split by the goroutine or lock that owns it,
-// and each function says which it runs on.
+// and each function says which it runs on. The folders follow the records:
 //
-//   - router.go, the poll side: Write, WriteSome, Tick, Relieve and the
-//     rotations, with the router's mutex held (Sink.mu). Flush, Drop,
-//     Close, Stats and OpenFiles, called from other goroutines (rebalance
-//     callbacks, the ticker, the status page), take it too, so all of them
-//     serialize. pipeline.go is the queue the poll side fills.
-//   - file.go, spool.go and reuse.go, one goroutine per file: it encodes,
-//     finishes and uploads the file. File goroutines never take Sink.mu,
-//     so the poll side may wait for one with it held.
-//   - publish.go, under the publisher's mutex: the order in which a
-//     partition's files are published, and their ledger entries.
+//   - this package, the poll side: Write, WriteSome, Tick, Relieve and the
+//     rotations (router.go), with the router's mutex held (Sink.mu).
+//     Flush, Drop, Close, Stats and OpenFiles, called from other goroutines
+//     (rebalance callbacks, the ticker, the status page), take it too, so
+//     all of them serialize. pipeline.go is the queue the poll side fills.
+//   - filewriter, one goroutine per file: it encodes, finishes and uploads
+//     the file, through gate to storage, reusing chains (reuse) and, with
+//     a spool, in encode slots (spooling). File goroutines never take
+//     Sink.mu, so the poll side may wait for one with it held.
+//   - publish, under its own mutex: the order in which a partition's
+//     files are published, and their ledger entries.
 //
 // source.Writer says which of the source's goroutines calls what.
 package sink
@@ -39,7 +40,6 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spillway/spillway/internal/budget"
@@ -48,37 +48,20 @@ import (
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/offsets"
+	"github.com/spillway/spillway/internal/sink/filewriter"
+	"github.com/spillway/spillway/internal/sink/publish"
+	"github.com/spillway/spillway/internal/sink/reuse"
+	"github.com/spillway/spillway/internal/sink/spooling"
 	"github.com/spillway/spillway/internal/spool"
 	"github.com/spillway/spillway/internal/storage"
 )
 
-// Bucket is where files are committed. FromStorage adapts a
-// *storage.Bucket.
-type Bucket interface {
-	NewWriter(ctx context.Context, key string, meta map[string]string) (Writer, error)
-	// WriterMemory is what one writer holds besides its queued chunks.
-	WriterMemory() int64
-	// ChunkSize is the size of one chunk of a writer's queue.
-	ChunkSize() int64
-}
+// Bucket is where files are committed (filewriter.Bucket). FromStorage
+// adapts a *storage.Bucket.
+type Bucket = filewriter.Bucket
 
-// Writer streams one file to storage. It is used by one goroutine at a
-// time. Nothing is visible under its key until Commit returns nil, and then
-// the file is durable; Commit fails with storage.ErrExists if the key is
-// taken. Abort discards the file.
-type Writer interface {
-	io.Writer
-	// Written is the number of bytes written so far.
-	Written() int64
-	// CRC32C is the CRC-32C (Castagnoli) of the bytes written so far,
-	// which the file's ledger entry records before Commit.
-	CRC32C() uint32
-	// WaitQueued blocks until at most max written bytes wait for storage,
-	// the upload failed, or ctx ends.
-	WaitQueued(ctx context.Context, max int64) error
-	Commit() error
-	Abort()
-}
+// Writer streams one file to storage (filewriter.Writer).
+type Writer = filewriter.Writer
 
 // FromStorage is b as a Bucket.
 func FromStorage(b *storage.Bucket) Bucket { return storageBucket{b} }
@@ -144,7 +127,7 @@ type Config struct {
 
 	// Spool, when set, stages the records of open files on local disk:
 	// a file is encoded when it closes, EncodeSlots files at once (0:
-	// GOMAXPROCS). See spool.go.
+	// GOMAXPROCS). See package filewriter.
 	Spool       *spool.Spool
 	EncodeSlots int
 
@@ -176,7 +159,7 @@ type Stats struct {
 	// appended to, whose files were then written without the spool.
 	SpoolFaults int64
 	// SpoolWaiting counts closed spooled files waiting for room in the
-	// memory budget to be encoded (see spool.go).
+	// memory budget to be encoded (see spooling.State.WaitRoom).
 	SpoolWaiting int64
 	// Lost counts offsets passed without being stored, by cause
 	// (offsets.GapRetention): the log had deleted them first.
@@ -187,10 +170,9 @@ type Stats struct {
 //
 // Its state is split by owner, as the work is (see the package doc):
 // router is the poll side's, under router.mu; each file's goroutine owns
-// its file's fileWorker; pub is publication's, under pub.mu. What any
-// goroutine may touch is set by New and read-only after, or synchronizes
-// itself (tracker, budget, the counters, spooling, chains). Lock order:
-// router.mu, then pub.mu or errMu; a file goroutine never takes router.mu.
+// its filewriter.File; pub, the publication order, has a lock of its own. What any goroutine may touch is set by New and read-only after, or
+// synchronizes itself (tracker, budget, writers, spooling, chains, pub). Lock order: router.mu, then pub's lock or errMu; a file goroutine
+// never takes router.mu.
 type Sink struct {
 	// Set by New, then read-only.
 	cfg     Config
@@ -207,19 +189,11 @@ type Sink struct {
 
 	router // the poll side (router.go)
 
-	// Counters file goroutines update without router.mu; the poll side
-	// reads them.
-	uploading, filesUploaded, bytesUploaded, storedRecords atomic.Int64
-	// Records the error policy skipped or dead-lettered once their file's
-	// goroutine found they could not be encoded.
-	lateSkipped, lateDeadLettered atomic.Int64
-	// inflight counts closed files until their upload ended; running
-	// counts file goroutines.
-	inflight, running sync.WaitGroup
-	spooling          spooling // its own locks and atomics (spool.go)
-	chains            chains   // finished files' encoders, for the next (reuse.go)
+	writers  *filewriter.Shared // what the file goroutines share
+	spooling *spooling.State    // the spool's side; nil without a spool
+	chains   *reuse.Chains      // finished files' encoders, for the next
 
-	pub publisher // publication order and the ledger (publish.go)
+	pub *publish.Order // publication order and the ledger entries
 
 	errMu sync.Mutex
 	err   error
@@ -231,12 +205,11 @@ type fileID struct {
 	group string
 }
 
-// openFile is one file, open or being finished and published. Its state
-// is in three parts, one per owner: routeState is the poll side's, under
-// Sink.mu (router.go); fileWorker belongs to the file's goroutine
-// (file.go); publication is publishing's (publish.go). The fields here
-// are set by fileFor before the goroutine starts and never change, so any
-// goroutine reads them.
+// openFile is one file as the poll side sees it: routeState is the poll
+// side's, under Sink.mu (router.go); fw is the file's goroutine and the
+// state it owns (package filewriter), which holds its place in the
+// publication order (package publish). The other fields are set by
+// fileFor and never change.
 type openFile struct {
 	id      fileID
 	tp      offsets.TopicPartition
@@ -245,37 +218,25 @@ type openFile struct {
 	created time.Time
 	schemas string        // see Schemas.Of
 	u       *offsets.Unit // the file's offsets in the tracker
-	// spooled: the file's records go to the spool (spool.go).
-	spooled bool
-	// q carries batches from the poll side, which closes it when the file
-	// closes or is dropped, to the file's goroutine.
-	q chan batch
-	// finished is closed by the file's goroutine once encoding ended and
-	// the encoder's memory is released.
-	finished chan struct{}
+	// fw is the file's goroutine and its state (package filewriter),
+	// started by fileFor.
+	fw *filewriter.File
 
 	routeState
-	fileWorker
-	publication
-	// entry is the file's ledger entry once written (writeEntry), for
-	// Config.Published.
-	entry *ledger.Entry
 }
 
 // New returns a sink. Close stops its goroutines.
 func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	ctx, stop := context.WithCancel(context.Background())
+	tracker := offsets.NewTracker()
 	s := &Sink{
-		cfg: cfg, bucket: bucket, budget: b, tracker: offsets.NewTracker(), log: log,
+		cfg: cfg, bucket: bucket, budget: b, tracker: tracker, log: log,
+		pub: publish.New(cfg.Ledger, cfg.Writer, cfg.Deployment, tracker),
 		router: router{
 			files:  map[fileID]*openFile{},
 			groups: map[offsets.TopicPartition]map[string]*openFile{},
 		},
-		pub: publisher{
-			unpublished: map[offsets.TopicPartition][]*openFile{},
-			failed:      map[offsets.TopicPartition]bool{},
-			ledgered:    map[offsets.TopicPartition]*ledgerPart{},
-		},
+		chains:  reuse.New(b, cfg.CompressorMemory),
 		fileMem: cfg.CompressorMemory + bucket.WriterMemory(),
 		ctx:     ctx, stop: stop,
 	}
@@ -286,11 +247,18 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	s.stats.Closed = map[offsets.Reason]int64{}
 	if cfg.Spool != nil {
 		s.openCost = budget.SpoolFileCost
-		s.spooling.init(cfg.EncodeSlots)
+		s.spooling = spooling.New(cfg.EncodeSlots, log)
 		if s.cfg.MaxOpenFiles <= 0 {
 			s.cfg.MaxOpenFiles = b.MaxSpooledFiles()
 		}
 	}
+	s.writers = filewriter.New(ctx, filewriter.Config{
+		NewEncoder: cfg.NewEncoder, NewCompressor: cfg.NewCompressor, CompressorMemory: cfg.CompressorMemory,
+		Schemas: cfg.Schemas, NewBufferedEncoder: cfg.NewBufferedEncoder,
+		FlushBytes: cfg.FlushBytes, SlotFlushBytes: cfg.SlotFlushBytes,
+		ErrRecord: cfg.ErrRecord, Policy: s.cfg.Policy, Spool: cfg.Spool, Spooling: s.spooling, Published: cfg.Published,
+		Bucket: bucket, Budget: b, Tracker: tracker, Log: log, Chains: s.chains, Order: s.pub, Fail: s.fail,
+	})
 	if s.cfg.MaxOpenFiles <= 0 {
 		// Each open file also fills one chunk, counted as it is used.
 		s.cfg.MaxOpenFiles = b.MaxOpenFiles(s.fileMem + bucket.ChunkSize())
@@ -306,7 +274,7 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 // pub.mu.
 func (s *Sink) Assign(tp offsets.TopicPartition, id ledger.Identity, p ledger.Point) {
 	s.tracker.Assign(tp, p.State)
-	s.pub.assign(tp, &ledgerPart{id: id, seq: p.Seq})
+	s.pub.Assign(tp, id, p.Seq)
 }
 
 // MaxOpenFiles is the effective cap on open files.
@@ -338,16 +306,18 @@ func (s *Sink) Stats() Stats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.FilesOpen = len(s.files)
-	st.Uploading = s.uploading.Load()
-	st.FilesUploaded = s.filesUploaded.Load()
-	st.BytesUploaded = s.bytesUploaded.Load()
-	st.Stored = s.storedRecords.Load()
-	late := s.lateSkipped.Load()
-	st.Records -= late
-	st.Skipped += late
-	st.DeadLettered += s.lateDeadLettered.Load()
-	st.SpoolFaults = s.spooling.faults.Load()
-	st.SpoolWaiting = s.spooling.waiting.Load()
+	c := s.writers.Counts()
+	st.Uploading = c.Uploading
+	st.FilesUploaded = c.FilesUploaded
+	st.BytesUploaded = c.BytesUploaded
+	st.Stored = c.Stored
+	st.Records -= c.LateSkipped
+	st.Skipped += c.LateSkipped
+	st.DeadLettered += c.LateDeadLettered
+	if s.spooling != nil {
+		st.SpoolFaults = s.spooling.Faults()
+		st.SpoolWaiting = s.spooling.Waiting()
+	}
 	st.Lost = make(map[string]int64, len(s.stats.Lost))
 	for k, v := range s.stats.Lost {
 		st.Lost[k] = v
@@ -376,14 +346,10 @@ func (s *Sink) Flush(ctx context.Context, tps map[offsets.TopicPartition]bool, w
 	}
 	s.mu.Unlock()
 	if tps == nil {
-		done := make(chan struct{})
-		go func() { s.inflight.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return fmt.Errorf("wait for uploads: %w", ctx.Err())
+		if err := s.writers.WaitUploads(ctx); err != nil {
+			return fmt.Errorf("wait for uploads: %w", err)
 		}
-		s.dropChains() // nothing is open to take them
+		s.chains.Drop() // nothing is open to take them
 		return s.Err()
 	}
 	// Wait only for what exists now, not for files a later Write opens.
@@ -421,12 +387,11 @@ func (s *Sink) Drop(tps map[offsets.TopicPartition]bool) {
 			// The goroutine discards what it was given and aborts the
 			// file; the pending batch was never counted.
 			f.pending = nil
-			f.abandon.Store(true)
-			close(f.q)
+			f.fw.Abandon()
 		}
 	}
-	// Their closed files not yet published never are (publisher.drop).
-	s.pub.drop(tps)
+	// Their closed files not yet published never are (Order.Drop).
+	s.pub.Drop(tps)
 	s.tracker.Drop(tps)
 }
 
@@ -443,6 +408,6 @@ func (s *Sink) Close() {
 	s.mu.Unlock()
 	s.Drop(all)
 	s.stop()
-	s.running.Wait()
-	s.dropChains()
+	s.writers.Wait()
+	s.chains.Drop()
 }

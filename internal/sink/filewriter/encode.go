@@ -1,61 +1,26 @@
-package sink
+package filewriter
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"sync/atomic"
 
 	"github.com/spillway/spillway/internal/budget"
-	"github.com/spillway/spillway/internal/format"
-	"github.com/spillway/spillway/internal/spool"
+	"github.com/spillway/spillway/internal/sink/gate"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // The file goroutine: run (runSpooled with a spool, spool.go) encodes the
 // batches the poll side hands over, through the chain encoder ▸ compressor
 // ▸ gate ▸ storage writer, then finishes the file, keeps its chain for the
-// next (reuse.go), and publishes it (upload, publish.go). Functions here
-// run on a file's goroutine, one per file, and never take router.mu: the
-// poll side may be waiting on this goroutine with it held.
-
-// fileWorker is an open file's goroutine-owned state. The plain fields are
-// touched only by that goroutine. The atomics are how the poll side reads
-// its progress (size, relief) and tells it to give up (abandon).
-type fileWorker struct {
-	w    Writer
-	comp io.WriteCloser
-	enc  format.Encoder
-	gate *gate // between comp and w
-	// encoded counts records in the file; err is the first error, after
-	// which it encodes no more.
-	encoded int64
-	err     error
-	// charged: its encoder and writer are charged in the budget.
-	charged bool
-	// sf is its spool file, nil once it went direct (spool.go).
-	sf *spool.File
-
-	// written and consumed are its progress, for the poll side's
-	// estimate of the file's size.
-	written, consumed atomic.Int64
-	// spoolBytes is what sf holds, read by the poll side for relief;
-	// direct is set once its chain is open; buffered is what its encoder
-	// buffers (format.Memory.Grow).
-	spoolBytes atomic.Int64
-	direct     atomic.Bool
-	buffered   atomic.Int64
-	// abandon is set by the poll side, before it closes q, when the file
-	// is dropped while open: store nothing.
-	abandon atomic.Bool
-}
+// next (package reuse), and publishes it (upload, upload.go). Functions
+// here run on a file's goroutine, one per file.
 
 // run is a file's goroutine: it encodes the batches handed to it, then
 // finishes and uploads the file, or abandons it if the file was dropped.
 // A spooled file's goroutine is runSpooled.
-// fileFor starts it.
-func (s *Sink) run(f *openFile) {
+// Start starts it.
+func (s *Shared) run(f *File) {
 	defer s.running.Done()
 	if f.spooled {
 		s.runSpooled(f)
@@ -75,8 +40,8 @@ func (s *Sink) run(f *openFile) {
 		return
 	}
 	err := s.finish(f)
-	if err == nil {
-		s.keepChain(f)
+	if err == nil && f.schemas == "" {
+		s.chains.Keep(f.enc, f.comp)
 	}
 	f.enc, f.comp = nil, nil // kept or let go: no longer this file's
 	close(f.finished)
@@ -85,8 +50,8 @@ func (s *Sink) run(f *openFile) {
 
 // fileFailed records f's first error, after which it encodes no more and
 // is never published, and stops the sink: Write and Flush return it.
-// f's goroutine; it takes errMu.
-func (s *Sink) fileFailed(f *openFile, err error) {
+// f's goroutine; it takes the sink's error lock (Fail).
+func (s *Shared) fileFailed(f *File, err error) {
 	if f.err == nil {
 		f.err = err
 	}
@@ -95,9 +60,9 @@ func (s *Sink) fileFailed(f *openFile, err error) {
 }
 
 // chargeChain counts f's encoder and storage writer in the budget.
-// The poll side as f opens (fileFor, router.mu held, before f's goroutine
+// The poll side as f opens (Start, its lock held, before f's goroutine
 // starts), or f's goroutine as a spooled file goes direct.
-func (s *Sink) chargeChain(f *openFile) {
+func (s *Shared) chargeChain(f *File) {
 	f.charged = true
 	s.budget.Acquire(budget.FileEncoders, s.cfg.CompressorMemory)
 	s.budget.Acquire(budget.WriterBuffers, s.bucket.WriterMemory())
@@ -105,7 +70,7 @@ func (s *Sink) chargeChain(f *openFile) {
 
 // abandoned throws away a dropped file's chain and its memory.
 // f's goroutine.
-func (s *Sink) abandoned(f *openFile) {
+func (s *Shared) abandoned(f *File) {
 	f.discard()
 	if f.charged {
 		s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
@@ -117,7 +82,7 @@ func (s *Sink) abandoned(f *openFile) {
 // in an encode slot (a spooled file closed), with its larger blocks or
 // row groups.
 // f's goroutine.
-func (s *Sink) open(f *openFile, slot bool) error {
+func (s *Shared) open(f *File, slot bool) error {
 	w, err := s.bucket.NewWriter(s.ctx, f.key, map[string]string{
 		"spillway-topic":        f.tp.Topic,
 		"spillway-partition":    fmt.Sprint(f.tp.Partition),
@@ -126,10 +91,12 @@ func (s *Sink) open(f *openFile, slot bool) error {
 	if err != nil {
 		return err
 	}
-	g := &gate{w: w, b: s.budget}
-	if enc, comp, ok := s.reuseChain(g, f.schemas); ok {
-		f.w, f.gate, f.comp, f.enc = w, g, comp, enc
-		return nil
+	g := gate.New(w, s.budget)
+	if f.schemas == "" { // a typed file's chain fits only its schemas
+		if enc, comp, ok := s.chains.Take(g); ok {
+			f.w, f.gate, f.comp, f.enc = w, g, comp, enc
+			return nil
+		}
 	}
 	comp, err := s.cfg.NewCompressor(g)
 	if err != nil {
@@ -148,11 +115,11 @@ func (s *Sink) open(f *openFile, slot bool) error {
 
 // discard throws away what of f's chain was opened.
 // f's goroutine.
-func (f *openFile) discard() {
+func (f *File) discard() {
 	if f.w == nil {
 		return
 	}
-	f.gate.ctx = nil // nothing waits: the file is thrown away
+	f.gate.Unbind() // nothing waits: the file is thrown away
 	_ = f.enc.Close()
 	_ = f.comp.Close()
 	f.w.Abort()
@@ -161,35 +128,35 @@ func (f *openFile) discard() {
 // encode writes one batch into f. A record the format refuses goes to the
 // error policy; any other error is the file's, and stops the sink.
 // f's goroutine.
-func (s *Sink) encode(f *openFile, b batch) {
+func (s *Shared) encode(f *File, b Batch) {
 	defer s.batchDone(f, b)
 	if f.err != nil || f.abandon.Load() {
 		return
 	}
-	s.encodeRecs(f, b.ctx, b.recs)
+	s.encodeRecs(f, b.Ctx, b.Recs)
 }
 
 // batchDone accounts a batch f's goroutine is done with, and lets it go.
 // f's goroutine.
-func (s *Sink) batchDone(f *openFile, b batch) {
-	f.consumed.Add(b.bytes)
+func (s *Shared) batchDone(f *File, b Batch) {
+	f.consumed.Add(b.Bytes)
 	if f.w != nil {
 		f.written.Store(f.w.Written())
 	}
-	if b.done != nil {
-		close(b.done)
+	if b.Done != nil {
+		close(b.Done)
 	} else {
-		s.budget.Release(budget.QueuedRecords, b.bytes)
-		putRecs(b.recs)
+		s.budget.Release(budget.QueuedRecords, b.Bytes)
+		PutRecs(b.Recs)
 	}
 }
 
 // encodeRecs encodes recs into f's open chain; ctx is the Write's that
 // brought them, or the sink's.
 // f's goroutine.
-func (s *Sink) encodeRecs(f *openFile, ctx context.Context, recs []*kgo.Record) {
-	f.gate.ctx = ctx
-	defer func() { f.gate.ctx = nil }()
+func (s *Shared) encodeRecs(f *File, ctx context.Context, recs []*kgo.Record) {
+	f.gate.Bind(ctx)
+	defer func() { f.gate.Unbind() }()
 	for _, r := range recs {
 		if err := s.encodeOne(ctx, f, r); err != nil {
 			// The file is never published (finish reports err).
@@ -202,7 +169,7 @@ func (s *Sink) encodeRecs(f *openFile, ctx context.Context, recs []*kgo.Record) 
 // encodeOne encodes r into f, or hands it to the error policy if the
 // format refuses it. An error is the file's.
 // f's goroutine.
-func (s *Sink) encodeOne(ctx context.Context, f *openFile, r *kgo.Record) error {
+func (s *Shared) encodeOne(ctx context.Context, f *File, r *kgo.Record) error {
 	err := f.enc.Encode(r)
 	if err == nil {
 		f.encoded++
@@ -218,7 +185,7 @@ func (s *Sink) encodeOne(ctx context.Context, f *openFile, r *kgo.Record) error 
 // encode, and accounts its offset as handled without a file, as a record
 // the poll side skips is.
 // f's goroutine.
-func (s *Sink) skipLate(ctx context.Context, f *openFile, r *kgo.Record, cause error) error {
+func (s *Shared) skipLate(ctx context.Context, f *File, r *kgo.Record, cause error) error {
 	dead, err := s.policy(ctx, r, cause)
 	if err != nil {
 		return err
@@ -233,7 +200,7 @@ func (s *Sink) skipLate(ctx context.Context, f *openFile, r *kgo.Record, cause e
 
 // finish writes the file's trailer and flushes its compressor.
 // f's goroutine.
-func (s *Sink) finish(f *openFile) error {
+func (s *Shared) finish(f *File) error {
 	if f.charged {
 		defer s.budget.Release(budget.FileEncoders, s.cfg.CompressorMemory)
 	}
@@ -243,8 +210,8 @@ func (s *Sink) finish(f *openFile) error {
 	}
 	// The trailer may be large (a parquet row group): let the gate wait on
 	// storage while the budget is over its limit, until the sink stops.
-	f.gate.ctx = s.ctx
-	defer func() { f.gate.ctx = nil }()
+	f.gate.Bind(s.ctx)
+	defer func() { f.gate.Unbind() }()
 	err := f.enc.Close()
 	if cerr := f.comp.Close(); err == nil {
 		err = cerr
