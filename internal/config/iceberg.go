@@ -10,6 +10,7 @@ import (
 
 	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // The iceberg section is package iceberg's Options (its keys, defaults
@@ -25,7 +26,7 @@ func (c *Config) normalizeIceberg() {
 	o.Table = strings.TrimSpace(o.Table)
 	o.Normalize()
 	for i, t := range o.PartitionBy {
-		o.PartitionBy[i] = naming.CanonTransform(t)
+		o.PartitionBy[i] = partvalue.CanonTransform(t)
 	}
 }
 
@@ -165,7 +166,7 @@ func (c *Config) checkIceberg(ps *problems) {
 			ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "buckets the key, but schema_registry.decode %s types the key column by its registry schema, and Iceberg's bucket of a typed column is not the bucket of the key's bytes that Spillway splits files by; set schema_registry.decode: value, or drop the bucket", c.SchemaRegistry.Decode)
 		}
 	}
-	if vf := naming.ValueFields(o.PartitionBy); len(vf) > 0 {
+	if vf := partvalue.ValueFields(o.PartitionBy); len(vf) > 0 {
 		by := strings.Join(o.PartitionBy, ", ")
 		switch {
 		case c.SchemaRegistry.URL == "" || !c.SchemaRegistry.DecodeValues():

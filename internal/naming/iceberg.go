@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // Iceberg tables. With iceberg.table set, data files are written inside the
@@ -33,8 +35,9 @@ var icebergTransforms = map[string]string{
 	"hour(timestamp)":  "timestamp_hour={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}-{{timestamp:unit=HH}}",
 }
 
-// bucketKey is bucket(N,key) in canonical form (see CanonTransform): the
-// bucket of the record key among N, Iceberg's partition field key_bucket.
+// bucketKey is bucket(N,key) in canonical form (see
+// partvalue.CanonTransform): the bucket of the record key among N,
+// Iceberg's partition field key_bucket.
 var bucketKey = regexp.MustCompile(`^bucket\(([1-9][0-9]{0,9}),key\)$`)
 
 // IcebergTransforms lists the transforms IcebergPartitionPath takes, for
@@ -51,44 +54,16 @@ func icebergSegment(t string) (string, bool) {
 	if m := bucketKey.FindStringSubmatch(t); m != nil {
 		return "key_bucket={{key_bucket:n=" + m[1] + "}}", true
 	}
-	if vt, ok := ParseValueTransform(t); ok {
-		return vt.segment(), true
+	if vt, ok := partvalue.ParseValueTransform(t); ok {
+		return valueSegment(vt), true
 	}
 	return "", false
 }
 
-// spaces are dropped inside a transform: "day( timestamp )" is day(timestamp).
-var spaces = regexp.MustCompile(`\s+`)
-
-// CanonTransform is a partition_by entry as IcebergPartitionPath knows it:
-// no spaces, the transform's name in lower case, and so are partition,
-// key and timestamp (the record's own); a value field keeps its case, as
-// Avro's names are case-sensitive.
-func CanonTransform(s string) string {
-	s = spaces.ReplaceAllString(s, "")
-	canonArg := func(a string) string {
-		for _, w := range []string{"partition", "key", "timestamp"} {
-			if strings.EqualFold(a, w) {
-				return w
-			}
-		}
-		return a
-	}
-	fn, rest, ok := strings.Cut(s, "(")
-	if !ok || !strings.HasSuffix(rest, ")") {
-		return canonArg(s)
-	}
-	args := strings.Split(strings.TrimSuffix(rest, ")"), ",")
-	for i, a := range args {
-		args[i] = canonArg(a)
-	}
-	return strings.ToLower(fn) + "(" + strings.Join(args, ",") + ")"
-}
-
 // IcebergPartitionPath is the template of the partition path of
-// partitionBy's transforms (canonical, see CanonTransform), "" for an
-// unpartitioned table. A transform it can't render, or one given twice, is
-// an error naming it.
+// partitionBy's transforms (canonical, see partvalue.CanonTransform), ""
+// for an unpartitioned table. A transform it can't render, or one given
+// twice, is an error naming it.
 func IcebergPartitionPath(partitionBy []string) (string, error) {
 	var segs []string
 	seen := map[string]bool{}
@@ -198,68 +173,8 @@ func IcebergTemplate(rel, partitionPath, template string) string {
 	return dir + template
 }
 
-// ValueTransform is a partition_by entry of a value field (canonical):
-// Transform (identity, bucket, truncate, year, month, day, hour) of the
-// value's field Path, N its buckets or width.
-type ValueTransform struct {
-	Transform string
-	Path      string
-	N         int
-}
-
-var (
-	valueTimeRE  = regexp.MustCompile(`^(identity|year|month|day|hour)\(([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\)$`)
-	valueParamRE = regexp.MustCompile(`^(bucket|truncate)\(([1-9][0-9]{0,9}),([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\)$`)
-	valueBareRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$`)
-)
-
-// ParseValueTransform reads t (canonical) as a transform of a value
-// field: "country" (Iceberg's Spark DDL for identity), identity(country),
-// bucket(16,user_id), truncate(4,name), day(created_at), ... The record's
-// own partition, timestamp and key are not value fields.
-func ParseValueTransform(t string) (ValueTransform, bool) {
-	var vt ValueTransform
-	switch {
-	case valueBareRE.MatchString(t):
-		vt = ValueTransform{Transform: "identity", Path: t}
-	case valueTimeRE.MatchString(t):
-		m := valueTimeRE.FindStringSubmatch(t)
-		vt = ValueTransform{Transform: m[1], Path: m[2]}
-	case valueParamRE.MatchString(t):
-		m := valueParamRE.FindStringSubmatch(t)
-		n, err := strconv.Atoi(m[2])
-		if err != nil || n > maxBuckets {
-			return ValueTransform{}, false
-		}
-		vt = ValueTransform{Transform: m[1], Path: m[3], N: n}
-	default:
-		return ValueTransform{}, false
-	}
-	switch vt.Path {
-	case "partition", "key", "timestamp":
-		return ValueTransform{}, false
-	}
-	return vt, true
-}
-
-// FieldName is the transform's Iceberg partition field name, as Iceberg
-// names it by default: the path for identity, else path_bucket,
-// path_trunc, path_year, ... (a nested path's dots as "_").
-func (vt ValueTransform) FieldName() string {
-	// iceberg-go refuses a "." in a partition field's name (Java takes
-	// it): a nested path's dots become "_".
-	name := strings.ReplaceAll(vt.Path, ".", "_")
-	switch vt.Transform {
-	case "identity":
-		return name
-	case "truncate":
-		return name + "_trunc"
-	}
-	return name + "_" + vt.Transform
-}
-
-// segment is vt's path segment: "<field name>={{value_field:...}}".
-func (vt ValueTransform) segment() string {
+// valueSegment is vt's path segment: "<field name>={{value_field:...}}".
+func valueSegment(vt partvalue.ValueTransform) string {
 	param := ""
 	switch vt.Transform {
 	case "identity":
@@ -269,18 +184,4 @@ func (vt ValueTransform) segment() string {
 		param = "," + vt.Transform
 	}
 	return vt.FieldName() + "={{value_field:path=" + vt.Path + param + "}}"
-}
-
-// ValueFields are the value fields partitionBy (canonical) transforms.
-func ValueFields(partitionBy []string) []ValueTransform {
-	var out []ValueTransform
-	for _, t := range partitionBy {
-		if _, ok := icebergTransforms[t]; ok || bucketKey.MatchString(t) {
-			continue
-		}
-		if vt, ok := ParseValueTransform(t); ok {
-			out = append(out, vt)
-		}
-	}
-	return out
 }

@@ -1,6 +1,10 @@
 package naming
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/spillway/spillway/internal/naming/partvalue"
+)
 
 // TestKeyBucketSpecVectors: {{key_bucket}} gives the Iceberg spec's
 // hashes (appendix "Bucket transform details": the string "iceberg" hashes
@@ -14,8 +18,8 @@ func TestKeyBucketSpecVectors(t *testing.T) {
 		n    int
 		want int32
 	}{
-		{[]byte("iceberg"), maxBuckets, 1210000089},
-		{[]byte{0, 1, 2, 3}, maxBuckets, -188683207 & (1<<31 - 1)},
+		{[]byte("iceberg"), partvalue.MaxBuckets, 1210000089},
+		{[]byte{0, 1, 2, 3}, partvalue.MaxBuckets, -188683207 & (1<<31 - 1)},
 		{[]byte("iceberg"), 16, 1210000089 % 16},
 		{[]byte{0, 1, 2, 3}, 7, (-188683207 & (1<<31 - 1)) % 7},
 		{[]byte{}, 4, 0}, // murmur3 of no bytes is 0
