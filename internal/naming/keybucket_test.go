@@ -103,21 +103,3 @@ func TestKeyBucketParse(t *testing.T) {
 		}
 	}
 }
-
-// TestIcebergPartitionPathBucket: bucket(N,key) is laid out as Iceberg
-// names its field, key_bucket, and one table takes one key bucket.
-func TestIcebergPartitionPathBucket(t *testing.T) {
-	t.Parallel()
-	pp, err := IcebergPartitionPath([]string{"day(timestamp)", "bucket(8,key)"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/key_bucket={{key_bucket:n=8}}"; pp != want {
-		t.Errorf("got %s, want %s", pp, want)
-	}
-	for _, by := range [][]string{{"bucket(8,key)", "bucket(4,key)"}, {"bucket(0,key)"}, {"bucket(4,)"}} {
-		if _, err := IcebergPartitionPath(by); err == nil {
-			t.Errorf("%v laid out", by)
-		}
-	}
-}

@@ -1,4 +1,10 @@
-package naming
+// Package tablepath lays out an Iceberg table's files in Spillway's
+// storage: the table's default location, where it lies under storage.url
+// and storage.prefix, the abfs:// name of an Azure container, and the file
+// name template of the table's data files, with one Hive-style folder per
+// transform of iceberg.partition_by. Package naming parses the templates
+// it writes; partvalue computes the values in them.
+package tablepath
 
 import (
 	"fmt"
@@ -11,17 +17,17 @@ import (
 	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
-// Iceberg tables. With iceberg.table set, data files are written inside the
-// table's location, as Iceberg's own writers lay them out:
+// With iceberg.table set, data files are written inside the table's
+// location, as Iceberg's own writers lay them out:
 //
 //	<location>/data/<partition path>/<file.name_template>.parquet
 //
 // where the partition path has one Hive-style "name=value" segment per
 // transform of iceberg.partition_by, in its order, so that each file holds
-// one partition value (IcebergPartitionPath). The table's location is the
+// one partition value (PartitionPath). The table's location is the
 // SQL and Glue catalogs' default, <warehouse>/<namespace>.db/<table>
 // (iceberg-go's catalog code uses the same), and it must lie under
-// storage.url and storage.prefix, where Spillway writes (IcebergTemplate).
+// storage.url and storage.prefix, where Spillway writes (Template).
 
 // icebergTransforms are the partition_by transforms the layout renders: the
 // path segment of each, as Iceberg names a transform's partition field
@@ -40,9 +46,8 @@ var icebergTransforms = map[string]string{
 // Iceberg's partition field key_bucket.
 var bucketKey = regexp.MustCompile(`^bucket\(([1-9][0-9]{0,9}),key\)$`)
 
-// IcebergTransforms lists the transforms IcebergPartitionPath takes, for
-// messages.
-func IcebergTransforms() []string {
+// Transforms lists the transforms PartitionPath takes, for messages.
+func Transforms() []string {
 	return []string{"partition", "year(timestamp)", "month(timestamp)", "day(timestamp)", "hour(timestamp)", "bucket(N,key)"}
 }
 
@@ -60,17 +65,17 @@ func icebergSegment(t string) (string, bool) {
 	return "", false
 }
 
-// IcebergPartitionPath is the template of the partition path of
+// PartitionPath is the template of the partition path of
 // partitionBy's transforms (canonical, see partvalue.CanonTransform), ""
 // for an unpartitioned table. A transform it can't render, or one given
 // twice, is an error naming it.
-func IcebergPartitionPath(partitionBy []string) (string, error) {
+func PartitionPath(partitionBy []string) (string, error) {
 	var segs []string
 	seen := map[string]bool{}
 	for _, t := range partitionBy {
 		seg, ok := icebergSegment(t)
 		if !ok {
-			return "", fmt.Errorf("transform %q can't be laid out; use %s, or a field of the registry-typed value: country, identity(country), bucket(16,user_id), truncate(4,name), year|month|day|hour(created_at)", t, strings.Join(IcebergTransforms(), ", "))
+			return "", fmt.Errorf("transform %q can't be laid out; use %s, or a field of the registry-typed value: country, identity(country), bucket(16,user_id), truncate(4,name), year|month|day|hour(created_at)", t, strings.Join(Transforms(), ", "))
 		}
 		field, _, _ := strings.Cut(seg, "=")
 		if seen[field] {
@@ -102,10 +107,10 @@ func UsesKeyBucket(partitionBy []string) bool {
 	return false
 }
 
-// TableLocation is the default location of table name in namespace ns
+// Location is the default location of table name in namespace ns
 // under warehouse: <warehouse>/<ns>.db/<name>, as iceberg-go's SQL
 // catalog (and Glue's) computes it when the namespace sets none.
-func TableLocation(warehouse, ns, name string) string {
+func Location(warehouse, ns, name string) string {
 	return strings.TrimSuffix(warehouse, "/") + "/" + ns + ".db/" + name
 }
 
@@ -123,7 +128,7 @@ func LocationUnder(storageURL, prefix, location string) (string, error) {
 		return "", fmt.Errorf("the table location %q does not parse as a URL: %w", location, err)
 	}
 	// The user part is an abfs:// location's container (see
-	// AzureTableBase).
+	// AzureBase).
 	if su.Scheme != lu.Scheme || su.Host != lu.Host || su.User.String() != lu.User.String() {
 		return "", fmt.Errorf("the table location %s is not in storage.url's %s", location, root(su))
 	}
@@ -151,18 +156,19 @@ func root(u *url.URL) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// IcebergTemplate is the effective file name template of a table's files:
+// Template is the effective file name template of a table's files:
 // rel (the table's location under storage.prefix, see LocationUnder),
-// "data", the partition path (see IcebergPartitionPath) and template. It
+// "data", the partition path (see PartitionPath) and template. It
 // is idempotent: a template that already starts with the table's data
 // folder is returned as it is, so that a config rendered with it loads
 // back the same.
 //
 // A {{topic}} in rel (iceberg.table kafka.{{topic}}) becomes
-// {{topic:dots=_}}: the folder is the table's name, and a topic's dots are
-// "_" in it (TableTopic), so that the files of topic orders.v1 lie in the
-// location of table kafka.orders_v1, <warehouse>/kafka.db/orders_v1.
-func IcebergTemplate(rel, partitionPath, template string) string {
+// {{topic:dots=_}}: the folder is the table's name, and a topic's dots
+// are "_" in it (naming.TableTopic), so that the files of topic orders.v1
+// lie in the location of table kafka.orders_v1,
+// <warehouse>/kafka.db/orders_v1.
+func Template(rel, partitionPath, template string) string {
 	dir := strings.ReplaceAll(rel, "{{topic}}", "{{topic:dots=_}}") + "/data/"
 	if partitionPath != "" {
 		dir += partitionPath + "/"
