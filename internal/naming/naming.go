@@ -723,27 +723,7 @@ func (m *matcher) match(ps []piece, s string) bool {
 		if p.dots {
 			return m.dotted(ps, s)
 		}
-		if m.haveTopic {
-			return strings.HasPrefix(s, m.v.Topic) && m.match(ps[1:], s[len(m.v.Topic):])
-		}
-		n := 0
-		for n < len(s) && n < maxTopicLen && isTopicChar(s[n]) {
-			n++
-		}
-		for ; n > 0; n-- {
-			if s[:n] == "." || s[:n] == ".." {
-				continue
-			}
-			m.v.Topic, m.haveTopic = s[:n], true
-			if m.haveDotted && TableTopic(m.v.Topic) != m.dottedText {
-				continue
-			}
-			if m.match(ps[1:], s[n:]) {
-				return true
-			}
-		}
-		m.v.Topic, m.haveTopic = "", false
-		return false
+		return m.topic(ps, s)
 	case partitionVar:
 		if m.havePartition {
 			r := string(appendNum(nil, int64(m.v.Partition), p.padded, p.width))
@@ -761,25 +741,7 @@ func (m *matcher) match(ps []piece, s string) bool {
 			m.v.StartOffset, m.haveOffs = n, true
 		}, func() { m.haveOffs = false })
 	case keyVar:
-		if m.haveKey {
-			return strings.HasPrefix(s, m.keyText) && m.match(ps[1:], s[len(m.keyText):])
-		}
-		n := 0
-		for n < len(s) && n < partvalue.MaxKeyLen && partvalue.IsKeyChar(s[n]) {
-			n++
-		}
-		for ; n > 0; n-- {
-			key, cut, ok := partvalue.ParseKey(s[:n])
-			if !ok {
-				continue
-			}
-			m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = key, cut, s[:n], true
-			if m.match(ps[1:], s[n:]) {
-				return true
-			}
-		}
-		m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = nil, false, "", false
-		return false
+		return m.key(ps, s)
 	case yearVar:
 		return m.year(ps, s)
 	case valueFieldVar:
@@ -810,6 +772,56 @@ func (m *matcher) match(ps []piece, s string) bool {
 		n, ok := digits(s[:w])
 		return ok && n >= lo && n <= hi && m.match(ps[1:], s[w:])
 	}
+}
+
+// topic matches a {{topic}} piece, ps[0]: the known topic, or each run of
+// topic characters, longest first, that the rest of the name follows.
+func (m *matcher) topic(ps []piece, s string) bool {
+	if m.haveTopic {
+		return strings.HasPrefix(s, m.v.Topic) && m.match(ps[1:], s[len(m.v.Topic):])
+	}
+	n := 0
+	for n < len(s) && n < maxTopicLen && isTopicChar(s[n]) {
+		n++
+	}
+	for ; n > 0; n-- {
+		if s[:n] == "." || s[:n] == ".." {
+			continue
+		}
+		m.v.Topic, m.haveTopic = s[:n], true
+		if m.haveDotted && TableTopic(m.v.Topic) != m.dottedText {
+			continue
+		}
+		if m.match(ps[1:], s[n:]) {
+			return true
+		}
+	}
+	m.v.Topic, m.haveTopic = "", false
+	return false
+}
+
+// key matches a {{key}} piece, ps[0]: the key read before, or each text
+// some key renders as, longest first, that the rest of the name follows.
+func (m *matcher) key(ps []piece, s string) bool {
+	if m.haveKey {
+		return strings.HasPrefix(s, m.keyText) && m.match(ps[1:], s[len(m.keyText):])
+	}
+	n := 0
+	for n < len(s) && n < partvalue.MaxKeyLen && partvalue.IsKeyChar(s[n]) {
+		n++
+	}
+	for ; n > 0; n-- {
+		key, cut, ok := partvalue.ParseKey(s[:n])
+		if !ok {
+			continue
+		}
+		m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = key, cut, s[:n], true
+		if m.match(ps[1:], s[n:]) {
+			return true
+		}
+	}
+	m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = nil, false, "", false
+	return false
 }
 
 // year reads a year as Render writes it: four digits from 0000 to 9999,
