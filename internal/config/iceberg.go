@@ -10,6 +10,8 @@ import (
 
 	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
+	"github.com/spillway/spillway/internal/naming/tablepath"
 )
 
 // The iceberg section is package iceberg's Options (its keys, defaults
@@ -25,7 +27,7 @@ func (c *Config) normalizeIceberg() {
 	o.Table = strings.TrimSpace(o.Table)
 	o.Normalize()
 	for i, t := range o.PartitionBy {
-		o.PartitionBy[i] = naming.CanonTransform(t)
+		o.PartitionBy[i] = partvalue.CanonTransform(t)
 	}
 }
 
@@ -111,7 +113,7 @@ func (c *Config) IcebergWarehouse() string {
 }
 
 // icebergLayout is the table's location under storage.prefix and the
-// effective file.name_template (see naming.IcebergTemplate), or the
+// effective file.name_template (see tablepath.Template), or the
 // problem, naming its keys.
 func (c *Config) icebergLayout() (rel, template string, err error) {
 	ns, table, ok := SplitTable(c.Iceberg.Table)
@@ -122,15 +124,15 @@ func (c *Config) icebergLayout() (rel, template string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	loc := naming.TableLocation(c.Warehouse(), ns, table)
-	if rel, err = naming.LocationUnder(base, c.Storage.Prefix, loc); err != nil {
+	loc := tablepath.Location(c.Warehouse(), ns, table)
+	if rel, err = tablepath.LocationUnder(base, c.Storage.Prefix, loc); err != nil {
 		return "", "", err
 	}
-	pp, err := naming.IcebergPartitionPath(c.Iceberg.PartitionBy)
+	pp, err := tablepath.PartitionPath(c.Iceberg.PartitionBy)
 	if err != nil {
 		return "", "", err
 	}
-	return rel, naming.IcebergTemplate(rel, pp, c.File.NameTemplate), nil
+	return rel, tablepath.Template(rel, pp, c.File.NameTemplate), nil
 }
 
 // ApplyIcebergLayout makes Parquet timestamps microseconds (Iceberg's
@@ -157,7 +159,7 @@ func (c *Config) checkIceberg(ps *problems) {
 	if !o.Enabled() {
 		return
 	}
-	if naming.UsesKeyBucket(o.PartitionBy) {
+	if tablepath.UsesKeyBucket(o.PartitionBy) {
 		if !slices.Contains(c.Format.Fields, "key") || !c.Format.Envelope {
 			ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "buckets the key, which the files hold only with format.envelope: true and key in format.fields; add it, or drop the bucket")
 		}
@@ -165,7 +167,7 @@ func (c *Config) checkIceberg(ps *problems) {
 			ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "buckets the key, but schema_registry.decode %s types the key column by its registry schema, and Iceberg's bucket of a typed column is not the bucket of the key's bytes that Spillway splits files by; set schema_registry.decode: value, or drop the bucket", c.SchemaRegistry.Decode)
 		}
 	}
-	if vf := naming.ValueFields(o.PartitionBy); len(vf) > 0 {
+	if vf := partvalue.ValueFields(o.PartitionBy); len(vf) > 0 {
 		by := strings.Join(o.PartitionBy, ", ")
 		switch {
 		case c.SchemaRegistry.URL == "" || !c.SchemaRegistry.DecodeValues():
@@ -174,7 +176,7 @@ func (c *Config) checkIceberg(ps *problems) {
 			ps.add("iceberg.partition_by", by, "partitions by the value field %s, but format.fields has no value, so the files hold no column of it; add value to format.fields, or drop the value field", vf[0].Path)
 		}
 	}
-	if _, err := naming.IcebergPartitionPath(o.PartitionBy); err != nil && len(*ps) == 0 {
+	if _, err := tablepath.PartitionPath(o.PartitionBy); err != nil && len(*ps) == 0 {
 		ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "%v", err)
 	}
 	if a, b, table := SameTable(o.Table, c.Kafka.Topics); table != "" {
@@ -183,7 +185,7 @@ func (c *Config) checkIceberg(ps *problems) {
 	if c.Format.Type != "parquet" {
 		ps.add("format.type", c.Format.Type, "must be parquet when iceberg.table is set: Iceberg tables hold Parquet files here; set format.type: parquet")
 	}
-	if naming.UsesTime(o.PartitionBy) {
+	if tablepath.UsesTime(o.PartitionBy) {
 		if !slices.Contains(c.Format.Fields, "timestamp") || !c.Format.Envelope {
 			ps.add("iceberg.partition_by", strings.Join(o.PartitionBy, ", "), "partitions by timestamp, which the files hold only with format.envelope: true and timestamp in format.fields; add it, or partition by partition")
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/tablepath"
 )
 
 // TestIcebergRejects: each bad iceberg value, or a section the table
@@ -126,7 +127,7 @@ func TestIcebergLayout(t *testing.T) {
 		}
 		// The layout sits in the table's location.
 		ns, tbl, _ := SplitTable(strings.ReplaceAll(c.Iceberg.Table, "{{topic}}", v.Topic))
-		loc := naming.TableLocation(c.Warehouse(), ns, tbl)
+		loc := tablepath.Location(c.Warehouse(), ns, tbl)
 		if want := strings.TrimSuffix(c.Storage.URL, "/") + "/" + tt.wantKey; !strings.HasPrefix(want, loc+"/data/") {
 			t.Errorf("%s: the file %s is not under the table's %s/data/", tt.partitionBy, want, loc)
 		}

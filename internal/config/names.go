@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // Names are the keys of the data files this config writes: storage.prefix,
@@ -11,7 +12,7 @@ import (
 // format.type and format.compression. Its errors name the key at fault.
 // run, verify and skip build them here, so that they agree on every key.
 func (c *Config) Names() (naming.Names, error) {
-	loc, err := naming.LoadLocation(c.File.Timezone)
+	loc, err := partvalue.LoadLocation(c.File.Timezone)
 	if err != nil {
 		return naming.Names{}, fmt.Errorf("file.timezone: %w", err)
 	}

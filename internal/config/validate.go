@@ -18,6 +18,7 @@ import (
 	"github.com/spillway/spillway/internal/bytesize"
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 	"github.com/spillway/spillway/internal/storage"
 )
 
@@ -208,7 +209,7 @@ func (f *File) check(ps *problems) {
 	// Package naming owns the template rules (which variables a template
 	// needs, and what makes names collide); its message quotes the
 	// template and says what is wrong.
-	loc, err := naming.LoadLocation(f.Timezone)
+	loc, err := partvalue.LoadLocation(f.Timezone)
 	if err != nil {
 		why := "is not a known time zone"
 		switch f.Timezone {

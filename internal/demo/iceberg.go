@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/tablepath"
 	"github.com/spillway/spillway/internal/tables"
 )
 
@@ -33,7 +33,7 @@ func useIceberg(cfg *config.Config, dir string) {
 func icebergHint(cfg *config.Config) string {
 	name := tables.TableName(cfg.Iceberg.Table, topic)
 	ns, table, _ := config.SplitTable(name)
-	loc := naming.TableLocation(cfg.Warehouse(), ns, table)
+	loc := tablepath.Location(cfg.Warehouse(), ns, table)
 	data := strings.TrimPrefix(loc, "file://") + "/data/**/*.parquet"
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nIceberg table %s, location %s\n", name, loc)

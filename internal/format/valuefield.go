@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -163,7 +163,7 @@ func nonNull(n *avro.SchemaNode) *avro.SchemaNode {
 }
 
 // leafKind is the kind of path's field in root: string, bytes, int, long,
-// boolean, date, timestamp, or another Avro type (which naming's
+// boolean, date, timestamp, or another Avro type (which partvalue's
 // transforms refuse per record); "" when a record on the path lacks the
 // field.
 func leafKind(root *avro.SchemaNode, path []string) (string, error) {
@@ -232,8 +232,8 @@ func project(n avro.SchemaNode, paths [][]string) avro.SchemaNode {
 // errNotRecord: a path crosses a value that is not a record.
 var errNotRecord = errors.New("is not a record")
 
-// pick is path's value in v (a decoded record), as naming's transforms
-// take it: a date as naming.Date, a timestamp as time.Time in UTC.
+// pick is path's value in v (a decoded record), as partvalue's transforms
+// take it: a date as partvalue.Date, a timestamp as time.Time in UTC.
 func pick(v any, path []string, kind string) (any, error) {
 	if kind == "" {
 		return nil, nil // the schema lacks it: null
@@ -251,12 +251,12 @@ func pick(v any, path []string, kind string) (any, error) {
 	switch x := v.(type) {
 	case time.Time:
 		if kind == "date" {
-			return naming.Date(floorDays(x.Unix())), nil
+			return partvalue.Date(floorDays(x.Unix())), nil
 		}
 		return x.UTC(), nil
 	case int32:
 		if kind == "date" {
-			return naming.Date(x), nil
+			return partvalue.Date(x), nil
 		}
 	case int64:
 		if kind == "timestamp" {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 	"github.com/spillway/spillway/internal/registry"
 )
 
@@ -67,7 +68,7 @@ func TestFieldReader(t *testing.T) {
 	order := map[string]any{"id": int64(7), "country": "FR", "user": map[string]any{"id": int64(42)}, "created": created, "born": born}
 	rec := func(v []byte) *kgo.Record { return &kgo.Record{Topic: "t", Partition: 1, Offset: 5, Value: v} }
 	want := func(c any) map[string]any {
-		return map[string]any{"created": created, "country": c, "user.id": int64(42), "born": naming.Date(born.Unix() / 86400)}
+		return map[string]any{"created": created, "country": c, "user.id": int64(42), "born": partvalue.Date(born.Unix() / 86400)}
 	}
 
 	for _, c := range []struct {

@@ -9,12 +9,12 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/spillway/spillway/internal/azureenv"
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/tablepath"
 )
 
 // Azure. Spillway's storage stores a file at azblob://container/key and a
 // table names it abfs://container@account.dfs.core.windows.net/key
-// (naming.AzureTableBase). The account and the credentials come from the
+// (tablepath.AzureBase). The account and the credentials come from the
 // environment variables gocloud's azblob opener reads, taken in the same
 // order as internal/storage takes them (package azureenv), and become
 // iceberg-go's adls.* FileIO properties. They are never logged: the
@@ -36,7 +36,7 @@ func azureAccount(u *url.URL) string {
 
 // TableBase is the root under which a table names the keys of
 // storageURL: storageURL without its query (s3's region, ...), or, for an
-// azblob:// container, its abfs:// location (naming.AzureTableBase). No
+// azblob:// container, its abfs:// location (tablepath.AzureBase). No
 // trailing "/".
 func TableBase(storageURL string) (string, error) {
 	u, err := url.Parse(storageURL)
@@ -48,7 +48,7 @@ func TableBase(storageURL string) (string, error) {
 		if account == "" && u.Host != "" {
 			return "", errors.New("is an Azure container, which a table names abfs://container@account.dfs.core.windows.net, but no storage account is known; set AZURE_STORAGE_ACCOUNT (with AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN), or AZURE_STORAGE_CONNECTION_STRING with its AccountName")
 		}
-		base, _, err := naming.AzureTableBase(storageURL, account)
+		base, _, err := tablepath.AzureBase(storageURL, account)
 		return base, err
 	}
 	u.RawQuery = ""

@@ -22,7 +22,7 @@ import (
 // column bounds: a bucket of the key can't be read from bounds (a hash
 // keeps no order, and the key column has none), and the Kafka partition
 // is no column of the file. Spillway named each file from the values its
-// records share (see naming.IcebergPartitionPath): its Kafka partition, its
+// records share (see tablepath.PartitionPath): its Kafka partition, its
 // day or hour, its key's bucket, one Hive-style "field=value" folder each,
 // so the file's path says them. The ledger's partition is checked against
 // the path, and a time value against the file's bounds, so a file that

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // Options is the config's iceberg section: where Spillway commits the data
@@ -286,9 +287,9 @@ var transformRE = regexp.MustCompile(`^\s*(?:(identity|year|month|day|hour|bucke
 // records' hour or day, its key's bucket, its value's field; see naming's
 // key_bucket and value_field).
 func parseTransform(s string) (transform, error) {
-	canon := naming.CanonTransform(s)
+	canon := partvalue.CanonTransform(s)
 	if canon != partitionColumn && !strings.HasSuffix(canon, "(timestamp)") && !strings.HasSuffix(canon, ",key)") && canon != "identity(partition)" {
-		if vt, ok := naming.ParseValueTransform(canon); ok {
+		if vt, ok := partvalue.ParseValueTransform(canon); ok {
 			return transform{kind: vt.Transform, column: vt.Path, n: vt.N, value: true, name: vt.FieldName()}, nil
 		}
 	}

@@ -299,7 +299,7 @@ func partitionSpec(by []string, sc *iceberg.Schema) (iceberg.PartitionSpec, erro
 			it = iceberg.TruncateTransform{Width: tr.n}
 		}
 		if tr.value {
-			target = tr.name // the folder's name, naming.ValueTransform.FieldName
+			target = tr.name // the folder's name, partvalue.ValueTransform.FieldName
 		}
 		opts = append(opts, iceberg.AddPartitionFieldByName(tr.column, target, it, sc, nil))
 	}

@@ -1,39 +1,21 @@
 package naming
 
 import (
-	"math"
 	"strconv"
 
-	"github.com/twmb/murmur3"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // keyBucket renders {{key_bucket:n=N}}: the bucket Iceberg's bucket(N, key)
-// transform gives the record key, so that an Iceberg table partitioned by
-// it gets files that each hold one bucket. The hash is Iceberg's (the
-// spec's murmur3 x86_32 of the bytes, (hash & MaxInt32) % N), not one of
-// our own: a bucket that differs from what every engine computes would
-// make them skip the file a key is in. The key column holds the key's
-// bytes, as a binary or a string column, and both hash the same bytes.
-// The null key has no bucket: it renders "null", as Iceberg writes a null
+// transform gives the record key (partvalue.KeyBucket), so that an Iceberg
+// table partitioned by it gets files that each hold one bucket. The null
+// key has no bucket: it renders "null", as Iceberg writes a null
 // partition value in a path.
-//
-// The hash is the murmur3 package iceberg-go's BucketTransform calls, and
-// the bucket its formula; package iceberg's tests check the two agree on
-// every key they try. Importing iceberg-go here instead would link it
-// (its catalogs and FileIO's cloud SDKs) into package storage and
-// format/formattest, and their tests, which do without it now.
 type keyBucket struct{ n int }
 
 func newKeyBucket(n int) *keyBucket { return &keyBucket{n: n} }
 
-// bucket is Iceberg's bucket of the bytes key among k.n: the spec's
-// (murmur3_x86_32(key) & Integer.MAX_VALUE) % N.
-func (k *keyBucket) bucket(key []byte) int32 {
-	return (int32(murmur3.Sum32(key)) & math.MaxInt32) % int32(k.n)
-}
-
-// maxBuckets bounds N: Iceberg's bucket values are int32.
-const maxBuckets = 1<<31 - 1
+func (k *keyBucket) bucket(key []byte) int32 { return partvalue.KeyBucket(key, k.n) }
 
 // parseKeyBucket parses the parameter of {{key_bucket:n=N}}.
 func parseKeyBucket(src string, off int, whole, key, val string, hasParam bool) (piece, error) {
@@ -41,8 +23,8 @@ func parseKeyBucket(src string, off int, whole, key, val string, hasParam bool) 
 		return piece{}, errAt(src, off, "bad variable %q at offset %d; {{key_bucket}} needs the number of buckets, such as {{key_bucket:n=16}}", whole, off)
 	}
 	n, err := strconv.Atoi(val)
-	if err != nil || n < 1 || n > maxBuckets || val[0] == '0' {
-		return piece{}, errAt(src, off, "bad parameter n=%s in %q at offset %d; the number of buckets must be 1 to %d", val, whole, off, maxBuckets)
+	if err != nil || n < 1 || n > partvalue.MaxBuckets || val[0] == '0' {
+		return piece{}, errAt(src, off, "bad parameter n=%s in %q at offset %d; the number of buckets must be 1 to %d", val, whole, off, partvalue.MaxBuckets)
 	}
 	return piece{kind: keyBucketVar, width: n}, nil
 }

@@ -1,6 +1,10 @@
 package naming
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/spillway/spillway/internal/naming/partvalue"
+)
 
 // TestKeyBucketSpecVectors: {{key_bucket}} gives the Iceberg spec's
 // hashes (appendix "Bucket transform details": the string "iceberg" hashes
@@ -14,8 +18,8 @@ func TestKeyBucketSpecVectors(t *testing.T) {
 		n    int
 		want int32
 	}{
-		{[]byte("iceberg"), maxBuckets, 1210000089},
-		{[]byte{0, 1, 2, 3}, maxBuckets, -188683207 & (1<<31 - 1)},
+		{[]byte("iceberg"), partvalue.MaxBuckets, 1210000089},
+		{[]byte{0, 1, 2, 3}, partvalue.MaxBuckets, -188683207 & (1<<31 - 1)},
 		{[]byte("iceberg"), 16, 1210000089 % 16},
 		{[]byte{0, 1, 2, 3}, 7, (-188683207 & (1<<31 - 1)) % 7},
 		{[]byte{}, 4, 0}, // murmur3 of no bytes is 0
@@ -96,24 +100,6 @@ func TestKeyBucketParse(t *testing.T) {
 	} {
 		if _, err := Parse(s); err == nil {
 			t.Errorf("%s parsed", s)
-		}
-	}
-}
-
-// TestIcebergPartitionPathBucket: bucket(N,key) is laid out as Iceberg
-// names its field, key_bucket, and one table takes one key bucket.
-func TestIcebergPartitionPathBucket(t *testing.T) {
-	t.Parallel()
-	pp, err := IcebergPartitionPath([]string{"day(timestamp)", "bucket(8,key)"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/key_bucket={{key_bucket:n=8}}"; pp != want {
-		t.Errorf("got %s, want %s", pp, want)
-	}
-	for _, by := range [][]string{{"bucket(8,key)", "bucket(4,key)"}, {"bucket(0,key)"}, {"bucket(4,)"}} {
-		if _, err := IcebergPartitionPath(by); err == nil {
-			t.Errorf("%v laid out", by)
 		}
 	}
 }

@@ -47,38 +47,10 @@
 // # Keys
 //
 // Keys are arbitrary bytes, and a name must stay a safe object key and
-// file name. {{key}} writes a key with these rules, which give every key,
-// null included, a rendering of its own (the escaping is injective):
-//
-//   - ASCII letters, digits and '-' are written as themselves, and so are
-//     '_' and '.', except '_' and '.' as the key's first byte and '.' as its
-//     last.
-//   - Every other byte is written as '!' and two upper-case hex digits:
-//     "a/b" is "a!2Fb", "!" is "!21", a space is "!20", "é" (UTF-8 C3 A9)
-//     is "!C3!A9". A leading '_' or '.' ("!5F", "!2E") would hide the file
-//     from Hive, Spark, Athena and DuckDB, which skip such names, and would
-//     allow "." and ".."; a trailing '.' ("!2E") is dropped by Windows and
-//     mishandled by Azure Blob.
-//   - The null key is "null", as Aiven writes it. The key whose four bytes
-//     are "null" is "!6Eull", so the two stay apart (Aiven writes both as
-//     "null").
-//   - The empty key is "!empty".
-//   - A key whose rendering would be longer than 200 bytes is written as the
-//     first 132 to 134 bytes of that rendering (cut before an escape, never
-//     inside one), "!h", and the SHA-256 of the whole key in 64 lower-case
-//     hex digits. At most 200 bytes, so names stay within S3's 1024-byte
-//     keys and the 255 bytes of a local file name. Two long keys share a
-//     name only if they share a SHA-256.
-//
-// A rendering is thus never empty, "." or "..", holds only [A-Za-z0-9._!-]
-// (no "/", no byte that S3, GCS or Azure Blob ask users to avoid, nothing a
-// file system refuses), and reads back with Match: exactly, but for a long
-// key, of which only the prefix can be. '!' escapes rather than '%' because
-// Azure Blob can't take '%' in names and S3 lists it among the characters
-// to avoid; the price is that Hive and Spark show an escaped key as it is
-// written, not decoded. Aiven writes the key's text as it is, so keys made
-// of letters, digits, '-' and inner '_' and '.' look the same in both, and
-// a key with "/" makes directories in Aiven's names but not in Spillway's.
+// file name. {{key}} writes a key escaped as package partvalue's Keys
+// describe: every key, null included, gets a rendering of its own, never
+// empty, "." or "..", of at most 200 bytes of [A-Za-z0-9._!-], that Match
+// reads back (but for a long key, of which only the prefix can be).
 //
 // Keys that differ only in letter case get different names, which share a
 // file on a case-insensitive file system (macOS, Windows), as topics that
@@ -109,6 +81,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // Widths of the zero-padded numbers. They are Aiven's, so files written by
@@ -224,7 +198,7 @@ const knownVars = "topic, partition, start_offset, timestamp, key, key_bucket, v
 type Option func(*Template)
 
 // Location renders {{timestamp}} in loc rather than UTC; nil means UTC. Use
-// LoadLocation to turn a configured name into one.
+// partvalue.LoadLocation to turn a configured name into one.
 func Location(loc *time.Location) Option {
 	return func(t *Template) {
 		if loc != nil {
@@ -555,7 +529,7 @@ func (t *Template) maxLen(v Vars) int {
 		case topicVar:
 			n += len(v.Topic)
 		case keyVar:
-			n += keyLen(v.Key)
+			n += partvalue.KeyLen(v.Key)
 		default:
 			n += offsetWidth
 		}
@@ -588,7 +562,7 @@ func (t *Template) Group(v Vars) string {
 func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 	var year, month, day, hour int64
 	if t.hasTS {
-		year, month, day, hour = civil(v.Time, t.loc)
+		year, month, day, hour = partvalue.Civil(v.Time, t.loc)
 	}
 	for _, p := range t.pieces[:n] {
 		switch p.kind {
@@ -607,7 +581,7 @@ func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 				b = appendNum(b, v.StartOffset, p.padded, p.width)
 			}
 		case keyVar:
-			b = appendKey(b, v.Key)
+			b = partvalue.AppendKey(b, v.Key)
 		case yearVar:
 			b = appendNum(b, year, true, 4)
 		case monthVar:
@@ -619,58 +593,18 @@ func (t *Template) appendPieces(b []byte, v Vars, n int, group bool) []byte {
 		case keyBucketVar:
 			b = t.bucket.append(b, v.Key)
 		case valueFieldVar:
-			b = p.vf.append(b, fieldOf(v.Fields, p.vf.field))
+			b = p.vf.tr.AppendText(b, fieldOf(v.Fields, p.vf.field))
 		}
 	}
 	return b
 }
 
-// civil returns the local date and hour of ts in loc. It looks the zone
-// up once and does the calendar arithmetic itself (Hinnant's
-// civil_from_days), where ts.In(loc).Date() and .Hour() would look the zone
-// up and split the time twice; Group runs once per record.
-func civil(ts time.Time, loc *time.Location) (year, month, day, hour int64) {
-	_, off := ts.In(loc).Zone()
-	sec := ts.Unix() + int64(off)
-	days := floorDiv(sec, 86400)
-	hour = (sec - days*86400) / 3600
-	z := days + 719468 // days since 0000-03-01
-	era := floorDiv(z, 146097)
-	doe := z - era*146097                                  // day of the 400-year era, [0, 146096]
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era, [0, 399]
-	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the year from 1 March, [0, 365]
-	mp := (5*doy + 2) / 153                                // month from March, [0, 11]
-	day = doy - (153*mp+2)/5 + 1
-	month = mp + 3
-	if month > 12 {
-		month -= 12
-	}
-	year = yoe + era*400
-	if month <= 2 {
-		year++
-	}
-	return year, month, day, hour
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
 // appendNum appends n in decimal, zero-padded to width when pad is set.
 func appendNum(b []byte, n int64, pad bool, width int) []byte {
-	if n < 0 || !pad {
+	if !pad {
 		return strconv.AppendInt(b, n, 10)
 	}
-	var tmp [20]byte
-	d := strconv.AppendInt(tmp[:0], n, 10)
-	for i := len(d); i < width; i++ {
-		b = append(b, '0')
-	}
-	return append(b, d...)
+	return partvalue.AppendPadded(b, n, width)
 }
 
 // PartitionPrefix returns the rendered text of the template up to its first
@@ -699,7 +633,7 @@ func (t *Template) PartitionPrefix(topic string, partition int32) (prefix string
 
 // Match parses a rendered name (without extension) back into its topic,
 // partition, start offset and key. Timestamp parts must be well formed but
-// are not returned (Vars.Time is zero). A long key (see key.go) can't be
+// are not returned (Vars.Time is zero). A long key (see Keys) can't be
 // read back whole: Match then returns the bytes of its readable prefix in
 // Key and sets KeyCut.
 //
@@ -789,27 +723,7 @@ func (m *matcher) match(ps []piece, s string) bool {
 		if p.dots {
 			return m.dotted(ps, s)
 		}
-		if m.haveTopic {
-			return strings.HasPrefix(s, m.v.Topic) && m.match(ps[1:], s[len(m.v.Topic):])
-		}
-		n := 0
-		for n < len(s) && n < maxTopicLen && isTopicChar(s[n]) {
-			n++
-		}
-		for ; n > 0; n-- {
-			if s[:n] == "." || s[:n] == ".." {
-				continue
-			}
-			m.v.Topic, m.haveTopic = s[:n], true
-			if m.haveDotted && TableTopic(m.v.Topic) != m.dottedText {
-				continue
-			}
-			if m.match(ps[1:], s[n:]) {
-				return true
-			}
-		}
-		m.v.Topic, m.haveTopic = "", false
-		return false
+		return m.topic(ps, s)
 	case partitionVar:
 		if m.havePartition {
 			r := string(appendNum(nil, int64(m.v.Partition), p.padded, p.width))
@@ -827,25 +741,7 @@ func (m *matcher) match(ps []piece, s string) bool {
 			m.v.StartOffset, m.haveOffs = n, true
 		}, func() { m.haveOffs = false })
 	case keyVar:
-		if m.haveKey {
-			return strings.HasPrefix(s, m.keyText) && m.match(ps[1:], s[len(m.keyText):])
-		}
-		n := 0
-		for n < len(s) && n < maxKeyLen && isKeyChar(s[n]) {
-			n++
-		}
-		for ; n > 0; n-- {
-			key, cut, ok := parseKey(s[:n])
-			if !ok {
-				continue
-			}
-			m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = key, cut, s[:n], true
-			if m.match(ps[1:], s[n:]) {
-				return true
-			}
-		}
-		m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = nil, false, "", false
-		return false
+		return m.key(ps, s)
 	case yearVar:
 		return m.year(ps, s)
 	case valueFieldVar:
@@ -876,6 +772,56 @@ func (m *matcher) match(ps []piece, s string) bool {
 		n, ok := digits(s[:w])
 		return ok && n >= lo && n <= hi && m.match(ps[1:], s[w:])
 	}
+}
+
+// topic matches a {{topic}} piece, ps[0]: the known topic, or each run of
+// topic characters, longest first, that the rest of the name follows.
+func (m *matcher) topic(ps []piece, s string) bool {
+	if m.haveTopic {
+		return strings.HasPrefix(s, m.v.Topic) && m.match(ps[1:], s[len(m.v.Topic):])
+	}
+	n := 0
+	for n < len(s) && n < maxTopicLen && isTopicChar(s[n]) {
+		n++
+	}
+	for ; n > 0; n-- {
+		if s[:n] == "." || s[:n] == ".." {
+			continue
+		}
+		m.v.Topic, m.haveTopic = s[:n], true
+		if m.haveDotted && TableTopic(m.v.Topic) != m.dottedText {
+			continue
+		}
+		if m.match(ps[1:], s[n:]) {
+			return true
+		}
+	}
+	m.v.Topic, m.haveTopic = "", false
+	return false
+}
+
+// key matches a {{key}} piece, ps[0]: the key read before, or each text
+// some key renders as, longest first, that the rest of the name follows.
+func (m *matcher) key(ps []piece, s string) bool {
+	if m.haveKey {
+		return strings.HasPrefix(s, m.keyText) && m.match(ps[1:], s[len(m.keyText):])
+	}
+	n := 0
+	for n < len(s) && n < partvalue.MaxKeyLen && partvalue.IsKeyChar(s[n]) {
+		n++
+	}
+	for ; n > 0; n-- {
+		key, cut, ok := partvalue.ParseKey(s[:n])
+		if !ok {
+			continue
+		}
+		m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = key, cut, s[:n], true
+		if m.match(ps[1:], s[n:]) {
+			return true
+		}
+	}
+	m.v.Key, m.v.KeyCut, m.keyText, m.haveKey = nil, false, "", false
+	return false
 }
 
 // year reads a year as Render writes it: four digits from 0000 to 9999,

@@ -185,7 +185,7 @@ func Deployment(cfg *config.Config, ext string) ledger.Deployment {
 		Group:  cfg.Kafka.Group,
 		Format: cfg.Format.Type + "+" + cfg.Format.Compression + " " + ext,
 		// A table's folder renders {{topic}} as {{topic:dots=_}}
-		// (naming.IcebergTemplate), which names a topic without dots
+		// (tablepath.Template), which names a topic without dots
 		// as {{topic}} did: ledgers of tables written before it was
 		// introduced still match.
 		Template: strings.ReplaceAll(cfg.File.NameTemplate, "{{topic:dots=_}}", "{{topic}}"),

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/iceberg"
-	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/tablepath"
 )
 
 // OpenCatalog opens iceberg.catalog: package iceberg's Catalog, over the
@@ -72,7 +72,7 @@ func OptionsFor(cfg *config.Config) Options {
 		Base:  base,
 		Location: func(name string) string {
 			ns, table, _ := config.SplitTable(name)
-			return naming.TableLocation(warehouse, ns, table)
+			return tablepath.Location(warehouse, ns, table)
 		},
 		Interval:        cfg.Iceberg.CommitInterval,
 		MaxPendingBytes: VolumeFactor * int64(cfg.File.MaxBytes),

@@ -25,6 +25,7 @@ import (
 	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/ledger"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/tablepath"
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
@@ -35,7 +36,7 @@ import (
 // keys (null and empty ones among them) and timestamps over two days,
 // through the real sink, ledger and commit loop into tables partitioned
 // by partition, by bucket(4, key), and by day(timestamp) and bucket(3,
-// key), laid out as run lays them out (naming.IcebergPartitionPath).
+// key), laid out as run lays them out (tablepath.PartitionPath).
 // Then readers nobody here wrote check the table: python3-avro reads the
 // manifests each file's partition values, DuckDB reads each file's
 // records, and every record must be in the partition its manifest entry
@@ -108,11 +109,11 @@ func runPartitioned(t *testing.T, by []string, perPartition int64, configure fun
 	}
 	t.Cleanup(func() { _ = bucket.Close() })
 	led := ledger.New(bucket, "")
-	pp, err := naming.IcebergPartitionPath(by)
+	pp, err := tablepath.PartitionPath(by)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := naming.Parse(naming.IcebergTemplate("kafka.db/t", pp, "{{topic}}-{{partition}}-{{start_offset}}"))
+	tmpl, err := naming.Parse(tablepath.Template("kafka.db/t", pp, "{{topic}}-{{partition}}-{{start_offset}}"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/testkit"
@@ -178,7 +179,7 @@ func checkValuePartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []
 	tmpl, err := naming.Parse("x=" + strings.Join(func() []string {
 		var out []string
 		for _, b := range by {
-			vt, _ := naming.ParseValueTransform(b)
+			vt, _ := partvalue.ParseValueTransform(b)
 			out = append(out, vt.FieldName()+"={{value_field:path="+vt.Path+transformParam(vt)+"}}")
 		}
 		return out
@@ -204,7 +205,7 @@ func checkValuePartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []
 			p, o := int32(id/1000), id%1000
 			_, country, user, created := orderOf(t, p, o)
 			for j, b := range by {
-				vt, _ := naming.ParseValueTransform(b)
+				vt, _ := partvalue.ParseValueTransform(b)
 				name, tr, _ := strings.Cut(spec[j], ":")
 				var src any
 				switch vt.Path {
@@ -246,7 +247,7 @@ func checkValuePartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []
 	t.Logf("%d files, %d partition values", len(entries), len(values))
 }
 
-func transformParam(vt naming.ValueTransform) string {
+func transformParam(vt partvalue.ValueTransform) string {
 	switch vt.Transform {
 	case "identity":
 		return ""

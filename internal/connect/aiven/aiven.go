@@ -16,6 +16,7 @@ import (
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // Aiven's rules, from its cloud-storage-connectors-for-apache-kafka
@@ -385,7 +386,7 @@ func aivenNames(c *connect.Connector, d *connect.Doc, store, typ, compression st
 	if err := naming.CheckPrefix(prefix); err != nil {
 		return connect.Errorf("%s: the prefix %q can't be Spillway's storage.prefix: it %v", c.File, prefix, err)
 	}
-	loc, err := naming.LoadLocation(tz)
+	loc, err := partvalue.LoadLocation(tz)
 	if err != nil {
 		return connect.Errorf("%s: time zone %q: %v", c.File, tz, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/connect"
 	"github.com/spillway/spillway/internal/naming"
+	"github.com/spillway/spillway/internal/naming/partvalue"
 )
 
 // Confluent's rules, from kafka-connect-storage-cloud (TopicPartitionWriter,
@@ -356,7 +357,7 @@ func confluentNames(c *connect.Connector, d *connect.Doc, ext, extFrom string) e
 	}
 	prefix, dirDelim, fileDelim, width, nameKeys, file := n.prefix, n.dirDelim, n.fileDelim, n.width, n.nameKeys, n.file
 	template := dir + dirDelim + file
-	loc, err := naming.LoadLocation(tz)
+	loc, err := partvalue.LoadLocation(tz)
 	if err != nil {
 		return connect.Errorf("%s: timezone %q: %v", c.File, tz, err)
 	}

@@ -1,4 +1,4 @@
-package naming
+package tablepath
 
 import (
 	"fmt"
@@ -10,19 +10,19 @@ import (
 // azblob://container (gocloud's scheme) and a file by its key in it; an
 // Iceberg table names the same file
 // abfs://container@account.dfs.core.windows.net/key, the scheme every
-// Iceberg engine (and iceberg-go's Azure FileIO) reads. AzureTableBase is
+// Iceberg engine (and iceberg-go's Azure FileIO) reads. AzureBase is
 // the one translation between them: the config's warehouse and location
 // check, the commit loop's file locations and verify's keys all go
 // through it (by way of TableBase), so that a key and its location can't
 // disagree.
 
-// AzureTableBase is the Iceberg location of the root of storageURL's
+// AzureBase is the Iceberg location of the root of storageURL's
 // container (abfs://container@account.dfs.core.windows.net, no trailing
 // "/"), given the storage account; ok is false when storageURL is not an
 // azblob:// URL. Its query (gocloud's domain=, protocol=, ...) is left
 // out: an Iceberg location is a plain URI, and the endpoint goes to the
 // FileIO as properties.
-func AzureTableBase(storageURL, account string) (base string, ok bool, err error) {
+func AzureBase(storageURL, account string) (base string, ok bool, err error) {
 	u, err := url.Parse(storageURL)
 	if err != nil || u.Scheme != "azblob" {
 		return "", false, nil

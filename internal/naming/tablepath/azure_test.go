@@ -1,21 +1,21 @@
-package naming
+package tablepath
 
 import "testing"
 
-// TestAzureTableBase: an azblob:// container is named as Iceberg names
+// TestAzureBase: an azblob:// container is named as Iceberg names
 // it, abfs://container@account.dfs.core.windows.net, its gocloud query
 // left out; LocationUnder then takes an abfs:// location in that
 // container relative to it, and refuses another container's.
-func TestAzureTableBase(t *testing.T) {
+func TestAzureBase(t *testing.T) {
 	t.Parallel()
-	base, ok, err := AzureTableBase("azblob://cont?protocol=http", "acct")
+	base, ok, err := AzureBase("azblob://cont?protocol=http", "acct")
 	if err != nil || !ok || base != "abfs://cont@acct.dfs.core.windows.net" {
-		t.Fatalf("AzureTableBase = %q, %v, %v", base, ok, err)
+		t.Fatalf("AzureBase = %q, %v, %v", base, ok, err)
 	}
-	if _, ok, _ := AzureTableBase("s3://b", "acct"); ok {
+	if _, ok, _ := AzureBase("s3://b", "acct"); ok {
 		t.Fatal("s3:// taken as Azure")
 	}
-	if _, _, err := AzureTableBase("azblob://cont", ""); err == nil {
+	if _, _, err := AzureBase("azblob://cont", ""); err == nil {
 		t.Fatal("no error without an account")
 	}
 	rel, err := LocationUnder(base, "out/", base+"/out/kafka.db/events")

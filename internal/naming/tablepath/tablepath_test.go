@@ -1,9 +1,14 @@
-package naming
+package tablepath
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/spillway/spillway/internal/naming"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestLocationUnder: a table location is taken relative to storage.url
 // and storage.prefix only when files written there land inside it.
@@ -37,40 +42,40 @@ func TestLocationUnder(t *testing.T) {
 	}
 }
 
-// TestIcebergTemplate: the layout is applied once, whatever the number of
+// TestTemplate: the layout is applied once, whatever the number of
 // loads, and every transform's template parses.
-func TestIcebergTemplate(t *testing.T) {
+func TestTemplate(t *testing.T) {
 	t.Parallel()
 	var all []string
-	for _, tr := range IcebergTransforms() {
+	for _, tr := range Transforms() {
 		all = append(all, strings.Replace(tr, "N", "4", 1))
 	}
-	pp, err := IcebergPartitionPath(all)
+	pp, err := PartitionPath(all)
 	if err != nil {
 		t.Fatal(err)
 	}
-	once := IcebergTemplate("ns.db/t", pp, "{{topic}}-{{partition}}-{{start_offset}}")
-	if twice := IcebergTemplate("ns.db/t", pp, once); twice != once {
+	once := Template("ns.db/t", pp, "{{topic}}-{{partition}}-{{start_offset}}")
+	if twice := Template("ns.db/t", pp, once); twice != once {
 		t.Errorf("applied twice: %s, want %s", twice, once)
 	}
-	if _, err := Parse(once); err != nil {
+	if _, err := naming.Parse(once); err != nil {
 		t.Errorf("%s: %v", once, err)
 	}
-	if _, err := IcebergPartitionPath([]string{"partition", "partition"}); err == nil || !strings.Contains(err.Error(), "twice") {
+	if _, err := PartitionPath([]string{"partition", "partition"}); err == nil || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("a transform twice gave %v", err)
 	}
 }
 
-// TestIcebergTemplateTableFolder: a {{topic}} in the table's folder
+// TestTemplateTableFolder: a {{topic}} in the table's folder
 // renders as the table name does (dots as "_"), the file name keeps the
 // topic, and Match and MatchPartition read such a name back to its topic.
-func TestIcebergTemplateTableFolder(t *testing.T) {
+func TestTemplateTableFolder(t *testing.T) {
 	t.Parallel()
-	tmpl, err := Parse(IcebergTemplate("kafka.db/{{topic}}", "", "{{topic}}-{{partition}}-{{start_offset}}"))
+	tmpl, err := naming.Parse(Template("kafka.db/{{topic}}", "", "{{topic}}-{{partition}}-{{start_offset}}"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := tmpl.Render(Vars{Topic: "orders.v1", Partition: 1, StartOffset: 250})
+	name := tmpl.Render(naming.Vars{Topic: "orders.v1", Partition: 1, StartOffset: 250})
 	if want := "kafka.db/orders_v1/data/orders.v1-1-250"; name != want {
 		t.Fatalf("Render = %q, want %q", name, want)
 	}
@@ -86,7 +91,25 @@ func TestIcebergTemplateTableFolder(t *testing.T) {
 		}
 	}
 	// {{topic:dots=_}} alone does not tell a.b and a_b apart.
-	if _, err := Parse("{{topic:dots=_}}-{{partition}}-{{start_offset}}"); err == nil {
+	if _, err := naming.Parse("{{topic:dots=_}}-{{partition}}-{{start_offset}}"); err == nil {
 		t.Error("a template with only {{topic:dots=_}} parsed")
+	}
+}
+
+// TestPartitionPathBucket: bucket(N,key) is laid out as Iceberg
+// names its field, key_bucket, and one table takes one key bucket.
+func TestPartitionPathBucket(t *testing.T) {
+	t.Parallel()
+	pp, err := PartitionPath([]string{"day(timestamp)", "bucket(8,key)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "timestamp_day={{timestamp:unit=yyyy}}-{{timestamp:unit=MM}}-{{timestamp:unit=dd}}/key_bucket={{key_bucket:n=8}}"; pp != want {
+		t.Errorf("got %s, want %s", pp, want)
+	}
+	for _, by := range [][]string{{"bucket(8,key)", "bucket(4,key)"}, {"bucket(0,key)"}, {"bucket(4,)"}} {
+		if _, err := PartitionPath(by); err == nil {
+			t.Errorf("%v laid out", by)
+		}
 	}
 }

@@ -1,18 +1,20 @@
-package naming
+package partvalue
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 )
 
-// How {{key}} writes a record key into a name: the rules are in the
-// package doc, under Keys.
+// How AppendKey writes a record key: the rules are in the package doc,
+// under Keys.
 const (
-	maxKeyLen  = 200
+	// MaxKeyLen bounds a key's rendering: at most 200 bytes, so names stay
+	// within S3's 1024-byte keys and a local file name's 255 bytes.
+	MaxKeyLen  = 200
 	keyHashTag = "!h"
 	keyHashLen = 2 * sha256.Size
 	// keyCut is the most of a long key's rendering kept before its hash.
-	keyCut = maxKeyLen - len(keyHashTag) - keyHashLen
+	keyCut = MaxKeyLen - len(keyHashTag) - keyHashLen
 	// nullKey is the null key's rendering; quotedNull is that of the key
 	// whose bytes are "null".
 	nullKey    = "null"
@@ -64,9 +66,9 @@ func escapedLen(key []byte) int {
 	return n
 }
 
-// keyLen is the length of key's rendering, or, for a long key, a bound on
-// it.
-func keyLen(key []byte) int {
+// KeyLen is the length of key's rendering, or, for a long key, a bound on
+// it: room to render it in.
+func KeyLen(key []byte) int {
 	switch {
 	case key == nil:
 		return len(nullKey)
@@ -75,11 +77,12 @@ func keyLen(key []byte) int {
 	case string(key) == nullKey:
 		return len(quotedNull)
 	}
-	return min(escapedLen(key), maxKeyLen)
+	return min(escapedLen(key), MaxKeyLen)
 }
 
-// appendKey appends key's rendering to b.
-func appendKey(b, key []byte) []byte {
+// AppendKey appends key's rendering to b. nil is the null key and a
+// non-nil empty slice the empty key, as in kgo.Record.Key.
+func AppendKey(b, key []byte) []byte {
 	switch {
 	case key == nil:
 		return append(b, nullKey...)
@@ -88,7 +91,7 @@ func appendKey(b, key []byte) []byte {
 	case string(key) == nullKey:
 		return append(b, quotedNull...)
 	}
-	if n := escapedLen(key); n <= maxKeyLen {
+	if n := escapedLen(key); n <= MaxKeyLen {
 		if n == len(key) {
 			return append(b, key...) // the common case: nothing to escape
 		}
@@ -121,13 +124,13 @@ func appendEscaped(b, key []byte, n, limit int) []byte {
 	return b
 }
 
-// isKeyChar reports whether c can appear in a key's rendering.
-func isKeyChar(c byte) bool { return keyPlain[c] || c == '!' }
+// IsKeyChar reports whether c can appear in a key's rendering.
+func IsKeyChar(c byte) bool { return keyPlain[c] || c == '!' }
 
-// parseKey reads a key's rendering back. cut reports a long key: key then
+// ParseKey reads a key's rendering back. cut reports a long key: key then
 // holds only the bytes its readable prefix spells. ok is false for text
-// that appendKey writes for no key.
-func parseKey(s string) (key []byte, cut, ok bool) {
+// that AppendKey writes for no key.
+func ParseKey(s string) (key []byte, cut, ok bool) {
 	switch s {
 	case nullKey:
 		return nil, false, true
@@ -145,13 +148,13 @@ func parseKey(s string) (key []byte, cut, ok bool) {
 	if !ok {
 		return nil, false, false
 	}
-	// Only the form appendKey writes is accepted, so that each name maps
+	// Only the form AppendKey writes is accepted, so that each name maps
 	// back to one key: re-escaping must give the same text.
 	var again []byte
 	if cut {
 		again = appendEscaped(make([]byte, 0, len(body)), key, len(key)+1, -1)
 	} else {
-		again = appendKey(make([]byte, 0, len(s)), key)
+		again = AppendKey(make([]byte, 0, len(s)), key)
 	}
 	if string(again) != body {
 		return nil, false, false

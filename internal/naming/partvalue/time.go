@@ -1,8 +1,9 @@
-package naming
+package partvalue
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 	_ "time/tzdata"
 )
 
-// LoadLocation returns the time zone named by a configuration value, for
-// the Location option. It takes an IANA name such as "UTC" or
+// LoadLocation returns the time zone named by a configuration value, in
+// which a record's time is partitioned (see Civil). It takes an IANA name such as "UTC" or
 // "Europe/Berlin" (with its daylight saving rules), and, as Aiven's
 // file.name.timestamp.timezone does (Java's ZoneId), "Z" and fixed UTC
 // offsets: "+05:30", "-0800", "+02", "UTC+01:00", "GMT-3". Java's
@@ -100,4 +101,55 @@ func smallNum(s string) (int, bool) {
 		n = n*10 + int(s[i]-'0')
 	}
 	return n, s != ""
+}
+
+// Civil returns the local date and hour of ts in loc: a record's time
+// partition. It looks the zone up once and does the calendar arithmetic
+// itself (Hinnant's civil_from_days), where ts.In(loc).Date() and .Hour()
+// would look the zone up and split the time twice; a template's Group runs
+// it once per record.
+func Civil(ts time.Time, loc *time.Location) (year, month, day, hour int64) {
+	_, off := ts.In(loc).Zone()
+	sec := ts.Unix() + int64(off)
+	days := floorDiv(sec, 86400)
+	hour = (sec - days*86400) / 3600
+	z := days + 719468 // days since 0000-03-01
+	era := floorDiv(z, 146097)
+	doe := z - era*146097                                  // day of the 400-year era, [0, 146096]
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the era, [0, 399]
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the year from 1 March, [0, 365]
+	mp := (5*doy + 2) / 153                                // month from March, [0, 11]
+	day = doy - (153*mp+2)/5 + 1
+	month = mp + 3
+	if month > 12 {
+		month -= 12
+	}
+	year = yoe + era*400
+	if month <= 2 {
+		year++
+	}
+	return year, month, day, hour
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// AppendPadded appends n in decimal, zero-padded to width; a negative n
+// unpadded. A time unit's text (a year of 4 digits, a month of 2) is
+// written so, and a name's padded numbers too.
+func AppendPadded(b []byte, n int64, width int) []byte {
+	if n < 0 {
+		return strconv.AppendInt(b, n, 10)
+	}
+	var tmp [20]byte
+	d := strconv.AppendInt(tmp[:0], n, 10)
+	for i := len(d); i < width; i++ {
+		b = append(b, '0')
+	}
+	return append(b, d...)
 }
