@@ -425,7 +425,7 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	for i, f := range p.add {
 		paths[i] = f.Location
 	}
-	// With the partition values Spillway knows (see datafiles.go).
+	// With the partition values Spillway knows (see package datafile).
 	dfs, err := t.dataFiles(ctx, tbl, p.add)
 	if err != nil {
 		return err
