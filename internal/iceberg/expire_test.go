@@ -1,10 +1,6 @@
 package iceberg
 
-import (
-	"strings"
-	"testing"
-	"time"
-)
+import "testing"
 
 // TestExpireKeepsSpillwaysNewest commits five Spillway snapshots, then
 // two of another engine on top (appends without Spillway's summary, as
@@ -82,29 +78,5 @@ func TestExpireKeepsSpillwaysNewest(t *testing.T) {
 	}
 	if after, err := tb2.refresh(ctx); err != nil || after.MetadataLocation() != cur.MetadataLocation() {
 		t.Errorf("an expiry with nothing to expire moved the metadata file (%v)", err)
-	}
-}
-
-// TestExpireOptionsValidate: a negative age or keep_last below 1 exits
-// 2 naming the key, the value and the fix; off, nothing is checked.
-func TestExpireOptionsValidate(t *testing.T) {
-	t.Parallel()
-	o := sqlOptions("kafka.events")
-	o.ExpireSnapshots = ExpireOptions{Enabled: true, MaxAge: -time.Hour, KeepLast: 0}
-	err := o.Validate()
-	if err == nil {
-		t.Fatal("Validate accepted max_age -1h and keep_last 0")
-	}
-	for _, want := range []string{"iceberg.expire_snapshots.max_age", "-1h0m0s", "must not be negative", "iceberg.expire_snapshots.keep_last", "must be at least 1"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
-	o.ExpireSnapshots.Enabled = false
-	if err := o.Validate(); err != nil {
-		t.Errorf("expiry off: %v", err)
-	}
-	if d := Defaults().ExpireSnapshots; d != (ExpireOptions{Enabled: true, MaxAge: 120 * time.Hour, KeepLast: 1}) {
-		t.Errorf("defaults %+v, want Iceberg's: on, 5 days, 1", d)
 	}
 }

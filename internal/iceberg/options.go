@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spillway/spillway/internal/iceberg/maintain"
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/naming/partvalue"
@@ -40,7 +41,7 @@ type Options struct {
 	// EvolveSchema adds the optional columns a file brings to the table's
 	// schema before adding the file.
 	EvolveSchema bool `koanf:"evolve_schema"`
-	// ExpireSnapshots expires old snapshots after each commit (expire.go).
+	// ExpireSnapshots expires old snapshots after each commit (package maintain).
 	ExpireSnapshots ExpireOptions `koanf:"expire_snapshots"`
 }
 
@@ -93,7 +94,7 @@ func Defaults() Options {
 		AutoCreate:     true,
 		EvolveSchema:   true,
 
-		ExpireSnapshots: defaultExpire,
+		ExpireSnapshots: maintain.DefaultExpire(),
 	}
 }
 
@@ -215,7 +216,7 @@ func (o *Options) Validate() error {
 	if o.CommitInterval <= 0 {
 		ps.Add("iceberg.commit_interval", o.CommitInterval.String(), "must be positive; use a duration such as 1m")
 	}
-	o.ExpireSnapshots.validate(&ps)
+	o.ExpireSnapshots.Validate(&ps)
 	return ps.Err()
 }
 

@@ -2,66 +2,19 @@ package iceberg
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
+
+	"github.com/spillway/spillway/internal/iceberg/maintain"
 )
 
-// referenced lists the data files that any snapshot of tbl references,
-// not only the current one: a file of an older snapshot is still read by
-// time travel, and by a rollback, until the snapshot is expired.
-func referenced(tbl *table.Table, fio iceio.IO) ([]string, error) {
-	seenManifest := map[string]bool{}
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range tbl.Metadata().Snapshots() {
-		mans, err := s.Manifests(fio)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: read its manifest list: %w", s.SnapshotID, err)
-		}
-		for _, m := range mans {
-			if seenManifest[m.FilePath()] {
-				continue
-			}
-			seenManifest[m.FilePath()] = true
-			// Deleted entries too: the snapshot before the delete still
-			// reads the file.
-			for e, err := range m.Entries(fio, false) {
-				if err != nil {
-					return nil, fmt.Errorf("snapshot %d: read manifest %s: %w", s.SnapshotID, m.FilePath(), err)
-				}
-				p := e.DataFile().FilePath()
-				if !seen[p] {
-					seen[p] = true
-					out = append(out, p)
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// FileInfo is what RemoveOrphan reads of a file before removing it.
-type FileInfo struct {
-	Bytes    int64
-	Modified time.Time
-}
-
-// Files are a table's files as its FileIO reads them, for removing
+// Files returns the table's files as its FileIO reads them, for removing
 // orphans: the FileIO of the table as Catalog.Table or the last refresh
-// loaded it, so that a run over many orphans loads the table once.
-type Files struct {
-	t   *Table
-	fio iceio.IO
-}
-
-// Files returns the table's FileIO, or its location's when the table
-// does not exist, without loading the table again.
-func (t *Table) Files(ctx context.Context) (*Files, error) {
+// loaded it, or its location's when the table does not exist, so that a
+// run over many orphans loads the table once. It opens a location as the
+// ledger names it (literalIO).
+func (t *Table) Files(ctx context.Context) (*maintain.Files, error) {
 	t.mu.Lock()
 	tbl := t.tbl
 	t.mu.Unlock()
@@ -75,37 +28,5 @@ func (t *Table) Files(ctx context.Context) (*Files, error) {
 	if err != nil {
 		return nil, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
-	// literalIO: the file the ledger names (ioLocation).
-	return &Files{t: t, fio: literalIO{fio, t.Location()}}, nil
-}
-
-// Stat reads the size and modification time of the file at loc through
-// the table's FileIO: the same the table's readers use.
-func (f *Files) Stat(loc string) (FileInfo, error) {
-	var fi fs.FileInfo
-	var err error
-	if st, ok := f.fio.(interface {
-		Stat(string) (fs.FileInfo, error)
-	}); ok {
-		fi, err = st.Stat(loc)
-	} else {
-		var file iceio.File
-		if file, err = f.fio.Open(loc); err == nil {
-			fi, err = file.Stat()
-			_ = file.Close()
-		}
-	}
-	if err != nil {
-		return FileInfo{}, fmt.Errorf("iceberg: %s: stat %s: %w", f.t.name, loc, f.t.c.scrub(err))
-	}
-	return FileInfo{Bytes: fi.Size(), Modified: fi.ModTime()}, nil
-}
-
-// Remove removes the file at loc through the table's FileIO. The caller
-// decides that no ledger entry and no snapshot names it.
-func (f *Files) Remove(loc string) error {
-	if err := f.fio.Remove(loc); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("iceberg: %s: remove %s: %w", f.t.name, loc, f.t.c.scrub(err))
-	}
-	return nil
+	return maintain.NewFiles(literalIO{fio, t.Location()}, t.name, t.c.scrub), nil
 }

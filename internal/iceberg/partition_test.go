@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/iceberg-go"
 
@@ -169,32 +168,6 @@ func TestPartitionColumnTaken(t *testing.T) {
 	err := tb.Commit(testCtx(t), []File{fileOf(t, tb.Location(), "events", 0, 0, 1, "", rows)})
 	if err == nil || !strings.Contains(err.Error(), `the data files have a column "partition" (field id 1) of their own`) {
 		t.Fatalf("Commit = %v", err)
-	}
-}
-
-// TestTimeValue: a time folder, as naming renders it, parses to the value
-// iceberg-go's transform gives a timestamp inside it.
-func TestTimeValue(t *testing.T) {
-	t.Parallel()
-	at := day0.Add(13*time.Hour + 4*time.Minute)
-	lit := iceberg.Optional[iceberg.Literal]{Valid: true, Val: iceberg.TimestampLiteral(at.UnixMicro())}
-	for _, tt := range []struct {
-		tr   iceberg.Transform
-		text string
-	}{
-		{iceberg.YearTransform{}, "2026"},
-		{iceberg.MonthTransform{}, "2026-03"},
-		{iceberg.DayTransform{}, "2026-03-01"},
-		{iceberg.HourTransform{}, "2026-03-01-13"},
-	} {
-		pf := iceberg.PartitionField{Name: "timestamp_x", Transform: tt.tr}
-		got, err := timeValue(pf, tt.text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := tt.tr.Apply(lit).Val.Any(); fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprintf("%T", got) != fmt.Sprintf("%T", want) {
-			t.Errorf("%s of %s = %v (%T), want %v (%T)", tt.tr, tt.text, got, got, want, want)
-		}
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/spillway/spillway/internal/iceberg/maintain"
 )
 
 // Summary properties Spillway writes on each snapshot it commits.
@@ -425,7 +427,7 @@ func (t *Table) commitOnce(ctx context.Context, files []File) error {
 	for i, f := range p.add {
 		paths[i] = f.Location
 	}
-	// With the partition values Spillway knows (see datafiles.go).
+	// With the partition values Spillway knows (see package datafile).
 	dfs, err := t.dataFiles(ctx, tbl, p.add)
 	if err != nil {
 		return err
@@ -629,7 +631,7 @@ func (t *Table) Current(ctx context.Context, topic string) (Current, error) {
 	if err != nil {
 		return Current{}, fmt.Errorf("iceberg: %s: FileIO: %w", t.name, t.c.scrub(err))
 	}
-	if out.Referenced, err = referenced(tbl, fio); err != nil {
+	if out.Referenced, err = maintain.Referenced(tbl, fio); err != nil {
 		return Current{}, fmt.Errorf("iceberg: list the data files of %s's snapshots: %w", t.name, t.c.scrub(err))
 	}
 	return out, nil
