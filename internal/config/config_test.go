@@ -607,7 +607,7 @@ func TestKeysAreTheContract(t *testing.T) {
 		"backpressure.memory_limit", "backpressure.max_buffered_records", "backpressure.max_open_files", "backpressure.spool_dir", "backpressure.disk_limit",
 		"errors.tolerance", "errors.dead_letter_topic", "errors.null_values",
 		"iceberg.table", "iceberg.catalog.type", "iceberg.catalog.uri", "iceberg.catalog.warehouse", "iceberg.catalog.credential", "iceberg.catalog.token", "iceberg.catalog.tls.ca_file",
-		"iceberg.catalog.tls.cert_file", "iceberg.catalog.tls.key_file", "iceberg.catalog.properties",
+		"iceberg.catalog.tls.cert_file", "iceberg.catalog.tls.key_file", "iceberg.catalog.region", "iceberg.catalog.catalog_id", "iceberg.catalog.properties",
 		"iceberg.partition_by", "iceberg.commit_interval", "iceberg.auto_create", "iceberg.evolve_schema",
 		"iceberg.expire_snapshots.enabled", "iceberg.expire_snapshots.max_age", "iceberg.expire_snapshots.keep_last",
 		"admin.listen", "admin.token", "admin.token_file", "admin.tls.cert_file", "admin.tls.key_file", "admin.stall_timeout", "log.level", "log.format", "shutdown.timeout",

@@ -87,6 +87,8 @@ iceberg:
       ca_file: ""
       cert_file: ""
       key_file: ""
+    region: ""
+    catalog_id: ""
     properties: []
   partition_by: []
   commit_interval: 1m0s

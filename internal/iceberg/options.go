@@ -1,16 +1,15 @@
 package iceberg
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	spcat "github.com/spillway/spillway/internal/iceberg/catalog"
 	"github.com/spillway/spillway/internal/iceberg/maintain"
 	"github.com/spillway/spillway/internal/keycheck"
 	"github.com/spillway/spillway/internal/naming"
@@ -45,46 +44,19 @@ type Options struct {
 	ExpireSnapshots ExpireOptions `koanf:"expire_snapshots"`
 }
 
-// CatalogOptions says which catalog holds the table.
-type CatalogOptions struct {
-	// Type is sql (embedded SQLite), rest or glue (not yet supported).
-	Type string `koanf:"type"`
-	// URI is, for sql, the SQLite file's path ("" = catalog.db in a local
-	// warehouse); for rest, the catalog's http(s) URL.
-	URI string `koanf:"uri"`
-	// Warehouse is where new tables go: "" = storage.url + storage.prefix.
-	// For rest it is also the warehouse name sent to the catalog.
-	Warehouse string `koanf:"warehouse"`
-	// Credential is a REST catalog's OAuth2 client credential,
-	// "client_id:client_secret", or the secret alone (secret).
-	Credential string `koanf:"credential"`
-	// Token is a REST catalog's bearer token (secret).
-	Token string `koanf:"token"`
-	TLS   TLS    `koanf:"tls"`
-	// Properties are passed to the catalog and its FileIO as they are,
-	// each "name=value" (iceberg-go's names, such as
-	// s3.endpoint=http://127.0.0.1:9000 or rest.sigv4-enabled=true): a
-	// list, since the names hold dots, which config keys can't. Values of
-	// names that say secret are redacted wherever shown.
-	Properties []string `koanf:"properties"`
-}
+// CatalogOptions says which catalog holds the table (package catalog
+// opens it).
+type CatalogOptions = spcat.Options
 
-// TLS is the REST catalog's TLS: a CA to trust instead of the system's,
-// and a client certificate for mutual TLS.
-type TLS struct {
-	CAFile   string `koanf:"ca_file"`
-	CertFile string `koanf:"cert_file"`
-	KeyFile  string `koanf:"key_file"`
-}
+// TLS is the REST catalog's TLS.
+type TLS = spcat.TLS
 
 // Catalog types.
 const (
-	TypeSQL  = "sql"
-	TypeREST = "rest"
-	TypeGlue = "glue"
+	TypeSQL  = spcat.TypeSQL
+	TypeREST = spcat.TypeREST
+	TypeGlue = spcat.TypeGlue
 )
-
-var catalogTypes = []string{TypeSQL, TypeREST, TypeGlue}
 
 // Defaults are the section's defaults, for config's key table.
 func Defaults() Options {
@@ -104,7 +76,7 @@ func (o Options) Enabled() bool { return o.Table != "" }
 // Normalize puts the catalog type in its canonical case; a value that names
 // no type is left as given, for Validate to quote.
 func (o *Options) Normalize() {
-	o.Catalog.Type = keycheck.Canon(o.Catalog.Type, catalogTypes)
+	o.Catalog.Type = keycheck.Canon(o.Catalog.Type, spcat.Types)
 }
 
 // topicVar is the one template variable of iceberg.table.
@@ -123,7 +95,7 @@ func (o *Options) Validate() error {
 	c := o.Catalog
 	if o.Table == "" {
 		if c.URI != "" {
-			ps.Add("iceberg.catalog.uri", redactURI(c.URI), "is set but iceberg.table is empty; set iceberg.table, such as kafka.{{topic}}, or remove the iceberg section")
+			ps.Add("iceberg.catalog.uri", spcat.RedactURI(c.URI), "is set but iceberg.table is empty; set iceberg.table, such as kafka.{{topic}}, or remove the iceberg section")
 		}
 		if len(o.PartitionBy) > 0 {
 			ps.Add("iceberg.partition_by", strings.Join(o.PartitionBy, ","), "is set but iceberg.table is empty; set iceberg.table, such as kafka.{{topic}}")
@@ -137,77 +109,10 @@ func (o *Options) Validate() error {
 	} else if strings.Contains(strings.ReplaceAll(o.Table, topicVar, ""), "{{") {
 		ps.Add("iceberg.table", o.Table, "uses a template variable other than {{topic}}; use only {{topic}}")
 	}
-	ps.OneOf("iceberg.catalog.type", c.Type, catalogTypes)
-	switch c.Type {
-	case TypeGlue:
-		ps.Add("iceberg.catalog.type", c.Type, "is not supported yet; use rest (AWS Glue serves the Iceberg REST protocol at https://glue.<region>.amazonaws.com/iceberg with rest.sigv4-enabled) or sql")
-	case TypeSQL:
-		if strings.Contains(c.URI, "://") && !strings.HasPrefix(c.URI, "file:") {
-			ps.Add("iceberg.catalog.uri", redactURI(c.URI), "is not a SQLite file; the sql catalog takes a local file path, such as /var/lib/spillway/catalog.db")
-		}
-		for _, k := range []struct{ key, v string }{
-			{"iceberg.catalog.credential", c.Credential},
-			{"iceberg.catalog.token", c.Token},
-		} {
-			if k.v != "" {
-				ps.Add(k.key, "", "is set but iceberg.catalog.type is sql; it is for a rest catalog")
-			}
-		}
-	case TypeREST:
-		u, err := url.Parse(c.URI)
-		switch {
-		case c.URI == "":
-			ps.Add("iceberg.catalog.uri", "", "is required with iceberg.catalog.type rest; give the catalog's URL, such as https://catalog.example.com/api/catalog")
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			ps.Add("iceberg.catalog.uri", redactURI(c.URI), "is not an http(s) URL; give the catalog's URL, such as https://catalog.example.com/api/catalog")
-		case u.User != nil:
-			ps.Add("iceberg.catalog.uri", "", "must not carry credentials; set iceberg.catalog.credential or iceberg.catalog.token instead")
-		}
-		if c.Credential != "" && c.Token != "" {
-			ps.Add("iceberg.catalog.token", "", "is set with iceberg.catalog.credential; set one of them")
-		}
+	if ns, _, err := SplitName(o.Name("topic")); err == nil && c.Type == TypeGlue && len(ns) > 1 {
+		ps.Add("iceberg.table", o.Table, "has a namespace of %d levels, and a Glue catalog's namespace is one database; use database.table, such as kafka.{{topic}}", len(ns))
 	}
-	if c.Warehouse != "" && !restWarehouseName(c) {
-		if _, err := warehouseLocation(c.Warehouse); err != nil {
-			ps.Add("iceberg.catalog.warehouse", redactURI(c.Warehouse), "%v", err)
-		}
-	}
-	for i, p := range c.Properties {
-		if name, _, ok := strings.Cut(p, "="); !ok || strings.TrimSpace(name) == "" {
-			shown := p
-			if secretProp(name) {
-				shown = ""
-			}
-			ps.Add(fmt.Sprintf("iceberg.catalog.properties[%d]", i), shown, "must be name=value, such as s3.endpoint=http://127.0.0.1:9000")
-		}
-	}
-	t := c.TLS
-	switch {
-	case t.CertFile != "" && t.KeyFile == "":
-		ps.Add("iceberg.catalog.tls.key_file", "", "required when iceberg.catalog.tls.cert_file is set: a client certificate needs its private key")
-	case t.KeyFile != "" && t.CertFile == "":
-		ps.Add("iceberg.catalog.tls.cert_file", "", "required when iceberg.catalog.tls.key_file is set: a private key needs its client certificate")
-	}
-	for _, fl := range []struct{ key, path string }{
-		{"iceberg.catalog.tls.ca_file", t.CAFile},
-		{"iceberg.catalog.tls.cert_file", t.CertFile},
-		{"iceberg.catalog.tls.key_file", t.KeyFile},
-	} {
-		if fl.path == "" {
-			continue
-		}
-		if c.Type != TypeREST {
-			ps.Add(fl.key, fl.path, "is set but iceberg.catalog.type is not rest; TLS is for a rest catalog")
-		}
-		switch fi, err := os.Stat(fl.path); {
-		case errors.Is(err, fs.ErrNotExist):
-			ps.Add(fl.key, fl.path, "does not exist; give the path of a PEM file")
-		case err != nil:
-			ps.Add(fl.key, fl.path, "can't be read: %v", errors.Unwrap(err))
-		case fi.IsDir():
-			ps.Add(fl.key, fl.path, "is a directory; give the path of a PEM file")
-		}
-	}
+	c.Validate(&ps)
 	for i, p := range o.PartitionBy {
 		if _, err := parseTransform(p); err != nil {
 			ps.Add(fmt.Sprintf("iceberg.partition_by[%d]", i), p, "%v", err)
@@ -220,18 +125,6 @@ func (o *Options) Validate() error {
 	return ps.Err()
 }
 
-// props are Properties as a map; items without "=" (which Validate
-// refuses) are left out.
-func (c CatalogOptions) props() map[string]string {
-	out := map[string]string{}
-	for _, p := range c.Properties {
-		if k, v, ok := strings.Cut(p, "="); ok {
-			out[strings.TrimSpace(k)] = v
-		}
-	}
-	return out
-}
-
 // CheckWarehouse reports, as a *keycheck.Error, what Open would refuse about
 // the warehouse and the sql catalog's file once the default warehouse
 // (storage.url + storage.prefix) is known, so that `config check` says it.
@@ -239,8 +132,9 @@ func (o Options) CheckWarehouse(defaultWarehouse string) error {
 	if !o.Enabled() {
 		return nil
 	}
-	_, err := o.resolve(defaultWarehouse)
-	return err
+	// Nothing here waits on the network: the AWS config Glue's check
+	// loads is the environment's and its files.
+	return o.Catalog.Check(context.Background(), defaultWarehouse)
 }
 
 // SplitName splits a resolved table name into its namespace levels and

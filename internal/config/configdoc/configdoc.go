@@ -115,7 +115,9 @@ var keyDocs = map[string]string{
 
 	"iceberg.table":                 "`\"namespace.table\"`; the table part (after the last `.`) may use `{{topic}}`, one table per topic: `kafka.{{topic}}`. `\"\"` writes plain files. With a table, `format.type` must be `parquet`, and the files go to `<location>/data/<partition path>/` followed by `file.name_template`, where the location is `<warehouse>/<namespace>.db/<table>`; `config check` shows the resulting `file.name_template`",
 	"iceberg.catalog.type":          "`sql` (embedded: a SQLite file, or a database DSN), `rest` or `glue`",
-	"iceberg.catalog.uri":           "sql: a SQLite file path or DSN; rest: the catalog's `http(s)://` URL",
+	"iceberg.catalog.uri":           "sql: a SQLite file path or DSN; rest: the catalog's `http(s)://` URL; glue: an endpoint that replaces the region's (a VPC endpoint), or `\"\"`",
+	"iceberg.catalog.region":        "glue: the catalog's AWS region; `\"\"` takes the AWS environment's (`AWS_REGION`, the profile's). Credentials come from the AWS default chain, as for `s3://` storage",
+	"iceberg.catalog.catalog_id":    "glue: the Glue Data Catalog's id, the 12-digit AWS account that owns it; `\"\"` is the credentials' own account",
 	"iceberg.catalog.warehouse":     "where tables are created; `\"\"` is `storage.url` + `storage.prefix`. A table's location must lie under `storage.url` and `storage.prefix`, where Spillway writes: anything else is refused",
 	"iceberg.catalog.credential":    "rest: an OAuth2 client credential `id:secret`; set it from the environment to keep it out of the file",
 	"iceberg.catalog.token":         "rest: a bearer token, instead of `iceberg.catalog.credential`",

@@ -127,10 +127,19 @@ func table(c *connect.Connector, d *connect.Doc) error {
 // catalogURL is a SQLite JDBC URL: jdbc:sqlite:PATH.
 var sqliteURL = regexp.MustCompile(`^jdbc:sqlite:(?:file:)?(.+)$`)
 
+// glueCatalogImpl is the Java class of Apache Iceberg's Glue catalog.
+const glueCatalogImpl = "org.apache.iceberg.aws.glue.GlueCatalog"
+
 func catalog(c *connect.Connector, d *connect.Doc) {
 	_, typ, _ := c.Get("iceberg.catalog.type")
+	if impl, ok := c.Peek("iceberg.catalog.catalog-impl"); ok && strings.TrimSpace(impl) == glueCatalogImpl && typ == "" {
+		c.Use("iceberg.catalog.catalog-impl")
+		typ = "glue"
+	}
 	_, uri, hasURI := c.Get("iceberg.catalog.uri")
 	switch strings.ToLower(typ) {
+	case "glue":
+		glue(c, d, uri, hasURI)
 	case "rest":
 		d.Set("iceberg", "catalog.type", "rest", "from iceberg.catalog.type")
 		if hasURI {
@@ -150,7 +159,7 @@ func catalog(c *connect.Connector, d *connect.Doc) {
 		if t == "" {
 			t = "(not set: iceberg.catalog-impl or the default)"
 		}
-		d.NotMapped(fmt.Sprintf("iceberg.catalog.type=%s: NOT SUPPORTED; Spillway's catalogs are rest and sql (SQLite): serve the catalog over REST (Glue, Nessie, Polaris and others do) and set iceberg.catalog.type: rest and iceberg.catalog.uri", t))
+		d.NotMapped(fmt.Sprintf("iceberg.catalog.type=%s: NOT SUPPORTED; Spillway's catalogs are rest, glue and sql (SQLite): serve the catalog over REST (Nessie, Polaris and others do) and set iceberg.catalog.type: rest and iceberg.catalog.uri", t))
 		d.Warn("iceberg.catalog.type=%s can't be mapped: set iceberg.catalog.type and iceberg.catalog.uri by hand", t)
 		if hasURI {
 			d.NotMapped(c.Shown("iceberg.catalog.uri") + ": the URI of a catalog Spillway can't reach; set iceberg.catalog.uri to its REST endpoint")
@@ -262,6 +271,34 @@ func splitTransforms(v string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// glue maps Apache Iceberg's Glue catalog properties (its AWS module's
+// names: client.region, glue.id, glue.endpoint) to Spillway's glue keys.
+// The Glue client's own credentials properties are not read: Spillway
+// takes the AWS default chain, as the Java client does by default.
+func glue(c *connect.Connector, d *connect.Doc, uri string, hasURI bool) {
+	d.Set("iceberg", "catalog.type", "glue", "from iceberg.catalog.type=glue or catalog-impl="+glueCatalogImpl)
+	if _, v, ok := c.Get("iceberg.catalog.client.region"); ok && v != "" {
+		d.Set("iceberg", "catalog.region", v, "from iceberg.catalog.client.region")
+	}
+	if _, v, ok := c.Get("iceberg.catalog.glue.id"); ok && v != "" {
+		d.Set("iceberg", "catalog.catalog_id", v, "from iceberg.catalog.glue.id")
+	}
+	if _, v, ok := c.Get("iceberg.catalog.glue.endpoint"); ok && v != "" {
+		d.Set("iceberg", "catalog.uri", v, "from iceberg.catalog.glue.endpoint: Glue's endpoint only")
+	} else if hasURI && uri != "" {
+		d.NotMapped(c.Shown("iceberg.catalog.uri") + ": a Glue catalog has no URI; Glue's endpoint is iceberg.catalog.glue.endpoint (iceberg.catalog.uri in Spillway)")
+	}
+	if _, v, ok := c.Get("iceberg.catalog.glue.skip-archive"); ok && v != "" {
+		d.Set("iceberg", "catalog.properties", []string{"glue.skip-archive=" + v}, "from iceberg.catalog.glue.skip-archive")
+	}
+	if _, _, ok := c.Get("iceberg.catalog.glue.lakeformation-enabled"); ok {
+		d.NotMapped(c.Shown("iceberg.catalog.glue.lakeformation-enabled") + ": NOT SUPPORTED; iceberg-go's Glue client does not vend Lake Formation credentials: grant Spillway's AWS credentials the table's S3 location and Glue's table permissions")
+	}
+	if _, _, ok := c.Get("iceberg.catalog.client.credentials-provider"); ok {
+		d.NotMapped(c.Shown("iceberg.catalog.client.credentials-provider") + ": NOT SUPPORTED as a class; Spillway takes the AWS default chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, web identity, the instance's role)")
+	}
 }
 
 // explain says why a key of the Iceberg sink has no line in the YAML.

@@ -1,4 +1,4 @@
-package iceberg
+package catalog
 
 import (
 	"errors"
@@ -96,7 +96,7 @@ func azureSecrets(props map[string]string) []string {
 					out = append(out, s)
 				}
 			}
-		case secretProp(k):
+		case SecretProp(k):
 			out = append(out, v)
 		}
 	}
