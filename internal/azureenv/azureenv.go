@@ -36,10 +36,14 @@ type Creds struct {
 
 // FromEnv reads Creds from the environment, at every call: a process
 // that is given new credentials uses them at its next open.
-func FromEnv() Creds {
-	c := Creds{Account: os.Getenv(Account), Key: os.Getenv(Key), SAS: os.Getenv(SAS), Conn: os.Getenv(Conn), ConnVar: Conn}
+func FromEnv() Creds { return From(os.Getenv) }
+
+// From reads Creds as FromEnv does, from getenv instead of the process
+// environment.
+func From(getenv func(string) string) Creds {
+	c := Creds{Account: getenv(Account), Key: getenv(Key), SAS: getenv(SAS), Conn: getenv(Conn), ConnVar: Conn}
 	if c.Conn == "" {
-		c.Conn, c.ConnVar = os.Getenv(ConnAlt), ConnAlt
+		c.Conn, c.ConnVar = getenv(ConnAlt), ConnAlt
 	}
 	return c
 }

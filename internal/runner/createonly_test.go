@@ -59,7 +59,7 @@ func TestCreateOnlyIgnored(t *testing.T) {
 	at := func(ep string) string {
 		return "s3://" + name + "?endpoint=" + ep + "&use_path_style=true&region=us-east-1"
 	}
-	createBucket(t, ctx, at(endpoint), name)
+	createBucket(t, ctx, at(endpoint), name, "")
 	p := faultproxy.New(t, endpoint, faultproxy.Options{PreserveHost: true,
 		ResignS3: &faultproxy.S3Credentials{AccessKey: key, Secret: secret, Region: "us-east-1"}})
 	strip := p.Inject(faultproxy.DropIfNoneMatch())

@@ -172,6 +172,7 @@ func (p *pipeline) openStorage(ctx context.Context) error {
 		PartSize:          int64(cfg.Storage.PartSize),
 		UploadConcurrency: cfg.Storage.UploadConcurrency,
 		Faults:            p.opts.StorageFaults,
+		Getenv:            p.opts.StorageGetenv,
 		Retry:             storage.Retry{MaxAttempts: cfg.Storage.MaxRetries + 1},
 		Account: func(delta int64) {
 			if delta >= 0 {

@@ -52,6 +52,10 @@ type Options struct {
 	// Clock is what the stall watch reads the time from and ticks on; nil
 	// is the wall clock. Tests give one they move by hand.
 	Clock Clock
+	// StorageGetenv, when set, replaces the process environment for the
+	// settings storage's clients read from it (storage.Options.Getenv):
+	// tests that run pipelines against different endpoints at once.
+	StorageGetenv func(string) string
 }
 
 // Progress reads counters of a running pipeline. Safe for concurrent use.

@@ -129,9 +129,7 @@ func TestSpoolEndToEnd(t *testing.T) {
 
 func letters(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
-	for i := range b {
-		b[i] = 'a' + byte(r.IntN(26))
-	}
+	fillLetters(r, b)
 	return b
 }
 

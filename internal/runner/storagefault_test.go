@@ -39,9 +39,12 @@ import (
 type remoteStore struct {
 	name  string
 	proxy *faultproxy.Proxy
-	// url is the storage.url through the proxy; direct bypasses it where
-	// the URL says where the store is (S3), for the read-back.
-	url, direct string
+	// url is the storage.url through the proxy, and getenv the
+	// environment its client reads (runner.Options.StorageGetenv): GCS and
+	// Azure find the proxy there, not in the URL. direct and directEnv
+	// bypass the proxy, for the read-back.
+	url, direct       string
+	getenv, directEnv func(string) string
 	// throttle and internal are the backend's own throttling and 5xx
 	// answers.
 	throttle, internal faultproxy.Fault
@@ -60,13 +63,14 @@ func needEmulatorEnv(t *testing.T, name string) string {
 }
 
 // createBucket makes the bucket on the emulator directly: gocloud never
-// creates buckets.
-func createBucket(t *testing.T, ctx context.Context, rawURL, name string) {
+// creates buckets. azureConn is Azurite's connection string, for an
+// azblob:// URL.
+func createBucket(t *testing.T, ctx context.Context, rawURL, name, azureConn string) {
 	t.Helper()
 	if strings.HasPrefix(rawURL, "azblob://") {
 		// gocloud's own opener can't reach Azurite with the connection
 		// string alone (storage.Open can): use the SDK's client.
-		azc, err := container.NewClientFromConnectionString(os.Getenv("AZURE_STORAGE_CONNECTION_STRING"), name, nil)
+		azc, err := container.NewClientFromConnectionString(azureConn, name, nil)
 		if err == nil {
 			_, err = azc.Create(ctx, nil)
 		}
@@ -119,42 +123,53 @@ func newRemoteStore(t *testing.T, backend string) remoteStore {
 		at := func(ep string) string {
 			return "s3://" + name + "?endpoint=" + ep + "&use_path_style=true&region=us-east-1"
 		}
-		createBucket(t, ctx, at(endpoint), name)
+		createBucket(t, ctx, at(endpoint), name, "")
 		// SigV4 signs the Host header: the proxy must keep the client's.
 		p := faultproxy.New(t, endpoint, faultproxy.Options{PreserveHost: true})
 		return remoteStore{name: backend, proxy: p, url: at(p.URL()), direct: at(endpoint),
 			throttle: faultproxy.S3SlowDown(), internal: faultproxy.S3InternalError()}
 	case "gcs":
+		// Not t.Setenv, which would make the run serial: the emulator
+		// host is given to the run's storage client (onlyEnv).
 		host := needEmulatorEnv(t, "STORAGE_EMULATOR_HOST")
-		createBucket(t, ctx, "gs://"+name, name)
+		createBucket(t, ctx, "gs://"+name, name, "")
 		p := faultproxy.New(t, "http://"+host, faultproxy.Options{})
-		// Read per Open: the run goes through the proxy, the read-back
-		// (after the proxy is gone from the environment) does not matter.
-		t.Setenv("STORAGE_EMULATOR_HOST", p.Host())
 		return remoteStore{name: backend, proxy: p, url: "gs://" + name, direct: "gs://" + name,
+			getenv: onlyEnv("STORAGE_EMULATOR_HOST", p.Host()), directEnv: onlyEnv("STORAGE_EMULATOR_HOST", host),
 			throttle: faultproxy.GCSRateLimited(), internal: faultproxy.GCSBackendError()}
 	case "azure":
 		conn := needEmulatorEnv(t, "SPILLWAY_TEST_AZURE_CONNECTION_STRING")
 		endpoint, u := testkit.AzureBlobEndpoint(t, conn)
-		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", conn)
-		createBucket(t, ctx, "azblob://"+name, name)
+		createBucket(t, ctx, "azblob://"+name, name, conn)
 		p := faultproxy.New(t, u.Scheme+"://"+u.Host, faultproxy.Options{})
-		// storage.Open reads the connection string at every Open.
-		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", strings.Replace(conn, "BlobEndpoint="+endpoint, "BlobEndpoint="+p.URL()+u.Path, 1))
+		proxied := strings.Replace(conn, "BlobEndpoint="+endpoint, "BlobEndpoint="+p.URL()+u.Path, 1)
 		return remoteStore{name: backend, proxy: p, url: "azblob://" + name, direct: "azblob://" + name,
+			getenv: onlyEnv("AZURE_STORAGE_CONNECTION_STRING", proxied), directEnv: onlyEnv("AZURE_STORAGE_CONNECTION_STRING", conn),
 			throttle: faultproxy.AzureServerBusy(), internal: faultproxy.AzureInternalError()}
 	}
 	t.Fatalf("unknown backend %s", backend)
 	return remoteStore{}
 }
 
+// onlyEnv is an environment (storage.Options.Getenv) that holds one
+// variable: a storage client given it reads nothing of the process's.
+func onlyEnv(name, value string) func(string) string {
+	return func(v string) string {
+		if v == name {
+			return value
+		}
+		return ""
+	}
+}
+
 // readBack copies every object of the bucket into a directory, so that
-// readStoredOffsets (testkit.ReadJSONL's checks) can read it.
-func readBack(t *testing.T, rawURL string) string {
+// readStoredOffsets (testkit.ReadJSONL's checks) can read it. getenv is
+// the environment of its storage client (nil: the process's).
+func readBack(t *testing.T, rawURL string, getenv func(string) string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b, err := storage.Open(ctx, rawURL, storage.Options{})
+	b, err := storage.Open(ctx, rawURL, storage.Options{Getenv: getenv})
 	if err != nil {
 		t.Fatalf("open %s to read back: %v", rawURL, err)
 	}
@@ -196,16 +211,21 @@ func readBack(t *testing.T, rawURL string) string {
 // budget stays under its limit; after the release the run catches up, and
 // storage holds every record of both runs exactly once.
 //
-// GCS and Azure are serial: their clients find the proxy through the
-// environment (t.Setenv). S3's URL names its endpoint, so S3 runs in
-// TestStorageFaultsS3, beside the other parallel tests: the longest of the
-// three no longer adds its minutes to the package's serial phase.
+// Every backend runs in parallel with the other tests: GCS and Azure
+// clients, which find their endpoint in the environment, are given the
+// proxy's through runner.Options.StorageGetenv rather than t.Setenv (which
+// made them serial, minutes of the package's wall time). S3's URL names
+// its endpoint (TestStorageFaultsS3).
 func TestStorageFaults(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drains about 150 MiB per backend through a fault proxy")
 	}
 	for _, backend := range []string{"gcs", "azure"} {
-		t.Run(backend, func(t *testing.T) { storageFaultRun(t, backend) })
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			storageFaultRun(t, backend)
+		})
 	}
 }
 
@@ -276,7 +296,7 @@ func storageFaultRun(t *testing.T, backend string) {
 		return heap.Stop()
 	}
 	defer stopHeap()
-	progress, stop := startedWith(t, cfg, Options{})
+	progress, stop := startedWith(t, cfg, Options{StorageGetenv: store.getenv})
 	waitCommitted(t, cl, cfg.Kafka.Group, end)
 	run1, budget1 := progress().Sink(), progress().Budget()
 	if err := stop(); err != nil {
@@ -301,7 +321,7 @@ func storageFaultRun(t *testing.T, backend string) {
 	cfg.File.MaxBytes = 12 << 20
 	cfg.File.MaxAge = 2 * time.Second
 	cfg.Backpressure.MemoryLimit = "256MiB"
-	progress, stop = startedWith(t, cfg, Options{})
+	progress, stop = startedWith(t, cfg, Options{StorageGetenv: store.getenv})
 	// After the startup check, which writes a probe object.
 	waitFor(t, "run 2 to start", func() bool { return progress() != nil })
 	stall := p.Inject(faultproxy.Rule{Match: faultproxy.Writes, Fault: faultproxy.Fault{Kind: faultproxy.Stall}})
@@ -360,7 +380,7 @@ func storageFaultRun(t *testing.T, backend string) {
 		snap.Limit, snap.Peak, 100*float64(snap.Peak)/float64(snap.Limit), snap.By, int64(peakHeap-base)>>20)
 	t.Logf("%s: %d requests through the proxy; injected %d errors, %d resets, %d stalls; %d files uploaded",
 		backend, p.Requests(), p.Injected(faultproxy.Error), p.Injected(faultproxy.Reset), p.Injected(faultproxy.Stall), final.Sink().FilesUploaded)
-	testkit.AssertExactlyOnce(t, readStoredOffsets(t, readBack(t, store.direct)), "events", end)
+	testkit.AssertExactlyOnce(t, readStoredOffsets(t, readBack(t, store.direct, store.directEnv)), "events", end)
 
 	// Every file the sink closes for pressure keeps its writer's memory
 	// charged while it waits to upload; the sink once went on reopening

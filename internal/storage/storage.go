@@ -51,6 +51,9 @@ type Options struct {
 	Retry Retry
 	// Observer, when set, is told of requests and retries (metrics).
 	Observer Observer
+	// Getenv, when set, replaces the process environment for the
+	// settings remote stores' clients read from it (remote.Options.Getenv).
+	Getenv func(string) string
 }
 
 // ErrExists is returned by Commit when an object already exists under the
@@ -230,7 +233,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Bucket, error) {
 	if obs := opts.Observer; obs != nil {
 		onRetry = func(class string) { obs.Retry(u.Scheme, class) }
 	}
-	rb, err := remote.Open(ctx, u, rawURL, remote.Options{PartSize: int(opts.PartSize), Retry: opts.Retry, OnRetry: onRetry, StorageClass: storageClass})
+	rb, err := remote.Open(ctx, u, rawURL, remote.Options{PartSize: int(opts.PartSize), Retry: opts.Retry, OnRetry: onRetry, StorageClass: storageClass, Getenv: opts.Getenv})
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", redact.URL(rawURL), err)
 	}

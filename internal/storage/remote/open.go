@@ -28,6 +28,11 @@ type Options struct {
 	// StorageClass is the S3 storage class of new objects ("" = the
 	// bucket's default), checked by CheckStorageClass.
 	StorageClass string
+	// Getenv, when set, is read instead of the process environment for
+	// the settings a store's client takes from it: the GCS emulator host
+	// (STORAGE_EMULATOR_HOST) and Azure's credentials. Tests that run
+	// stores behind different endpoints at once give each its own.
+	Getenv func(string) string
 }
 
 // Open opens the bucket that u (parsed from rawURL, which holds no
@@ -35,6 +40,7 @@ type Options struct {
 func Open(ctx context.Context, u *url.URL, rawURL string, o Options) (*Bucket, error) {
 	retry := o.Retry
 	retry.onRetry = o.OnRetry
+	retry.getenv = o.Getenv
 	bb, err := OpenBlob(ctx, u, rawURL, retry)
 	if err != nil {
 		return nil, redactedError{err, rawURL}

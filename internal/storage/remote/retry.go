@@ -27,7 +27,9 @@ import (
 	"github.com/googleapis/gax-go/v2"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
+	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/blob/s3blob"
+	"google.golang.org/api/option"
 
 	"github.com/spillway/spillway/internal/azureenv"
 	"github.com/spillway/spillway/internal/storage/storeerr"
@@ -63,6 +65,17 @@ type Retry struct {
 	// onRetry, when set, is told of each failed try the SDK retries, by
 	// storeerr.RetryClass (Options.OnRetry sets it).
 	onRetry func(class string)
+	// getenv, when set, replaces os.Getenv for the settings the clients
+	// read from the environment (Options.Getenv sets it).
+	getenv func(string) string
+}
+
+// env reads the environment variable name, through getenv when set.
+func (r Retry) env(name string) string {
+	if r.getenv != nil {
+		return r.getenv(name)
+	}
+	return os.Getenv(name)
 }
 
 func (r Retry) retried(err error, status int) {
@@ -137,7 +150,7 @@ func OpenBlob(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bu
 	case "s3":
 		return openS3(ctx, u, r)
 	case "gs":
-		return openGCS(ctx, rawURL, r)
+		return openGCS(ctx, u, rawURL, r)
 	case "azblob":
 		return openAzure(ctx, u, r)
 	default:
@@ -216,8 +229,20 @@ func (c countingRetryer) RetryDelay(attempt int, err error) (time.Duration, erro
 // which makes them idempotent, so uploads are retried too. Resumable-upload
 // chunks are retried by the upload itself, bounded in time by the writer's
 // ChunkRetryDeadline (gcsChunkHook), not by MaxAttempts.
-func openGCS(ctx context.Context, rawURL string, r Retry) (*blob.Bucket, error) {
-	b, err := blob.OpenBucket(ctx, rawURL)
+//
+// With Retry.getenv set (Options.Getenv), the emulator host it gives is
+// used as gocloud uses STORAGE_EMULATOR_HOST, without reading the process
+// environment.
+func openGCS(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
+	var (
+		b   *blob.Bucket
+		err error
+	)
+	if host := r.env("STORAGE_EMULATOR_HOST"); r.getenv != nil && host != "" {
+		b, err = openGCSEmulator(ctx, u.Host, host)
+	} else {
+		b, err = blob.OpenBucket(ctx, rawURL)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +262,21 @@ func openGCS(ctx context.Context, rawURL string, r Retry) (*blob.Bucket, error) 
 		)
 	}
 	return b, nil
+}
+
+// openGCSEmulator opens bucket on the GCS emulator at host (host:port), as
+// gocloud's opener does when STORAGE_EMULATOR_HOST names it: no
+// credentials, the JSON API at http://host/storage/v1/. The explicit
+// endpoint wins over the process's STORAGE_EMULATOR_HOST, for reads too.
+func openGCSEmulator(ctx context.Context, bucket, host string) (*blob.Bucket, error) {
+	client, err := storage.NewClient(ctx,
+		option.WithoutAuthentication(),
+		option.WithEndpoint("http://"+host+"/storage/v1/"),
+		option.WithHTTPClient(http.DefaultClient))
+	if err != nil {
+		return nil, err
+	}
+	return gcsblob.OpenBucket(ctx, nil, bucket, &gcsblob.Options{Client: client})
 }
 
 // gcsChunkHook returns a BeforeWrite hook that bounds the retries of one
@@ -279,7 +319,7 @@ const azureURLParamList = "domain=, protocol=, cdn=, localemu= and storage_accou
 // the opener builds the service URL from those variables and the URL's own
 // parameters, as gocloud documents, and a setting it refuses is named.
 func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
-	creds := azureenv.FromEnv()
+	creds := azureenv.From(r.env)
 	if creds.UseConn() {
 		if len(u.Query()) > 0 {
 			params := slices.Sorted(maps.Keys(u.Query()))
