@@ -211,7 +211,7 @@ func TestCSVConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Options{Type: "csv"}, "format.fields is empty"},
-		{csvConfig("none", "value", "partition"), `unknown field "partition"`},
+		{csvConfig("none", "value", "topic"), `unknown field "topic"`},
 		{csvConfig("none", "value", "value"), `field "value" is listed twice`},
 		{csvConfig("hex"), `format.value_encoding "hex" is unknown`},
 	} {
