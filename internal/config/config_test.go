@@ -253,7 +253,7 @@ func TestRejects(t *testing.T) {
 			`format.value_encoding: "hex" is not valid; use none or base64`,
 		}},
 		{"fields unknown and repeated", "format:\n  fields: [key, body, key]\n", nil, []string{
-			`format.fields: "body" is not a field; use key, value, offset, timestamp or headers`,
+			`format.fields: "body" is not a field; use key, value, offset, timestamp, headers or partition`,
 			`format.fields: "key" is listed twice`,
 		}},
 		{"no fields", "format:\n  fields: []\n", nil, []string{

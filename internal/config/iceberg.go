@@ -136,7 +136,9 @@ func (c *Config) icebergLayout() (rel, template string, err error) {
 }
 
 // ApplyIcebergLayout makes Parquet timestamps microseconds (Iceberg's
-// unit) and file.name_template the table's layout when a
+// unit), adds partition to an envelope's format.fields (a table's files
+// hold the Kafka partition, so that every reader sees it; see
+// docs/iceberg.md) and file.name_template the table's layout when a
 // table is named and the layout holds, so that run, verify and config
 // check all see where the files go; checkIceberg reports it otherwise.
 // Load applies it; a Config built in code (the demo's) calls it once its
@@ -147,6 +149,9 @@ func (c *Config) ApplyIcebergLayout() {
 		return
 	}
 	c.Format.Micros = true
+	if c.Format.Envelope && len(c.Format.Fields) > 0 && !slices.Contains(c.Format.Fields, "partition") {
+		c.Format.Fields = append(slices.Clone(c.Format.Fields), "partition")
+	}
 	if _, tmpl, err := c.icebergLayout(); err == nil {
 		c.File.NameTemplate = tmpl
 	}

@@ -25,6 +25,8 @@ import (
 //     which Connect hands a null, writes an empty field.
 //   - headers: "b64(key):b64(value);" for each header, in record order; a
 //     record without headers gets an empty field.
+//   - partition: the Kafka partition in decimal (only when listed; Aiven
+//     has no such field).
 //
 // A null key or value is an empty field, as in Aiven's files; an empty one
 // (zero bytes, not null) is written "" so that a reader can tell the two
@@ -108,6 +110,8 @@ func (e *csvEncoder) appendRow(dst []byte, r *kgo.Record) ([]byte, error) {
 			dst = strconv.AppendInt(dst, r.Offset, 10)
 		case FieldTimestamp:
 			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
+		case FieldPartition:
+			dst = strconv.AppendInt(dst, int64(r.Partition), 10)
 		case FieldHeaders:
 			for _, h := range r.Headers {
 				dst = base64.StdEncoding.AppendEncode(dst, []byte(h.Key))

@@ -43,7 +43,7 @@ func TestCSVAivenLayout(t *testing.T) {
 }
 
 func TestCSVFieldsInConfiguredOrder(t *testing.T) {
-	r := &kgo.Record{Offset: 9, Timestamp: formattest.TS, Key: []byte("k"), Value: []byte("v")}
+	r := &kgo.Record{Offset: 9, Partition: 12, Timestamp: formattest.TS, Key: []byte("k"), Value: []byte("v")}
 	for _, tc := range []struct {
 		fields []string
 		want   string
@@ -52,6 +52,8 @@ func TestCSVFieldsInConfiguredOrder(t *testing.T) {
 		{[]string{"timestamp", "offset", "key"}, "1733150000123,9,aw==\n"},
 		{[]string{"value"}, "v\n"},
 		{[]string{"headers", "value"}, ",v\n"},
+		{[]string{"partition", "offset"}, "12,9\n"},
+		{[]string{"value", "partition"}, "v,12\n"},
 	} {
 		if got := encodeAll(t, csvConfig("none", tc.fields...), r); got != tc.want {
 			t.Errorf("fields %v: got %q, want %q", tc.fields, got, tc.want)
@@ -209,7 +211,7 @@ func TestCSVConfigErrors(t *testing.T) {
 		want string
 	}{
 		{Options{Type: "csv"}, "format.fields is empty"},
-		{csvConfig("none", "value", "partition"), `unknown field "partition"`},
+		{csvConfig("none", "value", "topic"), `unknown field "topic"`},
 		{csvConfig("none", "value", "value"), `field "value" is listed twice`},
 		{csvConfig("hex"), `format.value_encoding "hex" is unknown`},
 	} {

@@ -15,6 +15,10 @@ const (
 	FieldOffset
 	FieldTimestamp
 	FieldHeaders
+	// FieldPartition is the record's Kafka partition (int32). It is not in
+	// format.fields' default, so that files and schemas written before it
+	// existed keep their shape; an Iceberg table's files always hold it.
+	FieldPartition
 )
 
 // FieldNames are the names in format.fields and in the JSON output.
@@ -24,9 +28,10 @@ var FieldNames = [...]string{
 	FieldOffset:    "offset",
 	FieldTimestamp: "timestamp",
 	FieldHeaders:   "headers",
+	FieldPartition: "partition",
 }
 
-const validFields = "key, value, offset, timestamp, headers"
+const validFields = "key, value, offset, timestamp, headers, partition"
 
 func parseField(name string) (Field, bool) {
 	for f, n := range FieldNames {

@@ -222,18 +222,26 @@ func sameFields(a, b *iceberg.Schema) bool {
 	return maps.Equal(ia, ib)
 }
 
-// partitionColumn is the Kafka partition's column in a table partitioned
-// by it. The files don't hold it: the envelope has no partition column.
-// Iceberg's column projection gives a reader of the table an identity
-// partition's value from the manifest when the file lacks the column, so
-// the table's schema has it (with partitionFieldID) and each file's
-// manifest entry its value; see docs/iceberg.md for the readers that
-// don't follow that rule.
+// partitionColumn is the Kafka partition's column: the envelope's
+// partition field, which a table's files always hold (config adds it to
+// format.fields), an optional int. Files written before the envelope had
+// it lack it; Iceberg's column projection gives a reader of a table
+// partitioned by it the value from the manifest for those, so such a
+// table's schema has it even when its first files don't (tableSchema).
 const partitionColumn = "partition"
 
 // partitionFieldID is partitionColumn's field id: after the envelope's
-// fixed ids (1 to 8), below the path-hashed ones (from 1000).
+// fixed ids (1 to 8), below the path-hashed ones (from 1000), as the
+// Parquet writer numbers it.
 const partitionFieldID = 9
+
+// ownColumn reports whether ff, a field of a file's root, is the
+// envelope's partition column: Spillway's own, which a table gains
+// whatever iceberg.evolve_schema says (its files hold it since the
+// envelope has it, and tables made before lack it).
+func ownColumn(prefix string, ff iceberg.NestedField) bool {
+	return prefix == "" && ff.ID == partitionFieldID && ff.Name == partitionColumn && ff.Type.Equals(iceberg.PrimitiveTypes.Int32)
+}
 
 // tableSchema is the schema of a table partitioned by by, for files of
 // schema sc: sc, and the partition column when by names it.
@@ -256,8 +264,10 @@ func tableSchema(by []string, sc *iceberg.Schema) (*iceberg.Schema, error) {
 	if _, ok := sc.FindFieldByID(partitionFieldID); ok {
 		return nil, fmt.Errorf("iceberg.partition_by names partition, whose field id is %d, but the data files use that id already; drop partition from iceberg.partition_by", partitionFieldID)
 	}
+	// Files of an envelope without partition (written before it had one,
+	// or by format.envelope: false), read through the manifest.
 	fields := append(slices.Clone(sc.Fields()), iceberg.NestedField{ID: partitionFieldID, Name: partitionColumn, Type: iceberg.PrimitiveTypes.Int32, Required: false,
-		Doc: "the Kafka partition; the data files don't hold it, their manifest entries do"})
+		Doc: "the Kafka partition"})
 	return iceberg.NewSchemaWithIdentifiers(sc.ID, sc.IdentifierFieldIDs, fields...), nil
 }
 
@@ -325,7 +335,7 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 	}
 	fs := literalIO{tfs, tbl.Location()}
 	ts := tbl.Schema()
-	m := &merger{table: t.name, ids: map[int]string{}}
+	m := &merger{table: t.name, ids: map[int]string{}, current: map[int]string{}}
 	// Every id any of the table's schemas gave a field, with its path: a
 	// new field may not take one of them for another path, or Iceberg
 	// would read the other field's column as the new one (or back).
@@ -336,6 +346,7 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 			}
 		})
 	}
+	walkIDs("", ts.Fields(), func(id int, path string) { m.current[id] = path })
 	fields := ts.Fields()
 	for _, f := range files {
 		fsch, rows, err := fileSchema(fs, f.Location)
@@ -352,11 +363,11 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 			return nil, err
 		}
 	}
-	if len(m.added) == 0 {
+	if len(m.added) == 0 && !m.own {
 		return tbl, nil
 	}
 	names := strings.Join(m.added, ", ")
-	if !t.c.opts.EvolveSchema {
+	if len(m.added) > 0 && !t.c.opts.EvolveSchema {
 		return nil, fmt.Errorf("iceberg: %s: file %s adds the fields %s and iceberg.evolve_schema is false; set it to true, or add the columns to the table", t.name, m.addedBy, names)
 	}
 	// The table keeps the files' ids: the union of its fields and the new
@@ -365,6 +376,9 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 	next := iceberg.NewSchemaWithIdentifiers(ts.ID+1, ts.IdentifierFieldIDs, fields...)
 	staged, err := t.withSchema(tbl, next)
 	if err != nil {
+		if m.own {
+			names = strings.Join(append(m.added, partitionColumn), ", ")
+		}
 		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, names, err)
 	}
 	return staged, nil
@@ -378,6 +392,11 @@ type merger struct {
 	ids     map[int]string // the ids the table and the merged fields use, by path
 	added   []string       // the paths of the fields the files add
 	addedBy string         // the first file that adds one
+	// current are the ids of the table's current schema, by path; own is
+	// set when the files add the partition column (ownColumn), which is
+	// not in added.
+	current map[int]string
+	own     bool
 }
 
 // fields merges the fields of a file's struct (the root, with prefix "")
@@ -435,6 +454,19 @@ func (m *merger) add(prefix string, tfs []iceberg.NestedField, ff iceberg.Nested
 		if tf.Name == ff.Name {
 			return fmt.Errorf("iceberg: %s: file %s numbers field %q %d, but the table numbers it %d", m.table, m.file, path, ff.ID, tf.ID)
 		}
+	}
+	if ownColumn(prefix, ff) {
+		// Only the current schema can hold id 9 for a column of a file:
+		// an older schema that gives it another path is the one a
+		// catalog numbered afresh (1, 2, ...) when the table was made,
+		// before adopt gave it the files' ids, and no file was written
+		// with it.
+		if other, ok := m.current[ff.ID]; ok {
+			return fmt.Errorf("iceberg: %s: file %s adds the Kafka partition's column %q with id %d, which the table gives %q; write to a new table", m.table, m.file, path, ff.ID, other)
+		}
+		m.current[ff.ID], m.ids[ff.ID] = path, path
+		m.own = true
+		return nil
 	}
 	var err error
 	walkIDs(prefix, []iceberg.NestedField{ff}, func(id int, p string) {

@@ -25,6 +25,12 @@ type Record struct {
 	// Offset is the record's top-level "offset" member, when HasOffset.
 	Offset    int64
 	HasOffset bool
+	// Partition is the record's Kafka partition, its top-level
+	// "partition" member (column), when HasPartition: format.fields lists
+	// partition. A member of that name that is not an int32 is left alone
+	// rather than refused: a bare value may have a field of that name.
+	Partition    int32
+	HasPartition bool
 	// Err is why the record can't be read (not one JSON value, or an
 	// "offset" that is not an integer). Reading goes on with the next one.
 	Err error
@@ -110,7 +116,8 @@ func Records(ctx context.Context, st Reader, key string, exts, csvFields []strin
 func readJSON(ctx context.Context, r io.Reader, key string, array bool, fn func(Record) error) error {
 	return JSONLines(ctx, r, key, array, 256<<10, func(n int64, line []byte, complete bool) error {
 		rec := Record{Index: n}
-		rec.Offset, rec.HasOffset, rec.Err = scanRecord(line)
+		s, err := scan(line)
+		rec.Offset, rec.HasOffset, rec.Partition, rec.HasPartition, rec.Err = s.offset, s.hasOffset, s.partition, s.hasPartition, err
 		if rec.Err == nil && !complete {
 			rec.Err = errors.New("the file ends inside it (no line break after it): the file is truncated")
 		}
@@ -123,8 +130,16 @@ func readJSON(ctx context.Context, r io.Reader, key string, array bool, fn func(
 // Unlike encoding/json it has no nesting limit: its only stack is one byte
 // per open bracket.
 func scanRecord(b []byte) (offset int64, hasOffset bool, err error) {
+	s, err := scan(b)
+	return s.offset, s.hasOffset, err
+}
+
+// scan is scanRecord, with the top-level "partition" member too: on error
+// the scanner is the zero one.
+func scan(b []byte) (recordScanner, error) {
 	s := recordScanner{b: b}
 	state := scanValue
+	var err error
 	for {
 		s.i = skipSpace(b, s.i)
 		switch state {
@@ -133,13 +148,13 @@ func scanRecord(b []byte) (offset int64, hasOffset bool, err error) {
 		case scanAfter:
 			var done bool
 			if state, done, err = s.after(); done {
-				return s.offset, s.hasOffset, nil
+				return s, nil
 			}
 		case scanKey:
 			state, err = s.key()
 		}
 		if err != nil {
-			return 0, false, err
+			return recordScanner{}, err
 		}
 	}
 }
@@ -162,6 +177,11 @@ type recordScanner struct {
 	wantOffset bool // the value at i is the top-level "offset" member
 	offset     int64
 	hasOffset  bool
+	// wantPartition: the value at i is the first top-level "partition"
+	// member.
+	wantPartition bool
+	partition     int32
+	hasPartition  bool
 }
 
 // value reads the value that starts at b[i] (or opens its array or object)
@@ -196,7 +216,7 @@ func (s *recordScanner) value() (scanState, error) {
 	if s.wantOffset && !s.hasOffset {
 		return 0, fmt.Errorf("offset %s is not an integer", b[start:s.i])
 	}
-	s.wantOffset = false
+	s.wantOffset, s.wantPartition = false, false
 	return scanAfter, nil
 }
 
@@ -205,6 +225,7 @@ func (s *recordScanner) open(c byte) (scanState, error) {
 	if s.wantOffset {
 		return 0, fmt.Errorf("offset is not an integer but an %s", map[byte]string{'{': "object", '[': "array"}[c])
 	}
+	s.wantPartition = false
 	s.stack = append(s.stack, c)
 	s.i = skipSpace(s.b, s.i+1)
 	if s.i < len(s.b) && s.b[s.i] == c+2 { // '{'+2 is '}', '['+2 is ']'
@@ -225,6 +246,11 @@ func (s *recordScanner) number(start int) error {
 	var err error
 	if s.i, integer, err = skipNumber(s.b, s.i); err != nil {
 		return err
+	}
+	if s.wantPartition && integer {
+		if p, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 32); err == nil {
+			s.partition, s.hasPartition = int32(p), true
+		}
 	}
 	if !s.wantOffset {
 		return nil
@@ -281,6 +307,7 @@ func (s *recordScanner) key() (scanState, error) {
 		return 0, err
 	}
 	s.wantOffset = len(s.stack) == 1 && string(b[start:s.i]) == `"offset"`
+	s.wantPartition = len(s.stack) == 1 && !s.hasPartition && string(b[start:s.i]) == `"partition"`
 	if s.wantOffset && s.hasOffset {
 		return 0, errors.New(`"offset" appears twice`)
 	}

@@ -90,7 +90,7 @@ var keyDocs = map[string]string{
 
 	"format.type":            "`jsonl`, `json`, `csv`, `bytes`, `avro` or `parquet` (see [formats.md](formats.md))",
 	"format.compression":     "`none`, `gzip`, `snappy`, `zstd`. Avro and Parquet compress inside the file (blocks, column pages) and get no compression suffix",
-	"format.fields":          "fields of each record, in order. `bytes` writes the value alone: it takes this default or `[value]` and refuses other lists",
+	"format.fields":          "fields of each record, in order: `key`, `value`, `offset`, `timestamp`, `headers`, and `partition` (the Kafka partition, not in the default; an Iceberg table's files always hold it). `bytes` writes the value alone: it takes this default or `[value]` and refuses other lists",
 	"format.value_encoding":  "`none`: JSON values are embedded as JSON, and text as a string (in `csv`, as it is; in `bytes`, as it is, binary too; in `avro` and `parquet`, keys and values are string columns, a JSON value kept as a JSON string). `base64`: any bytes (in `avro` and `parquet`, bytes columns: those formats hold bytes as they are, without base64). With `none`, a binary value is a record error in `jsonl`, `json`, `csv`, `avro` and `parquet`",
 	"format.envelope":        "`false` writes the single field alone (`jsonl`, `json`; in `avro` and `parquet`, a record of that one field); `csv` and `bytes` have no envelope and ignore it",
 	"format.bytes_separator": "`bytes` only: written after each value. Backslash escapes `\\n`, `\\r`, `\\t`, `\\0`, `\\\\`, `\\xHH`, so `'\\r\\n'` in YAML or the environment is CR LF; `\"\"` for none",

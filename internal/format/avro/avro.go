@@ -73,6 +73,7 @@ type avroDatum struct {
 	Offset    int64        `avro:"offset"`
 	Timestamp int64        `avro:"timestamp"` // milliseconds, as timestamp-millis holds them
 	Headers   []avroHeader `avro:"headers"`
+	Partition int32        `avro:"partition"`
 }
 
 type avroHeader struct {
@@ -162,6 +163,7 @@ type avroFieldJSON struct {
 //	offset:     long
 //	timestamp:  {"type": "long", "logicalType": "timestamp-millis"}
 //	headers:    {"type": "array", "items": header}, header = {key: string, value: ["null", "bytes"|"string"]}
+//	partition:  int (the Kafka partition)
 func avroSchema(env format.Envelope) (*avro.Schema, error) {
 	blob := "bytes"
 	if env.Text {
@@ -178,6 +180,8 @@ func avroSchema(env format.Envelope) (*avro.Schema, error) {
 			typ = "long"
 		case format.FieldTimestamp:
 			typ = avroSchemaJSON{Type: "long", LogicalType: "timestamp-millis"}
+		case format.FieldPartition:
+			typ = "int"
 		case format.FieldHeaders:
 			typ = avroSchemaJSON{Type: "array", Items: &avroSchemaJSON{
 				Type: "record", Name: "header",
@@ -218,7 +222,7 @@ func (e *avroEncoder) Encode(r *kgo.Record) error {
 		}
 	}
 	d := &e.datum
-	d.Key, d.Value, d.Offset, d.Timestamp = r.Key, r.Value, r.Offset, r.Timestamp.UnixMilli()
+	d.Key, d.Value, d.Offset, d.Timestamp, d.Partition = r.Key, r.Value, r.Offset, r.Timestamp.UnixMilli(), r.Partition
 	d.Headers = d.Headers[:0]
 	for _, h := range r.Headers {
 		d.Headers = append(d.Headers, avroHeader(h))

@@ -201,6 +201,8 @@ func (e *typedAvroEncoder) appendEnvelope(dst []byte, r *kgo.Record, parts [2][]
 			dst, err = fs.AppendEncode(dst, r.Offset)
 		case format.FieldTimestamp:
 			dst, err = fs.AppendEncode(dst, r.Timestamp.UnixMilli())
+		case format.FieldPartition:
+			dst, err = fs.AppendEncode(dst, r.Partition)
 		case format.FieldHeaders:
 			for _, h := range r.Headers {
 				e.headers = append(e.headers, map[string]any{"key": h.Key, "value": h.Value})

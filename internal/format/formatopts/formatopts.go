@@ -19,7 +19,7 @@ import (
 type Options struct {
 	Type          string   `koanf:"type"`        // csv | json | jsonl | avro | parquet | bytes
 	Compression   string   `koanf:"compression"` // none | gzip | snappy | zstd
-	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers
+	Fields        []string `koanf:"fields"`      // key, value, offset, timestamp, headers, partition
 	ValueEncoding string   `koanf:"value_encoding"`
 	Envelope      bool     `koanf:"envelope"`
 	// BytesSeparator follows each value in the bytes format, with
@@ -37,14 +37,16 @@ type Options struct {
 // readably.
 const DefaultBytesSeparator = `\n`
 
-// DefaultFields is format.fields' default: every part of a record.
+// DefaultFields is format.fields' default: every part of a record but its
+// Kafka partition, which was added later and is written only when listed,
+// so that a deployment's files keep the columns they always had.
 func DefaultFields() []string { return []string{"key", "value", "offset", "timestamp", "headers"} }
 
 // The accepted values of the section's enumerated keys. Normalize matches
 // them case-insensitively and stores them in the case given here.
 var (
 	compressions   = []string{"none", "gzip", "snappy", "zstd"}
-	fieldNames     = []string{"key", "value", "offset", "timestamp", "headers"}
+	fieldNames     = []string{"key", "value", "offset", "timestamp", "headers", "partition"}
 	valueEncodings = []string{"none", "base64"}
 )
 

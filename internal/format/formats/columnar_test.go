@@ -86,7 +86,7 @@ func TestNewEncoderErrors(t *testing.T) {
 		{config.Format{Type: "parquet", Fields: formattest.AllFields(), Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},
 		{config.Format{Type: "xml", Fields: formattest.AllFields(), Envelope: true}, `format.type "xml" is unknown`},
 		{config.Format{Type: "jsonl", Envelope: true}, "format.fields is empty"},
-		{config.Format{Type: "jsonl", Fields: []string{"value", "partition"}, Envelope: true}, `unknown field "partition"`},
+		{config.Format{Type: "jsonl", Fields: []string{"value", "topic"}, Envelope: true}, `unknown field "topic"`},
 		{config.Format{Type: "jsonl", Fields: []string{"value", "value"}, Envelope: true}, `field "value" is listed twice`},
 		{config.Format{Type: "jsonl", Fields: []string{"key", "value"}}, "format.envelope: false writes one bare field"},
 		{config.Format{Type: "jsonl", Fields: formattest.AllFields(), Envelope: true, ValueEncoding: "hex"}, `format.value_encoding "hex" is unknown`},

@@ -98,6 +98,8 @@ func WantRows(t *testing.T, cfg formatopts.Options, recs []*kgo.Record, blob fun
 				row[f] = r.Offset
 			case "timestamp":
 				row[f] = r.Timestamp.UnixMilli()
+			case "partition":
+				row[f] = r.Partition
 			case "headers":
 				hs := []any{}
 				for _, h := range r.Headers {
@@ -148,11 +150,21 @@ func ColumnarCases(typ string) []ColumnarCase {
 	single.Envelope = false
 	return append(cs,
 		ColumnarCase{"subset-reordered", ColumnarConfig(typ, "snappy", "none", "timestamp", "headers", "offset"), ColumnarRecords(false)},
+		ColumnarCase{"partition", ColumnarConfig(typ, "gzip", "base64", "key", "partition", "value", "offset", "timestamp", "headers"), withPartitions(ColumnarRecords(true))},
 		ColumnarCase{"no-envelope", single, ColumnarRecords(false)},
 		ColumnarCase{"many-zstd", ColumnarConfig(typ, "zstd", "none"), Varied(1500, 1024)},
 		ColumnarCase{"many-gzip", ColumnarConfig(typ, "gzip", "base64"), Varied(1500, 1024)},
 		ColumnarCase{"empty", ColumnarConfig(typ, "zstd", "none"), nil}, // every record failed
 	)
+}
+
+// withPartitions gives recs the Kafka partitions 0, 7, 14, ..., so that a
+// reader that mixes them up or reads them all as one is caught.
+func withPartitions(recs []*kgo.Record) []*kgo.Record {
+	for i, r := range recs {
+		r.Partition = int32(i * 7)
+	}
+	return recs
 }
 
 // CheckRows compares a reader's rows with the expected ones, field by

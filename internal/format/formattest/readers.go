@@ -79,6 +79,8 @@ func ReadParquetGo(t *testing.T, b []byte, text bool) []map[string]any {
 				row["offset"] = rec.Offset
 			case "timestamp":
 				row["timestamp"] = rec.Timestamp
+			case "partition":
+				row["partition"] = rec.Partition
 			case "headers":
 				hs := []any{}
 				for _, h := range rec.Headers {
@@ -100,6 +102,7 @@ type pqRow struct {
 	Offset    int64      `parquet:"offset"`
 	Timestamp int64      `parquet:"timestamp"`
 	Headers   []pqHeader `parquet:"headers,list"`
+	Partition *int32     `parquet:"partition,optional"`
 }
 
 type pqHeader struct {

@@ -120,9 +120,22 @@ func TestJSONLExactBytes(t *testing.T) {
 
 func TestJSONLFieldsSubsetAndOrder(t *testing.T) {
 	cfg := config.Format{Type: "jsonl", Fields: []string{"offset", "value"}, Envelope: true}
-	out := encodeAll(t, cfg, &kgo.Record{Offset: 9, Key: []byte("k"), Value: []byte("v")})
+	out := encodeAll(t, cfg, &kgo.Record{Offset: 9, Partition: 12, Key: []byte("k"), Value: []byte("v")})
 	if want := `{"offset":9,"value":"v"}` + "\n"; out != want {
 		t.Errorf("got %q, want %q", out, want)
+	}
+	// The Kafka partition, when listed; a value large enough to be
+	// streamed takes the other path.
+	cfg.Fields = []string{"partition", "offset", "value"}
+	big := strings.Repeat("x", 100<<10)
+	out = encodeAll(t, cfg, &kgo.Record{Offset: 9, Partition: 12, Value: []byte("v")}, &kgo.Record{Offset: 10, Partition: 12, Value: []byte(big)})
+	if want := `{"partition":12,"offset":9,"value":"v"}` + "\n" + `{"partition":12,"offset":10,"value":"` + big + `"}` + "\n"; out != want {
+		t.Errorf("with partition: got %.200q, want %.200q", out, want)
+	}
+	cfg.Type = "json"
+	out = encodeAll(t, cfg, &kgo.Record{Offset: 9, Partition: 3, Value: []byte("v")})
+	if !strings.Contains(out, `{"partition":3,"offset":9,"value":"v"}`) {
+		t.Errorf("json with partition: got %q", out)
 	}
 }
 

@@ -89,6 +89,8 @@ func (j *jsonRecord) append(dst []byte, r *kgo.Record) ([]byte, error) {
 			dst = strconv.AppendInt(dst, r.Offset, 10)
 		case format.FieldTimestamp:
 			dst = strconv.AppendInt(dst, r.Timestamp.UnixMilli(), 10)
+		case format.FieldPartition:
+			dst = strconv.AppendInt(dst, int64(r.Partition), 10)
 		case format.FieldHeaders:
 			dst, err = j.appendHeaders(dst, r)
 		}

@@ -50,6 +50,8 @@ func (j *jsonRecord) stream(o *format.Output, head string, r *kgo.Record, tail s
 			s.buf = strconv.AppendInt(s.buf, r.Offset, 10)
 		case format.FieldTimestamp:
 			s.buf = strconv.AppendInt(s.buf, r.Timestamp.UnixMilli(), 10)
+		case format.FieldPartition:
+			s.buf = strconv.AppendInt(s.buf, int64(r.Partition), 10)
 		case format.FieldHeaders:
 			s.buf = append(s.buf, '[')
 			for i, h := range r.Headers {

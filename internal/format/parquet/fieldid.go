@@ -17,9 +17,10 @@ import (
 // The rule, the same in every process and for every schema version:
 //
 //   - The envelope's columns have fixed ids: key 1, value 2, offset 3,
-//     timestamp 4, headers 5, its element 6, the header's key 7 and value 8
-//     (envelopeIDs). They hold whether key and value are bytes, strings or
-//     typed groups.
+//     timestamp 4, headers 5, its element 6, the header's key 7 and value 8,
+//     partition 9 (envelopeIDs; 9 is the id Iceberg tables gave the Kafka
+//     partition's column before the files held it). They hold whether key
+//     and value are bytes, strings or typed groups.
 //   - Every other column (the fields of a registry-typed key or value, and
 //     every column of the bare layout, where the value's fields are the
 //     file's columns) has the id hashID gives its path: the names from the
@@ -47,6 +48,7 @@ const (
 var envelopeIDs = map[string]int{
 	"key": 1, "value": 2, "offset": 3, "timestamp": 4,
 	"headers": 5, "headers.element": 6, "headers.element.key": 7, "headers.element.value": 8,
+	"partition": 9,
 }
 
 // hashID is the id of a column that has no fixed one: FNV-1a of its path.

@@ -46,6 +46,9 @@ const (
 //	key, value: optional binary (STRING)  or  optional binary (bytes)
 //	offset:     required int64
 //	timestamp:  required int64 (TIMESTAMP(MILLIS, isAdjustedToUTC=true))
+//	partition:  optional int32 (never null; optional because an Iceberg
+//	            table can only gain optional columns, and the tables made
+//	            before the files held it have it optional)
 //	headers:    required group (LIST) { repeated group list {
 //	              required group element { required binary key (STRING);
 //	                                       optional binary value (STRING or bytes) } } }
@@ -72,7 +75,7 @@ type parquetEncoder struct {
 
 // parquetColumns are the leaf column indexes of the envelope's fields.
 type parquetColumns struct {
-	key, value, offset, timestamp, headerKey, headerValue int
+	key, value, offset, timestamp, partition, headerKey, headerValue int
 }
 
 func newParquetEncoder(cfg config.Format, w io.Writer, m format.Memory) (*parquetEncoder, error) {
@@ -119,7 +122,7 @@ func newParquetEncoder(cfg config.Format, w io.Writer, m format.Memory) (*parque
 		return leaf.ColumnIndex
 	}
 	e.cols = parquetColumns{
-		key: col("key"), value: col("value"), offset: col("offset"), timestamp: col("timestamp"),
+		key: col("key"), value: col("value"), offset: col("offset"), timestamp: col("timestamp"), partition: col("partition"),
 		headerKey: col("headers", "list", "element", "key"), headerValue: col("headers", "list", "element", "value"),
 	}
 	return e, nil
@@ -158,6 +161,8 @@ func parquetSchema(env format.Envelope, micros bool) *parquet.Schema {
 			n = parquet.Leaf(parquet.Int64Type)
 		case format.FieldTimestamp:
 			n = parquet.TimestampAdjusted(timeUnit(micros), true)
+		case format.FieldPartition:
+			n = parquet.Optional(parquet.Leaf(parquet.Int32Type))
 		case format.FieldHeaders:
 			n = parquet.List(envelopeID(parquet.Group{
 				"key":   envelopeID(parquet.String(), "headers.element.key"),
@@ -264,6 +269,8 @@ func (e *parquetEncoder) appendRow(row parquet.Row, r *kgo.Record) parquet.Row {
 			row = append(row, parquet.Int64Value(r.Offset).Level(0, 0, c.offset))
 		case format.FieldTimestamp:
 			row = append(row, parquet.Int64Value(timestampOf(r.Timestamp, e.micros)).Level(0, 0, c.timestamp))
+		case format.FieldPartition:
+			row = append(row, parquet.Int32Value(r.Partition).Level(0, 1, c.partition))
 		case format.FieldHeaders:
 			if len(r.Headers) == 0 {
 				row = append(row, parquet.NullValue().Level(0, 0, c.headerKey), parquet.NullValue().Level(0, 0, c.headerValue))

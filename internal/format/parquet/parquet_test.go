@@ -186,6 +186,8 @@ func TestParquetDuckDBReads(t *testing.T) {
 				cols = append(cols, blob(`"`+f+`"`)+` AS "`+f+`"`)
 			case "offset":
 				cols = append(cols, `"offset"::DOUBLE AS "offset"`)
+			case "partition":
+				cols = append(cols, `"partition"::DOUBLE AS "partition"`)
 			case "timestamp":
 				cols = append(cols, `epoch_ms("timestamp")::DOUBLE AS "timestamp"`)
 			case "headers":
@@ -207,7 +209,7 @@ func TestParquetDuckDBReads(t *testing.T) {
 
 		blob := map[string]string{"none": "VARCHAR", "base64": "BLOB"}[c.Cfg.ValueEncoding]
 		wantTypes := map[string]string{
-			"key": blob, "value": blob, "offset": "BIGINT", "timestamp": "TIMESTAMP WITH TIME ZONE",
+			"key": blob, "value": blob, "offset": "BIGINT", "timestamp": "TIMESTAMP WITH TIME ZONE", "partition": "INTEGER",
 			"headers": `STRUCT("key" VARCHAR, "value" ` + blob + `)[]`,
 		}
 		var names []string

@@ -176,6 +176,11 @@ func (b *pqBuilder) envelope(env format.Envelope, key, val *registry.Columns) (p
 			n = envelopeID(parquet.TimestampAdjusted(timeUnit(b.micros), true), name)
 			p = &pqNode{kind: pqLeaf, name: name, col: b.next(), conv: longValue}
 			p.leaves = []int{p.col}
+		case format.FieldPartition:
+			// Optional, as the untyped envelope's (see parquetEncoder).
+			n = envelopeID(parquet.Optional(parquet.Leaf(parquet.Int32Type)), name)
+			p = &pqNode{kind: pqLeaf, name: name, optional: true, def: 1, col: b.next(), conv: intValue}
+			p.leaves = []int{p.col}
 		case format.FieldHeaders:
 			// required LIST { repeated list { required element { key; optional value } } }
 			hk := &pqNode{kind: pqLeaf, name: "key", def: 1, rep: 1, col: b.next(), conv: bytesValue}
@@ -618,6 +623,8 @@ func (e *typedParquetEncoder) envelopeValue(r *kgo.Record) (map[string]any, erro
 			m["offset"] = r.Offset
 		case format.FieldTimestamp:
 			m["timestamp"] = timestampOf(r.Timestamp, e.t.Config().Micros)
+		case format.FieldPartition:
+			m["partition"] = r.Partition
 		case format.FieldHeaders:
 			for _, h := range r.Headers {
 				var hv any

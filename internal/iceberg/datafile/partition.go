@@ -72,6 +72,11 @@ func partitionValues(sc *iceberg.Schema, spec iceberg.PartitionSpec, kafkaColumn
 				return nil, nil, fmt.Errorf("file %s of Kafka partition %d is in the folder %s=%s", f.Location, f.Partition, pf.Name, text)
 			}
 			v = f.Partition
+			// Files hold the column since it is in the envelope; older
+			// ones have no bounds of it, which contradict nothing.
+			if err := checkBounds(pf, src, st, nested, v); err != nil {
+				return nil, nil, fmt.Errorf("file %s of Kafka partition %d (its ledger entry): %w", f.Location, f.Partition, err)
+			}
 		case iceberg.BucketTransform:
 			if text != "null" {
 				n, perr := strconv.ParseInt(text, 10, 32)

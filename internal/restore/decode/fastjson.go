@@ -64,6 +64,12 @@ func parseEnvelope(b []byte) (*kgo.Record, error) {
 			if !p.headers(rec) {
 				return nil, errShape
 			}
+		case "partition":
+			// format.fields' partition: the restore picks the partition
+			// it writes to, as for files without it.
+			if _, ok = p.int(); !ok {
+				return nil, errShape
+			}
 		default:
 			return nil, errShape
 		}
