@@ -175,7 +175,7 @@ install_azurite() {
 
 # install_duckdb: DuckDB's node package (prebuilt binaries, about 70 MB),
 # into .cache/duckdb, for the tests that read output files back with a
-# reader nobody here wrote (testkit.NewDuckDB). Pinned; reinstalled when the
+# reader nobody here wrote (outside.NewDuckDB). Pinned; reinstalled when the
 # pin changes. Needs node and npm, which install_azurite provides.
 DUCKDB_NODE_API_VERSION="1.5.6-r.1"
 install_duckdb() {

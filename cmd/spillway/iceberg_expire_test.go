@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // TestIcebergExpireSnapshots drains a topic into a table six times (each
@@ -17,8 +17,8 @@ import (
 // it clean.
 func TestIcebergExpireSnapshots(t *testing.T) {
 	t.Parallel()
-	duck := testkit.NewDuckDB(t)
-	testkit.PythonAvro(t)
+	duck := outside.NewDuckDB(t)
+	outside.PythonAvro(t)
 	it := newIceTopic(t, iceSetup{group: "expire-test", iceberg: `expire_snapshots: {max_age: 0s, keep_last: 3}`})
 	const drains, per = 6, 500 // per: 250 a partition, one full file each
 	for d := range drains {

@@ -22,6 +22,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/runner"
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // iceTopic is a kfake topic of two partitions that the real runner
@@ -177,7 +178,7 @@ type iceRead struct {
 // another engine would: the catalog row with the sqlite3 CLI, the
 // metadata JSON it names with python3, the manifest list and manifests
 // with python3-avro, the data files with DuckDB's read_parquet.
-func (it *iceTopic) readIndependently(duck *testkit.DuckDB, name string) iceRead {
+func (it *iceTopic) readIndependently(duck *outside.DuckDB, name string) iceRead {
 	t := it.t
 	t.Helper()
 	sqlite, err := exec.LookPath("sqlite3")
@@ -214,18 +215,18 @@ print(json.dumps({"snapshots": len(m.get("snapshots", [])), "list": cur[0]["mani
 	}
 	local := func(p string) string { return strings.TrimPrefix(p, "file://") }
 	var manifests []string
-	for _, rec := range testkit.ReadAvroPython(t, local(meta.List))[0].Records {
+	for _, rec := range outside.ReadAvroPython(t, local(meta.List))[0].Records {
 		manifests = append(manifests, local(rec["manifest_path"].(string)))
 	}
 	var stmts []string
-	for _, m := range testkit.ReadAvroPython(t, manifests...) {
+	for _, m := range outside.ReadAvroPython(t, manifests...) {
 		for _, e := range m.Records {
 			if e["status"].(float64) == 2 { // deleted
 				continue
 			}
 			p := local(e["data_file"].(map[string]any)["file_path"].(string))
 			r.files = append(r.files, p)
-			stmts = append(stmts, fmt.Sprintf(`SELECT CAST(value AS VARCHAR) AS v FROM read_parquet(%s)`, testkit.SQLString(p)))
+			stmts = append(stmts, fmt.Sprintf(`SELECT CAST(value AS VARCHAR) AS v FROM read_parquet(%s)`, outside.SQLString(p)))
 		}
 	}
 	for _, rows := range duck.Query(t, stmts...) {

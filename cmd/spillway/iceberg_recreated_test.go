@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // TestIcebergRecreatedTopicRun: a topic drained into its table through
@@ -77,7 +77,7 @@ func recreatedTopicRun(t *testing.T, startFresh bool) {
 	}
 	it.drain()
 
-	r := it.readIndependently(testkit.NewDuckDB(t), it.topic)
+	r := it.readIndependently(outside.NewDuckDB(t), it.topic)
 	wantEachOnce(t, r.values, 1_000)
 	code, out, errOut = verifyCLI(t, it.dir, "--config", it.cfgPath)
 	wantCode(t, code, exitOK, out, errOut)

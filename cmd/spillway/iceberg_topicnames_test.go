@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // TestIcebergDottedTopic: topic orders.v1 under iceberg.table
@@ -24,7 +24,7 @@ func TestIcebergDottedTopic(t *testing.T) {
 	it.produce(0, 1_000)
 	it.drain()
 
-	r := it.readIndependently(testkit.NewDuckDB(t), "orders_v1")
+	r := it.readIndependently(outside.NewDuckDB(t), "orders_v1")
 	wantEachOnce(t, r.values, 1_000)
 	if len(r.files) != 4 {
 		t.Errorf("want 4 data files in the snapshot, got %v", r.files)

@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spillway/spillway/internal/testkit/outside"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/spillway/spillway/internal/testkit"
 )
 
 // iceDay0 is the first day of the event timestamps produceDays gives.
@@ -191,14 +190,14 @@ func iceManifests(t testing.TB, m *iceMeta) (manifests int, entries []iceEntry) 
 	local := func(uri string) string { return strings.TrimPrefix(uri, "file://") }
 	var paths []string
 	var seqs []int64
-	for _, r := range testkit.ReadAvroPython(t, local(cur.List))[0].Records {
+	for _, r := range outside.ReadAvroPython(t, local(cur.List))[0].Records {
 		if c, _ := r["content"].(float64); c != 0 {
 			t.Errorf("manifest %v holds delete files (content %v): Spillway writes none", r["manifest_path"], c)
 		}
 		paths = append(paths, local(r["manifest_path"].(string)))
 		seqs = append(seqs, int64(r["sequence_number"].(float64)))
 	}
-	for i, f := range testkit.ReadAvroPython(t, paths...) {
+	for i, f := range outside.ReadAvroPython(t, paths...) {
 		for _, e := range f.Records {
 			st := int(e["status"].(float64))
 			if st == 2 {

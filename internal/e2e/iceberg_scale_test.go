@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 const (
@@ -42,8 +43,8 @@ func TestIcebergManyPartitionsUnderCgroup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drains 240 MB into 1,200 open files inside a memory cgroup; skipped with -short")
 	}
-	testkit.PythonAvro(t)
-	duck := testkit.NewDuckDB(t)
+	outside.PythonAvro(t)
+	duck := outside.NewDuckDB(t)
 	cg := newMemCgroup(t, oomLimit)
 	out := filepath.Join(t.TempDir(), "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {

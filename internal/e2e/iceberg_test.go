@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite" // to read the SQL catalog as another engine would
 
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 const (
@@ -43,8 +44,8 @@ func TestIcebergCrashExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts spillway while records are produced; skipped with -short")
 	}
-	testkit.PythonAvro(t) // skips (or fails, with SPILLWAY_TEST_REQUIRE_TOOLS=1) without python3-avro
-	duck := testkit.NewDuckDB(t)
+	outside.PythonAvro(t) // skips (or fails, with SPILLWAY_TEST_REQUIRE_TOOLS=1) without python3-avro
+	duck := outside.NewDuckDB(t)
 
 	out := filepath.Join(t.TempDir(), "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -204,11 +205,11 @@ func icebergDataFiles(t *testing.T, catalogDB string) []string {
 	}
 	t.Logf("table: %d snapshots", len(meta.Snapshots))
 	var manifests []string
-	for _, r := range testkit.ReadAvroPython(t, local(list))[0].Records {
+	for _, r := range outside.ReadAvroPython(t, local(list))[0].Records {
 		manifests = append(manifests, local(r["manifest_path"].(string)))
 	}
 	var paths []string
-	for _, m := range testkit.ReadAvroPython(t, manifests...) {
+	for _, m := range outside.ReadAvroPython(t, manifests...) {
 		for _, e := range m.Records {
 			if e["status"].(float64) == 2 { // deleted
 				continue
@@ -223,14 +224,14 @@ func icebergDataFiles(t *testing.T, catalogDB string) []string {
 // partition's offsets [0, end) are there exactly once. The envelope has no
 // partition column: each file holds one partition, which its name says
 // ({{topic}}-{{partition}}-{{start_offset}}).
-func checkIcebergExactlyOnce(t *testing.T, duck *testkit.DuckDB, files []string, ends map[int32]int64) {
+func checkIcebergExactlyOnce(t *testing.T, duck *outside.DuckDB, files []string, ends map[int32]int64) {
 	t.Helper()
 	if len(files) == 0 {
 		t.Fatal("the table's current snapshot holds no data file")
 	}
 	quoted := make([]string, len(files))
 	for i, f := range files {
-		quoted[i] = testkit.SQLString(f)
+		quoted[i] = outside.SQLString(f)
 	}
 	rows := duck.Query(t, fmt.Sprintf(`SELECT CAST(regexp_extract(filename, '-([0-9]+)-[0-9]+\.parquet$', 1) AS BIGINT)::DOUBLE AS p,
   count(*)::DOUBLE AS n, count(DISTINCT "offset")::DOUBLE AS d, min("offset")::DOUBLE AS lo, max("offset")::DOUBLE AS hi

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // TestIcebergTwoInstancesRebalanceZombie runs two `spillway run` processes
@@ -42,8 +43,8 @@ func TestIcebergTwoInstancesRebalanceZombie(t *testing.T) {
 		days       = 3
 		size       = 200
 	)
-	testkit.PythonAvro(t)
-	duck := testkit.NewDuckDB(t)
+	outside.PythonAvro(t)
+	duck := outside.NewDuckDB(t)
 	out := filepath.Join(t.TempDir(), "out")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/format/formattest"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // writeFile encodes recs as the sink chains this package's encoders.
@@ -30,12 +30,12 @@ func writeFile(t *testing.T, dir string, cfg Options, recs []*kgo.Record) string
 // wrote: exact row counts and every field's value. Snappy files are
 // decompressed by python3-snappy first (DuckDB reads no snappy framing).
 func TestTextFormatsReadByDuckDB(t *testing.T) {
-	duck := testkit.NewDuckDB(t)
+	duck := outside.NewDuckDB(t)
 	const n = 400
 	withLines, oneLine := formattest.ReaderRecords(n, true), formattest.ReaderRecords(n, false)
 	dir := t.TempDir()
 
-	type check func(t *testing.T, rows []testkit.Row)
+	type check func(t *testing.T, rows []outside.Row)
 	var (
 		names   []string
 		queries []string
@@ -52,8 +52,8 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 		// sniffer would skip a leading empty line); allow_quoted_nulls=false
 		// reads "" as an empty string and an empty field as NULL.
 		queries = append(queries, fmt.Sprintf(`SELECT * FROM read_csv(%s, header=false, auto_detect=false, delim=',', quote='"', escape='"', new_line='\n', allow_quoted_nulls=false,
-			columns={'key': 'VARCHAR', 'value': 'VARCHAR', 'offset': 'BIGINT', 'timestamp': 'BIGINT', 'headers': 'VARCHAR'})`, testkit.SQLString(p)))
-		checks = append(checks, func(t *testing.T, rows []testkit.Row) { checkCSVRows(t, rows, withLines) })
+			columns={'key': 'VARCHAR', 'value': 'VARCHAR', 'offset': 'BIGINT', 'timestamp': 'BIGINT', 'headers': 'VARCHAR'})`, outside.SQLString(p)))
+		checks = append(checks, func(t *testing.T, rows []outside.Row) { checkCSVRows(t, rows, withLines) })
 
 		cfg = base
 		cfg.Type = "bytes"
@@ -61,8 +61,8 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 		names = append(names, "bytes/"+comp)
 		// One value per line: no delimiter or quote that a value holds.
 		queries = append(queries, fmt.Sprintf(`SELECT * FROM read_csv(%s, header=false, auto_detect=false, delim='\t', quote='', escape='', new_line='\n',
-			columns={'value': 'VARCHAR'})`, testkit.SQLString(p)))
-		checks = append(checks, func(t *testing.T, rows []testkit.Row) { checkBytesRows(t, rows, oneLine) })
+			columns={'value': 'VARCHAR'})`, outside.SQLString(p)))
+		checks = append(checks, func(t *testing.T, rows []outside.Row) { checkBytesRows(t, rows, oneLine) })
 	}
 	results := duck.Query(t, queries...)
 	for i, rows := range results {
@@ -70,13 +70,13 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 	}
 }
 
-func checkCSVRows(t *testing.T, rows []testkit.Row, recs []*kgo.Record) {
+func checkCSVRows(t *testing.T, rows []outside.Row, recs []*kgo.Record) {
 	if len(rows) != len(recs) {
 		t.Fatalf("DuckDB read %d rows, want %d", len(rows), len(recs))
 	}
 	for i, r := range recs {
 		row := rows[i]
-		want := testkit.Row{
+		want := outside.Row{
 			"key":       csvText(r.Key, true),
 			"value":     csvText(r.Value, false),
 			"offset":    strconv.FormatInt(r.Offset, 10),
@@ -108,7 +108,7 @@ func csvText(b []byte, b64 bool) any {
 	return string(b)
 }
 
-func checkBytesRows(t *testing.T, rows []testkit.Row, recs []*kgo.Record) {
+func checkBytesRows(t *testing.T, rows []outside.Row, recs []*kgo.Record) {
 	if len(rows) != len(recs) {
 		t.Fatalf("DuckDB read %d rows, want %d", len(rows), len(recs))
 	}
@@ -157,7 +157,7 @@ func TestBytesReadByDecompressors(t *testing.T) {
 			if err := os.Mkdir(sub, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			got := testkit.Decompress(t, writeFile(t, sub, cfg, recs))
+			got := outside.Decompress(t, writeFile(t, sub, cfg, recs))
 			if !bytes.Equal(got, want) {
 				t.Errorf("separator %q, %s: %d bytes read back, want %d (first difference at %d)", sep, comp, len(got), len(want), firstDiff(got, want))
 			}

@@ -9,8 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // The envelope with a registry-typed value, as Spillway lays it out: the
@@ -145,10 +144,10 @@ func TestNestedSchemaEvolution(t *testing.T) {
 	// field, and their rows read it as null.
 	var paths []string
 	for _, p := range dataFiles(t, tb) {
-		paths = append(paths, testkit.SQLString(strings.TrimPrefix(p, "file://")))
+		paths = append(paths, outside.SQLString(strings.TrimPrefix(p, "file://")))
 	}
 	slices.Sort(paths)
-	rows := testkit.NewDuckDB(t).Query(t, fmt.Sprintf(`SELECT "offset" AS o, value.user.email AS e FROM read_parquet([%s], union_by_name = true)`, strings.Join(paths, ",")))
+	rows := outside.NewDuckDB(t).Query(t, fmt.Sprintf(`SELECT "offset" AS o, value.user.email AS e FROM read_parquet([%s], union_by_name = true)`, strings.Join(paths, ",")))
 	got = map[int64]any{}
 	for _, r := range rows[0] {
 		o, err := strconv.ParseInt(fmt.Sprint(r["o"]), 10, 64)

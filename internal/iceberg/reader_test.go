@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // The embedded catalog is the standard SQL catalog: its SQLite file holds
@@ -74,25 +74,25 @@ func TestStandardCatalogIndependentRead(t *testing.T) {
 		t.Fatalf("no current snapshot in %s", metaLoc)
 	}
 	var manifests []string
-	for _, r := range testkit.ReadAvroPython(t, local(list))[0].Records {
+	for _, r := range outside.ReadAvroPython(t, local(list))[0].Records {
 		manifests = append(manifests, local(r["manifest_path"].(string)))
 	}
 	var paths []string
 	var counted float64
-	for _, m := range testkit.ReadAvroPython(t, manifests...) {
+	for _, m := range outside.ReadAvroPython(t, manifests...) {
 		for _, e := range m.Records {
 			if e["status"].(float64) == 2 { // deleted
 				continue
 			}
 			df := e["data_file"].(map[string]any)
-			paths = append(paths, testkit.SQLString(local(df["file_path"].(string))))
+			paths = append(paths, outside.SQLString(local(df["file_path"].(string))))
 			counted += df["record_count"].(float64)
 		}
 	}
 	if len(paths) != 3 || counted != 180 {
 		t.Fatalf("manifests list %d files of %v records, want 3 of 180", len(paths), counted)
 	}
-	rows := testkit.NewDuckDB(t).Query(t, fmt.Sprintf(`SELECT count(*)::DOUBLE AS n, count(DISTINCT (partition, "offset"))::DOUBLE AS d FROM read_parquet([%s])`, strings.Join(paths, ",")))
+	rows := outside.NewDuckDB(t).Query(t, fmt.Sprintf(`SELECT count(*)::DOUBLE AS n, count(DISTINCT (partition, "offset"))::DOUBLE AS d FROM read_parquet([%s])`, strings.Join(paths, ",")))
 	if n, d := rows[0][0]["n"], rows[0][0]["d"]; fmt.Sprint(n) != "180" || fmt.Sprint(d) != "180" {
 		t.Fatalf("DuckDB reads %v records, %v distinct; want 180 of each", n, d)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // kcatFormat frames each record so that kcat's output parses back
@@ -45,7 +46,7 @@ type kcatRecord struct {
 // are checked by the franz-go comparison of TestRoundTrip only.
 func TestRoundTripKcat(t *testing.T) {
 	t.Parallel()
-	kcat := testkit.Kcat(t)
+	kcat := outside.Kcat(t)
 	cluster := testkit.NewCluster(t, 1)
 	f := newSource(t, cluster, "src-kcat", 2, 194, func(c *config.Config) {
 		c.Format.Type, c.Format.Compression = "jsonl", "zstd"

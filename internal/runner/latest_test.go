@@ -16,6 +16,7 @@ import (
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/storage"
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 	"github.com/spillway/spillway/internal/verify"
 )
 
@@ -115,7 +116,7 @@ func checkLatest(t *testing.T, dir string, last map[string]int) map[string][]byt
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		got[filepath.ToSlash(rel)] = testkit.Decompress(t, path)
+		got[filepath.ToSlash(rel)] = outside.Decompress(t, path)
 		return nil
 	})
 	if err != nil {

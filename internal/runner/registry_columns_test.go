@@ -15,6 +15,7 @@ import (
 
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // Protobuf and JSON Schema versions of the Avro events above: the same
@@ -163,7 +164,7 @@ func TestRegistryColumnsEndToEnd(t *testing.T) {
 }
 
 func checkParquetColumns(t *testing.T, paths []string, want int) {
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	src := "read_parquet(" + sqlList(paths) + ", union_by_name = true)"
 	res := db.Query(t,
 		"SELECT count(*)::DOUBLE AS n, count(DISTINCT value.id)::DOUBLE AS ids, count(value.score)::DOUBLE AS scored FROM "+src,
@@ -197,7 +198,7 @@ func checkParquetColumns(t *testing.T, paths []string, want int) {
 }
 
 func checkAvroColumns(t *testing.T, paths []string, want int) {
-	files := testkit.ReadAvroPython(t, paths...)
+	files := outside.ReadAvroPython(t, paths...)
 	n := 0
 	ids := map[float64]bool{}
 	for _, f := range files {

@@ -23,6 +23,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 const (
@@ -109,7 +110,7 @@ func dataPaths(t *testing.T, dir string) []string {
 func sqlList(paths []string) string {
 	q := make([]string, len(paths))
 	for i, p := range paths {
-		q[i] = testkit.SQLString(p)
+		q[i] = outside.SQLString(p)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }
@@ -182,7 +183,7 @@ func TestRegistryEndToEnd(t *testing.T) {
 }
 
 func checkParquetEvents(t *testing.T, paths []string, want int) {
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	src := "read_parquet(" + sqlList(paths) + ", union_by_name = true)"
 	res := db.Query(t,
 		"SELECT count(*)::DOUBLE AS n, count(DISTINCT value.id)::DOUBLE AS ids, count(score)::DOUBLE AS scored FROM (SELECT value, value.score AS score FROM "+src+")",
@@ -203,7 +204,7 @@ func checkParquetEvents(t *testing.T, paths []string, want int) {
 }
 
 func checkAvroEvents(t *testing.T, paths []string, want int) {
-	files := testkit.ReadAvroPython(t, paths...)
+	files := outside.ReadAvroPython(t, paths...)
 	n := 0
 	ids := map[float64]bool{}
 	for _, f := range files {
@@ -327,7 +328,7 @@ func TestRegistryDownThenUp(t *testing.T) {
 	if got := testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"); !maps.Equal(got, end) {
 		t.Errorf("after stop, committed %v, want end offsets %v", got, end)
 	}
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	res := db.Query(t, "SELECT count(*)::DOUBLE AS n, count(DISTINCT value.id)::DOUBLE AS ids FROM read_parquet("+sqlList(dataPaths(t, dir))+")")
 	if got := res[0][0]; fmt.Sprint(got["n"]) != fmt.Sprint(n) || fmt.Sprint(got["ids"]) != fmt.Sprint(n) {
 		t.Errorf("stored %v, want %d records, each once", got, n)
@@ -376,14 +377,14 @@ func TestRegistryNullKeysOneFile(t *testing.T) {
 			}
 			keys, nulls := 0, 0
 			if typ == "parquet" {
-				res := testkit.NewDuckDB(t).Query(t, "SELECT count(key.id)::DOUBLE AS k, count(*) FILTER (WHERE key IS NULL)::DOUBLE AS nk, count(DISTINCT value.id)::DOUBLE AS v FROM read_parquet("+sqlList(paths)+")")
+				res := outside.NewDuckDB(t).Query(t, "SELECT count(key.id)::DOUBLE AS k, count(*) FILTER (WHERE key IS NULL)::DOUBLE AS nk, count(DISTINCT value.id)::DOUBLE AS v FROM read_parquet("+sqlList(paths)+")")
 				if got := res[0][0]; fmt.Sprint(got["v"]) != fmt.Sprint(n) {
 					t.Errorf("%v distinct values, want %d", got["v"], n)
 				}
 				keys, _ = strconv.Atoi(fmt.Sprint(res[0][0]["k"]))
 				nulls, _ = strconv.Atoi(fmt.Sprint(res[0][0]["nk"]))
 			} else {
-				for _, f := range testkit.ReadAvroPython(t, paths...) {
+				for _, f := range outside.ReadAvroPython(t, paths...) {
 					for _, r := range f.Records {
 						if r["key"] == nil {
 							nulls++

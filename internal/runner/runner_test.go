@@ -22,6 +22,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 func TestMain(m *testing.M) {
@@ -143,7 +144,7 @@ func TestEndToEnd(t *testing.T) {
 		kcatLines = append(kcatLines, fmt.Sprintf("kkey-%d\tkcat value %d", i, i))
 	}
 	for p, codec := range []string{"gzip", "zstd", "lz4", "snappy"} {
-		testkit.KcatProduce(t, cluster.Addrs(), "events", int32(p), codec, kcatLines, true)
+		outside.KcatProduce(t, cluster.Addrs(), "events", int32(p), codec, kcatLines, true)
 	}
 	end := testkit.EndOffsets(t, cl, "events")
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // textRun produces records with franz-go (keys, headers, tombstones) and
@@ -47,7 +48,7 @@ func textRun(t *testing.T, format, compression string) (dir string, end map[int3
 		for n := range 250 {
 			lines = append(lines, fmt.Sprintf("kkey-%d\tkcat-%d-%d", n, p, n))
 		}
-		testkit.KcatProduce(t, cluster.Addrs(), "events", int32(p), codec, lines, true)
+		outside.KcatProduce(t, cluster.Addrs(), "events", int32(p), codec, lines, true)
 	}
 	end = testkit.EndOffsets(t, cl, "events")
 
@@ -104,7 +105,7 @@ func outputFiles(t *testing.T, dir string) []string {
 // keys, values and headers as Aiven writes them.
 func TestEndToEndCSV(t *testing.T) {
 	t.Parallel()
-	duck := testkit.NewDuckDB(t)
+	duck := outside.NewDuckDB(t)
 	dir, end := textRun(t, "csv", "zstd")
 	files := outputFiles(t, dir)
 	list := make([]string, len(files))
@@ -112,7 +113,7 @@ func TestEndToEndCSV(t *testing.T) {
 		if !strings.HasSuffix(f, ".csv.zst") {
 			t.Fatalf("file %s, want the extension .csv.zst", f)
 		}
-		list[i] = testkit.SQLString(f)
+		list[i] = outside.SQLString(f)
 	}
 	rows := duck.Query(t, fmt.Sprintf(`SELECT * FROM read_csv([%s], filename=true, header=false, auto_detect=false,
 		delim=',', quote='"', escape='"', new_line='\n', allow_quoted_nulls=false,
@@ -195,7 +196,7 @@ func TestEndToEndBytes(t *testing.T) {
 			t.Fatalf("file %s, want the extension .bin.gz", f)
 		}
 		topic, partition, start, _ := testkit.ParseDefaultName(f)
-		body := testkit.Decompress(t, f)
+		body := outside.Decompress(t, f)
 		if !bytes.HasSuffix(body, []byte("\n")) {
 			t.Fatalf("%s does not end in the separator", f)
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/spillway/spillway/internal/iceberg"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/sink"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // TestSinkTablePartitionColumn writes records of Kafka partitions 0 and 1
@@ -37,7 +37,7 @@ import (
 // the files did not hold it).
 func TestSinkTablePartitionColumn(t *testing.T) {
 	t.Parallel()
-	duck := testkit.NewDuckDB(t)
+	duck := outside.NewDuckDB(t)
 	for _, by := range [][]string{{"partition"}, {"bucket(4,key)"}} {
 		t.Run(strings.Join(by, ","), func(t *testing.T) {
 			t.Parallel()

@@ -29,7 +29,7 @@ import (
 	"github.com/spillway/spillway/internal/offsets"
 	"github.com/spillway/spillway/internal/sink"
 	"github.com/spillway/spillway/internal/storage"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // TestSinkPartitionedTables writes records of two Kafka partitions, with
@@ -45,8 +45,8 @@ import (
 // DuckDB counts every record once.
 func TestSinkPartitionedTables(t *testing.T) {
 	t.Parallel()
-	duck := testkit.NewDuckDB(t)
-	testkit.PythonAvro(t)
+	duck := outside.NewDuckDB(t)
+	outside.PythonAvro(t)
 	for _, by := range [][]string{{"partition"}, {"bucket(4,key)"}, {"day(timestamp)", "bucket(3,key)"}} {
 		t.Run(strings.Join(by, ","), func(t *testing.T) {
 			t.Parallel()
@@ -223,11 +223,11 @@ func readTable(t *testing.T, dir string) ([]string, []entry) {
 		}
 	}
 	var manifests []string
-	for _, r := range testkit.ReadAvroPython(t, local(list))[0].Records {
+	for _, r := range outside.ReadAvroPython(t, local(list))[0].Records {
 		manifests = append(manifests, local(r["manifest_path"].(string)))
 	}
 	var entries []entry
-	for _, m := range testkit.ReadAvroPython(t, manifests...) {
+	for _, m := range outside.ReadAvroPython(t, manifests...) {
 		for _, e := range m.Records {
 			if e["status"].(float64) == 2 {
 				continue
@@ -249,7 +249,7 @@ type entry struct {
 // checkPartitioned reads table kafka.t in dir from its SQLite catalog, its
 // metadata file and its manifests (python3-avro), and each data file
 // (DuckDB), and checks each record against its file's partition values.
-func checkPartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []string, n int) {
+func checkPartitioned(t *testing.T, duck *outside.DuckDB, dir string, by []string, n int) {
 	spec, entries := readTable(t, dir)
 	wantSpec := map[string]string{"partition": "partition:identity", "bucket(4,key)": "key_bucket:bucket[4]", "day(timestamp)": "timestamp_day:day", "bucket(3,key)": "key_bucket:bucket[3]"}
 	for i, b := range by {
@@ -270,7 +270,7 @@ func checkPartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []strin
 	// One DuckDB session, one statement per file.
 	var stmts []string
 	for _, e := range entries {
-		stmts = append(stmts, fmt.Sprintf(`SELECT key, value, epoch_ms("timestamp") AS ms FROM read_parquet(%s)`, testkit.SQLString(e.path)))
+		stmts = append(stmts, fmt.Sprintf(`SELECT key, value, epoch_ms("timestamp") AS ms FROM read_parquet(%s)`, outside.SQLString(e.path)))
 	}
 	results := duck.Query(t, stmts...)
 	for i, e := range entries {

@@ -21,7 +21,7 @@ import (
 	"github.com/spillway/spillway/internal/naming/partvalue"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/sink"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // The registered schemas: id 1, and id 3, an older version without the
@@ -94,8 +94,8 @@ func orderOf(t *testing.T, p int32, o int64) ([]byte, any, int64, time.Time) {
 // and folder are iceberg-go's transform of the record's field.
 func TestSinkValuePartitionedTables(t *testing.T) {
 	t.Parallel()
-	duck := testkit.NewDuckDB(t)
-	testkit.PythonAvro(t)
+	duck := outside.NewDuckDB(t)
+	outside.PythonAvro(t)
 	for _, by := range [][]string{{"country"}, {"bucket(4,user.id)", "day(created)"}, {"truncate(1,country)", "hour(created)"}} {
 		t.Run(strings.Join(by, ","), func(t *testing.T) {
 			t.Parallel()
@@ -164,14 +164,14 @@ func icebergValue(t *testing.T, tr string, v any) any {
 // checkValuePartitioned checks table kafka.t in dir: its spec, and each
 // record of each file against the file's manifest partition values and
 // folders.
-func checkValuePartitioned(t *testing.T, duck *testkit.DuckDB, dir string, by []string, n int) {
+func checkValuePartitioned(t *testing.T, duck *outside.DuckDB, dir string, by []string, n int) {
 	spec, entries := readTable(t, dir)
 	if len(spec) != len(by) {
 		t.Fatalf("the table's spec is %v for %v", spec, by)
 	}
 	var stmts []string
 	for _, e := range entries {
-		stmts = append(stmts, fmt.Sprintf(`SELECT "offset", value.id AS id FROM read_parquet(%s)`, testkit.SQLString(e.path)))
+		stmts = append(stmts, fmt.Sprintf(`SELECT "offset", value.id AS id FROM read_parquet(%s)`, outside.SQLString(e.path)))
 	}
 	results := duck.Query(t, stmts...)
 	seen := map[int64]int{}

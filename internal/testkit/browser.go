@@ -23,21 +23,21 @@ func Playwright(t testing.TB) (node, modules string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missingTool(t, fmt.Sprintf("node is not installed (%v)", err))
+		MissingTool(t, fmt.Sprintf("node is not installed (%v)", err))
 		return "", ""
 	}
 	if _, err := os.Stat(Chromium); err != nil {
-		missingTool(t, fmt.Sprintf("chromium is not installed at %s", Chromium))
+		MissingTool(t, fmt.Sprintf("chromium is not installed at %s", Chromium))
 		return "", ""
 	}
-	root, err := repoRoot()
+	root, err := FindRepoRoot()
 	if err != nil {
-		missingTool(t, err.Error())
+		MissingTool(t, err.Error())
 		return "", ""
 	}
 	modules = filepath.Join(root, playwrightDir, "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "playwright-core", "package.json")); err != nil {
-		missingTool(t, fmt.Sprintf("playwright-core is not installed in %s", filepath.Join(root, playwrightDir)))
+		MissingTool(t, fmt.Sprintf("playwright-core is not installed in %s", filepath.Join(root, playwrightDir)))
 		return "", ""
 	}
 	return node, modules
@@ -47,7 +47,7 @@ func Playwright(t testing.TB) (node, modules string) {
 // test's package directory that holds go.mod).
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package testkit
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -44,5 +46,38 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// RequireToolsEnv is the environment variable that turns a missing test tool
+// (kcat) from a skip into a failure. scripts/test.sh sets it to 1, after
+// installing the tools.
+const RequireToolsEnv = "SPILLWAY_TEST_REQUIRE_TOOLS"
+
+// MissingTool skips the test, or fails it under SPILLWAY_TEST_REQUIRE_TOOLS=1.
+func MissingTool(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv(RequireToolsEnv) == "1" {
+		t.Fatalf("%s and %s=1; run ./scripts/test.sh, which installs it", why, RequireToolsEnv)
+	}
+	t.Skipf("%s; run ./scripts/test.sh, which installs it", why)
+}
+
+// FindRepoRoot is the nearest directory above the working directory (a test's
+// package directory) that holds go.mod.
+func FindRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory, so .cache/duckdb can't be found")
+		}
+		dir = parent
 	}
 }

@@ -26,10 +26,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// opTimeout bounds every single broker operation a helper does (listing
+// OpTimeout bounds every single broker operation a helper does (listing
 // offsets, producing a batch). kfake answers in milliseconds; this only stops a
 // broken test from hanging until the go test timeout.
-const opTimeout = 2 * time.Minute
+const OpTimeout = 2 * time.Minute
 
 // Cluster is an in-process Kafka cluster (kfake) with one broker, closed when
 // the test ends.
@@ -95,7 +95,7 @@ func (c *Cluster) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 // millions of records. Records within one partition keep gen's order.
 func Produce(t testing.TB, cl *kgo.Client, topic string, n int, gen func(i int) *kgo.Record) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*OpTimeout)
 	defer cancel()
 
 	var (
@@ -134,7 +134,7 @@ func Produce(t testing.TB, cl *kgo.Client, topic string, n int, gen func(i int) 
 // topic: with records produced from offset 0, the count of records in each.
 func EndOffsets(t testing.TB, cl *kgo.Client, topic string) map[int32]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
 	defer cancel()
 	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err == nil {
@@ -160,7 +160,7 @@ func EndOffsets(t testing.TB, cl *kgo.Client, topic string) map[int32]int64 {
 // that committed nothing (or does not exist) gives an empty map.
 func CommittedOffsets(t testing.TB, cl *kgo.Client, group, topic string) map[int32]int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
 	defer cancel()
 	resps, err := kadm.NewClient(cl).FetchOffsetsForTopics(ctx, group, topic)
 	if err == nil {
@@ -200,7 +200,7 @@ func StartCluster() (*Cluster, error) {
 func (c *Cluster) Topic(t testing.TB, partitions int) string {
 	t.Helper()
 	name := topicName(t.Name(), c.topics.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
 	defer cancel()
 	cl := c.Client(t)
 	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, name)

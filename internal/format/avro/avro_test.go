@@ -12,7 +12,7 @@ import (
 
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formattest"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 var avroCodecNames = map[string]string{"none": "null", "gzip": "deflate", "snappy": "snappy", "zstd": "zstandard"}
@@ -21,14 +21,14 @@ var avroCodecNames = map[string]string{"none": "null", "gzip": "deflate", "snapp
 // python3-avro: exact rows, the writer schema with its logical type, and
 // the codec.
 func TestAvroPythonReads(t *testing.T) {
-	testkit.PythonAvro(t)
+	outside.PythonAvro(t)
 	dir := t.TempDir()
 	cases := formattest.ColumnarCases("avro")
 	var paths []string
 	for _, c := range cases {
 		paths = append(paths, writeColumnar(t, dir, c.Name+".avro", c.Cfg, c.Recs))
 	}
-	files := testkit.ReadAvroPython(t, paths...)
+	files := outside.ReadAvroPython(t, paths...)
 	for i, c := range cases {
 		f := files[i]
 		want := formattest.WantRows(t, c.Cfg, c.Recs, func(b []byte) any { return map[string]any{"b64": formattest.B64(string(b))} })

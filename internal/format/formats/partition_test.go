@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // TestTypedPartition: with the registry typing values, the envelope's
@@ -12,7 +12,7 @@ import (
 // Parquet one is what an Iceberg table's files with registry values go
 // through), and python3-avro and DuckDB read each record's partition.
 func TestTypedPartition(t *testing.T) {
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	reg := typedRegistry(t, "value")
 	dir := t.TempDir()
 	recs := orders(t)
@@ -23,7 +23,7 @@ func TestTypedPartition(t *testing.T) {
 	avroPath := writeTemp(t, dir, "env.avro", encodeTyped(t, NewTyped(typedFormat("avro", true, fields...), reg), recs))
 	pqPath := writeTemp(t, dir, "env.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true, fields...), reg), recs))
 
-	files := testkit.ReadAvroPython(t, avroPath)
+	files := outside.ReadAvroPython(t, avroPath)
 	if len(files[0].Records) != len(recs) {
 		t.Fatalf("python3-avro read %d records, want %d", len(files[0].Records), len(recs))
 	}
@@ -33,7 +33,7 @@ func TestTypedPartition(t *testing.T) {
 		}
 	}
 
-	res := db.Query(t, `SELECT "partition", "offset"::DOUBLE AS "offset", value.id AS id FROM read_parquet(`+testkit.SQLString(pqPath)+`) ORDER BY "offset"`)[0]
+	res := db.Query(t, `SELECT "partition", "offset"::DOUBLE AS "offset", value.id AS id FROM read_parquet(`+outside.SQLString(pqPath)+`) ORDER BY "offset"`)[0]
 	checkTypedRows(t, "parquet", res, []string{
 		`{"partition":5,"offset":10,"id":"1"}`,
 		`{"partition":6,"offset":11,"id":"2"}`,

@@ -22,6 +22,7 @@ import (
 	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/registry"
 	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // The typed-columns tests register Protobuf and JSON Schema values in the
@@ -246,7 +247,7 @@ func TestColumnsSchemas(t *testing.T) {
 // values from parquet with their types and exact values.
 func TestColumnsParquetDuckDBReads(t *testing.T) {
 	reg := columnsRegistry(t)
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	dir := t.TempDir()
 	bare := typedFormat("parquet", false, "value")
 	pbPath := writeTemp(t, dir, "pb.parquet", encodeTyped(t, NewTyped(bare, reg), pbOrders(t, reg)))
@@ -261,24 +262,24 @@ func TestColumnsParquetDuckDBReads(t *testing.T) {
 	treePath := writeTemp(t, dir, "tree.parquet", encodeTyped(t, NewTyped(bare, reg), []*kgo.Record{
 		{Value: wireJSON(jsTreeID, `{"name": "root", "children": [{"name": "leaf", "children": []}]}`)}}))
 	describe := func(p string) string {
-		return "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(" + testkit.SQLString(p) + "))"
+		return "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(" + outside.SQLString(p) + "))"
 	}
 	res := db.Query(t,
 		describe(pbPath),
 		`SELECT id::VARCHAR AS id, delta, small::VARCHAR AS small, big::VARCHAR AS big, ratio::DOUBLE AS ratio, score, paid, note, hex(blob) AS blob, status,
 		  customer.name AS name, customer.email AS email, len(items)::DOUBLE AS n, items[2].sku AS sku2, items[2].qty AS qty2,
 		  attrs['x']::VARCHAR AS x, coupon, card, voucher::VARCHAR AS voucher, epoch_us(placed)::VARCHAR AS placed, max_qty::VARCHAR AS max_qty,
-		  tags::VARCHAR AS tags FROM read_parquet(`+testkit.SQLString(pbPath)+`) ORDER BY id`,
+		  tags::VARCHAR AS tags FROM read_parquet(`+outside.SQLString(pbPath)+`) ORDER BY id`,
 		describe(jsPath),
 		`SELECT id::VARCHAR AS id, customer.name AS name, customer.email AS email, epoch_us(placed)::VARCHAR AS placed, day::VARCHAR AS day,
 		  len(items)::DOUBLE AS n, items[1].sku AS sku, items[1].qty::VARCHAR AS qty, attrs['color'] AS color, status, score, paid,
-		  extra, mixed, first_name FROM read_parquet(`+testkit.SQLString(jsPath)+`) ORDER BY id`,
-		`SELECT typeof(value) AS vt, value.customer.name AS name FROM read_parquet(`+testkit.SQLString(jsEnvPath)+`) ORDER BY "offset"`,
-		`SELECT big::VARCHAR AS big, typeof(big) AS t FROM read_parquet(`+testkit.SQLString(maxPath)+`)`,
-		`SELECT value, typeof(value) AS t FROM read_parquet(`+testkit.SQLString(anyPath)+`)`,
-		`SELECT name, children::VARCHAR AS children, typeof(children) AS t FROM read_parquet(`+testkit.SQLString(treePath)+`)`,
+		  extra, mixed, first_name FROM read_parquet(`+outside.SQLString(jsPath)+`) ORDER BY id`,
+		`SELECT typeof(value) AS vt, value.customer.name AS name FROM read_parquet(`+outside.SQLString(jsEnvPath)+`) ORDER BY "offset"`,
+		`SELECT big::VARCHAR AS big, typeof(big) AS t FROM read_parquet(`+outside.SQLString(maxPath)+`)`,
+		`SELECT value, typeof(value) AS t FROM read_parquet(`+outside.SQLString(anyPath)+`)`,
+		`SELECT name, children::VARCHAR AS children, typeof(children) AS t FROM read_parquet(`+outside.SQLString(treePath)+`)`,
 	)
-	types := func(rows []testkit.Row) map[string]string {
+	types := func(rows []outside.Row) map[string]string {
 		m := map[string]string{}
 		for _, r := range rows {
 			m[fmt.Sprint(r["column_name"])] = fmt.Sprint(r["column_type"])
@@ -345,7 +346,7 @@ func TestColumnsAvroPythonReads(t *testing.T) {
 		writeTemp(t, dir, "js.avro", encodeTyped(t, NewTyped(bare, reg), jsOrders())),
 		writeTemp(t, dir, "js-env.avro", encodeTyped(t, NewTyped(env, reg), jsOrders())),
 	}
-	files := testkit.ReadAvroPython(t, paths...)
+	files := outside.ReadAvroPython(t, paths...)
 	wantPB := []string{
 		`{"id":1,"delta":-2,"small":4000000000,"big":9007199254740993,"ratio":0.5,"score":4.25,"paid":true,"note":"hé","blob":{"b64":"AAEC"},"status":"PAID",
 		  "customer":{"name":"Ada","email":"ada@example.com"},"items":[{"sku":"A-1","qty":2},{"sku":"B-2","qty":1}],"attrs":{"x":10},

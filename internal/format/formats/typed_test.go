@@ -25,7 +25,7 @@ import (
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/registry"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // orderSchema covers what the typed writers map: a nested record, a
@@ -298,7 +298,7 @@ func TestTypedAvroPythonReads(t *testing.T) {
 	dir := t.TempDir()
 	envPath := writeTemp(t, dir, "env.avro", encodeTyped(t, NewTyped(typedFormat("avro", true, "key", "value", "timestamp"), reg), orders(t)))
 	barePath := writeTemp(t, dir, "bare.avro", encodeTyped(t, NewTyped(typedFormat("avro", false, "value"), reg), orders(t)))
-	files := testkit.ReadAvroPython(t, envPath, barePath)
+	files := outside.ReadAvroPython(t, envPath, barePath)
 	wantOrders := []string{
 		`{"id":1,"customer":{"name":"Ada","email":"ada@example.com"},"placed":1733150000123,"day":"2024-12-02","items":[{"sku":"A-1","qty":2},{"sku":"B-2","qty":1}],"attrs":{"color":"red"},"status":"PAID","total":{"decimal":"1234.56"},"paid":true,"score":4.5}`,
 		`{"id":2,"customer":{"name":"Bob","email":null},"placed":1733150001123,"day":"2024-12-03","items":[],"attrs":{},"status":"NEW","total":{"decimal":"-0.05"},"paid":false,"score":null}`,
@@ -348,7 +348,7 @@ func jsonNorm(t testing.TB, v any) any {
 // TestTypedParquetDuckDBReads: DuckDB reads the typed columns with their
 // types (nested STRUCT, LIST, MAP, TIMESTAMP, DATE, DECIMAL) and values.
 func TestTypedParquetDuckDBReads(t *testing.T) {
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	reg := typedRegistry(t, "value")
 	dir := t.TempDir()
 	envPath := writeTemp(t, dir, "env.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true), reg), orders(t)))
@@ -357,10 +357,10 @@ func TestTypedParquetDuckDBReads(t *testing.T) {
 		len(items)::DOUBLE AS n, items[1].sku AS sku, items[1].qty::DOUBLE AS qty, cardinality(attrs)::DOUBLE AS nattrs,
 		map_keys(attrs)::VARCHAR AS attr_keys, status, total::VARCHAR AS total, paid, score`
 	res := db.Query(t,
-		"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet("+testkit.SQLString(barePath)+"))",
-		"SELECT "+cols+" FROM read_parquet("+testkit.SQLString(barePath)+") ORDER BY id",
-		"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet("+testkit.SQLString(envPath)+"))",
-		"SELECT key, \"offset\"::DOUBLE AS \"offset\", value.id AS id, value.customer.name AS name, value.items[2].sku AS sku2, typeof(value) AS vt FROM read_parquet("+testkit.SQLString(envPath)+") ORDER BY \"offset\"",
+		"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet("+outside.SQLString(barePath)+"))",
+		"SELECT "+cols+" FROM read_parquet("+outside.SQLString(barePath)+") ORDER BY id",
+		"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet("+outside.SQLString(envPath)+"))",
+		"SELECT key, \"offset\"::DOUBLE AS \"offset\", value.id AS id, value.customer.name AS name, value.items[2].sku AS sku2, typeof(value) AS vt FROM read_parquet("+outside.SQLString(envPath)+") ORDER BY \"offset\"",
 	)
 	types := map[string]string{}
 	for _, r := range res[0] {
@@ -403,7 +403,7 @@ func TestTypedParquetDuckDBReads(t *testing.T) {
 	})
 }
 
-func checkTypedRows(t *testing.T, name string, rows []testkit.Row, want []string) {
+func checkTypedRows(t *testing.T, name string, rows []outside.Row, want []string) {
 	t.Helper()
 	if len(rows) != len(want) {
 		t.Fatalf("%s: %d rows, want %d: %v", name, len(rows), len(want), rows)
@@ -487,9 +487,9 @@ func TestTypedProtobuf(t *testing.T) {
 
 	// In parquet the message's fields are columns (see
 	// typed_columns_test.go): a file holds one message.
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	path := writeTemp(t, t.TempDir(), "p.parquet", encodeTyped(t, NewTyped(typedFormat("parquet", true, "offset", "value"), reg), recs[:1]))
-	res := db.Query(t, "SELECT value.n.b AS b, typeof(value) AS vt FROM read_parquet("+testkit.SQLString(path)+") ORDER BY \"offset\"")
+	res := db.Query(t, "SELECT value.n.b AS b, typeof(value) AS vt FROM read_parquet("+outside.SQLString(path)+") ORDER BY \"offset\"")
 	if len(res[0]) != 1 || res[0][0]["b"] != true || !strings.HasPrefix(fmt.Sprint(res[0][0]["vt"]), "STRUCT(a BIGINT, s VARCHAR, n STRUCT(b BOOLEAN)") {
 		t.Errorf("parquet rows %v", res[0])
 	}
@@ -560,11 +560,11 @@ func TestTypedNullPartsFit(t *testing.T) {
 		path := writeTemp(t, t.TempDir(), "mixed."+typ, encodeTyped(t, ty, mixed))
 		var got []string
 		if typ == "avro" {
-			for _, r := range testkit.ReadAvroPython(t, path)[0].Records {
+			for _, r := range outside.ReadAvroPython(t, path)[0].Records {
 				got = append(got, fmt.Sprint(jsonNorm(t, r["offset"]), " ", jsonNorm(t, r["key"]) != nil, " ", jsonNorm(t, r["value"]) != nil))
 			}
 		} else {
-			res := testkit.NewDuckDB(t).Query(t, `SELECT "offset"::DOUBLE AS o, key IS NOT NULL AS k, value IS NOT NULL AS v FROM read_parquet(`+testkit.SQLString(path)+`, file_row_number = true) ORDER BY file_row_number`)
+			res := outside.NewDuckDB(t).Query(t, `SELECT "offset"::DOUBLE AS o, key IS NOT NULL AS k, value IS NOT NULL AS v FROM read_parquet(`+outside.SQLString(path)+`, file_row_number = true) ORDER BY file_row_number`)
 			for _, r := range res[0] {
 				got = append(got, fmt.Sprint(r["o"], " ", r["k"], " ", r["v"]))
 			}

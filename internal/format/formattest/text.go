@@ -14,7 +14,7 @@ import (
 
 	"github.com/spillway/spillway/internal/format/formatopts"
 	"github.com/spillway/spillway/internal/naming"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // GoldenTextRecords is the fixed input of the text formats (package format
@@ -131,7 +131,7 @@ func WriteFile(t *testing.T, ch Chain, dir string, cfg formatopts.Options, recs 
 // itself but not snappy framing, which python3-snappy undoes first.
 func DuckPath(t *testing.T, path string) string {
 	if strings.HasSuffix(path, ".snappy") {
-		return testkit.Unsnappy(t, path)
+		return outside.Unsnappy(t, path)
 	}
 	return path
 }

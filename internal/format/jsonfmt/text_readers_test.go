@@ -13,7 +13,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formattest"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // writeFile encodes recs as the sink chains this package's encoders.
@@ -28,12 +28,12 @@ func writeFile(t *testing.T, dir string, cfg config.Format, recs []*kgo.Record) 
 // wrote: exact row counts and every field's value. Snappy files are
 // decompressed by python3-snappy first (DuckDB reads no snappy framing).
 func TestTextFormatsReadByDuckDB(t *testing.T) {
-	duck := testkit.NewDuckDB(t)
+	duck := outside.NewDuckDB(t)
 	const n = 400
 	withLines := formattest.ReaderRecords(n, true)
 	dir := t.TempDir()
 
-	type check func(t *testing.T, rows []testkit.Row)
+	type check func(t *testing.T, rows []outside.Row)
 	var (
 		names   []string
 		queries []string
@@ -53,8 +53,8 @@ func TestTextFormatsReadByDuckDB(t *testing.T) {
 			names = append(names, typ+"/"+comp)
 			queries = append(queries, fmt.Sprintf(`SELECT key, value, "offset", "timestamp", headers FROM read_json(%s, format='%s',
 				columns={'key': 'VARCHAR', 'value': 'JSON', 'offset': 'BIGINT', 'timestamp': 'BIGINT', 'headers': 'STRUCT(key VARCHAR, value VARCHAR)[]'})`,
-				testkit.SQLString(p), layout))
-			checks = append(checks, func(t *testing.T, rows []testkit.Row) { checkJSONRows(t, rows, withLines) })
+				outside.SQLString(p), layout))
+			checks = append(checks, func(t *testing.T, rows []outside.Row) { checkJSONRows(t, rows, withLines) })
 		}
 	}
 	results := duck.Query(t, queries...)
@@ -69,7 +69,7 @@ func duckString(v any) (string, bool) {
 	return s, ok
 }
 
-func checkJSONRows(t *testing.T, rows []testkit.Row, recs []*kgo.Record) {
+func checkJSONRows(t *testing.T, rows []outside.Row, recs []*kgo.Record) {
 	if len(rows) != len(recs) {
 		t.Fatalf("DuckDB read %d rows, want %d", len(rows), len(recs))
 	}

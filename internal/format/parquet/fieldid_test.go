@@ -18,7 +18,7 @@ import (
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formattest"
 	"github.com/spillway/spillway/internal/registry"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 // fileIDs reads a Parquet file's schema back from its footer and returns
@@ -178,7 +178,7 @@ func TestFieldIDsCollision(t *testing.T) {
 // the ids it read in parquet_schema.
 func TestFieldIDsDuckDB(t *testing.T) {
 	t.Parallel()
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "v2.parquet")
 	cfg := config.Format{Type: "parquet", Compression: "zstd", Fields: []string{"value"}, ValueEncoding: "none"}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/format/formattest"
-	"github.com/spillway/spillway/internal/testkit"
+	"github.com/spillway/spillway/internal/testkit/outside"
 )
 
 func encodeParquet(t *testing.T, c formattest.ColumnarCase) []byte {
@@ -162,7 +162,7 @@ func TestParquetWriteErrorIsNotRecordError(t *testing.T) {
 // TestParquetDuckDBReads reads every case with DuckDB: exact rows, the
 // column types DESCRIBE shows, and each column chunk's codec.
 func TestParquetDuckDBReads(t *testing.T) {
-	db := testkit.NewDuckDB(t)
+	db := outside.NewDuckDB(t)
 	dir := t.TempDir()
 	cases := formattest.ColumnarCases("parquet")
 	var queries []string
@@ -195,9 +195,9 @@ func TestParquetDuckDBReads(t *testing.T) {
 			}
 		}
 		queries = append(queries,
-			fmt.Sprintf("SELECT %s FROM read_parquet(%s)", strings.Join(cols, ", "), testkit.SQLString(path)),
-			fmt.Sprintf("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(%s))", testkit.SQLString(path)),
-			fmt.Sprintf("SELECT DISTINCT compression FROM parquet_metadata(%s)", testkit.SQLString(path)),
+			fmt.Sprintf("SELECT %s FROM read_parquet(%s)", strings.Join(cols, ", "), outside.SQLString(path)),
+			fmt.Sprintf("SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet(%s))", outside.SQLString(path)),
+			fmt.Sprintf("SELECT DISTINCT compression FROM parquet_metadata(%s)", outside.SQLString(path)),
 		)
 	}
 	res := db.Query(t, queries...)

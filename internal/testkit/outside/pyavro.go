@@ -1,4 +1,4 @@
-package testkit
+package outside
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // PythonAvro returns the path of a Python that imports Debian's python3-avro
@@ -22,7 +24,7 @@ func PythonAvro(t testing.TB) string {
 	if err == nil {
 		return debianPython
 	}
-	missingTool(t, fmt.Sprintf("python3-avro, python3-snappy or python3-zstandard is not installed for %s (%v: %s)", debianPython, err, bytes.TrimSpace(out)))
+	testkit.MissingTool(t, fmt.Sprintf("python3-avro, python3-snappy or python3-zstandard is not installed for %s (%v: %s)", debianPython, err, bytes.TrimSpace(out)))
 	return ""
 }
 

@@ -1,10 +1,9 @@
-package testkit
+package outside
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // DuckDB reads Spillway's output files with DuckDB, a reader nobody here
@@ -62,52 +63,24 @@ func NewDuckDB(t testing.TB) *DuckDB {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		missingTool(t, fmt.Sprintf("node is not installed (%v)", err))
+		testkit.MissingTool(t, fmt.Sprintf("node is not installed (%v)", err))
 		return nil
 	}
-	root, err := repoRoot()
+	root, err := testkit.FindRepoRoot()
 	if err != nil {
-		missingTool(t, err.Error())
+		testkit.MissingTool(t, err.Error())
 		return nil
 	}
 	modules := filepath.Join(root, duckdbDir, "node_modules")
 	if _, err := os.Stat(filepath.Join(modules, "@duckdb", "node-api", "package.json")); err != nil {
-		missingTool(t, fmt.Sprintf("@duckdb/node-api is not installed in %s", filepath.Join(root, duckdbDir)))
+		testkit.MissingTool(t, fmt.Sprintf("@duckdb/node-api is not installed in %s", filepath.Join(root, duckdbDir)))
 		return nil
 	}
 	script := filepath.Join(t.TempDir(), "duckdb-query.cjs")
 	if err := os.WriteFile(script, []byte(duckdbQueryJS), 0o600); err != nil {
-		t.Fatalf("testkit.NewDuckDB: %v", err)
+		t.Fatalf("outside.NewDuckDB: %v", err)
 	}
 	return &DuckDB{node: node, modules: modules, script: script}
-}
-
-// missingTool skips the test, or fails it under SPILLWAY_TEST_REQUIRE_TOOLS=1.
-func missingTool(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv(RequireToolsEnv) == "1" {
-		t.Fatalf("%s and %s=1; run ./scripts/test.sh, which installs it", why, RequireToolsEnv)
-	}
-	t.Skipf("%s; run ./scripts/test.sh, which installs it", why)
-}
-
-// repoRoot is the nearest directory above the working directory (a test's
-// package directory) that holds go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory, so .cache/duckdb can't be found")
-		}
-		dir = parent
-	}
 }
 
 // Row is one result row: column name to value as DuckDB's JSON gives it
@@ -122,7 +95,7 @@ func (d *DuckDB) Query(t testing.TB, sql ...string) [][]Row {
 	t.Helper()
 	in, err := json.Marshal(sql)
 	if err != nil {
-		t.Fatalf("testkit.DuckDB.Query: %v", err)
+		t.Fatalf("outside.DuckDB.Query: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -131,16 +104,16 @@ func (d *DuckDB) Query(t testing.TB, sql ...string) [][]Row {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("testkit.DuckDB.Query: %v\nqueries:\n%s\nstderr:\n%s", err, strings.Join(sql, "\n"), stderr.String())
+		t.Fatalf("outside.DuckDB.Query: %v\nqueries:\n%s\nstderr:\n%s", err, strings.Join(sql, "\n"), stderr.String())
 	}
 	dec := json.NewDecoder(&stdout)
 	dec.UseNumber()
 	var out [][]Row
 	if err := dec.Decode(&out); err != nil {
-		t.Fatalf("testkit.DuckDB.Query: decoding DuckDB's output: %v\nstdout: %.500s", err, stdout.String())
+		t.Fatalf("outside.DuckDB.Query: decoding DuckDB's output: %v\nstdout: %.500s", err, stdout.String())
 	}
 	if len(out) != len(sql) {
-		t.Fatalf("testkit.DuckDB.Query: %d results for %d statements", len(out), len(sql))
+		t.Fatalf("outside.DuckDB.Query: %d results for %d statements", len(out), len(sql))
 	}
 	return out
 }

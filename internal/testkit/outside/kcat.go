@@ -1,4 +1,4 @@
-package testkit
+package outside
 
 import (
 	"bytes"
@@ -9,14 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spillway/spillway/internal/testkit"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// RequireToolsEnv is the environment variable that turns a missing test tool
-// (kcat) from a skip into a failure. scripts/test.sh sets it to 1, after
-// installing the tools.
-const RequireToolsEnv = "SPILLWAY_TEST_REQUIRE_TOOLS"
 
 // KcatHeaders are the headers KcatProduce adds to every record when asked for
 // keys and headers, in this order.
@@ -33,8 +29,8 @@ func Kcat(t testing.TB) string {
 	if err == nil {
 		return path
 	}
-	if os.Getenv(RequireToolsEnv) == "1" {
-		t.Fatalf("kcat not installed (%v) and %s=1; run ./scripts/test.sh which installs it", err, RequireToolsEnv)
+	if os.Getenv(testkit.RequireToolsEnv) == "1" {
+		t.Fatalf("kcat not installed (%v) and %s=1; run ./scripts/test.sh which installs it", err, testkit.RequireToolsEnv)
 	}
 	t.Skip("kcat not installed; run ./scripts/test.sh which installs it")
 	return ""
@@ -55,17 +51,17 @@ func KcatProduce(t testing.TB, brokers []string, topic string, partition int32, 
 	t.Helper()
 	kcat := Kcat(t)
 	if len(brokers) == 0 {
-		t.Fatal("testkit.KcatProduce: no brokers")
+		t.Fatal("outside.KcatProduce: no brokers")
 	}
 
 	var in bytes.Buffer
 	nonEmpty := 0
 	for i, l := range lines {
 		if strings.ContainsAny(l, "\n") {
-			t.Fatalf("testkit.KcatProduce: line %d contains a newline: %q", i, l)
+			t.Fatalf("outside.KcatProduce: line %d contains a newline: %q", i, l)
 		}
 		if withKeyAndHeaders && !strings.Contains(l, "\t") {
-			t.Fatalf("testkit.KcatProduce: line %d is not key<TAB>value: %q", i, l)
+			t.Fatalf("outside.KcatProduce: line %d is not key<TAB>value: %q", i, l)
 		}
 		if l != "" {
 			nonEmpty++
@@ -96,12 +92,12 @@ func KcatProduce(t testing.TB, brokers []string, topic string, partition int32, 
 	// kcat that exits 0 without delivering is caught too.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
-		t.Fatalf("testkit.KcatProduce: new kgo client: %v", err)
+		t.Fatalf("outside.KcatProduce: new kgo client: %v", err)
 	}
 	defer cl.Close()
 	before := kcatEnd(t, cl, topic, partition)
 
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.OpTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kcat, args...)
 	cmd.Stdin = &in
@@ -111,15 +107,15 @@ func KcatProduce(t testing.TB, brokers []string, topic string, partition int32, 
 	err = cmd.Run()
 	cmdline := "kcat " + strings.Join(args, " ")
 	if err != nil {
-		t.Fatalf("testkit.KcatProduce: %s: %v\nstderr:\n%s\nstdout:\n%s", cmdline, err, stderr.String(), stdout.String())
+		t.Fatalf("outside.KcatProduce: %s: %v\nstderr:\n%s\nstdout:\n%s", cmdline, err, stderr.String(), stdout.String())
 	}
 	if s := stderr.String(); strings.Contains(s, "Delivery failed") {
-		t.Fatalf("testkit.KcatProduce: %s exited 0 but reported failed deliveries:\n%s", cmdline, s)
+		t.Fatalf("outside.KcatProduce: %s exited 0 but reported failed deliveries:\n%s", cmdline, s)
 	}
 
 	after := kcatEnd(t, cl, topic, partition)
 	if got := after - before; got < int64(nonEmpty) {
-		t.Fatalf("testkit.KcatProduce: %s: end offset grew by %d, want at least %d (the non-empty lines)\nstderr:\n%s",
+		t.Fatalf("outside.KcatProduce: %s: end offset grew by %d, want at least %d (the non-empty lines)\nstderr:\n%s",
 			cmdline, got, nonEmpty, stderr.String())
 	}
 }
@@ -128,14 +124,14 @@ func KcatProduce(t testing.TB, brokers []string, topic string, partition int32, 
 // partitions when partition < 0.
 func kcatEnd(t testing.TB, cl *kgo.Client, topic string, partition int32) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.OpTimeout)
 	defer cancel()
 	listed, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = listed.Error()
 	}
 	if err != nil {
-		t.Fatalf("testkit.KcatProduce: end offsets of %q: %v", topic, err)
+		t.Fatalf("outside.KcatProduce: end offsets of %q: %v", topic, err)
 	}
 	var sum int64
 	found := false
@@ -146,7 +142,7 @@ func kcatEnd(t testing.TB, cl *kgo.Client, topic string, partition int32) int64 
 		}
 	})
 	if !found {
-		t.Fatalf("testkit.KcatProduce: topic %q partition %d not found", topic, partition)
+		t.Fatalf("outside.KcatProduce: topic %q partition %d not found", topic, partition)
 	}
 	return sum
 }

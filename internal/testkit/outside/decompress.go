@@ -1,4 +1,4 @@
-package testkit
+package outside
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // debianPython is Debian's interpreter, which sees Debian's python3-snappy;
@@ -56,20 +58,20 @@ func Unsnappy(t testing.TB, path string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := exec.CommandContext(ctx, debianPython, "-c", "import snappy").Run(); err != nil {
-		missingTool(t, fmt.Sprintf("Debian's python3-snappy is not installed (%s -c 'import snappy': %v)", debianPython, err))
+		testkit.MissingTool(t, fmt.Sprintf("Debian's python3-snappy is not installed (%s -c 'import snappy': %v)", debianPython, err))
 		return ""
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, debianPython, "-c", unsnappyPy, path)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("testkit.Unsnappy(%s): %v\n%s", path, err, stderr.String())
+		t.Fatalf("outside.Unsnappy(%s): %v\n%s", path, err, stderr.String())
 	}
 	// The name without .snappy, so that a reader that goes by the extension
 	// takes the plain file for what it is.
 	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".snappy"))
 	if err := os.WriteFile(out, stdout.Bytes(), 0o600); err != nil {
-		t.Fatalf("testkit.Unsnappy: %v", err)
+		t.Fatalf("outside.Unsnappy: %v", err)
 	}
 	return out
 }
@@ -93,13 +95,13 @@ func Decompress(t testing.TB, path string) []byte {
 	if tool == nil {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatalf("testkit.Decompress: %v", err)
+			t.Fatalf("outside.Decompress: %v", err)
 		}
 		return b
 	}
 	bin, err := exec.LookPath(tool[0])
 	if err != nil {
-		missingTool(t, fmt.Sprintf("%s is not installed (%v)", tool[0], err))
+		testkit.MissingTool(t, fmt.Sprintf("%s is not installed (%v)", tool[0], err))
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -108,7 +110,7 @@ func Decompress(t testing.TB, path string) []byte {
 	cmd := exec.CommandContext(ctx, bin, tool[1:]...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("testkit.Decompress: %s: %v\n%s", strings.Join(tool, " "), err, stderr.String())
+		t.Fatalf("outside.Decompress: %s: %v\n%s", strings.Join(tool, " "), err, stderr.String())
 	}
 	return stdout.Bytes()
 }

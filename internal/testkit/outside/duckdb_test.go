@@ -1,4 +1,4 @@
-package testkit
+package outside
 
 import (
 	"encoding/json"
