@@ -10,14 +10,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/spillway/spillway/internal/config"
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // updateGoldenEnv rewrites docs/config.md when set to 1, as it rewrites
-// the golden files of internal/format: one variable for every generated
-// file, and it works under go test ./... where a flag would not.
-const updateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
+// every golden file.
+const updateGoldenEnv = testkit.UpdateGoldenEnv
 
 // TestConfigDoc regenerates docs/config.md from the key table and fails when
 // the file in the tree differs, so the reference can't drift from the keys

@@ -1,18 +1,16 @@
 package aiven
 
 import (
-	"flag"
 	"testing"
 
 	"github.com/spillway/spillway/internal/connect/connecttest"
+	"github.com/spillway/spillway/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestGolden imports each example and compares the YAML with the golden
 // file beside it; the YAML must load and validate as `config check` does.
 func TestGolden(t *testing.T) {
-	connecttest.Golden(t, Sinks(), *update)
+	connecttest.Golden(t, Sinks(), testkit.UpdateGolden())
 }
 
 // TestWarnings: each line that changes what is stored is a warning that

@@ -278,7 +278,7 @@ func splitTransforms(v string) []string {
 // The Glue client's own credentials properties are not read: Spillway
 // takes the AWS default chain, as the Java client does by default.
 func glue(c *connect.Connector, d *connect.Doc, uri string, hasURI bool) {
-	d.Set("iceberg", "catalog.type", "glue", "from iceberg.catalog.type=glue or catalog-impl="+glueCatalogImpl)
+	d.Set("iceberg", "catalog.type", "glue", "from iceberg.catalog.type=glue or iceberg.catalog.catalog-impl="+glueCatalogImpl)
 	if _, v, ok := c.Get("iceberg.catalog.client.region"); ok && v != "" {
 		d.Set("iceberg", "catalog.region", v, "from iceberg.catalog.client.region")
 	}

@@ -1,7 +1,6 @@
 package icebergsink
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +9,8 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/connect"
 	"github.com/spillway/spillway/internal/connect/connecttest"
+	"github.com/spillway/spillway/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestGolden imports each example and compares the YAML with the golden
 // file beside it; the YAML must load and validate as `config check` does.
@@ -31,17 +29,17 @@ func TestGolden(t *testing.T) {
 			t.Parallel()
 			res := importFile(t, in)
 			golden := strings.TrimSuffix(in, filepath.Ext(in)) + ".yaml"
-			if *update {
+			if testkit.UpdateGolden() {
 				if err := os.WriteFile(golden, res.YAML, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test -run TestGolden -update to write it)", err)
+				t.Fatalf("%v (write it with SPILLWAY_UPDATE_GOLDEN=1 go test -run TestGolden)", err)
 			}
 			if string(res.YAML) != string(want) {
-				t.Errorf("YAML differs from %s (run with -update and review the diff):\n%s", golden, res.YAML)
+				t.Errorf("YAML differs from %s (rerun with SPILLWAY_UPDATE_GOLDEN=1 and review the diff):\n%s", golden, res.YAML)
 			}
 			if _, err := config.LoadBytes(res.YAML, nil); err != nil {
 				t.Errorf("the imported YAML is not a valid config: %v", err)

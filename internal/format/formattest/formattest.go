@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/format/formatopts"
+	"github.com/spillway/spillway/internal/testkit"
 )
 
 // AllFields are every envelope field, in the default order.
@@ -185,7 +186,7 @@ func CheckRows(t *testing.T, what string, got, want []map[string]any) {
 // UpdateGoldenEnv rewrites the golden files from the encoders' output when
 // set to 1. Review the diff: a change in these bytes is a change of the file
 // format that users' readers see.
-const UpdateGoldenEnv = "SPILLWAY_UPDATE_GOLDEN"
+const UpdateGoldenEnv = testkit.UpdateGoldenEnv
 
 // Golden compares got with testdata/golden/name, or rewrites it when
 // SPILLWAY_UPDATE_GOLDEN=1 (as TestGoldenTextFormats does).
