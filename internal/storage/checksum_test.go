@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
 // TestWriterCRC32C: a writer sums what it is given, piece by piece, to the
@@ -16,7 +17,7 @@ import (
 func TestWriterCRC32C(t *testing.T) {
 	table := crc32.MakeTable(crc32.Castagnoli)
 	for _, url := range []string{"file://" + t.TempDir(), "mem://"} {
-		b := open(t, url, storage.Options{PartSize: 4096})
+		b := storagetest.Open(t, url, storage.Options{PartSize: 4096})
 		// The check value of CRC-32C (RFC 3720, B.4), in two pieces and
 		// an empty one.
 		w, err := b.NewWriter(context.Background(), "check", nil)
@@ -43,12 +44,12 @@ func TestWriterCRC32C(t *testing.T) {
 		w.Abort()
 
 		// Pieces that straddle the part queue's chunks.
-		data := payload(50_000)
+		data := storagetest.Payload(50_000)
 		w, err = b.NewWriter(context.Background(), "a.jsonl", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeChunks(t, w, data)
+		storagetest.WriteChunks(t, w, data)
 		sum := w.CRC32C()
 		if want := crc32.Checksum(data, table); sum != want {
 			t.Errorf("%s: CRC32C = %08x, want %08x", url, sum, want)
@@ -56,7 +57,7 @@ func TestWriterCRC32C(t *testing.T) {
 		if err := w.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		back := read(t, b, "a.jsonl")
+		back := storagetest.Read(t, b, "a.jsonl")
 		if !bytes.Equal(back, data) || crc32.Checksum(back, table) != sum {
 			t.Errorf("%s: read back %d bytes of CRC32C %08x, want %d of %08x", url, len(back), crc32.Checksum(back, table), len(data), sum)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
 // The Bucket's own tests over a local directory (the local backend's are
@@ -38,7 +39,7 @@ func files(t *testing.T, dir string) []string {
 func openLocal(t *testing.T, opts storage.Options) (*storage.Bucket, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "out")
-	return open(t, "file://"+dir, opts), dir
+	return storagetest.Open(t, "file://"+dir, opts), dir
 }
 
 func TestWriterFinishesOnce(t *testing.T) {
@@ -47,7 +48,7 @@ func TestWriterFinishesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeChunks(t, w, []byte("data"))
+	storagetest.WriteChunks(t, w, []byte("data"))
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestWriterFinishesOnce(t *testing.T) {
 		t.Fatal("second Commit succeeded")
 	}
 	w.Abort() // no-op after Commit
-	if got := string(read(t, b, "k")); got != "data" {
+	if got := string(storagetest.Read(t, b, "k")); got != "data" {
 		t.Fatalf("Abort after Commit removed or changed the object: %q", got)
 	}
 }
@@ -77,7 +78,7 @@ func TestAccountBalances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeChunks(t, w, payload(100_000))
+	storagetest.WriteChunks(t, w, storagetest.Payload(100_000))
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestAccountBalances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeChunks(t, w, payload(100_001))
+	storagetest.WriteChunks(t, w, storagetest.Payload(100_001))
 	w.Abort()
 	if h := held.Load(); h != 0 {
 		t.Fatalf("after Abort %d bytes still accounted", h)

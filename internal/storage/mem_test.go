@@ -9,23 +9,24 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
 func TestMemWriteCommitListRead(t *testing.T) {
-	b := open(t, "mem://", storage.Options{PartSize: 4096})
+	b := storagetest.Open(t, "mem://", storage.Options{PartSize: 4096})
 	if b.WriterMemory() <= 0 {
 		t.Errorf("WriterMemory = %d, want the gocloud writer's own buffer counted", b.WriterMemory())
 	}
 	if !strings.HasPrefix(b.String(), "mem:") {
 		t.Errorf("String = %q", b.String())
 	}
-	data := payload(50_000)
+	data := storagetest.Payload(50_000)
 	w, err := b.NewWriter(context.Background(), "t/0/a.jsonl", map[string]string{"spillway-topic": "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeChunks(t, w, data)
-	if objs := list(t, b, ""); len(objs) != 0 {
+	storagetest.WriteChunks(t, w, data)
+	if objs := storagetest.List(t, b, ""); len(objs) != 0 {
 		t.Fatalf("List before Commit = %v", objs)
 	}
 	if _, err := b.Read(context.Background(), "t/0/a.jsonl"); err == nil {
@@ -34,10 +35,10 @@ func TestMemWriteCommitListRead(t *testing.T) {
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	put(t, b, "t/1/b.jsonl", []byte("b"))
-	put(t, b, "u.jsonl", []byte("u"))
+	storagetest.Put(t, b, "t/1/b.jsonl", []byte("b"))
+	storagetest.Put(t, b, "u.jsonl", []byte("u"))
 
-	if got := read(t, b, "t/0/a.jsonl"); !bytes.Equal(got, data) {
+	if got := storagetest.Read(t, b, "t/0/a.jsonl"); !bytes.Equal(got, data) {
 		t.Fatalf("Read: %d bytes, want %d", len(got), len(data))
 	}
 	for prefix, want := range map[string][]string{
@@ -47,11 +48,11 @@ func TestMemWriteCommitListRead(t *testing.T) {
 		"u":    {"u.jsonl"},
 		"none": nil,
 	} {
-		if got := keys(list(t, b, prefix)); !slices.Equal(got, want) {
+		if got := storagetest.Keys(storagetest.List(t, b, prefix)); !slices.Equal(got, want) {
 			t.Errorf("List(%q) = %v, want %v", prefix, got, want)
 		}
 	}
-	objs := list(t, b, "t/0/")
+	objs := storagetest.List(t, b, "t/0/")
 	if len(objs) != 1 || objs[0].Size != int64(len(data)) {
 		t.Fatalf("List sizes = %+v", objs)
 	}
@@ -61,32 +62,32 @@ func TestMemWriteCommitListRead(t *testing.T) {
 }
 
 func TestMemAbortLeavesNothing(t *testing.T) {
-	b := open(t, "mem://", storage.Options{PartSize: 4096})
+	b := storagetest.Open(t, "mem://", storage.Options{PartSize: 4096})
 	for _, size := range []int{0, 10, 50_000} {
 		w, err := b.NewWriter(context.Background(), "k", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeChunks(t, w, payload(size))
+		storagetest.WriteChunks(t, w, storagetest.Payload(size))
 		w.Abort()
-		if objs := list(t, b, ""); len(objs) != 0 {
+		if objs := storagetest.List(t, b, ""); len(objs) != 0 {
 			t.Fatalf("size %d: List after Abort = %v", size, objs)
 		}
 	}
 }
 
 func TestMemCreateOnly(t *testing.T) {
-	b := open(t, "mem://", storage.Options{})
-	put(t, b, "k", []byte("first"))
+	b := storagetest.Open(t, "mem://", storage.Options{})
+	storagetest.Put(t, b, "k", []byte("first"))
 	w, err := b.NewWriter(context.Background(), "k", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeChunks(t, w, []byte("second"))
+	storagetest.WriteChunks(t, w, []byte("second"))
 	if err := w.Commit(); !errors.Is(err, storage.ErrExists) {
 		t.Fatalf("second Commit = %v, want ErrExists", err)
 	}
-	if got := string(read(t, b, "k")); got != "first" {
+	if got := string(storagetest.Read(t, b, "k")); got != "first" {
 		t.Fatalf("object replaced by %q", got)
 	}
 }

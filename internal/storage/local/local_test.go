@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
 // files returns every regular file under dir, relative and slash-separated,
@@ -42,7 +43,7 @@ func files(t *testing.T, dir string) []string {
 func openLocal(t *testing.T, opts storage.Options) (*storage.Bucket, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "out")
-	return open(t, "file://"+dir, opts), dir
+	return storagetest.Open(t, "file://"+dir, opts), dir
 }
 
 func TestLocalCommitMakesVisible(t *testing.T) {
@@ -60,7 +61,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, dir := openLocal(t, tc.opts)
 			const key = "events-0-0.jsonl"
-			data := payload(tc.size)
+			data := storagetest.Payload(tc.size)
 			w, err := b.NewWriter(context.Background(), key, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -68,7 +69,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 			if w.Key() != key {
 				t.Fatalf("Key = %q", w.Key())
 			}
-			writeChunks(t, w, data)
+			storagetest.WriteChunks(t, w, data)
 
 			// Before Commit: nothing under the final name, nothing listed,
 			// but the data lives in a hidden temp file in the same
@@ -76,7 +77,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, key)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("final name visible before Commit: %v", err)
 			}
-			if objs := list(t, b, ""); len(objs) != 0 {
+			if objs := storagetest.List(t, b, ""); len(objs) != 0 {
 				t.Fatalf("List before Commit = %v, want nothing (temp files are skipped)", objs)
 			}
 			if _, err := b.Read(context.Background(), key); err == nil {
@@ -90,14 +91,14 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 			if err := w.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			if got := read(t, b, key); !bytes.Equal(got, data) {
+			if got := storagetest.Read(t, b, key); !bytes.Equal(got, data) {
 				t.Fatalf("Read after Commit: %d bytes, want %d, equal=%v", len(got), len(data), bytes.Equal(got, data))
 			}
 			onDisk, err := os.ReadFile(filepath.Join(dir, key))
 			if err != nil || !bytes.Equal(onDisk, data) {
 				t.Fatalf("file on disk differs (%v)", err)
 			}
-			objs := list(t, b, "")
+			objs := storagetest.List(t, b, "")
 			if len(objs) != 1 || objs[0] != (storage.Object{Key: key, Size: int64(len(data))}) {
 				t.Fatalf("List = %+v", objs)
 			}
@@ -126,13 +127,13 @@ func TestLocalAbortLeavesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeChunks(t, w, payload(tc.size))
+			storagetest.WriteChunks(t, w, storagetest.Payload(tc.size))
 			w.Abort()
 			w.Abort() // idempotent
 			if got := files(t, dir); len(got) != 0 {
 				t.Fatalf("files after Abort = %v, want none (no temp files either)", got)
 			}
-			if objs := list(t, b, ""); len(objs) != 0 {
+			if objs := storagetest.List(t, b, ""); len(objs) != 0 {
 				t.Fatalf("List after Abort = %v", objs)
 			}
 			if err := w.Commit(); err == nil {
@@ -150,13 +151,13 @@ func TestLocalCreateOnly(t *testing.T) {
 	b, dir := openLocal(t, storage.Options{})
 	const key = "t/0/file.jsonl"
 	first := []byte("first\n")
-	put(t, b, key, first)
+	storagetest.Put(t, b, key, first)
 
 	w, err := b.NewWriter(context.Background(), key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeChunks(t, w, []byte("second, longer\n"))
+	storagetest.WriteChunks(t, w, []byte("second, longer\n"))
 	err = w.Commit()
 	if !errors.Is(err, storage.ErrExists) {
 		t.Fatalf("second Commit = %v, want ErrExists", err)
@@ -164,7 +165,7 @@ func TestLocalCreateOnly(t *testing.T) {
 	if !strings.Contains(err.Error(), "file.jsonl") {
 		t.Errorf("error %q does not name the object", err)
 	}
-	if got := read(t, b, key); !bytes.Equal(got, first) {
+	if got := storagetest.Read(t, b, key); !bytes.Equal(got, first) {
 		t.Fatalf("object replaced: %q", got)
 	}
 	if got := files(t, dir); !slices.Equal(got, []string{key}) {
@@ -182,7 +183,7 @@ func TestLocalTempRemovedIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeChunks(t, w, []byte("record\n"))
+	storagetest.WriteChunks(t, w, []byte("record\n"))
 	temps := files(t, dir)
 	if len(temps) != 1 {
 		t.Fatalf("files while writing = %v, want the temporary file", temps)
@@ -207,7 +208,7 @@ func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeChunks(t, w, fmt.Appendf(nil, "writer %d\n", i))
+		storagetest.WriteChunks(t, w, fmt.Appendf(nil, "writer %d\n", i))
 		ws[i] = w
 	}
 	errs := make([]error, n)
@@ -231,7 +232,7 @@ func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
 	if winner < 0 {
 		t.Fatal("no writer committed")
 	}
-	if got, want := string(read(t, b, key)), fmt.Sprintf("writer %d\n", winner); got != want {
+	if got, want := string(storagetest.Read(t, b, key)), fmt.Sprintf("writer %d\n", winner); got != want {
 		t.Fatalf("object = %q, want the winner's %q", got, want)
 	}
 	if got := files(t, dir); !slices.Equal(got, []string{key}) {
@@ -244,13 +245,13 @@ func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
 	b, dir := openLocal(t, storage.Options{})
 	all := []string{"other.jsonl", "topic/p0/f1.jsonl", "topic/p0/f2.jsonl", "topic/p1/f1.jsonl", "topicx.jsonl"}
 	for _, k := range all {
-		put(t, b, k, []byte(k))
+		storagetest.Put(t, b, k, []byte(k))
 	}
 	for _, k := range all {
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(k))); err != nil {
 			t.Fatalf("%s not at its path: %v", k, err)
 		}
-		if got := string(read(t, b, k)); got != k {
+		if got := string(storagetest.Read(t, b, k)); got != k {
 			t.Fatalf("Read(%s) = %q", k, got)
 		}
 	}
@@ -271,12 +272,12 @@ func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
 		{"topic/p0/f1.jsonl/", nil},
 		{"o", all[:1]},
 	} {
-		got := keys(list(t, b, tc.prefix))
+		got := storagetest.Keys(storagetest.List(t, b, tc.prefix))
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("List(%q) = %v, want %v", tc.prefix, got, tc.want)
 		}
 	}
-	for _, o := range list(t, b, "") {
+	for _, o := range storagetest.List(t, b, "") {
 		if o.Size != int64(len(o.Key)) {
 			t.Errorf("%s: size %d, want %d", o.Key, o.Size, len(o.Key))
 		}
@@ -286,8 +287,8 @@ func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
 func TestLocalListStopsOnCallbackError(t *testing.T) {
 	t.Parallel()
 	b, _ := openLocal(t, storage.Options{})
-	put(t, b, "a", []byte("a"))
-	put(t, b, "b", []byte("b"))
+	storagetest.Put(t, b, "a", []byte("a"))
+	storagetest.Put(t, b, "b", []byte("b"))
 	stop := errors.New("stop")
 	calls := 0
 	err := b.List(context.Background(), "", func(storage.Object) error { calls++; return stop })
@@ -305,7 +306,7 @@ func TestLocalKeyEscapingRootRefused(t *testing.T) {
 	t.Parallel()
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
-	b := open(t, "file://"+dir, storage.Options{})
+	b := storagetest.Open(t, "file://"+dir, storage.Options{})
 	secret := filepath.Join(parent, "x")
 	if err := os.WriteFile(secret, []byte("outside"), 0o644); err != nil {
 		t.Fatal(err)
@@ -333,8 +334,8 @@ func TestLocalKeyEscapingRootRefused(t *testing.T) {
 		}
 	}
 	// Keys that only look odd but stay inside are fine.
-	put(t, b, "a/../b.jsonl", []byte("b"))
-	if got := string(read(t, b, "b.jsonl")); got != "b" {
+	storagetest.Put(t, b, "a/../b.jsonl", []byte("b"))
+	if got := string(storagetest.Read(t, b, "b.jsonl")); got != "b" {
 		t.Fatalf("a/../b.jsonl stored as %q", got)
 	}
 }
@@ -342,7 +343,7 @@ func TestLocalKeyEscapingRootRefused(t *testing.T) {
 func TestLocalListDoesNotEscapeRoot(t *testing.T) {
 	t.Parallel()
 	parent := t.TempDir()
-	b := open(t, "file://"+filepath.Join(parent, "out"), storage.Options{})
+	b := storagetest.Open(t, "file://"+filepath.Join(parent, "out"), storage.Options{})
 	if err := os.WriteFile(filepath.Join(parent, "outside.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestLocalListDoesNotEscapeRoot(t *testing.T) {
 
 func TestLocalRootDirectory(t *testing.T) {
 	t.Parallel()
-	b := open(t, "file:///", storage.Options{})
+	b := storagetest.Open(t, "file:///", storage.Options{})
 	// A key that lands inside this test's temp directory.
 	key := strings.TrimPrefix(filepath.ToSlash(t.TempDir()), "/") + "/x.jsonl"
 	w, err := b.NewWriter(context.Background(), key, nil)
@@ -393,7 +394,7 @@ func TestLocalConcurrentWriters(t *testing.T) {
 				errs <- err
 				return
 			}
-			data := payload(100_000 + i)
+			data := storagetest.Payload(100_000 + i)
 			for rest := data; len(rest) > 0; {
 				k := min(len(rest), 3000)
 				if _, err := w.Write(rest[:k]); err != nil {
@@ -414,7 +415,7 @@ func TestLocalConcurrentWriters(t *testing.T) {
 	}
 	for i := range n {
 		key := fmt.Sprintf("t/%d/file.jsonl", i)
-		if got := read(t, b, key); !bytes.Equal(got, payload(100_000+i)) {
+		if got := storagetest.Read(t, b, key); !bytes.Equal(got, storagetest.Payload(100_000+i)) {
 			t.Fatalf("%s differs", key)
 		}
 	}
@@ -546,7 +547,7 @@ func umaskChild(t *testing.T, want string) {
 		t.Fatal(err)
 	}
 	b, dir := openLocal(t, storage.Options{})
-	put(t, b, "topic/part/events-0-0.jsonl", []byte("x\n"))
+	storagetest.Put(t, b, "topic/part/events-0-0.jsonl", []byte("x\n"))
 	if err := b.Replace(context.Background(), "topic/latest.json", []byte("{}"), nil); err != nil {
 		t.Fatal(err)
 	}
