@@ -223,3 +223,23 @@ func topicName(test string, n int64) string {
 	}
 	return fmt.Sprintf("%s.%d", b, n)
 }
+
+// Poll polls cl until it has n records, failing t on a fetch error or
+// after a minute without them.
+func Poll(t testing.TB, cl *kgo.Client, n int) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("polled %d of %d records: %v", len(out), n, err)
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			t.Fatalf("fetch %s/%d: %v", topic, p, err)
+		})
+		out = append(out, fs.Records()...)
+	}
+	return out[:n]
+}

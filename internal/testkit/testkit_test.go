@@ -110,7 +110,7 @@ func TestClusterProduceEndOffsets(t *testing.T) {
 	cons := c.Client(t, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		"events": {3: kgo.NewOffset().AtStart()},
 	}))
-	recs := pollN(t, cons, 5)
+	recs := Poll(t, cons, 5)
 	for j, r := range recs {
 		if r.Partition != 3 || r.Offset != int64(j) || string(r.Key) != fmt.Sprintf("k%d", 3+4*j) {
 			t.Fatalf("record %d: partition %d offset %d key %q; want partition 3 offset %d key k%d",
@@ -154,23 +154,6 @@ func TestProduceReportsErrors(t *testing.T) {
 }
 
 // pollN polls cl until it has n records, or fails after a minute.
-func pollN(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out []*kgo.Record
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("polled %d of %d records: %v", len(out), n, err)
-		}
-		fs.EachError(func(topic string, p int32, err error) {
-			t.Fatalf("fetch %s/%d: %v", topic, p, err)
-		})
-		out = append(out, fs.Records()...)
-	}
-	return out[:n]
-}
 
 func TestParseDefaultName(t *testing.T) {
 	tests := []struct {

@@ -1,11 +1,9 @@
 package outside
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
@@ -40,7 +38,7 @@ func TestKcatProduce(t *testing.T) {
 		"kc": {2: kgo.NewOffset().AtStart(), 0: kgo.NewOffset().AtStart()},
 	}))
 	var p0, p2 []*kgo.Record
-	for _, r := range pollN(t, cons, n+len(plain)) {
+	for _, r := range testkit.Poll(t, cons, n+len(plain)) {
 		switch r.Partition {
 		case 0:
 			p0 = append(p0, r)
@@ -64,23 +62,4 @@ func TestKcatProduce(t *testing.T) {
 			t.Fatalf("p0 record %d: key %q value %q headers %v", i, r.Key, r.Value, r.Headers)
 		}
 	}
-}
-
-// pollN is testkit's test helper of the same name.
-func pollN(t *testing.T, cl *kgo.Client, n int) []*kgo.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out []*kgo.Record
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("polled %d of %d records: %v", len(out), n, err)
-		}
-		fs.EachError(func(topic string, p int32, err error) {
-			t.Fatalf("fetch %s/%d: %v", topic, p, err)
-		})
-		out = append(out, fs.Records()...)
-	}
-	return out[:n]
 }
