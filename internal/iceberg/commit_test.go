@@ -158,10 +158,17 @@ func TestConflictReloadsAndSkips(t *testing.T) {
 // table neither has created: both succeed, and no range is in twice.
 func TestConcurrentInstances(t *testing.T) {
 	t.Parallel()
+	concurrentInstances(t, sqlOptions("kafka.events"), 4, 5)
+}
+
+// concurrentInstances has two instances commit every range of parts
+// partitions, perPart files each, on a table of o neither has created,
+// each its own copy, in several commits as commit loops make them: both
+// succeed, and no range is in twice.
+func concurrentInstances(t *testing.T, o Options, parts, perPart int) {
+	t.Helper()
 	dir := t.TempDir()
-	o := sqlOptions("kafka.events")
 	loc := open(t, o, dir).Location("kafka.events")
-	const parts, perPart = 4, 5
 	var mine, theirs []File // each instance's copy of every file: a zombie's and the owner's
 	for p := range int32(parts) {
 		for i := range int64(perPart) {

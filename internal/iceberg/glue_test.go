@@ -3,22 +3,16 @@ package iceberg
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/spillway/spillway/internal/testkit"
 	"github.com/spillway/spillway/internal/testkit/gluefake"
 )
 
@@ -165,41 +159,8 @@ func TestCatalogsFenceZombie(t *testing.T) {
 // twice.
 func TestGlueConcurrentInstances(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	o, _ := glueOptions(t, "kafka.events")
-	loc := open(t, o, dir).Location("kafka.events")
-	const parts, perPart = 3, 4
-	var mine, theirs []File
-	for p := range int32(parts) {
-		for i := range int64(perPart) {
-			mine = append(mine, dataFile(t, loc, "events", p, i*10, i*10+10, "-a"))
-			theirs = append(theirs, dataFile(t, loc, "events", p, i*10, i*10+10, "-b"))
-		}
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, files := range [][]File{mine, theirs} {
-		tb := openTable(t, open(t, o, dir), "kafka.events")
-		wg.Go(func() {
-			for j := 0; j < len(files); j += perPart {
-				if err := tb.Commit(testCtx(t), files[j:j+perPart]); err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	tb := openTable(t, open(t, o, dir), "kafka.events")
-	if n := len(dataFiles(t, tb)); n != parts*perPart {
-		t.Fatalf("data files = %d, want %d", n, parts*perPart)
-	}
-	if recs, distinct := scanCount(t, tb); recs != parts*perPart*10 || distinct != recs {
-		t.Fatalf("scan: %d records, %d distinct; want %d of each", recs, distinct, parts*perPart*10)
-	}
+	concurrentInstances(t, o, 3, 4)
 }
 
 // What Glue refuses is said with the key to fix, and without the secret:
@@ -243,27 +204,8 @@ func TestGlueErrors(t *testing.T) {
 // the bucket's endpoint, not Glue's.
 func TestGlueS3Warehouse(t *testing.T) {
 	t.Parallel()
-	endpoint := testkit.NeedEnv(t, "SPILLWAY_TEST_S3_ENDPOINT")
-	keyID := testkit.NeedEnv(t, "AWS_ACCESS_KEY_ID")
-	testkit.NeedEnv(t, "AWS_SECRET_ACCESS_KEY")
-	if os.Getenv("AWS_EC2_METADATA_DISABLED") != "true" {
-		t.Skip("AWS_EC2_METADATA_DISABLED=true is needed, so that the SDK never probes the metadata address")
-	}
-	ctx := testCtx(t)
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		o.UsePathStyle = true
-	})
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	bucket := "spillway-glue-" + hex.EncodeToString(b[:])
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
+	endpoint, client, bucket := s3Bucket(t, "spillway-glue-")
+	keyID := os.Getenv("AWS_ACCESS_KEY_ID")
 	srv := gluefake.Start(t, "us-east-1", keyID)
 	o := Defaults()
 	o.Table = "kafka.events"

@@ -23,27 +23,8 @@ import (
 // a duplicate, read back through iceberg-go's S3 FileIO.
 func TestS3Warehouse(t *testing.T) {
 	t.Parallel()
-	endpoint := testkit.NeedEnv(t, "SPILLWAY_TEST_S3_ENDPOINT")
-	testkit.NeedEnv(t, "AWS_ACCESS_KEY_ID")
-	testkit.NeedEnv(t, "AWS_SECRET_ACCESS_KEY")
-	if os.Getenv("AWS_EC2_METADATA_DISABLED") != "true" {
-		t.Skip("AWS_EC2_METADATA_DISABLED=true is needed, so that the SDK never probes the metadata address")
-	}
+	endpoint, client, bucket := s3Bucket(t, "spillway-ice-")
 	ctx := testCtx(t)
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.BaseEndpoint = aws.String(endpoint)
-		o.UsePathStyle = true
-	})
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	bucket := "spillway-ice-" + hex.EncodeToString(b[:])
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
 
 	o := sqlOptions("kafka.events")
 	o.Catalog.URI = filepath.Join(t.TempDir(), "catalog.db")
@@ -92,4 +73,33 @@ func TestS3Warehouse(t *testing.T) {
 	if err != nil || len(out.Contents) == 0 {
 		t.Fatalf("no metadata in the bucket: %v", err)
 	}
+}
+
+// s3Bucket makes a bucket named prefix and a random suffix in the S3
+// emulator scripts/test.sh started, and returns its endpoint and a client
+// of it.
+func s3Bucket(t *testing.T, prefix string) (endpoint string, client *s3.Client, bucket string) {
+	t.Helper()
+	endpoint = testkit.NeedEnv(t, "SPILLWAY_TEST_S3_ENDPOINT")
+	testkit.NeedEnv(t, "AWS_ACCESS_KEY_ID")
+	testkit.NeedEnv(t, "AWS_SECRET_ACCESS_KEY")
+	if os.Getenv("AWS_EC2_METADATA_DISABLED") != "true" {
+		t.Skip("AWS_EC2_METADATA_DISABLED=true is needed, so that the SDK never probes the metadata address")
+	}
+	ctx := testCtx(t)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.UsePathStyle = true
+	})
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	bucket = prefix + hex.EncodeToString(b[:])
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	return endpoint, client, bucket
 }
