@@ -20,6 +20,7 @@ import (
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/errpolicy"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/fieldread"
 	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/latest"
 	"github.com/spillway/spillway/internal/ledger"
@@ -278,7 +279,7 @@ func (p *pipeline) buildWriter() error {
 	if reg != nil {
 		scfg.Schemas = typedSchemas{formats.NewTyped(fcfg, reg)}
 		if paths := names.Template.FieldPaths(); len(paths) > 0 {
-			scfg.Fields = format.NewFieldReader(reg, paths)
+			scfg.Fields = fieldread.New(reg, paths)
 		}
 	}
 	if topic := cfg.Errors.DeadLetterTopic; topic != "" {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/errpolicy"
-	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/format/fieldread"
 	"github.com/spillway/spillway/internal/format/formats"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/naming/partvalue"
@@ -118,7 +118,7 @@ func writeValuePartitioned(t *testing.T, by []string) (string, int, int64) {
 	dir, stats := runPartitioned(t, by, perPartition, func(tmpl *naming.Template, c *sink.Config) {
 		c.MaxRecords = 5
 		c.Schemas = formats.NewTyped(pq, reg)
-		c.Fields = format.NewFieldReader(reg, tmpl.FieldPaths())
+		c.Fields = fieldread.New(reg, tmpl.FieldPaths())
 		c.Policy = errpolicy.Policy{Tolerance: "all"}
 	}, func(p int32, o int64) *kgo.Record {
 		v, _, _, _ := orderOf(t, p, o)

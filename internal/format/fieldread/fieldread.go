@@ -1,4 +1,8 @@
-package format
+// Package fieldread reads fields of registry-typed record values for the
+// router, which splits files by them ({{value_field}}, an Iceberg table's
+// value-field partitions) before it picks a record's file: an Avro value
+// through a projection of its schema onto those fields, not decoded whole.
+package fieldread
 
 import (
 	"errors"
@@ -10,11 +14,12 @@ import (
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/naming/partvalue"
 	"github.com/spillway/spillway/internal/registry"
 )
 
-// FieldReader reads fields of registry-typed values for the router, which
+// Reader reads fields of registry-typed values for the router, which
 // splits files by them ({{value_field}}) before it picks a record's file.
 // It reads only the registry's cache, like the encoders (the runner
 // resolves every id of a batch first), and is safe for concurrent use.
@@ -26,17 +31,17 @@ import (
 // that a file's schema lacks as null too, so the record's partition value
 // is the one its row shows. A value that is not registry-encoded, of an
 // unknown id, not a record, or whose path crosses a field that is not a
-// record, is a record error (ErrRecord), for the error policy.
-type FieldReader struct {
+// record, is a record error (format.ErrRecord), for the error policy.
+type Reader struct {
 	reg   *registry.Registry
 	paths [][]string
 	plans sync.Map // *registry.Columns → *fieldPlan
 }
 
-// NewFieldReader reads paths (dotted, as naming.Template.FieldPaths gives
+// New reads paths (dotted, as naming.Template.FieldPaths gives
 // them) from the values reg types.
-func NewFieldReader(reg *registry.Registry, paths []string) *FieldReader {
-	f := &FieldReader{reg: reg}
+func New(reg *registry.Registry, paths []string) *Reader {
+	f := &Reader{reg: reg}
 	for _, p := range paths {
 		f.paths = append(f.paths, strings.Split(p, "."))
 	}
@@ -54,7 +59,7 @@ type fieldPlan struct {
 
 // Fields reads r's value's fields into dst[:0], one per path (nil for a
 // null or absent field). A null value has null fields.
-func (f *FieldReader) Fields(r *kgo.Record, dst []any) ([]any, error) {
+func (f *Reader) Fields(r *kgo.Record, dst []any) ([]any, error) {
 	dst = dst[:0]
 	if r.Value == nil {
 		for range f.paths {
@@ -64,22 +69,22 @@ func (f *FieldReader) Fields(r *kgo.Record, dst []any) ([]any, error) {
 	}
 	id, data, err := registry.ID(r.Value)
 	if err != nil {
-		return dst, PartError("value", r, err)
+		return dst, format.PartError("value", r, err)
 	}
 	s, ok := f.reg.Lookup(id)
 	switch {
 	case !ok:
-		return dst, PartError("value", r, fmt.Errorf("%w: schema id %d was not fetched before the record was written", registry.ErrUndecodable, id))
+		return dst, format.PartError("value", r, fmt.Errorf("%w: schema id %d was not fetched before the record was written", registry.ErrUndecodable, id))
 	case s.Err != nil:
-		return dst, PartError("value", r, s.Err)
+		return dst, format.PartError("value", r, s.Err)
 	}
 	cols, err := s.Columns(data)
 	if err != nil {
-		return dst, PartError("value", r, err)
+		return dst, format.PartError("value", r, err)
 	}
 	p := f.plan(cols)
 	if p.err != nil {
-		return dst, PartError("value", r, fmt.Errorf("schema id %d: %w", id, p.err))
+		return dst, format.PartError("value", r, fmt.Errorf("schema id %d: %w", id, p.err))
 	}
 	var v any
 	if p.avro {
@@ -88,15 +93,15 @@ func (f *FieldReader) Fields(r *kgo.Record, dst []any) ([]any, error) {
 			err = fmt.Errorf("%d bytes left over", len(rest))
 		}
 		if err != nil {
-			return dst, PartError("value", r, fmt.Errorf("%w: does not decode with Avro schema id %d: %w", registry.ErrUndecodable, id, err))
+			return dst, format.PartError("value", r, fmt.Errorf("%w: does not decode with Avro schema id %d: %w", registry.ErrUndecodable, id, err))
 		}
 	} else if v, err = cols.Value(data); err != nil {
-		return dst, PartError("value", r, err)
+		return dst, format.PartError("value", r, err)
 	}
 	for i, path := range f.paths {
 		fv, err := pick(v, path, p.kinds[i])
 		if err != nil {
-			return dst, PartError("value", r, fmt.Errorf("field %s: %w", strings.Join(path, "."), err))
+			return dst, format.PartError("value", r, fmt.Errorf("field %s: %w", strings.Join(path, "."), err))
 		}
 		dst = append(dst, fv)
 	}
@@ -104,7 +109,7 @@ func (f *FieldReader) Fields(r *kgo.Record, dst []any) ([]any, error) {
 }
 
 // plan is the cached plan of cols.
-func (f *FieldReader) plan(cols *registry.Columns) *fieldPlan {
+func (f *Reader) plan(cols *registry.Columns) *fieldPlan {
 	if p, ok := f.plans.Load(cols); ok {
 		return p.(*fieldPlan)
 	}
@@ -113,7 +118,7 @@ func (f *FieldReader) plan(cols *registry.Columns) *fieldPlan {
 	return p
 }
 
-func (f *FieldReader) build(cols *registry.Columns) *fieldPlan {
+func (f *Reader) build(cols *registry.Columns) *fieldPlan {
 	p := &fieldPlan{cols: cols}
 	root := cols.Schema.Root()
 	if nonNull(root).Type != "record" {

@@ -1,4 +1,4 @@
-package format
+package fieldread
 
 import (
 	"errors"
@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
+	"go.uber.org/goleak"
 
+	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/naming"
 	"github.com/spillway/spillway/internal/naming/partvalue"
 	"github.com/spillway/spillway/internal/registry"
@@ -46,8 +48,8 @@ func wire(t *testing.T, sid int, schema string, v any) []byte {
 	return append(out, b...)
 }
 
-// The values FieldReader reads, and the records it refuses as record
-// errors (ErrRecord, for the error policy), naming why.
+// The values Reader reads, and the records it refuses as record
+// errors (format.ErrRecord, for the error policy), naming why.
 func TestFieldReader(t *testing.T) {
 	t.Parallel()
 	reg, err := registry.NewCached("value", map[int]sr.Schema{
@@ -62,7 +64,7 @@ func TestFieldReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := NewFieldReader(reg, tmpl.FieldPaths())
+	fr := New(reg, tmpl.FieldPaths())
 	created := time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
 	born := time.Date(1990, 1, 2, 0, 0, 0, 0, time.UTC)
 	order := map[string]any{"id": int64(7), "country": "FR", "user": map[string]any{"id": int64(42)}, "created": created, "born": born}
@@ -97,17 +99,17 @@ func TestFieldReader(t *testing.T) {
 
 	for _, c := range []struct {
 		name  string
-		fr    *FieldReader
+		fr    *Reader
 		value []byte
 		want  string
 	}{
 		{"not registry-encoded", fr, []byte("plain text"), "value of t/1 at offset 5"},
 		{"unknown schema id", fr, wire(t, 9, fieldOrderV1, order), "schema id 9 was not fetched"},
 		{"not a record", fr, wire(t, 3, fieldString, "x"), "the value is a string, not a record"},
-		{"path through a non-record", NewFieldReader(reg, []string{"country", "id.x"}), wire(t, 1, fieldOrderV1, order), "field id.x: id is a long, not a record"},
+		{"path through a non-record", New(reg, []string{"country", "id.x"}), wire(t, 1, fieldOrderV1, order), "field id.x: id is a long, not a record"},
 	} {
 		_, err := c.fr.Fields(rec(c.value), nil)
-		if !errors.Is(err, ErrRecord) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, format.ErrRecord) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want a record error containing %q", c.name, err, c.want)
 		}
 	}
@@ -118,7 +120,7 @@ func TestFieldReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := NewFieldReader(reg, wrong.FieldPaths()).Fields(rec(wire(t, 1, fieldOrderV1, order)), nil)
+	got, err := New(reg, wrong.FieldPaths()).Fields(rec(wire(t, 1, fieldOrderV1, order)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,3 +128,5 @@ func TestFieldReader(t *testing.T) {
 		t.Errorf("CheckFields of day(country) = %v; want the field's type refused", err)
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
