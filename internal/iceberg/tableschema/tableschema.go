@@ -3,7 +3,7 @@
 // by its field ids, the table's schema and partition spec for
 // iceberg.partition_by, and the merge of a file's schema into the
 // table's that schema evolution commits. Package iceberg commits what it
-// computes; nothing here reads or changes a table.
+// computes; nothing here loads or commits a table.
 package tableschema
 
 import (
