@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/spillway/spillway/internal/iceberg/datafile"
+	"github.com/spillway/spillway/internal/iceberg/tableschema"
 )
 
 // dataFiles builds the data file entries of files for tbl's current schema
@@ -23,7 +24,7 @@ func (t *Table) dataFiles(ctx context.Context, tbl *table.Table, files []File) (
 	for i, f := range files {
 		in[i] = datafile.File{Location: f.Location, Partition: f.Partition}
 	}
-	dfs, err := datafile.Entries(ctx, datafile.Table{IO: literalIO{fs, tbl.Location()}, Meta: tbl, PartitionColumn: partitionColumn}, in)
+	dfs, err := datafile.Entries(ctx, datafile.Table{IO: literalIO{fs, tbl.Location()}, Meta: tbl, PartitionColumn: tableschema.PartitionColumn}, in)
 	var refused *datafile.RefusedError
 	switch {
 	case errors.As(err, &refused):

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spillway/spillway/internal/iceberg/tableschema"
 )
 
 // envRowP is a record as the envelope writer lays it out since the
@@ -87,7 +89,7 @@ func TestPartitionColumnInOlderTables(t *testing.T) {
 			}
 			commit(t, tb, envFileP(t, tb.Location(), dir, 3, 3, 10, 20))
 			f, ok := tb.tbl.Schema().FindFieldByName("partition")
-			if !ok || f.ID != partitionFieldID || f.Required || f.Type.String() != "int" {
+			if !ok || f.ID != tableschema.PartitionFieldID || f.Required || f.Type.String() != "int" {
 				t.Fatalf("after: the table's partition column: %v, %v", f, ok)
 			}
 			got := scanPartitions(t, tb)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 
+	"github.com/spillway/spillway/internal/iceberg/tableschema"
 	"github.com/spillway/spillway/internal/naming"
 )
 
@@ -96,7 +97,7 @@ func TestPartitionValues(t *testing.T) {
 	if got := spec.String(); !strings.Contains(got, "partition: identity(9)") || !strings.Contains(got, "timestamp_day: day(4)") || !strings.Contains(got, "key_bucket: bucket[3](1)") {
 		t.Errorf("spec = %s", got)
 	}
-	if f, ok := tb.tbl.Schema().FindFieldByName("partition"); !ok || f.ID != partitionFieldID || f.Required {
+	if f, ok := tb.tbl.Schema().FindFieldByName("partition"); !ok || f.ID != tableschema.PartitionFieldID || f.Required {
 		t.Errorf("the table's partition column: %v, %v", f, ok)
 	}
 	tasks, err := tb.tbl.Scan().PlanFiles(testCtx(t))

@@ -1,4 +1,4 @@
-package iceberg
+package tableschema
 
 import (
 	"strings"
@@ -19,11 +19,11 @@ func st(fields ...iceberg.NestedField) *iceberg.StructType {
 	return &iceberg.StructType{FieldList: fields}
 }
 
-// mergeInto merges file into the table's fields tbl as evolve does.
-func mergeInto(tbl, file []iceberg.NestedField) ([]iceberg.NestedField, *merger, error) {
-	m := &merger{table: "t", file: "f.parquet", ids: map[int]string{}}
-	walkIDs("", tbl, func(id int, path string) { m.ids[id] = path })
-	out, err := m.fields("", tbl, file)
+// mergeInto merges file into the table's fields tbl as package iceberg's evolve does.
+func mergeInto(tbl, file []iceberg.NestedField) ([]iceberg.NestedField, *Merger, error) {
+	sc := iceberg.NewSchema(0, tbl...)
+	m := NewMerger("t", []*iceberg.Schema{sc}, sc)
+	out, err := m.Merge("f.parquet", tbl, file)
 	return out, m, err
 }
 
@@ -55,8 +55,8 @@ func TestMergeNested(t *testing.T) {
 			t.Errorf("merged schema %s: want %s with id %d", sc, path, id)
 		}
 	}
-	if strings.Join(m.added, ",") != "value.items.element.qty,value.attrs.value.w" {
-		t.Errorf("added %v", m.added)
+	if strings.Join(m.Added(), ",") != "value.items.element.qty,value.attrs.value.w" {
+		t.Errorf("added %v", m.Added())
 	}
 
 	for _, c := range []struct {
