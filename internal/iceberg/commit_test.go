@@ -434,3 +434,22 @@ func TestSameEndBySeq(t *testing.T) {
 		t.Fatalf("Held = %v, want %v", held, w)
 	}
 }
+
+// A data file that can't be read (here: not there) while the table is
+// created from it is storage's failure, retried by the commit loop, not a
+// refusal, which would stop it for good.
+func TestUnreadableFileIsNotRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := open(t, sqlOptions("kafka.events"), dir)
+	tb := openTable(t, c, "kafka.events")
+	f := dataFile(t, tb.Location(), "events", 0, 0, 10, "")
+	f.Location += ".gone"
+	err := tb.Commit(testCtx(t), []File{f})
+	if err == nil || errors.Is(err, ErrRefused) {
+		t.Fatalf("Commit(missing file) = %v, want an error that is not ErrRefused", err)
+	}
+	if tb.exists() {
+		t.Fatal("the table was created from a file that can't be read")
+	}
+}

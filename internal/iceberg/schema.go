@@ -33,7 +33,7 @@ func (t *Table) create(ctx context.Context, files ...File) (*table.Table, error)
 	for i, f := range files {
 		fsc, _, err := tableschema.FileSchema(fs, f.Location)
 		if err != nil {
-			return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
+			return nil, fmt.Errorf("iceberg: create %s: %w", t.name, refused(err))
 		}
 		if fsc, err = tableschema.Of(t.c.opts.PartitionBy, fsc); err != nil {
 			return nil, fmt.Errorf("iceberg: create %s: %w (%w)", t.name, err, ErrRefused)
@@ -104,7 +104,7 @@ func (t *Table) adopt(ctx context.Context, tbl *table.Table, files ...File) (*ta
 	}
 	sc, _, err := tableschema.FileSchema(fs, first.Location)
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
+		return nil, fmt.Errorf("iceberg: %s: %w", t.name, refused(err))
 	}
 	if sc, err = tableschema.Of(t.c.opts.PartitionBy, sc); err != nil {
 		return nil, fmt.Errorf("iceberg: %s: %w (%w)", t.name, err, ErrRefused)
@@ -180,4 +180,15 @@ func (t *Table) evolve(ctx context.Context, tbl *table.Table, files []File) (*ta
 		return nil, fmt.Errorf("iceberg: %s: add the fields %s: %w", t.name, names, err)
 	}
 	return staged, nil
+}
+
+// refused marks a file's schema error as a refusal (ErrRefused, which
+// stops the commit loop for good), unless reading the file failed: that
+// is storage's, and the commit is retried.
+func refused(err error) error {
+	var re *tableschema.ReadError
+	if errors.As(err, &re) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, ErrRefused)
 }

@@ -19,6 +19,15 @@ type Opener interface {
 	Open(location string) (iceio.File, error)
 }
 
+// ReadError is a data file that could not be opened or whose footer could
+// not be read: a failure of storage, which a retry may pass, where the
+// other errors of FileSchema are the file's content, which no retry
+// changes.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // FileSchema reads the Iceberg schema of a Parquet data file from its
 // footer, by the field ids it carries. A file without them is refused:
 // Iceberg maps a file's columns to the table's by id, and a file that
@@ -27,12 +36,12 @@ type Opener interface {
 func FileSchema(fs Opener, location string) (*iceberg.Schema, int64, error) {
 	f, err := fs.Open(location)
 	if err != nil {
-		return nil, 0, fmt.Errorf("open %s: %w", location, err)
+		return nil, 0, &ReadError{fmt.Errorf("open %s: %w", location, err)}
 	}
 	defer f.Close()
 	rdr, err := file.NewParquetReader(f)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the Parquet footer of %s: %w", location, err)
+		return nil, 0, &ReadError{fmt.Errorf("read the Parquet footer of %s: %w", location, err)}
 	}
 	defer rdr.Close()
 	md := rdr.MetaData()
