@@ -88,7 +88,14 @@ shutdown:
 	if took > timeout+margin {
 		t.Errorf("exit took %s, want at most shutdown.timeout %s + %s", took, timeout, margin)
 	}
-	if st.ExitCode() != 1 || !strings.Contains(log, "not finished within shutdown.timeout") {
+	// Which step the deadline ends depends on what the frozen broker left
+	// to do: files still open or offsets uncommitted end the stop itself;
+	// when the consumer had caught up and committed everything before the
+	// freeze (a slow producer on a busy machine), the last step, closing
+	// the Kafka client, is what runs out of time. Either way the exit
+	// names shutdown.timeout.
+	if st.ExitCode() != 1 || (!strings.Contains(log, "not finished within shutdown.timeout") &&
+		!strings.Contains(log, "did not close within shutdown.timeout")) {
 		t.Errorf("exit: %s, want exit status 1 saying the stop did not finish within shutdown.timeout; log:\n%s", describeExit(st), log)
 	}
 	freeze(false)
