@@ -6,7 +6,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -133,23 +132,7 @@ func TestCatalogsFenceZombie(t *testing.T) {
 			if glue != nil && glue.Conflicts() == 0 {
 				t.Fatal("Glue never refused a stale VersionId")
 			}
-			files := dataFiles(t, ta)
-			slices.Sort(files)
-			want := []string{f0.Location, other.Location, shared.Location, own.Location}
-			slices.Sort(want)
-			if !slices.Equal(files, want) {
-				t.Fatalf("data files = %v, want %v", files, want)
-			}
-			next, err := tb.Next(testCtx(t), "events")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w := map[int32]int64{0: 20, 1: 10, 2: 7}; !maps.Equal(next, w) {
-				t.Fatalf("Next = %v, want %v", next, w)
-			}
-			if recs, distinct := scanCount(t, tb); recs != 37 || distinct != 37 {
-				t.Fatalf("scan: %d records, %d distinct; want 37, 37", recs, distinct)
-			}
+			fenced(t, dataFiles(t, ta), tb, f0, other, shared, own)
 		})
 	}
 }
