@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
 // BeforeCommit sees every commit's key and decides whether it happens; a
@@ -20,7 +21,7 @@ func TestFaultsBeforeCommit(t *testing.T) {
 		}
 		return nil
 	}}
-	b, dir := openLocal(t, storage.Options{Faults: faults})
+	b, dir := storagetest.OpenLocal(t, storage.Options{Faults: faults})
 	for _, key := range []string{"yes", "no"} {
 		w, err := b.NewWriter(t.Context(), key, nil)
 		if err != nil {
@@ -37,7 +38,7 @@ func TestFaultsBeforeCommit(t *testing.T) {
 	if !slices.Equal(seen, []string{"yes", "no"}) {
 		t.Fatalf("BeforeCommit saw %v", seen)
 	}
-	if got := files(t, dir); !slices.Equal(got, []string{"yes"}) {
+	if got := storagetest.Files(t, dir); !slices.Equal(got, []string{"yes"}) {
 		t.Fatalf("files %v, want only the committed object", got)
 	}
 }

@@ -2,7 +2,6 @@ package storage_test
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -15,35 +14,8 @@ import (
 // The Bucket's own tests over a local directory (the local backend's are
 // in storage/local), and the helpers for them that other tests share.
 
-// files returns every regular file under dir, relative and slash-separated,
-// hidden ones included.
-func files(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func openLocal(t *testing.T, opts storage.Options) (*storage.Bucket, string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "out")
-	return storagetest.Open(t, "file://"+dir, opts), dir
-}
-
 func TestWriterFinishesOnce(t *testing.T) {
-	b, _ := openLocal(t, storage.Options{})
+	b, _ := storagetest.OpenLocal(t, storage.Options{})
 	w, err := b.NewWriter(context.Background(), "k", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +45,7 @@ func TestAccountBalances(t *testing.T) {
 			}
 		}
 	}
-	b, _ := openLocal(t, storage.Options{PartSize: 4096, Account: account})
+	b, _ := storagetest.OpenLocal(t, storage.Options{PartSize: 4096, Account: account})
 	w, err := b.NewWriter(context.Background(), "committed", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
 // WaitQueued holds a writer back while storage has not taken what it
 // queued, and lets it go as soon as storage has, or when its context ends.
 func TestWaitQueued(t *testing.T) {
 	faults := &storage.Faults{}
-	b, _ := openLocal(t, storage.Options{PartSize: 64 << 10, Faults: faults})
+	b, _ := storagetest.OpenLocal(t, storage.Options{PartSize: 64 << 10, Faults: faults})
 	chunk := b.ChunkSize()
 	w, err := b.NewWriter(t.Context(), "big", nil)
 	if err != nil {
@@ -79,7 +80,7 @@ func TestFootprintOf(t *testing.T) {
 		t.Errorf("FootprintOf(s3, 0) = %+v, want the default part of 8MiB", got)
 	}
 	// A bucket reports what FootprintOf says.
-	b, _ := openLocal(t, storage.Options{PartSize: part})
+	b, _ := storagetest.OpenLocal(t, storage.Options{PartSize: part})
 	if f := storage.FootprintOf("file", part); b.WriterMemory() != f.Writer || b.ChunkSize() != f.Chunk {
 		t.Errorf("file bucket: WriterMemory %d, ChunkSize %d; FootprintOf %+v", b.WriterMemory(), b.ChunkSize(), f)
 	}

@@ -19,33 +19,6 @@ import (
 	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
-// files returns every regular file under dir, relative and slash-separated,
-// hidden ones included.
-func files(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			out = append(out, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func openLocal(t *testing.T, opts storage.Options) (*storage.Bucket, string) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "out")
-	return storagetest.Open(t, "file://"+dir, opts), dir
-}
-
 func TestLocalCommitMakesVisible(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -59,7 +32,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 		{"empty object", storage.Options{}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, dir := openLocal(t, tc.opts)
+			b, dir := storagetest.OpenLocal(t, tc.opts)
 			const key = "events-0-0.jsonl"
 			data := storagetest.Payload(tc.size)
 			w, err := b.NewWriter(context.Background(), key, nil)
@@ -83,7 +56,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 			if _, err := b.Read(context.Background(), key); err == nil {
 				t.Fatal("Read succeeded before Commit")
 			}
-			tmp := files(t, dir)
+			tmp := storagetest.Files(t, dir)
 			if len(tmp) != 1 || !strings.HasPrefix(tmp[0], ".") {
 				t.Fatalf("files before Commit = %v, want one hidden temp file", tmp)
 			}
@@ -102,7 +75,7 @@ func TestLocalCommitMakesVisible(t *testing.T) {
 			if len(objs) != 1 || objs[0] != (storage.Object{Key: key, Size: int64(len(data))}) {
 				t.Fatalf("List = %+v", objs)
 			}
-			if got := files(t, dir); !slices.Equal(got, []string{key}) {
+			if got := storagetest.Files(t, dir); !slices.Equal(got, []string{key}) {
 				t.Fatalf("files after Commit = %v, want only %s (temp file removed)", got, key)
 			}
 		})
@@ -122,7 +95,7 @@ func TestLocalAbortLeavesNothing(t *testing.T) {
 		{"subdirectory", "topic/0/a.jsonl", 50_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, dir := openLocal(t, storage.Options{PartSize: 4096})
+			b, dir := storagetest.OpenLocal(t, storage.Options{PartSize: 4096})
 			w, err := b.NewWriter(context.Background(), tc.key, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -130,7 +103,7 @@ func TestLocalAbortLeavesNothing(t *testing.T) {
 			storagetest.WriteChunks(t, w, storagetest.Payload(tc.size))
 			w.Abort()
 			w.Abort() // idempotent
-			if got := files(t, dir); len(got) != 0 {
+			if got := storagetest.Files(t, dir); len(got) != 0 {
 				t.Fatalf("files after Abort = %v, want none (no temp files either)", got)
 			}
 			if objs := storagetest.List(t, b, ""); len(objs) != 0 {
@@ -139,7 +112,7 @@ func TestLocalAbortLeavesNothing(t *testing.T) {
 			if err := w.Commit(); err == nil {
 				t.Fatal("Commit after Abort succeeded")
 			}
-			if got := files(t, dir); len(got) != 0 {
+			if got := storagetest.Files(t, dir); len(got) != 0 {
 				t.Fatalf("files after Commit-after-Abort = %v", got)
 			}
 		})
@@ -148,7 +121,7 @@ func TestLocalAbortLeavesNothing(t *testing.T) {
 
 func TestLocalCreateOnly(t *testing.T) {
 	t.Parallel()
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	const key = "t/0/file.jsonl"
 	first := []byte("first\n")
 	storagetest.Put(t, b, key, first)
@@ -168,7 +141,7 @@ func TestLocalCreateOnly(t *testing.T) {
 	if got := storagetest.Read(t, b, key); !bytes.Equal(got, first) {
 		t.Fatalf("object replaced: %q", got)
 	}
-	if got := files(t, dir); !slices.Equal(got, []string{key}) {
+	if got := storagetest.Files(t, dir); !slices.Equal(got, []string{key}) {
 		t.Fatalf("files = %v, want only %s (failed commit leaves no temp file)", got, key)
 	}
 }
@@ -178,13 +151,13 @@ func TestLocalCreateOnly(t *testing.T) {
 // so, and what it means, instead of a bare link error.
 func TestLocalTempRemovedIsNamed(t *testing.T) {
 	t.Parallel()
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	w, err := b.NewWriter(context.Background(), "t/0/file.jsonl", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	storagetest.WriteChunks(t, w, []byte("record\n"))
-	temps := files(t, dir)
+	temps := storagetest.Files(t, dir)
 	if len(temps) != 1 {
 		t.Fatalf("files while writing = %v, want the temporary file", temps)
 	}
@@ -199,7 +172,7 @@ func TestLocalTempRemovedIsNamed(t *testing.T) {
 
 func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
 	t.Parallel()
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	const key = "k.jsonl"
 	const n = 8
 	ws := make([]*storage.Writer, n)
@@ -235,14 +208,14 @@ func TestLocalCreateOnlyConcurrentWriters(t *testing.T) {
 	if got, want := string(storagetest.Read(t, b, key)), fmt.Sprintf("writer %d\n", winner); got != want {
 		t.Fatalf("object = %q, want the winner's %q", got, want)
 	}
-	if got := files(t, dir); !slices.Equal(got, []string{key}) {
+	if got := storagetest.Files(t, dir); !slices.Equal(got, []string{key}) {
 		t.Fatalf("files = %v", got)
 	}
 }
 
 func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
 	t.Parallel()
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	all := []string{"other.jsonl", "topic/p0/f1.jsonl", "topic/p0/f2.jsonl", "topic/p1/f1.jsonl", "topicx.jsonl"}
 	for _, k := range all {
 		storagetest.Put(t, b, k, []byte(k))
@@ -286,7 +259,7 @@ func TestLocalSubdirectoriesAndListPrefixes(t *testing.T) {
 
 func TestLocalListStopsOnCallbackError(t *testing.T) {
 	t.Parallel()
-	b, _ := openLocal(t, storage.Options{})
+	b, _ := storagetest.OpenLocal(t, storage.Options{})
 	storagetest.Put(t, b, "a", []byte("a"))
 	storagetest.Put(t, b, "b", []byte("b"))
 	stop := errors.New("stop")
@@ -371,7 +344,7 @@ func TestLocalRootDirectory(t *testing.T) {
 
 func TestLocalReadMissing(t *testing.T) {
 	t.Parallel()
-	b, _ := openLocal(t, storage.Options{})
+	b, _ := storagetest.OpenLocal(t, storage.Options{})
 	_, err := b.Read(context.Background(), "missing.jsonl")
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("Read(missing) = %v, want fs.ErrNotExist", err)
@@ -380,7 +353,7 @@ func TestLocalReadMissing(t *testing.T) {
 
 func TestLocalConcurrentWriters(t *testing.T) {
 	t.Parallel()
-	b, dir := openLocal(t, storage.Options{PartSize: 8192, UploadConcurrency: 2})
+	b, dir := storagetest.OpenLocal(t, storage.Options{PartSize: 8192, UploadConcurrency: 2})
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -419,7 +392,7 @@ func TestLocalConcurrentWriters(t *testing.T) {
 			t.Fatalf("%s differs", key)
 		}
 	}
-	if got := files(t, dir); len(got) != n {
+	if got := storagetest.Files(t, dir); len(got) != n {
 		t.Fatalf("files = %v, want %d objects and no temp files", got, n)
 	}
 }
@@ -428,7 +401,7 @@ func TestLocalConcurrentWriters(t *testing.T) {
 // owner removes exactly the temp files whose final key is its own.
 func TestRemoveAbandoned(t *testing.T) {
 	t.Parallel()
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	ctx := context.Background()
 	mine, err := b.NewWriter(ctx, "out/t-0-5.jsonl", nil)
 	if err != nil {
@@ -444,7 +417,7 @@ func TestRemoveAbandoned(t *testing.T) {
 		}
 	}
 	// NewWriter creates the temp file: no need to wait for the writes.
-	if got := files(t, dir); len(got) != 2 {
+	if got := storagetest.Files(t, dir); len(got) != 2 {
 		t.Fatalf("temp files before cleanup: %v, want 2", got)
 	}
 	// This process's own writers are not abandoned, even when their
@@ -452,7 +425,7 @@ func TestRemoveAbandoned(t *testing.T) {
 	if err := b.RemoveAbandoned(ctx, "out/t-0-", func(string) bool { return true }); err != nil {
 		t.Fatal(err)
 	}
-	if got := files(t, dir); len(got) != 2 {
+	if got := storagetest.Files(t, dir); len(got) != 2 {
 		t.Fatalf("RemoveAbandoned removed the temp files of its own writers: %v left", got)
 	}
 	// Another process (a new bucket on the same directory) takes them for
@@ -466,7 +439,7 @@ func TestRemoveAbandoned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := files(t, dir)
+	got := storagetest.Files(t, dir)
 	if len(got) != 1 || !strings.Contains(got[0], "t-1-5.jsonl") {
 		t.Fatalf("after removing partition 0's abandoned file: %v, want only partition 1's temp file", got)
 	}
@@ -480,7 +453,7 @@ func TestRemoveAbandoned(t *testing.T) {
 // finds them there, and leaves those of keys outside the prefix.
 func TestRemoveAbandonedInFolders(t *testing.T) {
 	t.Parallel()
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	ctx := context.Background()
 	keys := []string{"out/t/2026/0-5.jsonl", "out/t-0-5/part.jsonl", "out/tx/2026/0-5.jsonl", "other/t/2026/0-5.jsonl"}
 	for _, k := range keys {
@@ -504,7 +477,7 @@ func TestRemoveAbandonedInFolders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := files(t, dir)
+	got := storagetest.Files(t, dir)
 	if len(got) != 2 || !strings.HasPrefix(got[0], "other/t/2026/.spillway-tmp-0-5.jsonl.") || !strings.HasPrefix(got[1], "out/tx/2026/.spillway-tmp-0-5.jsonl.") {
 		t.Errorf("left %v, want the temp files of other/t/2026/0-5.jsonl and out/tx/2026/0-5.jsonl", got)
 	}
@@ -546,7 +519,7 @@ func umaskChild(t *testing.T, want string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	storagetest.Put(t, b, "topic/part/events-0-0.jsonl", []byte("x\n"))
 	if err := b.Replace(context.Background(), "topic/latest.json", []byte("{}"), nil); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/spillway/spillway/internal/storage"
+	"github.com/spillway/spillway/internal/storage/storagetest"
 )
 
 // TestLocalDirectoriesRemovedBehindItsBack: the local backend makes a new
@@ -18,7 +19,7 @@ import (
 func TestLocalDirectoriesRemovedBehindItsBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b, dir := openLocal(t, storage.Options{})
+	b, dir := storagetest.OpenLocal(t, storage.Options{})
 	put := func(key string) {
 		t.Helper()
 		if err := b.Put(ctx, key, []byte(key), nil); err != nil {

@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
+	"path/filepath"
 	"sort"
 	"testing"
 
@@ -104,4 +106,33 @@ func Payload(n int) []byte {
 		buf.WriteString(" 0123456789\n")
 	}
 	return buf.Bytes()[:n]
+}
+
+// Files returns every regular file under dir, relative and slash-separated,
+// hidden ones included.
+func Files(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// OpenLocal opens a bucket on a new directory under t's temp dir, and
+// returns the directory too.
+func OpenLocal(t testing.TB, opts storage.Options) (*storage.Bucket, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "out")
+	return Open(t, "file://"+dir, opts), dir
 }
