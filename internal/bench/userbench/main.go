@@ -18,6 +18,8 @@
 //	-base DIR        also run the spillway of another checkout (spillway@base)
 //	-profile DIR     a CPU profile of each Spillway run (internal/bench/spillprof)
 //	-strace DIR      strace -f -c counts of each Spillway and naive run
+//	-baseline-fetch  spillway (default): the baselines fetch as Spillway does
+//	                 by default; kgo: with franz-go's own defaults
 //
 // The contenders, each a child process with its own consumer group, started
 // in turn and interleaved across rounds so that the machine's drift falls on
@@ -34,7 +36,12 @@
 //
 // Every baseline commits its offsets once it has written and synced
 // everything, so all contenders are timed to the same event. The baselines are
-// this same program run with -child.
+// this same program run with -child. By default they fetch as Spillway does
+// with its default memory_limit (budget.NewPlan: fetch and per-partition
+// sizes, fetches in flight), so that the ratios compare the writing, not the
+// fetch settings: at 1,000 partitions franz-go's defaults (a 50 MiB fetch,
+// unbounded fetches) made the raw consumer about 1 s slower on kfake, which
+// flattered Spillway. -baseline-fetch kgo measures the baselines as before.
 //
 // The program is never run by `go test`: it is a main package without tests.
 package main
@@ -63,6 +70,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/bench/benchdata"
+	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/format"
 )
 
@@ -88,6 +96,7 @@ func run() int {
 	base := flag.String("base", "", "also run the spillway built from this directory (another checkout of the module, such as the commit before a change) as the contender spillway@base")
 	traces := flag.Bool("trace", false, "with -profile, also write a runtime execution trace of each Spillway run there (go tool trace: which goroutines wait, and on what)")
 	straceDir := flag.String("strace", "", "count the syscalls of each Spillway and naive run with strace -c -f into this directory (slows them: read the counts, not the times)")
+	baselineFetch := flag.String("baseline-fetch", "spillway", "how the baselines fetch: spillway (Spillway's default fetch sizes) or kgo (franz-go's defaults)")
 	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
 	brokers := flag.String("brokers", "", "internal (-child): the broker")
 	topic := flag.String("topic", "", "internal (-child): the topic")
@@ -101,7 +110,7 @@ func run() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	if *child != "" {
-		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd, *sameZstd); err != nil {
+		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd, *sameZstd, *baselineFetch); err != nil {
 			fmt.Fprintf(os.Stderr, "userbench -child %s: %v\n", *child, err)
 			return 1
 		}
@@ -109,6 +118,10 @@ func run() int {
 	}
 	if *records < narrowPartitions || *wideRecords < 2*wideParts || *rounds < 1 {
 		fmt.Fprintf(os.Stderr, "userbench: want -records >= %d, -wide-records >= %d and -rounds >= 1\n", narrowPartitions, 2*wideParts)
+		return 2
+	}
+	if *baselineFetch != "spillway" && *baselineFetch != "kgo" {
+		fmt.Fprintf(os.Stderr, "userbench: -baseline-fetch %q: want spillway or kgo\n", *baselineFetch)
 		return 2
 	}
 	want := map[string]bool{}
@@ -132,6 +145,7 @@ func run() int {
 		traces:      *traces,
 		strace:      *straceDir,
 		baseDir:     *base,
+		fetch:       *baselineFetch,
 	}
 	if err := b.run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "userbench: %v\n", err)
@@ -164,6 +178,7 @@ type bench struct {
 	traces               bool   // with profile: execution traces too
 	baseDir              string // another checkout whose spillway runs too, or ""
 	baseBin              string
+	fetch                string // the baselines' fetch settings: spillway or kgo
 
 	tmp            string
 	spillway, self string
@@ -429,7 +444,7 @@ func (b *bench) baseline(workload, name, mode, topic string, records, perFile in
 		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
 			args := []string{"-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
 				"-group", group, "-dir", out, "-per-file", strconv.FormatInt(perFile, 10),
-				"-zstd=" + strconv.FormatBool(useZstd)}
+				"-zstd=" + strconv.FormatBool(useZstd), "-baseline-fetch", b.fetch}
 			args = append(args, extra...)
 			if mode == "naive" {
 				return b.command(ctx, workload+"-"+name, b.self, args...), nil
@@ -660,8 +675,8 @@ func (b *bench) print(cs []*contender) {
 		}
 	}
 	host, _ := os.Hostname()
-	fmt.Printf("\nuserbench %s, %s, %d CPUs; 16p: %d records, 1000p: %d records, 1 KiB values; best of %d rounds\n\n",
-		time.Now().Format("2006-01-02 15:04"), host, runtime.NumCPU(), b.records, b.wideRecords, b.rounds)
+	fmt.Printf("\nuserbench %s, %s, %d CPUs; 16p: %d records, 1000p: %d records, 1 KiB values; best of %d rounds; baselines fetch as %s\n\n",
+		time.Now().Format("2006-01-02 15:04"), host, runtime.NumCPU(), b.records, b.wideRecords, b.rounds, b.fetch)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "workload\tcontender\trecords/s\tseconds\tvs naive\tCPU-s/M rec\tbroker CPU-s/M rec\t")
 	rates := map[string]float64{}
@@ -704,17 +719,27 @@ func (b *bench) print(cs []*contender) {
 // runChild is a baseline: it consumes topic in group from the start to the
 // end offsets listed when it starts, writes (naive) or discards (raw), and
 // commits what it read once every file is synced.
-func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd, sameZstd bool) error {
+func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd, sameZstd bool, fetch string) error {
 	if mode != "raw" && mode != "naive" {
 		return fmt.Errorf("unknown mode %q; want raw or naive", mode)
 	}
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
-	)
+	}
+	if fetch == "spillway" {
+		plan, err := budget.NewPlan(budget.DefaultMemoryLimit)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, kgo.FetchMaxBytes(plan.FetchMax),
+			kgo.FetchMaxPartitionBytes(plan.FetchPartitionMax),
+			kgo.MaxConcurrentFetches(plan.Fetches))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
