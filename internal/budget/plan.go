@@ -22,7 +22,7 @@ import "fmt"
 //	│  └─ the rest, 1/4           encoded chunks waiting for storage, closed files
 //	│                             being committed, and records queued for the
 //	│                             open files' encoders (QueuedRecords): at most
-//	│                             QueueBatches batches of QueueBatchBytes per
+//	│                             Plan.QueueBatches batches of QueueBatchBytes per
 //	│                             file, less once the watermark stops fetching
 //	└─ the other half             garbage from encoding waiting for a collection,
 //	                              goroutine stacks, the binary, TLS and connection
@@ -83,17 +83,29 @@ import "fmt"
 const (
 	QueueBatchBytes = 256 << 10 // a batch is handed over at this size...
 	QueueBatchRecs  = 512       // ...or this many records
-	// QueueBatches batches handed over and not yet encoded, per file: 4
-	// MiB, about one partition's share of a poll (FetchPartitionMax,
-	// at least 1 MiB compressed, some MiB once decompressed). With less,
-	// the poll waits on the file of the one partition it is routing while
-	// the files of the others have run dry: with 4 batches, zstd runs
-	// used 1.35 of 2 cores, and this depth made them 1.2 times faster
-	// (BenchmarkDrain/jsonl-zstd). Queued records are polled records,
-	// held, not copied, and counted in the budget: the depth moves them,
-	// it adds no memory the watermarks don't see.
-	QueueBatches = 16
+	// MinQueueBatches is the least depth of a file's queue (Plan.QueueBatches),
+	// and the depth where no plan sets it: 4 MiB of batches.
+	MinQueueBatches = 16
+	maxQueueBatches = 64
 )
+
+// QueueBatches is how many batches handed over and not yet encoded a file
+// may hold: a share of half the data budget among 16 files, from
+// MinQueueBatches to 64 batches (4 to 16 MiB; 16 MiB with the default 1 GiB
+// memory_limit, 4 MiB at 256 MiB). When a file's queue is full, the poll
+// waits on that file while the others may run dry, so a shallow queue
+// leaves cores idle: in an execution trace of 16 files compressed with
+// zstd on 2 cores, the poll waited on one full queue for 29% of the run
+// with 16 batches, and the run used 1.3 of 2 cores; 64 batches made it
+// about 1.2 times faster (docs/bench.md). Queued records are polled
+// records, held, not copied, and counted in the budget (QueuedRecords): the
+// depth moves them, it adds no memory the watermarks don't see. It is
+// bounded by the budget so that a small one is not pushed to its
+// watermark, which closes files early, by queues alone.
+func (p Plan) QueueBatches() int {
+	n := p.Data / 2 / bufferingFiles / QueueBatchBytes
+	return int(min(max(n, MinQueueBatches), maxQueueBatches))
+}
 
 const (
 	goLimitPercent    = 85

@@ -172,3 +172,32 @@ func TestSpoolPlan(t *testing.T) {
 		t.Fatalf("EncodeShare(2) %d, want a quarter of OpenFiles %d and above FileShare %d", s, p.OpenFiles, p.FileShare(0))
 	}
 }
+
+// A file's queue is a share of half the data budget among 16 files, from 16
+// to 64 batches: the default 1 GiB gets the deep queue that keeps cores
+// busy, while at 256 MiB the queues of 16 files stay under the watermark.
+func TestQueueBatches(t *testing.T) {
+	const mib = int64(1 << 20)
+	for _, c := range []struct {
+		process int64
+		want    int
+	}{
+		{budget.MinMemoryLimit, budget.MinQueueBatches},
+		{256 * mib, 16},
+		{512 * mib, 32},
+		{budget.DefaultMemoryLimit, 64},
+		{16 << 30, 64},
+	} {
+		p, err := budget.NewPlan(c.process)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := p.QueueBatches()
+		if got != c.want {
+			t.Errorf("%dMiB: QueueBatches %d, want %d", c.process>>20, got, c.want)
+		}
+		if queued := 16 * int64(got) * budget.QueueBatchBytes; c.process >= 256*mib && queued > p.Data/2 {
+			t.Errorf("%dMiB: 16 full queues hold %d bytes, over half the data budget %d", c.process>>20, queued, p.Data/2)
+		}
+	}
+}

@@ -261,6 +261,7 @@ func (p *pipeline) buildWriter() error {
 		},
 		FlushBytes:     p.sz.FlushBytes,
 		SlotFlushBytes: p.sz.SlotFlushBytes,
+		QueueBatches:   p.sz.plan.QueueBatches(),
 		EncodeSlots:    encodeSlots(),
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
 			return format.NewCompressor(kind.StreamCompression(fcfg), w)

@@ -13,13 +13,12 @@ import (
 // The queue between the poll side and a file's goroutine (docs/design.md,
 // "The write pipeline"). Records are handed over in batches, so that the
 // channel and the budget's lock are paid once per batch, not per record. A
-// file holds at most fileQueueBatches batches handed over plus the one its
-// goroutine encodes; when they are full, the poll side waits for the
+// file holds at most Config.QueueBatches batches handed over plus the one
+// its goroutine encodes; when they are full, the poll side waits for the
 // encoder, which is the back pressure of a file that can't keep up.
 const (
-	batchRecords     = budget.QueueBatchRecs
-	batchBytes       = budget.QueueBatchBytes
-	fileQueueBatches = budget.QueueBatches
+	batchRecords = budget.QueueBatchRecs
+	batchBytes   = budget.QueueBatchBytes
 	// syncRecordBytes: a record this large is not queued. It is encoded
 	// while the Write that brought it waits, so it stays counted once, by
 	// the caller (see budget.Plan on records larger than the budget's room).

@@ -353,7 +353,7 @@ func (s *Sink) fileFor(ctx context.Context, tp offsets.TopicPartition, r *kgo.Re
 	f := &openFile{id: id, tp: tp, key: key, start: r.Offset,
 		created: now, u: &offsets.Unit{}, schemas: s.schemasOf(r)}
 	f.lastUsed = now
-	f.fw = s.writers.Start(filewriter.Spec{TP: tp, Key: key, Start: r.Offset, Schemas: f.schemas, Unit: f.u}, fileQueueBatches)
+	f.fw = s.writers.Start(filewriter.Spec{TP: tp, Key: key, Start: r.Offset, Schemas: f.schemas, Unit: f.u}, s.cfg.QueueBatches)
 	s.files[id] = f
 	if s.groups[tp] == nil {
 		s.groups[tp] = map[string]*openFile{}

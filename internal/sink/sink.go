@@ -124,6 +124,9 @@ type Config struct {
 	// encode in a slot once closed (budget.Plan.EncodeShare).
 	NewBufferedEncoder         func(w io.Writer, flushBytes int64, grow func(delta int64)) (format.Encoder, error)
 	FlushBytes, SlotFlushBytes int64
+	// QueueBatches is how many batches an open file's queue holds
+	// (budget.Plan.QueueBatches); 0 or a spool: budget.MinQueueBatches.
+	QueueBatches int
 
 	// Spool, when set, stages the records of open files on local disk:
 	// a file is encoded when it closes, EncodeSlots files at once (0:
@@ -245,6 +248,11 @@ func New(cfg Config, bucket Bucket, b *budget.Budget, log *slog.Logger) *Sink {
 	}
 	s.openCost = s.fileMem
 	s.stats.Closed = map[offsets.Reason]int64{}
+	if s.cfg.QueueBatches <= 0 || cfg.Spool != nil {
+		// A spooled file's queue drains to disk, and its channel is
+		// part of SpoolFileCost.
+		s.cfg.QueueBatches = budget.MinQueueBatches
+	}
 	if cfg.Spool != nil {
 		s.openCost = budget.SpoolFileCost
 		s.spooling = spooling.New(cfg.EncodeSlots, log)
