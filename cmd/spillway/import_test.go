@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -68,27 +67,9 @@ func drain(t *testing.T, cfgPath string, env []string, cl *kgo.Client, topic str
 		t.Fatal(err)
 	}
 	end := testkit.EndOffsets(t, cl, topic)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{}) }()
-	deadline := time.Now().Add(waitDeadline)
-	for !maps.Equal(testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, topic), end) {
-		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("run stopped before committing everything: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("group %s never committed the end offsets %v", cfg.Kafka.Group, end)
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	testkit.RunUntilCommitted(t, cl, cfg.Kafka.Group, topic, end, func(ctx context.Context) error {
+		return runner.Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), runner.Options{})
+	})
 	return cfg
 }
 
