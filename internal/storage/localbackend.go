@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 
 	"github.com/spillway/spillway/internal/storage/local"
 )
@@ -68,12 +70,25 @@ func (b localBackend) removeOwned(ctx context.Context, prefix string, owners []s
 
 func (b localBackend) close() error { return b.d.Close() }
 
+// existsError is package local's error for a key that is taken, as
+// storage's ErrExists.
+type existsError struct{ error }
+
+func (e existsError) Is(target error) bool { return target == ErrExists }
+func (e existsError) Unwrap() error        { return e.error }
+
 // localWriter is a local.Writer as an objectWriter.
 type localWriter struct{ w *local.Writer }
 
 func (w localWriter) Write(p []byte) (int, error) { return w.w.Write(p) }
-func (w localWriter) commit() error               { return w.w.Commit() }
-func (w localWriter) abort()                      { w.w.Abort() }
+func (w localWriter) commit() error {
+	err := w.w.Commit()
+	if errors.Is(err, fs.ErrExist) { // package local's word for a key that is taken
+		return existsError{err}
+	}
+	return err
+}
+func (w localWriter) abort() { w.w.Abort() }
 
 // commitHoldsNoPart tells the part queue that a local commit sends no
 // part: it need not wait for one of the bucket's upload slots, which bound

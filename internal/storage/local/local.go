@@ -8,7 +8,10 @@
 //
 // Package storage opens it for file:// URLs and adapts it to its backend
 // contract (storage.go); this package knows nothing of storage, and its
-// errors are the OS's, or storeerr.ErrExists for a key that is taken.
+// errors are the OS's: a commit to a key that is taken fails with one for
+// which errors.Is(err, fs.ErrExist) holds, which storage reports as its
+// ErrExists. So the clouds' SDKs, which storage's error classes import,
+// are not linked into what imports this package alone.
 package local
 
 import (

@@ -9,15 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-
-	"github.com/spillway/spillway/internal/storage/storeerr"
 )
 
 // WriteOptions are a write's options besides its key.
 type WriteOptions struct {
 	// Replace: Commit replaces what is under the key, as one atomic step
 	// (readers see the old file or the new one, never a mix), instead of
-	// failing with storeerr.ErrExists.
+	// failing with fs.ErrExist.
 	Replace bool
 	// Owner names who writes the key, when its name doesn't say (see
 	// RemoveOwned); "" for none.
@@ -171,7 +169,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 // Commit makes the file durable before it becomes visible: fsync the
 // data, rename into place, fsync the directory so the rename survives a
 // crash. Create-only: an existing file is never replaced (an error for
-// which errors.Is(err, storeerr.ErrExists) holds), unless the writer was
+// which errors.Is(err, fs.ErrExist) holds, and only then), unless the writer was
 // made to replace. A failed commit proves nothing about the key (the file
 // may be linked, its directory not synced), and leaves no temp file.
 func (w *Writer) Commit() error {
@@ -210,20 +208,20 @@ func (w *Writer) Commit() error {
 }
 
 // moveNoReplace puts the temp file under its final name unless a file is
-// there (storeerr.ErrExists): a rename that refuses to replace moves it
+// there (fs.ErrExist): a rename that refuses to replace moves it
 // in one step (moved); where the filesystem can't, it links, which fails
 // if final exists, and the caller removes the temp name.
 func (w *Writer) moveNoReplace() (moved bool, err error) {
 	moved, err = renameNoReplace(w.f.Name(), w.final)
 	if errors.Is(err, fs.ErrExist) {
-		err = fmt.Errorf("object %s already exists: %w", w.final, storeerr.ErrExists)
+		err = fmt.Errorf("object %s already exists: %w", w.final, fs.ErrExist)
 	}
 	if moved || err != nil {
 		return moved, err
 	}
 	err = os.Link(w.f.Name(), w.final)
 	if errors.Is(err, fs.ErrExist) {
-		err = fmt.Errorf("object %s already exists: %w", w.final, storeerr.ErrExists)
+		err = fmt.Errorf("object %s already exists: %w", w.final, fs.ErrExist)
 	}
 	return false, err
 }
