@@ -23,7 +23,10 @@ import "fmt"
 //	│                             being committed, and records queued for the
 //	│                             open files' encoders (QueuedRecords): at most
 //	│                             Plan.QueueBatches batches of QueueBatchBytes per
-//	│                             file, less once the watermark stops fetching
+//	│                             file (16 full queues may take half of Data,
+//	│                             more than this share: the watermarks, not the
+//	│                             shares, bound the sum), less once the
+//	│                             watermark stops fetching
 //	└─ the other half             garbage from encoding waiting for a collection,
 //	                              goroutine stacks, the binary, TLS and connection
 //	                              buffers
