@@ -37,7 +37,7 @@
 // Every baseline commits its offsets once it has written and synced
 // everything, so all contenders are timed to the same event. The baselines are
 // this same program run with -child. By default they fetch as Spillway does
-// with its default memory_limit (budget.NewPlan: fetch and per-partition
+// with its default memory_limit (runner.MemoryPlan: fetch and per-partition
 // sizes, fetches in flight), so that the ratios compare the writing, not the
 // fetch settings: at 1,000 partitions franz-go's defaults (a 50 MiB fetch,
 // unbounded fetches) made the raw consumer about 1 s slower on kfake, which
@@ -70,8 +70,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/spillway/spillway/internal/bench/benchdata"
-	"github.com/spillway/spillway/internal/budget"
+	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
+	"github.com/spillway/spillway/internal/runner"
 )
 
 const (
@@ -731,7 +732,9 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 		kgo.DisableAutoCommit(),
 	}
 	if fetch == "spillway" {
-		plan, err := budget.NewPlan(budget.DefaultMemoryLimit)
+		// The plan Spillway's default memory_limit (auto) gives in this
+		// same environment: the cgroup's limit, else 1 GiB.
+		plan, _, err := runner.MemoryPlan(config.Backpressure{MemoryLimit: "auto"})
 		if err != nil {
 			return err
 		}
