@@ -203,6 +203,9 @@ type result struct {
 	wall, cpu time.Duration
 	sys       time.Duration // the part of cpu spent in the kernel
 	broker    time.Duration // the broker's CPU over the run
+	// disk is what reached the work directory's device over the run
+	// (the whole machine's, so read it on an idle one).
+	disk diskStats
 }
 
 func (b *bench) run(ctx context.Context) error {
@@ -249,7 +252,7 @@ func (b *bench) run(ctx context.Context) error {
 				return fmt.Errorf("round %d, %s %s: %w", r+1, c.workload, c.name, err)
 			}
 			c.results = append(c.results, res)
-			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs (sys %.2fs)  broker cpu %6.2fs\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.sys.Seconds(), res.broker.Seconds())
+			fmt.Fprintf(os.Stderr, "round %d: %-12s %-10s %6.2fs  cpu %6.2fs (sys %.2fs)  broker cpu %6.2fs  %s\n", r+1, c.workload, c.name, res.wall.Seconds(), res.cpu.Seconds(), res.sys.Seconds(), res.broker.Seconds(), res.disk)
 		}
 	}
 	b.print(cs)
@@ -552,6 +555,8 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 
 	broker0 := procCPU(b.brokerPid)
+	dev := diskOf(out)
+	disk0 := readDisk(dev)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return result{}, err
@@ -608,7 +613,7 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 		}
 	}
 	st := cmd.ProcessState
-	return result{wall: caughtUp, cpu: st.UserTime() + st.SystemTime(), sys: st.SystemTime(), broker: procCPU(b.brokerPid) - broker0}, nil
+	return result{wall: caughtUp, cpu: st.UserTime() + st.SystemTime(), sys: st.SystemTime(), broker: procCPU(b.brokerPid) - broker0, disk: readDisk(dev).sub(disk0)}, nil
 }
 
 // procCPU is the user+sys time of process pid so far, from /proc (the

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// diskStats are a block device's counters from /proc/diskstats: what
+// reached the disk, which syscall counts can't say (how many fsyncs the
+// kernel merged into one cache flush).
+type diskStats struct {
+	writes, flushes int64
+	busyMS          int64 // milliseconds the device had requests in flight
+}
+
+func (d diskStats) sub(o diskStats) diskStats {
+	return diskStats{writes: d.writes - o.writes, flushes: d.flushes - o.flushes, busyMS: d.busyMS - o.busyMS}
+}
+
+// diskOf names the block device that holds path, as /proc/diskstats
+// does ("" where it can't tell: no /proc, or a filesystem on no device).
+func diskOf(path string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return ""
+	}
+	major, minor := (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff
+	b, err := os.ReadFile("/proc/diskstats")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[0] == strconv.FormatUint(major, 10) && f[1] == strconv.FormatUint(minor, 10) {
+			return f[2]
+		}
+	}
+	return ""
+}
+
+// readDisk reads dev's counters; zero where there are none. The fields
+// are the kernel's (Documentation/admin-guide/iostats.rst): the 8th of a
+// device's line after its name is writes completed, the 10th the time it
+// was busy, the 16th flushes completed (kernels from 5.5).
+func readDisk(dev string) diskStats {
+	if dev == "" {
+		return diskStats{}
+	}
+	b, err := os.ReadFile("/proc/diskstats")
+	if err != nil {
+		return diskStats{}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != dev {
+			continue
+		}
+		f = f[3:]
+		var d diskStats
+		if len(f) > 4 {
+			d.writes, _ = strconv.ParseInt(f[4], 10, 64)
+		}
+		if len(f) > 9 {
+			d.busyMS, _ = strconv.ParseInt(f[9], 10, 64)
+		}
+		if len(f) > 15 {
+			d.flushes, _ = strconv.ParseInt(f[15], 10, 64)
+		}
+		return d
+	}
+	return diskStats{}
+}
+
+func (d diskStats) String() string {
+	return fmt.Sprintf("disk %d writes, %d flushes, busy %.2fs", d.writes, d.flushes, float64(d.busyMS)/1000)
+}
