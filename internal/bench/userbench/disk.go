@@ -5,7 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // diskStats are a block device's counters from /proc/diskstats: what
@@ -23,11 +24,11 @@ func (d diskStats) sub(o diskStats) diskStats {
 // diskOf names the block device that holds path, as /proc/diskstats
 // does ("" where it can't tell: no /proc, or a filesystem on no device).
 func diskOf(path string) string {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
 		return ""
 	}
-	major, minor := (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff
+	major, minor := uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev))
 	b, err := os.ReadFile("/proc/diskstats")
 	if err != nil {
 		return ""
