@@ -15,10 +15,11 @@ import (
 type diskStats struct {
 	writes, flushes int64
 	busyMS          int64 // milliseconds the device had requests in flight
+	flushMS         int64 // milliseconds its flushes took, summed
 }
 
 func (d diskStats) sub(o diskStats) diskStats {
-	return diskStats{writes: d.writes - o.writes, flushes: d.flushes - o.flushes, busyMS: d.busyMS - o.busyMS}
+	return diskStats{writes: d.writes - o.writes, flushes: d.flushes - o.flushes, busyMS: d.busyMS - o.busyMS, flushMS: d.flushMS - o.flushMS}
 }
 
 // diskOf names the block device that holds path, as /proc/diskstats
@@ -45,7 +46,8 @@ func diskOf(path string) string {
 // readDisk reads dev's counters; zero where there are none. The fields
 // are the kernel's (Documentation/admin-guide/iostats.rst): the 8th of a
 // device's line after its name is writes completed, the 10th the time it
-// was busy, the 16th flushes completed (kernels from 5.5).
+// was busy, the 16th flushes completed and the 17th the time they took
+// (kernels from 5.5).
 func readDisk(dev string) diskStats {
 	if dev == "" {
 		return diskStats{}
@@ -67,8 +69,9 @@ func readDisk(dev string) diskStats {
 		if len(f) > 9 {
 			d.busyMS, _ = strconv.ParseInt(f[9], 10, 64)
 		}
-		if len(f) > 15 {
+		if len(f) > 16 {
 			d.flushes, _ = strconv.ParseInt(f[15], 10, 64)
+			d.flushMS, _ = strconv.ParseInt(f[16], 10, 64)
 		}
 		return d
 	}
@@ -76,5 +79,5 @@ func readDisk(dev string) diskStats {
 }
 
 func (d diskStats) String() string {
-	return fmt.Sprintf("disk %d writes, %d flushes, busy %.2fs", d.writes, d.flushes, float64(d.busyMS)/1000)
+	return fmt.Sprintf("disk %d writes, %d flushes (%.2fs), busy %.2fs", d.writes, d.flushes, float64(d.flushMS)/1000, float64(d.busyMS)/1000)
 }
