@@ -14,7 +14,7 @@
 //	-records N       SPILLWAY_BENCH_RECORDS       records of the 16-partition topic (default 1,000,000)
 //	-wide-records N  SPILLWAY_BENCH_WIDE_RECORDS  records of the 1,000-partition topic (default 400,000)
 //	-rounds R        SPILLWAY_BENCH_ROUNDS        rounds; each contender's best is shown (default 2)
-//	-workloads LIST                               any of 16p,zstd,1000p (default all)
+//	-workloads LIST                               any of 16p,zstd,1000p,plain (default 16p,zstd,1000p)
 //	-base DIR        also run the spillway of another checkout (spillway@base)
 //	-profile DIR     a CPU profile of each Spillway run (internal/bench/spillprof)
 //	-strace DIR      strace -f -c counts of each Spillway and naive run
@@ -79,6 +79,7 @@ const (
 	narrowTopic      = "events"
 	narrowPartitions = 16
 	wideTopic        = "wide"
+	plainTopic       = "plain"
 	wideParts        = 1000
 	valueSize        = 1024
 )
@@ -91,7 +92,7 @@ func run() int {
 	records := flag.Int("records", envInt("SPILLWAY_BENCH_RECORDS", 1_000_000), "records of the 16-partition topic")
 	wideRecords := flag.Int("wide-records", envInt("SPILLWAY_BENCH_WIDE_RECORDS", 400_000), "records of the 1,000-partition topic")
 	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 2), "rounds; each contender's best is shown")
-	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p")
+	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p, and plain (not by default)")
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
 	profile := flag.String("profile", "", "write a CPU profile of each Spillway run into this directory (runs internal/bench/spillprof, the same code path, in place of the binary)")
 	base := flag.String("base", "", "also run the spillway built from this directory (another checkout of the module, such as the commit before a change) as the contender spillway@base")
@@ -128,10 +129,10 @@ func run() int {
 	want := map[string]bool{}
 	for _, w := range strings.Split(*workloads, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "16p", "zstd", "1000p":
+		case "16p", "zstd", "plain", "1000p":
 			want[w] = true
 		default:
-			fmt.Fprintf(os.Stderr, "userbench: -workloads: unknown workload %q; want 16p, zstd or 1000p\n", w)
+			fmt.Fprintf(os.Stderr, "userbench: -workloads: unknown workload %q; want 16p, zstd, plain or 1000p\n", w)
 			return 2
 		}
 	}
@@ -320,6 +321,29 @@ func (b *bench) contenders(ctx context.Context, cl *kgo.Client) ([]*contender, e
 				b.spillwayRun("16p zstd", narrowTopic, b.records, per, "zstd"))
 			cs = append(cs, b.baseRun("16p zstd", narrowTopic, b.records, per, "zstd")...)
 		}
+	}
+	if b.want["plain"] {
+		if _, err := b.adm.CreateTopic(ctx, narrowPartitions, 1, nil, plainTopic); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", plainTopic, err)
+		}
+		// The same records, in batches the producer did not compress: the
+		// consumer's fetch chain then has no decompression to do.
+		plain, err := kgo.NewClient(kgo.SeedBrokers(b.brokerAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+		if err != nil {
+			return nil, err
+		}
+		err = b.load(ctx, plain, plainTopic, narrowPartitions, b.records)
+		plain.Close()
+		if err != nil {
+			return nil, err
+		}
+		per := b.records / narrowPartitions
+		cs = append(cs,
+			b.baseline("16p plain", "raw", "raw", plainTopic, b.records, per, false),
+			b.baseline("16p plain", "naive", "naive", plainTopic, b.records, per, false),
+			b.spillwayRun("16p plain", plainTopic, b.records, per, "none"))
+		cs = append(cs, b.baseRun("16p plain", plainTopic, b.records, per, "none")...)
 	}
 	if b.want["1000p"] {
 		if _, err := b.adm.CreateTopic(ctx, wideParts, 1, nil, wideTopic); err != nil {
