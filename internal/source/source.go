@@ -266,7 +266,6 @@ func (s *Source) Stats() Stats {
 	return st
 }
 
-const maxPollRecords = 10_000
 
 // pausedEndsInterval is how often the end offsets of the assigned
 // partitions are listed while fetching is paused: no fetch tells them
@@ -306,7 +305,12 @@ func (s *Source) Run(stop, hard context.Context) error {
 			}
 			s.resume()
 		}
-		fetches := s.cl.PollRecords(stop, maxPollRecords)
+		// Everything buffered, not a number of records: the client asks a
+		// broker for its next fetch only once its buffered fetch is taken
+		// whole, so a poll that leaves some behind keeps the broker idle
+		// while the poll is written. The fetch share (budget.Plan.Reserved)
+		// holds every buffered fetch already.
+		fetches := s.cl.PollFetches(stop)
 		if err := s.fatalErr(); err != nil {
 			s.cl.AllowRebalance()
 			return err
