@@ -266,7 +266,6 @@ func (s *Source) Stats() Stats {
 	return st
 }
 
-
 // pausedEndsInterval is how often the end offsets of the assigned
 // partitions are listed while fetching is paused: no fetch tells them
 // then, and lag would stand still while the topics grow. One request per
