@@ -26,6 +26,7 @@ import (
 type recordingSink struct {
 	mu      sync.Mutex
 	written int
+	largest int // the most records one write was given
 	err     error
 	wake    chan struct{}
 }
@@ -34,6 +35,7 @@ func (s *recordingSink) WriteSome(_ context.Context, recs []*kgo.Record) (int, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.written += len(recs)
+	s.largest = max(s.largest, len(recs))
 	return len(recs), nil
 }
 
@@ -257,5 +259,48 @@ func TestResumeFailureCancelsTheOthers(t *testing.T) {
 		if !errors.Is(e, listErr) {
 			t.Errorf("another partition's resume ended for %v, want partition 0's error", e)
 		}
+	}
+}
+
+// TestPollTakesTheWholeFetch: a poll hands the sink every record the
+// client has buffered, not a slice of them. The client asks the broker
+// for its next fetch only once the buffered one is taken whole, so a poll
+// capped below a fetch's records (it once took at most 10,000) kept the
+// broker idle while the first part was written. Here one fetch holds
+// 20,000 small records (produced before the run, well under a fetch's
+// bytes), so one write must be given all of them.
+func TestPollTakesTheWholeFetch(t *testing.T) {
+	t.Parallel()
+	const n = 20_000
+	c := testkit.NewCluster(t, 1, "events")
+	testkit.Produce(t, c.Client(t), "events", n, func(i int) *kgo.Record {
+		return &kgo.Record{Value: []byte{byte(i)}}
+	})
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	rec := &recordingSink{}
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = src.Close(context.Background()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, ctx) }()
+	testkit.Eventually(t, "every record written", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.written >= n
+	})
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.largest != n {
+		t.Fatalf("the largest write was given %d records, want all %d of the one fetch", rec.largest, n)
 	}
 }
