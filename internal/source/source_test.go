@@ -172,19 +172,8 @@ func TestStopEndsAHeldResume(t *testing.T) {
 // ready, with nothing stored and nothing said.
 func TestSinkFailureStopsIdleRun(t *testing.T) {
 	c := testkit.NewCluster(t, 1, "events")
-	k := config.Default().Kafka
-	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	rec := &recordingSink{}
-	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = src.Close(context.Background()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, ctx) }()
+	ctx, _, done := runSource(t, c, rec)
 	// Wait until the commit loop waits on the sink, then fail it.
 	for {
 		rec.mu.Lock()
@@ -276,19 +265,8 @@ func TestPollTakesTheWholeFetch(t *testing.T) {
 	testkit.Produce(t, c.Client(t), "events", n, func(i int) *kgo.Record {
 		return &kgo.Record{Value: []byte{byte(i)}}
 	})
-	k := config.Default().Kafka
-	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	rec := &recordingSink{}
-	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = src.Close(context.Background()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, ctx) }()
+	_, cancel, done := runSource(t, c, rec)
 	testkit.Eventually(t, "every record written", func() bool {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -303,4 +281,24 @@ func TestPollTakesTheWholeFetch(t *testing.T) {
 	if rec.largest != n {
 		t.Fatalf("the largest write was given %d records, want all %d of the one fetch", rec.largest, n)
 	}
+}
+
+// runSource runs a source of c's topic events, group g, into rec, without a
+// resumer, until the test's two minutes end or cancel is called; Run's
+// result comes on done. The source is closed when the test ends.
+func runSource(t *testing.T, c *testkit.Cluster, rec *recordingSink) (ctx context.Context, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close(context.Background()) })
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	ran := make(chan error, 1)
+	go func() { ran <- src.Run(ctx, ctx) }()
+	return ctx, cancel, ran
 }
