@@ -99,7 +99,7 @@ admin:
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(bins.spillway, "restore", "--config", cfgPath, "--to-topic", "dst", "--txn-bytes", "256KiB")
+		cmd := exec.Command(bins.spillway, "restore", "--config", cfgPath, "--to-topic", "dst", "--txn-bytes", "16KiB")
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		before := dstEnd()
 		if err := cmd.Start(); err != nil {
@@ -111,10 +111,12 @@ admin:
 			// Kill once the destination grew by 2,000 records (and
 			// markers) past where this run started: mid-restore. The
 			// mark is small against what is left (tens of thousands),
-			// since a restore on an idle machine produces about 100,000
-			// records a second and this loop looks every 10 ms plus a
-			// request: with 10,000, a second run once went from below
-			// the mark to done between two looks.
+			// and the transactions are small (16 KiB, a few hundred of
+			// them), so that a restore takes seconds, not the 0.4 s it
+			// took in 22 transactions of 256 KiB: then a second run
+			// twice went from below the mark to done between two looks
+			// of this loop (10 ms and a request, far longer beside a
+			// CPU hog).
 			testkit.Eventually(t, "restore producing", func() bool {
 				select {
 				case err := <-done:
