@@ -29,16 +29,9 @@ func diskOf(path string) string {
 	if err := unix.Stat(path, &st); err != nil {
 		return ""
 	}
-	major, minor := uint64(unix.Major(st.Dev)), uint64(unix.Minor(st.Dev))
-	b, err := os.ReadFile("/proc/diskstats")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 3 && f[0] == strconv.FormatUint(major, 10) && f[1] == strconv.FormatUint(minor, 10) {
-			return f[2]
-		}
+	major, minor := strconv.FormatUint(uint64(unix.Major(st.Dev)), 10), strconv.FormatUint(uint64(unix.Minor(st.Dev)), 10)
+	if f := diskstatsLine(func(f []string) bool { return f[0] == major && f[1] == minor }); f != nil {
+		return f[2]
 	}
 	return ""
 }
@@ -52,30 +45,36 @@ func readDisk(dev string) diskStats {
 	if dev == "" {
 		return diskStats{}
 	}
-	b, err := os.ReadFile("/proc/diskstats")
-	if err != nil {
+	f := diskstatsLine(func(f []string) bool { return f[2] == dev })
+	if f == nil {
 		return diskStats{}
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 || f[2] != dev {
-			continue
-		}
-		f = f[3:]
-		var d diskStats
-		if len(f) > 4 {
-			d.writes, _ = strconv.ParseInt(f[4], 10, 64)
-		}
-		if len(f) > 9 {
-			d.busyMS, _ = strconv.ParseInt(f[9], 10, 64)
-		}
-		if len(f) > 16 {
-			d.flushes, _ = strconv.ParseInt(f[15], 10, 64)
-			d.flushMS, _ = strconv.ParseInt(f[16], 10, 64)
-		}
-		return d
+	f = f[3:]
+	var d diskStats
+	if len(f) > 9 {
+		d.writes, _ = strconv.ParseInt(f[4], 10, 64)
+		d.busyMS, _ = strconv.ParseInt(f[9], 10, 64)
 	}
-	return diskStats{}
+	if len(f) > 16 {
+		d.flushes, _ = strconv.ParseInt(f[15], 10, 64)
+		d.flushMS, _ = strconv.ParseInt(f[16], 10, 64)
+	}
+	return d
+}
+
+// diskstatsLine returns the fields of the first line of /proc/diskstats
+// (major, minor, name, counters) that match accepts, or nil.
+func diskstatsLine(match func(fields []string) bool) []string {
+	b, err := os.ReadFile("/proc/diskstats")
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && match(f) {
+			return f
+		}
+	}
+	return nil
 }
 
 func (d diskStats) String() string {

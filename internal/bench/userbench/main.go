@@ -323,9 +323,6 @@ func (b *bench) contenders(ctx context.Context, cl *kgo.Client) ([]*contender, e
 		}
 	}
 	if b.want["plain"] {
-		if _, err := b.adm.CreateTopic(ctx, narrowPartitions, 1, nil, plainTopic); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", plainTopic, err)
-		}
 		// The same records, in batches the producer did not compress: the
 		// consumer's fetch chain then has no decompression to do.
 		plain, err := kgo.NewClient(kgo.SeedBrokers(b.brokerAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -333,33 +330,39 @@ func (b *bench) contenders(ctx context.Context, cl *kgo.Client) ([]*contender, e
 		if err != nil {
 			return nil, err
 		}
-		err = b.load(ctx, plain, plainTopic, narrowPartitions, b.records)
+		more, err := b.jsonlWorkload(ctx, plain, "16p plain", plainTopic, narrowPartitions, b.records, b.records/narrowPartitions)
 		plain.Close()
 		if err != nil {
 			return nil, err
 		}
-		per := b.records / narrowPartitions
-		cs = append(cs,
-			b.baseline("16p plain", "raw", "raw", plainTopic, b.records, per, false),
-			b.baseline("16p plain", "naive", "naive", plainTopic, b.records, per, false),
-			b.spillwayRun("16p plain", plainTopic, b.records, per, "none"))
-		cs = append(cs, b.baseRun("16p plain", plainTopic, b.records, per, "none")...)
+		cs = append(cs, more...)
 	}
 	if b.want["1000p"] {
-		if _, err := b.adm.CreateTopic(ctx, wideParts, 1, nil, wideTopic); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", wideTopic, err)
-		}
-		if err := b.load(ctx, cl, wideTopic, wideParts, b.wideRecords); err != nil {
+		more, err := b.jsonlWorkload(ctx, cl, "1000p jsonl", wideTopic, wideParts, b.wideRecords, b.wideRecords/wideParts/2)
+		if err != nil {
 			return nil, err
 		}
-		per := b.wideRecords / wideParts / 2
-		cs = append(cs,
-			b.baseline("1000p jsonl", "raw", "raw", wideTopic, b.wideRecords, per, false),
-			b.baseline("1000p jsonl", "naive", "naive", wideTopic, b.wideRecords, per, false),
-			b.spillwayRun("1000p jsonl", wideTopic, b.wideRecords, per, "none"))
-		cs = append(cs, b.baseRun("1000p jsonl", wideTopic, b.wideRecords, per, "none")...)
+		cs = append(cs, more...)
 	}
 	return cs, nil
+}
+
+// jsonlWorkload creates topic with partitions, loads records into it
+// through cl, and returns its contenders: the raw consumer, the naive
+// writer, Spillway (and spillway@base) writing jsonl files of per records.
+func (b *bench) jsonlWorkload(ctx context.Context, cl *kgo.Client, workload, topic string, partitions int, records, per int64) ([]*contender, error) {
+	if _, err := b.adm.CreateTopic(ctx, int32(partitions), 1, nil, topic); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", topic, err)
+	}
+	if err := b.load(ctx, cl, topic, partitions, records); err != nil {
+		return nil, err
+	}
+	cs := []*contender{
+		b.baseline(workload, "raw", "raw", topic, records, per, false),
+		b.baseline(workload, "naive", "naive", topic, records, per, false),
+		b.spillwayRun(workload, topic, records, per, "none"),
+	}
+	return append(cs, b.baseRun(workload, topic, records, per, "none")...), nil
 }
 
 // startBroker starts kfakebroker with the 16-partition topic and waits for
