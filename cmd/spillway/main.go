@@ -163,7 +163,7 @@ func runCmd(stderr io.Writer, environ []string) *cobra.Command {
 					log.Info("signal received: stopping gracefully within shutdown.timeout; a second SIGINT or SIGTERM exits at once", "deadline", cfg.Shutdown.Timeout)
 				}
 			}()
-			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true, Version: version})
+			return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true, SetGoMaxProcs: true, Version: version})
 		},
 	}
 	c.Flags().StringVarP(&path, "config", "c", "", "config file (YAML)")

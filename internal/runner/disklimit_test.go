@@ -60,7 +60,7 @@ func TestDiskLimitAutoTooSmall(t *testing.T) {
 
 	cfg.Backpressure.DiskLimit = "auto"
 	b := budget.New(64<<20, 0)
-	sp, err := openSpool(cfg.Backpressure, b, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sp, err := openSpool(cfg.Backpressure, b, encodeSlots(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil {
 		sp.Close()
 		t.Fatal("openSpool on an 8 MiB file system with disk_limit auto: nil error")

@@ -57,6 +57,10 @@ func diskWarning(bp config.Backpressure) string {
 type sizing struct {
 	plan  budget.Plan
 	where string
+	// slots is how many spooled files encode at once (encodeSlots), read
+	// once: a run on a local directory raises GOMAXPROCS after (procs.go),
+	// which must not add encode slots, whose memory the plan prices.
+	slots int
 	budget.Sizing
 }
 
@@ -77,6 +81,7 @@ func sizingOf(cfg *config.Config) (sizing, error) {
 // sizingIn prices the config's files in plan, whose limit came from where.
 func sizingIn(cfg *config.Config, plan budget.Plan, where string) sizing {
 	kind := formats.Of(cfg.Format.Type)
+	slots := encodeSlots()
 	scheme := ""
 	if u, err := url.Parse(cfg.Storage.URL); err == nil {
 		scheme = u.Scheme
@@ -87,7 +92,7 @@ func sizingIn(cfg *config.Config, plan budget.Plan, where string) sizing {
 		// file's share of the budget, and in an encode slot at half of
 		// the slot's; the sink counts them as they grow.
 		FlushBytes:     kind.FlushBytes(plan.FileShare(cfg.Backpressure.MaxOpenFiles)),
-		SlotFlushBytes: kind.FlushBytes(plan.EncodeShare(encodeSlots())),
+		SlotFlushBytes: kind.FlushBytes(plan.EncodeShare(slots)),
 		Files:          max(cfg.Backpressure.MaxOpenFiles, 1),
 		Spooled:        cfg.Backpressure.SpoolDir != "",
 		Writer:         fp.Writer,
@@ -99,11 +104,11 @@ func sizingIn(cfg *config.Config, plan budget.Plan, where string) sizing {
 	if sz.Spooled {
 		// Open files cost budget.SpoolFileCost each, within their half of
 		// the share; the chains are the encode slots'.
-		sz.Files, flush = encodeSlots(), sz.SlotFlushBytes
+		sz.Files, flush = slots, sz.SlotFlushBytes
 	}
 	sz.Encoder = kind.FixedMemory(cfg.Format) + kind.MaxBuffered(flush)
 	sz.FileCost = sz.Encoder + sz.Writer + sz.Chunk
-	return sizing{plan: plan, where: where, Sizing: sz}
+	return sizing{plan: plan, where: where, slots: slots, Sizing: sz}
 }
 
 // memoryWarnings checks that the data budget holds what the storage

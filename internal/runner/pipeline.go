@@ -91,6 +91,9 @@ func newPipeline(ctx context.Context, cfg *config.Config, log *slog.Logger, opts
 	if opts.SetGoMemLimit {
 		debug.SetMemoryLimit(plan.GoLimit)
 	}
+	if opts.SetGoMaxProcs {
+		raiseProcs(cfg.Storage.URL, log)
+	}
 	log.Info("memory plan", "from", p.sz.where, "plan", plan.String())
 	if p.names, err = cfg.Names(); err != nil {
 		return nil, err
@@ -148,7 +151,7 @@ func (p *pipeline) close() {
 }
 
 func (p *pipeline) openSpool() error {
-	sp, err := openSpool(p.cfg.Backpressure, p.b, p.log)
+	sp, err := openSpool(p.cfg.Backpressure, p.b, p.sz.slots, p.log)
 	if err != nil || sp == nil {
 		return err
 	}
@@ -262,7 +265,7 @@ func (p *pipeline) buildWriter() error {
 		FlushBytes:     p.sz.FlushBytes,
 		SlotFlushBytes: p.sz.SlotFlushBytes,
 		QueueBatches:   p.sz.plan.QueueBatches(),
-		EncodeSlots:    encodeSlots(),
+		EncodeSlots:    p.sz.slots,
 		NewCompressor: func(w io.Writer) (io.WriteCloser, error) {
 			return format.NewCompressor(kind.StreamCompression(fcfg), w)
 		},

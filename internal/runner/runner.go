@@ -44,6 +44,9 @@ type Options struct {
 	// SetGoMemLimit applies the plan's GOMEMLIMIT to the process. The run
 	// command sets it; tests that run several pipelines in one process don't.
 	SetGoMemLimit bool
+	// SetGoMaxProcs raises GOMAXPROCS for a run on a local directory
+	// (procs.go). The run command sets it; tests don't.
+	SetGoMaxProcs bool
 	// StorageFaults slow or stall storage (tests, bench).
 	StorageFaults *storage.Faults
 	// Version is the build's version, for spillway_build_info and the
@@ -257,7 +260,7 @@ func diskAuto(spoolDir, dir string) (limit, free int64, err error) {
 
 // openSpool opens the spool of backpressure.spool_dir, if set, and turns on
 // the budget's disk resource with backpressure.disk_limit.
-func openSpool(bp config.Backpressure, b *budget.Budget, log *slog.Logger) (*spool.Spool, error) {
+func openSpool(bp config.Backpressure, b *budget.Budget, slots int, log *slog.Logger) (*spool.Spool, error) {
 	if bp.SpoolDir == "" {
 		return nil, nil
 	}
@@ -277,6 +280,6 @@ func openSpool(bp config.Backpressure, b *budget.Budget, log *slog.Logger) (*spo
 		}
 	}
 	b.SetDiskLimit(limit)
-	log.Info("spool", "dir", sp.Dir(), "disk_limit", mib(limit), "auto", auto, "stale_removed", removed, "encode_slots", encodeSlots())
+	log.Info("spool", "dir", sp.Dir(), "disk_limit", mib(limit), "auto", auto, "stale_removed", removed, "encode_slots", slots)
 	return sp, nil
 }

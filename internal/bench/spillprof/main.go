@@ -61,5 +61,5 @@ func run(path, out, traceOut string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true, Version: "spillprof"})
+	return runner.Run(ctx, cfg, log, runner.Options{SetGoMemLimit: true, SetGoMaxProcs: true, Version: "spillprof"})
 }

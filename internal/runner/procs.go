@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"log/slog"
+	"os"
+	"runtime"
+)
+
+// fileProcsPerCore is how many Ps a run on a local directory gets per
+// core Go would use.
+//
+// A local commit blocks in fsync (the data file's, its ledger entry's,
+// their directories'), for the time the disk takes to flush its cache. Go
+// takes a P from a goroutine in a system call only when sysmon looks (20
+// µs at the soonest, up to 10 ms once it has been idle), and handing the P
+// to another thread costs a wake-up; with one P per core, two commits in
+// fsync hold both Ps of a 2-core machine, and the poll loop, the Kafka
+// client's readers and every encoder wait meanwhile. With twice the Ps the
+// other goroutines run on while fsyncs wait, and more fsyncs are in flight
+// at once, which the block layer merges into fewer cache flushes. Measured
+// on 2 cores (docs/bench.md, "Twice the Ps on a local directory"): at
+// 1,000 partitions 17–27% faster and a third fewer flushes, at 16
+// partitions and with zstd the same. Four or eight times did no better.
+// CPU-bound work gains nothing from the extra Ps, and the OS shares the
+// cores among their threads.
+const fileProcsPerCore = 2
+
+// goMaxProcs is the GOMAXPROCS for a run writing to storageURL, given the
+// one Go chose (procs: the cores it may use, a cgroup's quota included)
+// and the GOMAXPROCS environment variable (env): fileProcsPerCore times
+// procs for a local directory, procs otherwise, and always procs when the
+// user set GOMAXPROCS. The remote stores' requests wait in the network
+// poller, which holds no P.
+func goMaxProcs(storageURL, env string, procs int) int {
+	if env != "" || storageScheme(storageURL) != "file" {
+		return procs
+	}
+	return procs * fileProcsPerCore
+}
+
+// raiseProcs sets GOMAXPROCS for a run writing to storageURL (goMaxProcs)
+// and logs it when it changed: a process-wide setting, for the run command
+// alone.
+func raiseProcs(storageURL string, log *slog.Logger) {
+	procs := runtime.GOMAXPROCS(0)
+	n := goMaxProcs(storageURL, os.Getenv("GOMAXPROCS"), procs)
+	if n == procs {
+		return
+	}
+	runtime.GOMAXPROCS(n)
+	log.Info("GOMAXPROCS raised: commits to a local directory wait in fsync holding a P; set GOMAXPROCS to choose", "gomaxprocs", n, "cores", procs)
+}
