@@ -21,18 +21,21 @@ import (
 // on 2 cores (docs/bench.md, "Twice the Ps on a local directory"): at
 // 1,000 partitions 17–27% faster and a third fewer flushes, at 16
 // partitions and with zstd the same. Four or eight times did no better.
-// CPU-bound work gains nothing from the extra Ps, and the OS shares the
-// cores among their threads.
+// CPU-bound work gains nothing from the extra Ps: the OS shares the cores
+// among their threads.
 const fileProcsPerCore = 2
 
 // goMaxProcs is the GOMAXPROCS for a run writing to storageURL, given the
-// one Go chose (procs: the cores it may use, a cgroup's quota included)
-// and the GOMAXPROCS environment variable (env): fileProcsPerCore times
-// procs for a local directory, procs otherwise, and always procs when the
-// user set GOMAXPROCS. The remote stores' requests wait in the network
-// poller, which holds no P.
-func goMaxProcs(storageURL, env string, procs int) int {
-	if env != "" || storageScheme(storageURL) != "file" {
+// one Go chose (procs), the cores the machine has (cpus) and the
+// GOMAXPROCS environment variable (env): fileProcsPerCore times procs for
+// a local directory, procs otherwise. It is procs as well when the user
+// set GOMAXPROCS, and when procs is below cpus: Go then follows a CPU
+// quota (a container's cgroup limit), and more threads running than the
+// quota would spend it early in each period and be throttled for the
+// rest, where without one the OS shares the cores among them. The remote
+// stores' requests wait in the network poller, which holds no P.
+func goMaxProcs(storageURL, env string, procs, cpus int) int {
+	if env != "" || procs < cpus || storageScheme(storageURL) != "file" {
 		return procs
 	}
 	return procs * fileProcsPerCore
@@ -43,7 +46,7 @@ func goMaxProcs(storageURL, env string, procs int) int {
 // alone.
 func raiseProcs(storageURL string, log *slog.Logger) {
 	procs := runtime.GOMAXPROCS(0)
-	n := goMaxProcs(storageURL, os.Getenv("GOMAXPROCS"), procs)
+	n := goMaxProcs(storageURL, os.Getenv("GOMAXPROCS"), procs, runtime.NumCPU())
 	if n == procs {
 		return
 	}
