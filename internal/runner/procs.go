@@ -26,19 +26,21 @@ import (
 const fileProcsPerCore = 2
 
 // goMaxProcs is the GOMAXPROCS for a run writing to storageURL, given the
-// one Go chose (procs), the cores the machine has (cpus) and the
-// GOMAXPROCS environment variable (env): fileProcsPerCore times procs for
-// a local directory, procs otherwise. It is procs as well when the user
-// set GOMAXPROCS, and when procs is below cpus: Go then follows a CPU
-// quota (a container's cgroup limit), and more threads running than the
-// quota would spend it early in each period and be throttled for the
+// current one (procs), the cores the machine has (cpus) and the GOMAXPROCS
+// environment variable (env): fileProcsPerCore times the cores for a local
+// directory, procs otherwise. Only Go's own choice without a quota (procs
+// equal to cpus) is raised, so a second run in one process (tests run the
+// command in-process) keeps what the first set. It is procs as well when
+// the user set GOMAXPROCS, and when procs is below cpus: Go then follows a
+// CPU quota (a container's cgroup limit), and more threads running than
+// the quota would spend it early in each period and be throttled for the
 // rest, where without one the OS shares the cores among them. The remote
 // stores' requests wait in the network poller, which holds no P.
 func goMaxProcs(storageURL, env string, procs, cpus int) int {
-	if env != "" || procs < cpus || storageScheme(storageURL) != "file" {
+	if env != "" || procs != cpus || storageScheme(storageURL) != "file" {
 		return procs
 	}
-	return procs * fileProcsPerCore
+	return cpus * fileProcsPerCore
 }
 
 // raiseProcs sets GOMAXPROCS for a run writing to storageURL (goMaxProcs)
