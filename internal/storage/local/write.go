@@ -116,10 +116,21 @@ func (l *Dir) makeDir(dir string) error {
 	}
 	// Another goroutine may have made a directory first (ErrExist) and
 	// not yet fsynced its parent: each writer syncs every parent itself.
+	// The parents are fsynced at once, not one after the other: all must
+	// be durable before a file is made below, in no order, and fsyncs in
+	// flight together share the disk's cache flushes.
+	errs := make(chan error, len(missing))
 	for _, d := range missing {
-		if err := l.syncDir(filepath.Dir(d)); err != nil {
-			return err
+		go func() { errs <- l.syncDir(filepath.Dir(d)) }()
+	}
+	var err error
+	for range missing {
+		if e := <-errs; err == nil {
+			err = e
 		}
+	}
+	if err != nil {
+		return err
 	}
 	l.mu.Lock()
 	for _, d := range missing {
