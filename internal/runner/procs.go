@@ -19,10 +19,10 @@ import (
 // other goroutines run on while fsyncs wait, and more fsyncs are in flight
 // at once, which the block layer merges into fewer cache flushes. Measured
 // on 2 cores (docs/bench.md, "Twice the Ps on a local directory"): at
-// 1,000 partitions 17–27% faster and a third fewer flushes, at 16
-// partitions and with zstd the same. Four or eight times did no better.
-// CPU-bound work gains nothing from the extra Ps: the OS shares the cores
-// among their threads.
+// 1,000 partitions 17% faster (medians of 5 rounds) with a third fewer
+// flushes, at 16 partitions the same, with zstd 2% slower: CPU-bound work
+// gains nothing from the extra Ps, and the OS shares the cores among
+// their threads. Four or eight times did no better.
 const fileProcsPerCore = 2
 
 // goMaxProcs is the GOMAXPROCS for a run writing to storageURL, given the

@@ -45,7 +45,8 @@ type Options struct {
 	// command sets it; tests that run several pipelines in one process don't.
 	SetGoMemLimit bool
 	// SetGoMaxProcs raises GOMAXPROCS for a run on a local directory
-	// (procs.go). The run command sets it; tests don't.
+	// (procs.go). The run command sets it, in-process tests of the command
+	// too: only Go's own choice is raised, so once per process.
 	SetGoMaxProcs bool
 	// StorageFaults slow or stall storage (tests, bench).
 	StorageFaults *storage.Faults
