@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // WriteOptions are a write's options besides its key.
@@ -119,17 +121,11 @@ func (l *Dir) makeDir(dir string) error {
 	// The parents are fsynced at once, not one after the other: all must
 	// be durable before a file is made below, in no order, and fsyncs in
 	// flight together share the disk's cache flushes.
-	errs := make(chan error, len(missing))
+	var g errgroup.Group
 	for _, d := range missing {
-		go func() { errs <- l.syncDir(filepath.Dir(d)) }()
+		g.Go(func() error { return l.syncDir(filepath.Dir(d)) })
 	}
-	var err error
-	for range missing {
-		if e := <-errs; err == nil {
-			err = e
-		}
-	}
-	if err != nil {
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	l.mu.Lock()
