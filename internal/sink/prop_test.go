@@ -501,6 +501,9 @@ var blockedStates = map[string]bool{
 	"sync.RWMutex.RLock": true, "sync.WaitGroup.Wait": true,
 }
 
+// workingStates are the states of a goroutine doing work, or about to.
+var workingStates = map[string]bool{"running": true, "runnable": true, "syscall": true}
+
 // busyGoroutines returns the stacks of Spillway's goroutines, other than
 // the caller, that are not blocked, or "" when there are none.
 func busyGoroutines() string {
@@ -536,11 +539,15 @@ func busyGoroutinesIn(buf *[]byte) string {
 			continue
 		}
 		state, _, _ := bytes.Cut(g[open+1:end], []byte(","))
-		// Only Spillway's goroutines count (a goroutine running on another
-		// thread shows no stack: it may be one), so that a goroutine some
-		// other test left sleeping does not hold this one up.
+		// A goroutine that runs, may run or is in a system call is work
+		// going on, whoever started it: one that a library started for
+		// Spillway (errgroup's, made to fsync directories at once) shows
+		// only the library's frames until it first runs. Of the waiting
+		// ones only Spillway's count (a goroutine running on another thread
+		// shows no stack: it may be one), so that a goroutine some other
+		// test left sleeping does not hold this one up.
 		ours := bytes.Contains(g, []byte("spillway/internal/")) || bytes.Contains(g, []byte("stack unavailable"))
-		if !blockedStates[string(state)] && ours {
+		if workingStates[string(state)] || !blockedStates[string(state)] && ours {
 			busy = append(busy, string(g))
 		}
 	}
