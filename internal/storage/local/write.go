@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // WriteOptions are a write's options besides its key.
@@ -116,10 +118,15 @@ func (l *Dir) makeDir(dir string) error {
 	}
 	// Another goroutine may have made a directory first (ErrExist) and
 	// not yet fsynced its parent: each writer syncs every parent itself.
+	// The parents are fsynced at once, not one after the other: all must
+	// be durable before a file is made below, in no order, and fsyncs in
+	// flight together share the disk's cache flushes.
+	var g errgroup.Group
 	for _, d := range missing {
-		if err := l.syncDir(filepath.Dir(d)); err != nil {
-			return err
-		}
+		g.Go(func() error { return l.syncDir(filepath.Dir(d)) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	l.mu.Lock()
 	for _, d := range missing {
