@@ -68,6 +68,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 
 	"github.com/spillway/spillway/internal/bench/benchdata"
 	"github.com/spillway/spillway/internal/config"
@@ -94,6 +95,7 @@ func run() int {
 	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 2), "rounds; each contender's best is shown")
 	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p, and plain (not by default)")
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
+	deleteOutputs := flag.Bool("delete-outputs", false, "delete each run's files right after it, as before 2026-12-06 (on ext4 without a journal the runs after then pay for skipping the inodes just freed: docs/bench.md)")
 	profile := flag.String("profile", "", "write a CPU profile of each Spillway run into this directory (runs internal/bench/spillprof, the same code path, in place of the binary)")
 	base := flag.String("base", "", "also run the spillway built from this directory (another checkout of the module, such as the commit before a change) as the contender spillway@base")
 	traces := flag.Bool("trace", false, "with -profile, also write a runtime execution trace of each Spillway run there (go tool trace: which goroutines wait, and on what)")
@@ -143,6 +145,7 @@ func run() int {
 		rounds:      *rounds,
 		want:        want,
 		keep:        *keep,
+		deleteOuts:  *deleteOutputs,
 		profile:     *profile,
 		traces:      *traces,
 		strace:      *straceDir,
@@ -176,6 +179,7 @@ type bench struct {
 	rounds               int
 	want                 map[string]bool
 	keep                 bool
+	deleteOuts           bool   // delete each run's files right after it
 	profile, strace      string // directories, or ""
 	traces               bool   // with profile: execution traces too
 	baseDir              string // another checkout whose spillway runs too, or ""
@@ -188,6 +192,7 @@ type bench struct {
 	brokerPid      int
 	adm            *kadm.Client
 	seq            int
+	outs           []string // runs' file directories, removed at the end
 }
 
 // contender is one row of the table: how to start it and what it drains.
@@ -215,10 +220,15 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	if b.keep {
-		fmt.Fprintf(os.Stderr, "work directory (kept): %s\n", b.tmp)
+		fmt.Fprintf(os.Stderr, "work directory (kept, but for the runs' files): %s\n", b.tmp)
 	} else {
 		defer os.RemoveAll(b.tmp)
 	}
+	defer func() {
+		for _, out := range b.outs {
+			_ = os.RemoveAll(out)
+		}
+	}()
 	if b.self, err = os.Executable(); err != nil {
 		return fmt.Errorf("finding this program to run its baselines: %w", err)
 	}
@@ -243,6 +253,9 @@ func (b *bench) run(ctx context.Context) error {
 
 	cs, err := b.contenders(ctx, cl)
 	if err != nil {
+		return err
+	}
+	if err := b.checkSpace(cs); err != nil {
 		return err
 	}
 
@@ -453,6 +466,38 @@ func (b *bench) load(ctx context.Context, cl *kgo.Client, topic string, partitio
 	return nil
 }
 
+// checkSpace makes sure the work directory's filesystem holds every run's
+// files, which stay until the end. Deleting a run's files before the next
+// run starts made the runs after it slower: ext4 without a journal (this
+// project's test machines') does not reuse an inode for at least a minute
+// after it was freed (fs/ext4/ialloc.c, recently_deleted), and each new
+// file's inode is found by walking past every one freed meanwhile, one
+// buffer lookup each. A run then paid for the files of the runs before it,
+// in proportion to the files it makes: a share of the measure that grew
+// from round to round and weighed most on Spillway, which makes twice the
+// naive writer's files and four directories per partition.
+func (b *bench) checkSpace(cs []*contender) error {
+	if b.deleteOuts {
+		return nil
+	}
+	var need int64
+	for _, c := range cs {
+		if c.name != "raw" {
+			// Values, and a generous envelope; compressed runs take less.
+			need += c.records * (valueSize + 256)
+		}
+	}
+	need *= int64(b.rounds)
+	var st unix.Statfs_t
+	if err := unix.Statfs(b.tmp, &st); err != nil {
+		return fmt.Errorf("checking the free space of %s: %w", b.tmp, err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < need+1<<30 {
+		return fmt.Errorf("the runs' files, kept until the end, need up to %d MiB and %s has %d MiB free: run fewer -rounds or -workloads, set TMPDIR to a larger filesystem, or give -delete-outputs (which makes later runs slower on ext4 without a journal)", (need+1<<30)>>20, b.tmp, free>>20)
+	}
+	return nil
+}
+
 func cmpOr(a, b error) error {
 	if a != nil {
 		return a
@@ -567,8 +612,13 @@ func (b *bench) measure(ctx context.Context, c *contender) (result, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return result{}, err
 	}
-	// The data goes, the log stays for -keep.
-	defer os.RemoveAll(out)
+	// The files stay until the end (the log stays for -keep): see
+	// checkSpace.
+	if b.deleteOuts {
+		defer os.RemoveAll(out)
+	} else {
+		b.outs = append(b.outs, out)
+	}
 	cmd, err := c.start(ctx, group, out)
 	if err != nil {
 		return result{}, err
