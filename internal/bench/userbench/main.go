@@ -36,12 +36,16 @@
 //
 // Every baseline commits its offsets once it has written and synced
 // everything, so all contenders are timed to the same event. The baselines are
-// this same program run with -child. By default they fetch as Spillway does
+// a program of their own (./baseline), which links nothing of Spillway's but
+// its zstd settings: this one links the runner, and with it iceberg-go, whose
+// start costs about 0.1 s. By default they fetch as Spillway does
 // with its default memory_limit (runner.MemoryPlan: fetch and per-partition
 // sizes, fetches in flight), so that the ratios compare the writing, not the
 // fetch settings: at 1,000 partitions franz-go's defaults (a 50 MiB fetch,
 // unbounded fetches) made the raw consumer about 1 s slower on kfake, which
 // flattered Spillway. -baseline-fetch kgo measures the baselines as before.
+//
+// A run's files stay until the end (see checkSpace).
 //
 // The program is never run by `go test`: it is a main package without tests.
 package main
@@ -52,7 +56,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -65,14 +68,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sys/unix"
 
 	"github.com/spillway/spillway/internal/bench/benchdata"
 	"github.com/spillway/spillway/internal/config"
-	"github.com/spillway/spillway/internal/format"
 	"github.com/spillway/spillway/internal/runner"
 )
 
@@ -101,25 +102,10 @@ func run() int {
 	traces := flag.Bool("trace", false, "with -profile, also write a runtime execution trace of each Spillway run there (go tool trace: which goroutines wait, and on what)")
 	straceDir := flag.String("strace", "", "count the syscalls of each Spillway and naive run with strace -c -f into this directory (slows them: read the counts, not the times)")
 	baselineFetch := flag.String("baseline-fetch", "spillway", "how the baselines fetch: spillway (Spillway's default fetch sizes) or kgo (franz-go's defaults)")
-	child := flag.String("child", "", "internal: run as a baseline (raw or naive)")
-	brokers := flag.String("brokers", "", "internal (-child): the broker")
-	topic := flag.String("topic", "", "internal (-child): the topic")
-	group := flag.String("group", "", "internal (-child): the consumer group")
-	dir := flag.String("dir", "", "internal (-child naive): where the files go")
-	perFile := flag.Int64("per-file", 0, "internal (-child naive): records per file")
-	useZstd := flag.Bool("zstd", false, "internal (-child naive): compress with zstd")
-	sameZstd := flag.Bool("zstd-as-spillway", false, "internal (-child naive -zstd): Spillway's zstd settings (internal/format.NewCompressor), not klauspost's defaults")
 	flag.Parse()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	if *child != "" {
-		if err := runChild(ctx, *child, *brokers, *topic, *group, *dir, *perFile, *useZstd, *sameZstd, *baselineFetch); err != nil {
-			fmt.Fprintf(os.Stderr, "userbench -child %s: %v\n", *child, err)
-			return 1
-		}
-		return 0
-	}
 	if *records < narrowPartitions || *wideRecords < 2*wideParts || *rounds < 1 {
 		fmt.Fprintf(os.Stderr, "userbench: want -records >= %d, -wide-records >= %d and -rounds >= 1\n", narrowPartitions, 2*wideParts)
 		return 2
@@ -184,15 +170,16 @@ type bench struct {
 	traces               bool   // with profile: execution traces too
 	baseDir              string // another checkout whose spillway runs too, or ""
 	baseBin              string
-	fetch                string // the baselines' fetch settings: spillway or kgo
+	fetch                string   // the baselines' fetch settings: spillway or kgo
+	fetchArgs            []string // the baseline's flags for them
 
-	tmp            string
-	spillway, self string
-	brokerAddr     string
-	brokerPid      int
-	adm            *kadm.Client
-	seq            int
-	outs           []string // runs' file directories, removed at the end
+	tmp                   string
+	spillway, baselineBin string
+	brokerAddr            string
+	brokerPid             int
+	adm                   *kadm.Client
+	seq                   int
+	outs                  []string // runs' file directories, removed at the end
 }
 
 // contender is one row of the table: how to start it and what it drains.
@@ -229,8 +216,16 @@ func (b *bench) run(ctx context.Context) error {
 			_ = os.RemoveAll(out)
 		}
 	}()
-	if b.self, err = os.Executable(); err != nil {
-		return fmt.Errorf("finding this program to run its baselines: %w", err)
+	if b.fetch == "spillway" {
+		// The plan Spillway's default memory_limit (auto) gives in this
+		// same environment: the cgroup's limit, else 1 GiB.
+		plan, _, err := runner.MemoryPlan(config.Backpressure{MemoryLimit: "auto"})
+		if err != nil {
+			return err
+		}
+		b.fetchArgs = []string{"-fetch-max", strconv.Itoa(int(plan.FetchMax)),
+			"-fetch-partition-max", strconv.Itoa(int(plan.FetchPartitionMax)),
+			"-fetches", strconv.Itoa(plan.Fetches)}
 	}
 
 	broker, err := b.build(ctx)
@@ -280,6 +275,7 @@ func (b *bench) build(ctx context.Context) (string, error) {
 	t0 := time.Now()
 	bin := filepath.Join(b.tmp, "bin")
 	b.spillway = filepath.Join(bin, "spillway")
+	b.baselineBin = filepath.Join(bin, "baseline")
 	broker := filepath.Join(bin, "kfakebroker")
 	spillPkg := "github.com/spillway/spillway/cmd/spillway"
 	if b.profile != "" {
@@ -294,8 +290,9 @@ func (b *bench) build(ctx context.Context) (string, error) {
 		}
 	}
 	for out, pkg := range map[string]string{
-		b.spillway: spillPkg,
-		broker:     "github.com/spillway/spillway/internal/testkit/kfakebroker",
+		b.spillway:    spillPkg,
+		broker:        "github.com/spillway/spillway/internal/testkit/kfakebroker",
+		b.baselineBin: "github.com/spillway/spillway/internal/bench/userbench/baseline",
 	} {
 		if msg, err := exec.CommandContext(ctx, "go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
@@ -307,7 +304,7 @@ func (b *bench) build(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("go build ./cmd/spillway in %s: %w\n%s", b.baseDir, err, msg)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "built spillway and kfakebroker in %s\n", time.Since(t0).Round(100*time.Millisecond))
+	fmt.Fprintf(os.Stderr, "built spillway, the baselines and kfakebroker in %s\n", time.Since(t0).Round(100*time.Millisecond))
 	return broker, nil
 }
 
@@ -518,14 +515,14 @@ func (b *bench) ends(ctx context.Context, topic string) (map[int32]int64, error)
 func (b *bench) baseline(workload, name, mode, topic string, records, perFile int64, useZstd bool, extra ...string) *contender {
 	return &contender{workload: workload, name: name, topic: topic, records: records,
 		start: func(ctx context.Context, group, out string) (*exec.Cmd, error) {
-			args := []string{"-child", mode, "-brokers", b.brokerAddr, "-topic", topic,
+			args := []string{"-mode", mode, "-brokers", b.brokerAddr, "-topic", topic,
 				"-group", group, "-dir", out, "-per-file", strconv.FormatInt(perFile, 10),
-				"-zstd=" + strconv.FormatBool(useZstd), "-baseline-fetch", b.fetch}
-			args = append(args, extra...)
+				"-zstd=" + strconv.FormatBool(useZstd)}
+			args = append(append(args, b.fetchArgs...), extra...)
 			if mode == "naive" {
-				return b.command(ctx, workload+"-"+name, b.self, args...), nil
+				return b.command(ctx, workload+"-"+name, b.baselineBin, args...), nil
 			}
-			return exec.CommandContext(ctx, b.self, args...), nil
+			return exec.CommandContext(ctx, b.baselineBin, args...), nil
 		}}
 }
 
@@ -797,177 +794,4 @@ func (b *bench) print(cs []*contender) {
 	fmt.Println("CPU: user+sys of the contender's process; broker CPU: the broker process's over the same run (polls of the commit included).")
 }
 
-// ------------------------------------------------------------------- child --
-
-// runChild is a baseline: it consumes topic in group from the start to the
-// end offsets listed when it starts, writes (naive) or discards (raw), and
-// commits what it read once every file is synced.
-func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perFile int64, useZstd, sameZstd bool, fetch string) error {
-	if mode != "raw" && mode != "naive" {
-		return fmt.Errorf("unknown mode %q; want raw or naive", mode)
-	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(brokers),
-		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DisableAutoCommit(),
-	}
-	if fetch == "spillway" {
-		// The plan Spillway's default memory_limit (auto) gives in this
-		// same environment: the cgroup's limit, else 1 GiB.
-		plan, _, err := runner.MemoryPlan(config.Backpressure{MemoryLimit: "auto"})
-		if err != nil {
-			return err
-		}
-		opts = append(opts, kgo.FetchMaxBytes(plan.FetchMax),
-			kgo.FetchMaxPartitionBytes(plan.FetchPartitionMax),
-			kgo.MaxConcurrentFetches(plan.Fetches))
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	l, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("listing end offsets: %w", err)
-	}
-	end := map[int32]int64{}
-	left := 0
-	l.Each(func(o kadm.ListedOffset) {
-		end[o.Partition] = o.Offset
-		if o.Offset > 0 {
-			left++
-		}
-	})
-
-	start := time.Now()
-	first := true
-	files := map[int32]*naiveFile{}
-	var writeErr error
-	next := map[int32]int64{}
-	for left > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err) })
-		if ferr != nil {
-			return ferr
-		}
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			if len(p.Records) == 0 {
-				return
-			}
-			if first {
-				first = false
-				fmt.Fprintf(os.Stderr, "first records after %s\n", time.Since(start).Round(time.Millisecond))
-			}
-			if mode == "naive" {
-				for _, r := range p.Records {
-					f := files[p.Partition]
-					if f == nil {
-						if f, err = openNaive(dir, topic, p.Partition, r.Offset, useZstd, sameZstd); err != nil {
-							writeErr = cmpOr(writeErr, err)
-							return
-						}
-						files[p.Partition] = f
-					}
-					f.write(r.Value)
-					if f.n++; f.n == perFile {
-						writeErr = cmpOr(writeErr, f.close())
-						delete(files, p.Partition)
-					}
-				}
-			}
-			before := next[p.Partition]
-			next[p.Partition] = p.Records[len(p.Records)-1].Offset + 1
-			if e := end[p.Partition]; before < e && next[p.Partition] >= e {
-				left--
-			}
-		})
-		if writeErr != nil {
-			return writeErr
-		}
-	}
-	for _, f := range files {
-		if err := f.close(); err != nil {
-			return err
-		}
-	}
-	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-		return fmt.Errorf("committing: %w", err)
-	}
-	fmt.Fprintf(os.Stderr, "committed after %s\n", time.Since(start).Round(time.Millisecond))
-	return nil
-}
-
-// naiveFile is one output file: values one per line through a 1 MiB
-// buffer, optionally zstd-compressed, fsynced once when complete.
-type naiveFile struct {
-	f   *os.File
-	buf *bufio.Writer
-	z   io.WriteCloser
-	w   io.Writer
-	n   int64
-	err error
-}
-
-func openNaive(dir, topic string, p int32, offset int64, useZstd, sameZstd bool) (*naiveFile, error) {
-	name := fmt.Sprintf("%s-%d-%d.jsonl", topic, p, offset)
-	if useZstd {
-		name += ".zst"
-	}
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		return nil, err
-	}
-	nf := &naiveFile{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
-	nf.w = nf.buf
-	if useZstd {
-		if sameZstd {
-			nf.z, err = format.NewCompressor("zstd", nf.buf)
-		} else {
-			nf.z, err = zstd.NewWriter(nf.buf, zstd.WithEncoderLevel(zstd.SpeedFastest))
-		}
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		nf.w = nf.z
-	}
-	return nf, nil
-}
-
-func (f *naiveFile) write(v []byte) {
-	if f.err != nil {
-		return
-	}
-	if _, err := f.w.Write(v); err != nil {
-		f.err = err
-		return
-	}
-	_, f.err = f.w.Write(newline)
-}
-
-func (f *naiveFile) close() error {
-	err := f.err
-	if f.z != nil {
-		err = cmpOr(err, f.z.Close())
-	}
-	err = cmpOr(err, f.buf.Flush())
-	err = cmpOr(err, f.f.Sync())
-	err = cmpOr(err, f.f.Close())
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", f.f.Name(), err)
-	}
-	return nil
-}
-
 // ------------------------------------------------------------------- data --
-
-// newline is written after each value; a literal at the call would be
-// allocated per record through the io.Writer interface.
-var newline = []byte{'\n'}
