@@ -502,7 +502,7 @@ var blockedStates = map[string]bool{
 }
 
 // workingStates are the states of a goroutine doing work, or about to.
-var workingStates = map[string]bool{"running": true, "runnable": true, "syscall": true}
+var workingStates = map[string]bool{"running": true, "runnable": true}
 
 // busyGoroutines returns the stacks of Spillway's goroutines, other than
 // the caller, that are not blocked, or "" when there are none.
@@ -539,13 +539,14 @@ func busyGoroutinesIn(buf *[]byte) string {
 			continue
 		}
 		state, _, _ := bytes.Cut(g[open+1:end], []byte(","))
-		// A goroutine that runs, may run or is in a system call is work
-		// going on, whoever started it: one that a library started for
-		// Spillway (errgroup's, made to fsync directories at once) shows
-		// only the library's frames until it first runs. Of the waiting
-		// ones only Spillway's count (a goroutine running on another thread
-		// shows no stack: it may be one), so that a goroutine some other
-		// test left sleeping does not hold this one up.
+		// A goroutine that runs or may run is work going on, whoever
+		// started it: one that a library started for Spillway (errgroup's,
+		// made to fsync directories at once) shows only the library's
+		// frames until it first runs. Otherwise only Spillway's count (a
+		// goroutine running on another thread shows no stack: it may be
+		// one), so that a goroutine some other test left sleeping, or
+		// os/signal's, which shows as in a system call for good, does not
+		// hold this one up.
 		ours := bytes.Contains(g, []byte("spillway/internal/")) || bytes.Contains(g, []byte("stack unavailable"))
 		if workingStates[string(state)] || !blockedStates[string(state)] && ours {
 			busy = append(busy, string(g))
