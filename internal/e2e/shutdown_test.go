@@ -95,7 +95,7 @@ shutdown:
 	// the Kafka client, is what runs out of time, and the exit names
 	// shutdown.timeout. Or, having caught up, nothing runs out of time:
 	// the client gave up on the frozen broker's connections before the
-	// deadline (seen beside two CPU hogs). A clean exit is then true only
+	// deadline (seen beside four CPU hogs). A clean exit is then true only
 	// if every record it says it stored is committed; that is checked
 	// once the broker runs again.
 	clean := st.ExitCode() == 0 && strings.Contains(log, "stopped cleanly")
