@@ -286,6 +286,13 @@ func (s *Source) Run(stop, hard context.Context) error {
 	defer context.AfterFunc(stop, s.endResuming)()
 	s.fatalMu.Lock()
 	s.cancelPoll = cancelPoll
+	if s.fatal != nil {
+		// A callback stopped the run before it started (the client joins
+		// the group from New on, so the first assignment may come first):
+		// the poll would wait for records that, on an idle topic, never
+		// come.
+		cancelPoll()
+	}
 	s.fatalMu.Unlock()
 	cctx, cancel := context.WithCancel(hard)
 	defer cancel()

@@ -251,6 +251,42 @@ func TestResumeFailureCancelsTheOthers(t *testing.T) {
 	}
 }
 
+// TestResumeFailureBeforeRunStopsIt: the client joins the group from New
+// on, so the first assignment, and a resume that fails in it, may come
+// before Run starts. Run must still end with that error at once: it used
+// to poll first, and on an idle topic the poll waited until the stop.
+func TestResumeFailureBeforeRunStopsIt(t *testing.T) {
+	t.Parallel()
+	c := testkit.NewCluster(t, 1, "events")
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	listErr := errors.New("injected: list refused")
+	resumer := func(context.Context, ledger.Identity, ledger.Log) (ledger.Point, error) {
+		return ledger.Point{}, listErr
+	}
+	src, err := source.New(k, budget.Plan{}, &recordingSink{}, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = src.Close(context.Background()) }()
+	// The deadline only turns a hang into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The assignment's callback has returned, its error recorded, before
+	// Run starts: health says so only after the callback.
+	testkit.Eventually(t, "the failed resume recorded", func() bool {
+		return strings.Contains(src.Health().Reason, listErr.Error())
+	})
+	err = src.Run(ctx, ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("Run = %v only at the test's deadline: a resume that failed before Run did not stop it", err)
+	}
+	if !errors.Is(err, listErr) {
+		t.Fatalf("Run = %v, want the resume's error", err)
+	}
+}
+
 // TestPollTakesTheWholeFetch: a poll hands the sink every record the
 // client has buffered, not a slice of them. The client asks the broker
 // for its next fetch only once the buffered one is taken whole, so a poll
