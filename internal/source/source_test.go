@@ -87,23 +87,15 @@ func TestResumeFailureStopsBeforeWriting(t *testing.T) {
 	testkit.Produce(t, c.Client(t), "events", 100, func(i int) *kgo.Record {
 		return &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, "%d", i)}
 	})
-	k := config.Default().Kafka
-	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	rec := &recordingSink{}
 	listErr := errors.New("injected: list refused")
-	resumer := func(context.Context, ledger.Identity, ledger.Log) (ledger.Point, error) {
+	src := newSource(t, c, rec, func(context.Context, ledger.Identity, ledger.Log) (ledger.Point, error) {
 		return ledger.Point{}, listErr
-	}
-	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = src.Close(context.Background()) }()
+	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err = src.Run(ctx, ctx)
+	err := src.Run(ctx, ctx)
 	if !errors.Is(err, listErr) || !strings.Contains(err.Error(), "resume from storage") {
 		t.Fatalf("Run = %v, want the resume error", err)
 	}
@@ -203,8 +195,6 @@ func TestSinkFailureStopsIdleRun(t *testing.T) {
 // the stop.
 func TestResumeFailureCancelsTheOthers(t *testing.T) {
 	c := testkit.NewCluster(t, 3, "events")
-	k := config.Default().Kafka
-	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	listErr := errors.New("injected: list refused")
 	var started sync.WaitGroup
 	started.Add(2) // partitions 1 and 2
@@ -223,16 +213,11 @@ func TestResumeFailureCancelsTheOthers(t *testing.T) {
 		ends = append(ends, context.Cause(ctx))
 		return ledger.Point{}, ctx.Err()
 	}
-	src, err := source.New(k, budget.Plan{}, &recordingSink{}, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = src.Close(context.Background()) }()
+	src := newSource(t, c, &recordingSink{}, resumer)
 	// The deadline only turns a hang into a failure.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = src.Run(ctx, ctx)
+	err := src.Run(ctx, ctx)
 	if ctx.Err() != nil {
 		t.Fatalf("Run = %v only at the test's deadline: the failed partition's error did not cancel the others", err)
 	}
@@ -258,18 +243,10 @@ func TestResumeFailureCancelsTheOthers(t *testing.T) {
 func TestResumeFailureBeforeRunStopsIt(t *testing.T) {
 	t.Parallel()
 	c := testkit.NewCluster(t, 1, "events")
-	k := config.Default().Kafka
-	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
 	listErr := errors.New("injected: list refused")
-	resumer := func(context.Context, ledger.Identity, ledger.Log) (ledger.Point, error) {
+	src := newSource(t, c, &recordingSink{}, func(context.Context, ledger.Identity, ledger.Log) (ledger.Point, error) {
 		return ledger.Point{}, listErr
-	}
-	src, err := source.New(k, budget.Plan{}, &recordingSink{}, budget.New(64<<20, 0), 10*time.Second, resumer, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = src.Close(context.Background()) }()
+	})
 	// The deadline only turns a hang into a failure.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -278,7 +255,7 @@ func TestResumeFailureBeforeRunStopsIt(t *testing.T) {
 	testkit.Eventually(t, "the failed resume recorded", func() bool {
 		return strings.Contains(src.Health().Reason, listErr.Error())
 	})
-	err = src.Run(ctx, ctx)
+	err := src.Run(ctx, ctx)
 	if ctx.Err() != nil {
 		t.Fatalf("Run = %v only at the test's deadline: a resume that failed before Run did not stop it", err)
 	}
@@ -324,17 +301,26 @@ func TestPollTakesTheWholeFetch(t *testing.T) {
 // result comes on done. The source is closed when the test ends.
 func runSource(t *testing.T, c *testkit.Cluster, rec *recordingSink) (ctx context.Context, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
-	k := config.Default().Kafka
-	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
-	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, nil, nil,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = src.Close(context.Background()) })
+	src := newSource(t, c, rec, nil)
 	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	ran := make(chan error, 1)
 	go func() { ran <- src.Run(ctx, ctx) }()
 	return ctx, cancel, ran
+}
+
+// newSource makes a source of c's topic events, group g, into rec, with
+// resume (nil for none), closed when the test ends. The client joins the
+// group at once, before Run.
+func newSource(t *testing.T, c *testkit.Cluster, rec *recordingSink, resume source.Resumer) *source.Source {
+	t.Helper()
+	k := config.Default().Kafka
+	k.Brokers, k.Topics, k.Group = c.Addrs(), []string{"events"}, "g"
+	src, err := source.New(k, budget.Plan{}, rec, budget.New(64<<20, 0), 10*time.Second, resume, nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close(context.Background()) })
+	return src
 }
