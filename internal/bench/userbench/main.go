@@ -52,6 +52,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -439,7 +440,7 @@ func (b *bench) load(ctx context.Context, cl *kgo.Client, topic string, partitio
 			defer wg.Done()
 			if err != nil {
 				mu.Lock()
-				firstErr = cmpOr(firstErr, err)
+				firstErr = cmp.Or(firstErr, err)
 				mu.Unlock()
 			}
 		})
@@ -493,13 +494,6 @@ func (b *bench) checkSpace(cs []*contender) error {
 		return fmt.Errorf("the runs' files, kept until the end, need up to %d MiB and %s has %d MiB free: run fewer -rounds or -workloads, set TMPDIR to a larger filesystem, or give -delete-outputs (which makes later runs slower on ext4 without a journal)", (need+1<<30)>>20, b.tmp, free>>20)
 	}
 	return nil
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func (b *bench) ends(ctx context.Context, topic string) (map[int32]int64, error) {

@@ -15,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -124,14 +125,14 @@ func runChild(ctx context.Context, mode, brokers, topic, group, dir string, perF
 					f := files[p.Partition]
 					if f == nil {
 						if f, err = openNaive(dir, topic, p.Partition, r.Offset, useZstd, sameZstd); err != nil {
-							writeErr = cmpOr(writeErr, err)
+							writeErr = cmp.Or(writeErr, err)
 							return
 						}
 						files[p.Partition] = f
 					}
 					f.write(r.Value)
 					if f.n++; f.n == perFile {
-						writeErr = cmpOr(writeErr, f.close())
+						writeErr = cmp.Or(writeErr, f.close())
 						delete(files, p.Partition)
 					}
 				}
@@ -209,22 +210,15 @@ func (f *naiveFile) write(v []byte) {
 func (f *naiveFile) close() error {
 	err := f.err
 	if f.z != nil {
-		err = cmpOr(err, f.z.Close())
+		err = cmp.Or(err, f.z.Close())
 	}
-	err = cmpOr(err, f.buf.Flush())
-	err = cmpOr(err, f.f.Sync())
-	err = cmpOr(err, f.f.Close())
+	err = cmp.Or(err, f.buf.Flush())
+	err = cmp.Or(err, f.f.Sync())
+	err = cmp.Or(err, f.f.Close())
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", f.f.Name(), err)
 	}
 	return nil
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // newline is written after each value; a literal at the call would be
