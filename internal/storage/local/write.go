@@ -120,12 +120,22 @@ func (l *Dir) makeDir(dir string) error {
 	// not yet fsynced its parent: each writer syncs every parent itself.
 	// The parents are fsynced at once, not one after the other: all must
 	// be durable before a file is made below, in no order, and fsyncs in
-	// flight together share the disk's cache flushes.
+	// flight together share the disk's cache flushes. The caller fsyncs
+	// one itself: a single new directory (a partition's next 1,000
+	// entries) needs no goroutine, and a new partition's four levels
+	// three, not four.
+	if len(missing) == 0 {
+		return nil // the root, or above it: made before the run
+	}
 	var g errgroup.Group
-	for _, d := range missing {
+	for _, d := range missing[1:] {
 		g.Go(func() error { return l.syncDir(filepath.Dir(d)) })
 	}
-	if err := g.Wait(); err != nil {
+	err := l.syncDir(filepath.Dir(missing[0]))
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
 		return err
 	}
 	l.mu.Lock()
