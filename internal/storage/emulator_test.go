@@ -125,12 +125,18 @@ func forEachEmulator(t *testing.T, fn func(t *testing.T, e emulator)) {
 // openRaw opens the gocloud bucket that storage.Open would put beneath a
 // Bucket, for set-up and checks that need the SDK's client. gocloud's own
 // blob.OpenBucket can't open Azurite with the connection string alone.
-func openRaw(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+//
+// The bucket's HTTP client closes its connections when the test ends.
+func openRaw(t testing.TB, ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	return remote.OpenBlob(ctx, u, rawURL, Retry{})
+	b, closeConns, err := remote.OpenBlob(ctx, u, rawURL, Retry{})
+	if err == nil {
+		t.Cleanup(closeConns)
+	}
+	return b, err
 }
 
 // newBucketName is unique per call and valid for S3, GCS and Azure.
@@ -147,7 +153,7 @@ func newBucketName(t *testing.T) string {
 func freshBucket(t *testing.T, ctx context.Context, e emulator, opts Options) (*Bucket, string) {
 	t.Helper()
 	name := newBucketName(t)
-	raw, err := openRaw(ctx, e.url(name))
+	raw, err := openRaw(t, ctx, e.url(name))
 	if err != nil {
 		t.Fatalf("open %s for setup: %v", e.url(name), err)
 	}
@@ -281,7 +287,7 @@ func TestEmulatorAbort(t *testing.T) {
 		if e.name != "s3" {
 			return
 		}
-		raw, err := openRaw(ctx, e.url(name))
+		raw, err := openRaw(t, ctx, e.url(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +380,7 @@ func TestEmulatorS3WrongCredentials(t *testing.T) {
 	testkit.WaitIdleConns(t)
 	ctx := testCtx(t)
 	name := newBucketName(t)
-	raw, err := openRaw(ctx, e.url(name))
+	raw, err := openRaw(t, ctx, e.url(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +474,7 @@ func TestEmulatorWriterMemory(t *testing.T) {
 			}
 			return peak
 		}
-		raw, err := openRaw(ctx, e.url(name))
+		raw, err := openRaw(t, ctx, e.url(name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -519,7 +525,7 @@ func TestEmulatorS3StorageClass(t *testing.T) {
 	e := s3Emulator(t)
 	ctx := testCtx(t)
 	name := newBucketName(t)
-	raw, err := openRaw(ctx, e.url(name))
+	raw, err := openRaw(t, ctx, e.url(name))
 	if err != nil {
 		t.Fatal(err)
 	}

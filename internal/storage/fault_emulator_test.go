@@ -36,7 +36,7 @@ type proxied struct {
 func throughProxy(t *testing.T, ctx context.Context, e emulator) (proxied, string) {
 	t.Helper()
 	name := newBucketName(t)
-	raw, err := openRaw(ctx, e.url(name))
+	raw, err := openRaw(t, ctx, e.url(name))
 	if err != nil {
 		t.Fatalf("open %s for setup: %v", e.url(name), err)
 	}
@@ -337,5 +337,45 @@ func TestEmulatorRetryBound(t *testing.T) {
 			t.Errorf("the failed upload was not observed as a failure")
 		}
 		t.Logf("observed: retries %v, failures %v", retries, failed)
+	})
+}
+
+// TestEmulatorCloseClosesConnections checks that a closed bucket leaves
+// no keep-alive connection open. The SDKs' own pools (azcore's is one per
+// process) would keep them until the server or a 90 s idle timeout
+// closed them: a process that opens and closes stores, as tests and
+// `config check` do, would hold them, and goleak would see their
+// goroutines.
+func TestEmulatorCloseClosesConnections(t *testing.T) {
+	forEachEmulator(t, func(t *testing.T, e emulator) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		px, name := throughProxy(t, ctx, e)
+		b, err := Open(ctx, px.url(name), Options{PartSize: emuPartSize, UploadConcurrency: 4})
+		if err != nil {
+			t.Fatalf("Open through the proxy: %v", err)
+		}
+		objs := faultObjects(t, "close")
+		for i, err := range writeAll(ctx, b, objs) {
+			if err != nil {
+				t.Fatalf("%s: %v", objs[i].key, err)
+			}
+		}
+		checkObjects(t, ctx, b, "close/", objs)
+		if n := px.proxy.OpenConns(); n == 0 {
+			t.Fatal("no connection open to the proxy before Close: the test would prove nothing")
+		}
+		if err := b.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		// The client closes its idle connections within Close; the wait
+		// is for the proxy to read the FIN, on a busy machine.
+		deadline := time.Now().Add(30 * time.Second)
+		for px.proxy.OpenConns() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections still open 30 s after Close", px.proxy.OpenConns())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	})
 }

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -381,5 +383,27 @@ func TestAssertExactlyOnceDetectsDuplicatesAndGaps(t *testing.T) {
 	})
 	if msg := rec.text(); !strings.Contains(msg, "partition 0 [100, 300): 100 records out of range") {
 		t.Errorf("failure message for ranges:\n%s", msg)
+	}
+}
+
+func TestTCPPeersNamesAnOpenConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	want := conn.LocalAddr().String() + " -> " + ln.Addr().String()
+	if peers := TCPPeers(); !slices.Contains(peers, want) {
+		t.Fatalf("TCPPeers() = %q, want it to hold %q", peers, want)
 	}
 }

@@ -41,12 +41,13 @@ func Open(ctx context.Context, u *url.URL, rawURL string, o Options) (*Bucket, e
 	retry := o.Retry
 	retry.onRetry = o.OnRetry
 	retry.getenv = o.Getenv
-	bb, err := OpenBlob(ctx, u, rawURL, retry)
+	bb, closeConns, err := OpenBlob(ctx, u, rawURL, retry)
 	if err != nil {
 		return nil, redactedError{err, rawURL}
 	}
 	r := New(bb, u.Host, o)
 	r.hide = redact.Secrets(rawURL)
+	r.closeConns = closeConns
 	return r, nil
 }
 

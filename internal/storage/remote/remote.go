@@ -42,6 +42,9 @@ type Bucket struct {
 	// SDKs quote request URLs, whose user name comes from an endpoint=
 	// parameter.
 	hide []string
+	// closeConns closes the connections of the bucket's own HTTP client;
+	// nil for a bucket made by New.
+	closeConns func()
 }
 
 // beforeWrite returns the backend's hook that tunes a writer beyond what
@@ -220,8 +223,15 @@ func (r *Bucket) Read(ctx context.Context, key string) (io.ReadCloser, error) {
 	return rd, nil
 }
 
-// Close releases the bucket.
-func (r *Bucket) Close() error { return r.b.Close() }
+// Close releases the bucket, and closes its HTTP client's connections
+// when the client is its own (see OpenBlob).
+func (r *Bucket) Close() error {
+	err := r.b.Close()
+	if r.closeConns != nil {
+		r.closeConns()
+	}
+	return err
+}
 
 // As exposes the SDK client beneath the bucket, as gocloud's blob.Bucket.As
 // does: for tests and checks that need the store's own API.

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/googleapis/gax-go/v2"
 	"gocloud.dev/blob"
@@ -144,18 +145,29 @@ func (r Retry) delay(n int) time.Duration {
 // is gocloud's, and only the client beneath it is rebuilt or tuned. The
 // exception is an Azure connection string (see openAzure), which names
 // the endpoint itself.
-func OpenBlob(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
+//
+// closeConns closes the connections of the bucket's own HTTP client (see
+// conns); call it after the bucket's Close. Real GCS, with credentials,
+// is the exception: gocloud's opener gives its client
+// http.DefaultTransport, shared by the process.
+func OpenBlob(ctx context.Context, u *url.URL, rawURL string, r Retry) (b *blob.Bucket, closeConns func(), err error) {
 	r = r.withDefaults()
+	c := newConns()
 	switch u.Scheme {
 	case "s3":
-		return openS3(ctx, u, r)
+		b, err = openS3(ctx, u, r, c)
 	case "gs":
-		return openGCS(ctx, u, rawURL, r)
+		b, err = openGCS(ctx, u, rawURL, r, c.httpClient())
 	case "azblob":
-		return openAzure(ctx, u, r)
+		b, err = openAzure(ctx, u, r, c.httpClient())
 	default:
-		return blob.OpenBucket(ctx, rawURL)
+		b, err = blob.OpenBucket(ctx, rawURL)
 	}
+	if err != nil {
+		c.closeAll()
+		return nil, nil, err
+	}
+	return b, c.closeAll, nil
 }
 
 // openS3 opens the bucket with gocloud's URL opener, then rebuilds its
@@ -165,7 +177,7 @@ func OpenBlob(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bu
 // opener leaves the s3blob.Options it parsed in its Options field, so the
 // bucket reopened over the new client keeps encryption and checksum
 // settings.
-func openS3(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
+func openS3(ctx context.Context, u *url.URL, r Retry, c *conns) (*blob.Bucket, error) {
 	opener := &s3blob.URLOpener{}
 	first, err := opener.OpenBucketURL(ctx, u)
 	if err != nil {
@@ -183,6 +195,13 @@ func openS3(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
 		// their own count: one policy, ours, is simpler to reason about.
 		o.RetryMaxAttempts = 0
 		o.RetryMode = ""
+		// The SDK's own client, with every setting it resolved
+		// (timeouts, a CA bundle from the environment), dialing through c.
+		if bc, ok := o.HTTPClient.(*awshttp.BuildableClient); ok {
+			o.HTTPClient = bc.WithTransportOptions(func(tr *http.Transport) {
+				tr.DialContext = c.dialer(tr.DialContext)
+			})
+		}
 	})
 	return s3blob.OpenBucket(ctx, client, u.Host, &opener.Options)
 }
@@ -230,16 +249,18 @@ func (c countingRetryer) RetryDelay(attempt int, err error) (time.Duration, erro
 // chunks are retried by the upload itself, bounded in time by the writer's
 // ChunkRetryDeadline (gcsChunkHook), not by MaxAttempts.
 //
-// With Retry.getenv set (Options.Getenv), the emulator host it gives is
-// used as gocloud uses STORAGE_EMULATOR_HOST, without reading the process
-// environment.
-func openGCS(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Bucket, error) {
+// An emulator host (STORAGE_EMULATOR_HOST, from Retry.getenv when
+// Options.Getenv is set, else from the process environment) is used as
+// gocloud uses it, but over hc, so that the bucket's Close can close its
+// connections. Real GCS goes through gocloud's opener, whose client uses
+// http.DefaultTransport.
+func openGCS(ctx context.Context, u *url.URL, rawURL string, r Retry, hc *http.Client) (*blob.Bucket, error) {
 	var (
 		b   *blob.Bucket
 		err error
 	)
-	if host := r.env("STORAGE_EMULATOR_HOST"); r.getenv != nil && host != "" {
-		b, err = openGCSEmulator(ctx, u.Host, host)
+	if host := r.env("STORAGE_EMULATOR_HOST"); host != "" {
+		b, err = openGCSEmulator(ctx, u.Host, host, hc)
 	} else {
 		b, err = blob.OpenBucket(ctx, rawURL)
 	}
@@ -268,11 +289,11 @@ func openGCS(ctx context.Context, u *url.URL, rawURL string, r Retry) (*blob.Buc
 // gocloud's opener does when STORAGE_EMULATOR_HOST names it: no
 // credentials, the JSON API at http://host/storage/v1/. The explicit
 // endpoint wins over the process's STORAGE_EMULATOR_HOST, for reads too.
-func openGCSEmulator(ctx context.Context, bucket, host string) (*blob.Bucket, error) {
+func openGCSEmulator(ctx context.Context, bucket, host string, hc *http.Client) (*blob.Bucket, error) {
 	client, err := storage.NewClient(ctx,
 		option.WithoutAuthentication(),
 		option.WithEndpoint("http://"+host+"/storage/v1/"),
-		option.WithHTTPClient(http.DefaultClient))
+		option.WithHTTPClient(hc))
 	if err != nil {
 		return nil, err
 	}
@@ -318,7 +339,7 @@ const azureURLParamList = "domain=, protocol=, cdn=, localemu= and storage_accou
 // Otherwise (an account with a key or SAS token, or the default identity)
 // the opener builds the service URL from those variables and the URL's own
 // parameters, as gocloud documents, and a setting it refuses is named.
-func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
+func openAzure(ctx context.Context, u *url.URL, r Retry, hc *http.Client) (*blob.Bucket, error) {
 	creds := azureenv.From(r.env)
 	if creds.UseConn() {
 		if len(u.Query()) > 0 {
@@ -326,7 +347,7 @@ func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
 			return nil, fmt.Errorf("storage.url: remove %s=: %s names the endpoint, and the azblob:// parameters (%s) would have no effect",
 				strings.Join(params, "=, "), creds.ConnVar, azureURLParamList)
 		}
-		client, err := container.NewClientFromConnectionString(creds.Conn, u.Host, azureClientOptions(r))
+		client, err := container.NewClientFromConnectionString(creds.Conn, u.Host, azureClientOptions(r, hc))
 		if err != nil {
 			// The SDK's parse errors say what is missing and quote no
 			// part of the string.
@@ -337,7 +358,7 @@ func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
 	// The opener builds the service URL, then calls MakeClient: an error
 	// before that call is about the service URL's settings.
 	urlBuilt := false
-	makeClient := azureClientFactory(r, creds)
+	makeClient := azureClientFactory(r, creds, hc)
 	opener := &azureblob.URLOpener{
 		MakeClient: func(svc azureblob.ServiceURL, name azureblob.ContainerName) (*container.Client, error) {
 			urlBuilt = true
@@ -352,7 +373,7 @@ func openAzure(ctx context.Context, u *url.URL, r Retry) (*blob.Bucket, error) {
 	return b, err
 }
 
-func azureClientOptions(r Retry) *container.ClientOptions {
+func azureClientOptions(r Retry, hc *http.Client) *container.ClientOptions {
 	// MaxRetries counts retries, not tries, and azcore reads 0 as "the
 	// default, 3": no retries must be said as -1.
 	retries := int32(r.MaxAttempts - 1)
@@ -360,6 +381,7 @@ func azureClientOptions(r Retry) *container.ClientOptions {
 		retries = -1
 	}
 	opts := &container.ClientOptions{}
+	opts.Transport = hc
 	opts.Retry = policy.RetryOptions{
 		MaxRetries:    retries,
 		RetryDelay:    r.InitialBackoff,
@@ -388,9 +410,9 @@ func azureClientOptions(r Retry) *container.ClientOptions {
 
 // azureClientFactory makes the client for gocloud's URL opener, from the
 // credentials that come before a connection string.
-func azureClientFactory(r Retry, creds azureenv.Creds) func(azureblob.ServiceURL, azureblob.ContainerName) (*container.Client, error) {
+func azureClientFactory(r Retry, creds azureenv.Creds, hc *http.Client) func(azureblob.ServiceURL, azureblob.ContainerName) (*container.Client, error) {
 	return func(svcURL azureblob.ServiceURL, name azureblob.ContainerName) (*container.Client, error) {
-		opts := azureClientOptions(r)
+		opts := azureClientOptions(r, hc)
 		containerURL, err := url.JoinPath(string(svcURL), string(name))
 		if err != nil {
 			return nil, err

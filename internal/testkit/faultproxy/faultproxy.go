@@ -197,6 +197,8 @@ type Proxy struct {
 
 	requests atomic.Int64
 	byKind   [numKinds]atomic.Int64
+	// conns counts the client connections open to the proxy.
+	conns atomic.Int64
 }
 
 // faultKey carries a Slow fault to the response side.
@@ -232,9 +234,18 @@ func Start(target string, opts Options) (*Proxy, error) {
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.serve(w, r, rp)
 	}))
+	p.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			p.conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			p.conns.Add(-1)
+		}
+	}
+	p.srv.Start()
 	return p, nil
 }
 
@@ -257,6 +268,10 @@ func (p *Proxy) Host() string { return strings.TrimPrefix(p.srv.URL, "http://") 
 
 // Requests is how many requests reached the proxy.
 func (p *Proxy) Requests() int64 { return p.requests.Load() }
+
+// OpenConns is how many client connections are open to the proxy, idle
+// keep-alive ones included.
+func (p *Proxy) OpenConns() int64 { return p.conns.Load() }
 
 // Injected is how many faults of kind k the proxy injected, over all rules.
 func (p *Proxy) Injected(k Kind) int64 {
