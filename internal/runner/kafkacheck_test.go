@@ -32,7 +32,8 @@ func runStartup(t *testing.T, cfg *config.Config) error {
 	defer cancel()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- Run(ctx, cfg, testLogger(t), Options{}) }()
+	log := testLogger(t)
+	go func() { done <- Run(ctx, cfg, log, Options{}) }()
 	select {
 	case err := <-done:
 		// Within kafka.startup_timeout, plus room for the storage check

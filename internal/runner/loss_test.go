@@ -283,7 +283,8 @@ func goRun(t *testing.T, cfg *config.Config) (chan error, context.CancelFunc) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, testLogger(t), Options{}) }()
+	log := testLogger(t)
+	go func() { done <- Run(ctx, cfg, log, Options{}) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -358,7 +359,9 @@ func TestAnotherDeploymentIsRefused(t *testing.T) {
 		wantGroup = cfg.Kafka.Group
 		doneB <- err
 	case <-time.After(2 * time.Minute):
-		t.Fatal("neither deployment stopped: they did not collide")
+		t.Fatalf("neither deployment stopped: they did not collide (committed: group %s %v, group %s %v)",
+			cfg.Kafka.Group, testkit.CommittedOffsets(t, cl, cfg.Kafka.Group, "events"),
+			other.Kafka.Group, testkit.CommittedOffsets(t, cl, other.Kafka.Group, "events"))
 	}
 	// On a local directory, which collision comes first is a race: a
 	// deployment that resumes or first flushes while the other's file is

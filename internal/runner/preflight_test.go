@@ -49,7 +49,8 @@ func TestRunStoppedDuringPreflight(t *testing.T) {
 	cfg.Storage.URL = "s3://hole?endpoint=http://" + ln.Addr().String() + "&use_path_style=true&region=us-east-1"
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, testLogger(t), Options{}) }()
+	log := testLogger(t)
+	go func() { done <- Run(ctx, cfg, log, Options{}) }()
 	select {
 	case <-accepted: // the check is waiting on the store
 	case <-time.After(30 * time.Second):

@@ -55,7 +55,8 @@ func TestReadiness(t *testing.T) {
 	done := make(chan error, 1)
 	// OnStart runs before the consumer's first poll.
 	opts := Options{OnStart: func(p *Progress) { atStart = p.Status(); progress.Store(p) }}
-	go func() { done <- Run(ctx, cfg, testLogger(t), opts) }()
+	log := testLogger(t)
+	go func() { done <- Run(ctx, cfg, log, opts) }()
 	stopped := false
 	stop := func() error {
 		if stopped {

@@ -47,11 +47,24 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { _ = os.RemoveAll(dir) }))
 }
 
+// testLogger is the logger of a test's runs: stderr under -v. Without -v
+// the runs log into a buffer, printed if the test fails:
+// a failure in CI then says what the runs did. (Call it on the test's
+// goroutine: it registers a cleanup.) A benchmark's runs log nowhere.
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, bench := t.(*testing.B); bench {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var logs lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the runs' log (testLogger):\n%s", logs.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(&logs, nil))
 }
 
 func testConfig(brokers []string, dir string) *config.Config {
@@ -85,7 +98,8 @@ func startedWith(t *testing.T, cfg *config.Config, opts Options) (progress func(
 	var p atomic.Pointer[Progress]
 	done := make(chan error, 1)
 	opts.OnStart = p.Store
-	go func() { done <- Run(ctx, cfg, testLogger(t), opts) }()
+	log := testLogger(t)
+	go func() { done <- Run(ctx, cfg, log, opts) }()
 	var stopped bool
 	var runErr error
 	stop = func() error {
