@@ -146,6 +146,9 @@ func TestMetricsDuringRun(t *testing.T) {
 	if v := before.sum("spillway_kafka_connects_total"); v == 0 {
 		t.Error("spillway_kafka_connects_total is 0 after a run consumed")
 	}
+	if v := before.sum("spillway_kafka_fetch_bytes_total", `topic="events"`); v == 0 {
+		t.Error(`spillway_kafka_fetch_bytes_total{topic="events"} is 0 after a run consumed`)
+	}
 
 	faults.Stall()
 	testkit.Produce(t, cl, "events", 20_000, gen)

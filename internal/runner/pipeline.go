@@ -62,6 +62,7 @@ type pipeline struct {
 
 	storageMetrics *admin.StorageMetrics
 	kafkaMetrics   *kprom.Metrics
+	fetchMetrics   *fetchMetrics
 
 	// The Kafka client is closed within the shutdown deadline on every
 	// path; the graceful path closes it itself (clientClosed). Once a
@@ -107,7 +108,7 @@ func newPipeline(ctx context.Context, cfg *config.Config, log *slog.Logger, opts
 		return nil, err
 	}
 	p.storageMetrics = admin.NewStorageMetrics(storageScheme(cfg.Storage.URL))
-	p.kafkaMetrics = newKafkaMetrics()
+	p.kafkaMetrics, p.fetchMetrics = newKafkaMetrics(), newFetchMetrics()
 	p.mon = newMonitor(StallTimeout(cfg))
 	if opts.Clock != nil {
 		p.mon.useClock(opts.Clock)
@@ -351,7 +352,7 @@ func (p *pipeline) newSource(stop context.Context) error {
 	if p.reg != nil {
 		feed = resolving{Writer: p.snk, reg: p.reg, stop: stop}
 	}
-	src, err := source.New(cfg.Kafka, p.sz.plan, feed, p.b, cfg.Shutdown.Timeout, p.resumer(), cfg.CheckTopic, p.log, kgo.WithHooks(p.kafkaMetrics))
+	src, err := source.New(cfg.Kafka, p.sz.plan, feed, p.b, cfg.Shutdown.Timeout, p.resumer(), cfg.CheckTopic, p.log, kgo.WithHooks(p.kafkaMetrics, p.fetchMetrics))
 	if err != nil {
 		return err
 	}
@@ -388,7 +389,7 @@ func (p *pipeline) serveAdmin() error {
 	if err != nil {
 		return fmt.Errorf("admin.listen %q: %w; choose a free host:port, or \"\" to disable the endpoint", cfg.Admin.Listen, err)
 	}
-	srv := admin.NewWithListener(ln, admin.SourceFunc(p.progress.Status), p.log, p.storageMetrics, p.kafkaMetrics).WithAccess(access)
+	srv := admin.NewWithListener(ln, admin.SourceFunc(p.progress.Status), p.log, p.storageMetrics, p.kafkaMetrics, p.fetchMetrics).WithAccess(access)
 	actx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(actx) }()

@@ -21,8 +21,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/plugin/kprom"
-
 	"github.com/spillway/spillway/internal/budget"
 	"github.com/spillway/spillway/internal/config"
 	"github.com/spillway/spillway/internal/format"
@@ -230,14 +228,6 @@ func storageScheme(raw string) string {
 		return u.Scheme
 	}
 	return "unknown"
-}
-
-// newKafkaMetrics are the Kafka client's metrics (franz-go's kprom):
-// connections, request errors and durations per broker, records and bytes
-// fetched per topic. They are served from admin's own registry.
-func newKafkaMetrics() *kprom.Metrics {
-	return kprom.NewMetrics("spillway_kafka", kprom.Registry(nil),
-		kprom.Histograms(kprom.RequestDurationE2E))
 }
 
 // encodeSlots is how many spooled files encode at once: one per core Go
