@@ -48,9 +48,9 @@ func TestMain(m *testing.M) {
 }
 
 // testLogger is the logger of a test's runs: stderr under -v. Without -v
-// the runs log into a buffer, printed if the test fails:
-// a failure in CI then says what the runs did. (Call it on the test's
-// goroutine: it registers a cleanup.) A benchmark's runs log nowhere.
+// the runs log into a buffer, printed if the test fails, so that a
+// failure in CI says what the runs did. (Call it on the test's goroutine:
+// it registers a cleanup.) A benchmark's runs log nowhere.
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -368,8 +368,8 @@ func TestEmulatorCloseClosesConnections(t *testing.T) {
 		if err := b.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		// The client closes its idle connections within Close; the wait
-		// is for the proxy to read the FIN, on a busy machine.
+		// Close closes the client's connections; the wait is for the
+		// proxy to read the FIN, on a busy machine.
 		deadline := time.Now().Add(30 * time.Second)
 		for px.proxy.OpenConns() > 0 {
 			if time.Now().After(deadline) {
