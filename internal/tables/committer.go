@@ -186,13 +186,15 @@ func (c *Committer) Assigned(tp offsets.TopicPartition, id ledger.Identity) {
 // waiting are still committed (a graceful stop revokes every partition
 // before the last commit): in ledger order after what the table holds of
 // the partition, as the new owner's catch-up commits them, so whichever
-// commits first, the other's copy is skipped. A partition not caught up
-// yet leaves its files to the new owner.
+// commits first, the other's copy is skipped. A partition whose catch-up
+// has not run yet (a run stopped soon after it started) still gets it, up
+// to its own last file: otherwise a graceful stop's last snapshot would
+// lack the files it stored, until the next start.
 func (c *Committer) Dropped(tps map[offsets.TopicPartition]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for tp := range tps {
-		if p := c.parts[tp]; p != nil && p.ready && len(p.pending) > 0 {
+		if p := c.parts[tp]; p != nil && len(p.pending) > 0 {
 			c.dropped = append(c.dropped, p)
 		}
 		delete(c.parts, tp)
@@ -369,7 +371,15 @@ func (c *Committer) catchUp(ctx context.Context) error {
 		}
 		c.mu.Lock()
 		c.catchups = c.catchups[1:]
-		if c.parts[p.tp] == p { // not dropped or assigned again meanwhile
+		owned := c.parts[p.tp] == p // not dropped or assigned again meanwhile
+		if !owned && slices.Contains(c.dropped, p) {
+			// Dropped with files of its own waiting: caught up to the
+			// last of them, not to what a new owner wrote since.
+			last := p.pending[len(p.pending)-1].Seq
+			es = slices.DeleteFunc(es, func(e ledger.Entry) bool { return e.Seq > last })
+			owned = true
+		}
+		if owned {
 			p.add(es)
 			p.ready = true
 			if len(es) > 0 {
