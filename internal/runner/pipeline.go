@@ -63,6 +63,9 @@ type pipeline struct {
 	storageMetrics *admin.StorageMetrics
 	kafkaMetrics   *kprom.Metrics
 	fetchMetrics   *fetchMetrics
+	// kcl is the Kafka client from its creation, for what runs in the
+	// group's callbacks (see clientHook).
+	kcl clientHook
 
 	// The Kafka client is closed within the shutdown deadline on every
 	// path; the graceful path closes it itself (clientClosed). Once a
@@ -289,7 +292,7 @@ func (p *pipeline) buildWriter() error {
 	}
 	if topic := cfg.Errors.DeadLetterTopic; topic != "" {
 		// The source, whose client produces, is built after the writer.
-		scfg.Policy.DeadLetter = source.DeadLetterTo(topic, func() *kgo.Client { return p.src.Client() })
+		scfg.Policy.DeadLetter = source.DeadLetterTo(topic, p.kcl.Load)
 	}
 	if names.Template.LatestPerKey() {
 		// Objects are replaced from the committed offset on: no ledger,
@@ -319,6 +322,20 @@ func (p *pipeline) buildWriter() error {
 	return nil
 }
 
+// clientHook keeps the Kafka client from its creation: kgo tells its hooks
+// of a new client before it starts any goroutine, whereas the group's
+// first assignment, and the resumes in it (whose group check asks the
+// client), can come before source.New returns and p.src is set. A crash
+// test's run read p.src there while it was still nil, and panicked.
+type clientHook struct{ cl atomic.Pointer[kgo.Client] }
+
+var _ kgo.HookNewClient = (*clientHook)(nil)
+
+func (h *clientHook) OnNewClient(cl *kgo.Client) { h.cl.Store(cl) }
+
+// Load is the client, nil before it was made.
+func (h *clientHook) Load() *kgo.Client { return h.cl.Load() }
+
 // resumer is how partitions resume from storage: from the ledger, or
 // with a one-object-per-key template (no ledger) not at all.
 func (p *pipeline) resumer() source.Resumer {
@@ -335,7 +352,11 @@ func (p *pipeline) resumer() source.Resumer {
 				// coordinator that does not answer must not hold the resume.
 				ctx, cancel := context.WithTimeout(ctx, groupCheckTimeout)
 				defer cancel()
-				return source.GroupActive(ctx, p.src.Client(), group)
+				cl := p.kcl.Load()
+				if cl == nil {
+					return false, errors.New("the Kafka client is not made yet")
+				}
+				return source.GroupActive(ctx, cl, group)
 			},
 		},
 		EarlierFiles: cfg.Storage.EarlierFiles,
@@ -352,7 +373,7 @@ func (p *pipeline) newSource(stop context.Context) error {
 	if p.reg != nil {
 		feed = resolving{Writer: p.snk, reg: p.reg, stop: stop}
 	}
-	src, err := source.New(cfg.Kafka, p.sz.plan, feed, p.b, cfg.Shutdown.Timeout, p.resumer(), cfg.CheckTopic, p.log, kgo.WithHooks(p.kafkaMetrics, p.fetchMetrics))
+	src, err := source.New(cfg.Kafka, p.sz.plan, feed, p.b, cfg.Shutdown.Timeout, p.resumer(), cfg.CheckTopic, p.log, kgo.WithHooks(p.kafkaMetrics, p.fetchMetrics, &p.kcl))
 	if err != nil {
 		return err
 	}
