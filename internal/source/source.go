@@ -249,9 +249,6 @@ func New(k sourceopts.Options, plan budget.Plan, s Writer, b *budget.Budget, rev
 	return src, nil
 }
 
-// Client is the underlying Kafka client, for producing dead letters.
-func (s *Source) Client() *kgo.Client { return s.cl }
-
 // Stats returns a copy of the counters.
 func (s *Source) Stats() Stats {
 	s.statsMu.Lock()
