@@ -1,21 +1,27 @@
-// Command publishorder measures what overlapping a data file's fsync with
-// the writing of its ledger entry would save on local disk, before the
-// storage API is split to allow it (issue #26): it models the local
-// backend's commit with plain system calls, 2,000 files of 200 KiB over
-// 1,000 partitions (userbench's 1000p workload), 64 commits at once (the
-// local backend's bound), in two orders, alternating rounds:
+// Command publishorder measures, in a model of the local backend's commit
+// made of plain system calls, what other ways of making a data file and
+// its ledger entry durable would save on local disk, before the storage
+// API is changed for one (issue #26): 2,000 files of 200 KiB over 1,000
+// partitions (userbench's 1000p workload), 64 commits at once (the local
+// backend's bound), the orders in alternating rounds:
 //
-//	serial:  entry (create, write, fsync, rename, fsync its directory),
-//	         then the data file (write, fsync, rename, fsync its directory)
-//	overlap: the data file's write and fsync while the entry is written
-//	         as above, then the data file's rename and directory fsync
+//	serial:    entry (create, write, fsync, rename, fsync its directory),
+//	           then the data file (write, fsync, rename, fsync its directory)
+//	overlap:   the data file's write and fsync while the entry is written
+//	           as above, then the data file's rename and directory fsync
+//	syncfs:    (-syncfs) both written without fsync, then each fsync
+//	           replaced by a group commit of the whole filesystem (barrier)
+//	data-only: (-data-only) the data file alone, as serial writes it:
+//	           what publication would cost with no ledger at all
 //
-// Both make the entry durable before the data file's name is visible.
-// Neither shares a directory fsync between files (the local backend's
-// group commit does for the data directory), so read the difference, not
-// the totals.
+// All but data-only make the entry durable before the data file's name is
+// visible. None shares a directory fsync between files (the local
+// backend's group commit does for the data directory), so read the
+// differences, not the totals. The partitions' ledger directories are made
+// before the clock starts, or, with -cold, at each partition's first entry,
+// as a run's first files make them.
 //
-//	go run ./internal/bench/publishorder [-dir D] [-rounds 3]
+//	go run ./internal/bench/publishorder [-dir D] [-rounds 3] [-cold] [-syncfs] [-data-only]
 package main
 
 import (
@@ -35,14 +41,24 @@ func main() {
 	parts := flag.Int("partitions", 1000, "partitions (one ledger directory each)")
 	size := flag.Int("size", 200<<10, "bytes per data file")
 	workers := flag.Int("workers", 64, "commits at once")
+	syncfs := flag.Bool("syncfs", false, "also the syncfs order (see barrier)")
+	cold := flag.Bool("cold", false, "make each partition's ledger directories at its first entry, timed (each new directory's parent fsynced, as the local backend does), not beforehand")
+	dataOnly := flag.Bool("data-only", false, "also the data files alone, without entries: what no ledger at all would cost")
 	flag.Parse()
-	if err := run(*dir, *rounds, *files, *parts, *size, *workers); err != nil {
+	orders := []string{"serial", "overlap"}
+	if *syncfs {
+		orders = append(orders, "syncfs")
+	}
+	if *dataOnly {
+		orders = append(orders, "data-only")
+	}
+	if err := run(orders, *cold, *dir, *rounds, *files, *parts, *size, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "publishorder:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, rounds, files, parts, size, workers int) error {
+func run(orders []string, cold bool, dir string, rounds, files, parts, size, workers int) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "publishorder-")
 		if err != nil {
@@ -58,21 +74,20 @@ func run(dir string, rounds, files, parts, size, workers int) error {
 	entry := make([]byte, 600)
 	times := map[string][]time.Duration{}
 	for r := 0; r < rounds; r++ {
-		for _, overlap := range []bool{false, true} {
-			name := map[bool]string{false: "serial", true: "overlap"}[overlap]
+		for _, name := range orders {
 			root := filepath.Join(dir, fmt.Sprintf("%s-%d", name, r))
-			d, err := round(root, files, parts, workers, data, entry, overlap)
+			d, err := round(root, cold, files, parts, workers, data, entry, name)
 			if err != nil {
 				return err
 			}
 			times[name] = append(times[name], d)
 			fmt.Printf("round %d %-8s %v\n", r+1, name, d.Round(time.Millisecond))
-			if err := os.RemoveAll(root); err != nil {
-				return err
-			}
+			// The rounds' files stay until the end: on ext4 without a
+			// journal, files freed just before make the next round's
+			// creations slower (docs/bench.md, "Runs' files").
 		}
 	}
-	for _, name := range []string{"serial", "overlap"} {
+	for _, name := range orders {
 		ts := times[name]
 		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 		fmt.Printf("%-8s median %v, %.2f ms per file\n", name, ts[len(ts)/2].Round(time.Millisecond), float64(ts[len(ts)/2].Microseconds())/1000/float64(files))
@@ -81,16 +96,36 @@ func run(dir string, rounds, files, parts, size, workers int) error {
 }
 
 // round publishes files data files and their entries under root and
-// returns the time it took, directories made beforehand.
-func round(root string, files, parts, workers int, data, entry []byte, overlap bool) (time.Duration, error) {
+// returns the time it took; the directories are made beforehand, but for
+// the partitions' ledger directories when cold.
+func round(root string, cold bool, files, parts, workers int, data, entry []byte, order string) (time.Duration, error) {
+	if err := os.Mkdir(root, 0o777); err != nil {
+		return 0, err // a round's directory must be new
+	}
 	dataDir := filepath.Join(root, "topic")
 	if err := os.MkdirAll(dataDir, 0o777); err != nil {
 		return 0, err
 	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(ledgerDir(root, 0))))), 0o777); err != nil {
+		return 0, err
+	}
+	dirs := make([]partDirs, parts)
 	for p := 0; p < parts; p++ {
+		if cold {
+			continue
+		}
+		dirs[p].once.Do(func() {})
 		if err := os.MkdirAll(ledgerDir(root, p), 0o777); err != nil {
 			return 0, err
 		}
+	}
+	var b *barrier
+	if order == "syncfs" {
+		var err error
+		if b, err = newBarrier(root); err != nil {
+			return 0, err
+		}
+		defer b.close()
 	}
 	work := make(chan int)
 	errc := make(chan error, workers)
@@ -100,10 +135,29 @@ func round(root string, files, parts, workers int, data, entry []byte, overlap b
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			failed := false
 			for i := range work {
-				if err := publish(root, dataDir, i, parts, data, entry, overlap); err != nil {
+				if failed {
+					continue // drain: the sender must not block
+				}
+				p := i % parts
+				var err error
+				if order != "data-only" {
+					err = dirs[p].make(root, p, b)
+				}
+				if err != nil {
 					errc <- err
-					return
+					failed = true
+					continue
+				}
+				if b != nil {
+					err = publishSyncfs(b, dataDir, i, parts, root, data, entry)
+				} else {
+					err = publish(root, dataDir, i, parts, data, entry, order)
+				}
+				if err != nil {
+					errc <- err
+					failed = true
 				}
 			}
 		}()
@@ -121,11 +175,14 @@ func ledgerDir(root string, p int) string {
 	return filepath.Join(root, "_spillway", "ledger", "topic", fmt.Sprint(p), "000", "000", "000")
 }
 
-func publish(root, dataDir string, i, parts int, data, entry []byte, overlap bool) error {
+func publish(root, dataDir string, i, parts int, data, entry []byte, order string) error {
 	p := i % parts
-	lt, lf := filepath.Join(ledgerDir(root, p), fmt.Sprintf(".tmp-%d", i)), filepath.Join(ledgerDir(root, p), fmt.Sprintf("%012d.json", i/parts))
-	dt, df := filepath.Join(dataDir, fmt.Sprintf(".tmp-%d", i)), filepath.Join(dataDir, fmt.Sprintf("%d-%d.jsonl", p, i))
-	if !overlap {
+	lt, lf := filepath.Join(ledgerDir(root, p), fmtTmp(i)), filepath.Join(ledgerDir(root, p), fmtEntry(i/parts))
+	dt, df := filepath.Join(dataDir, fmtTmp(i)), filepath.Join(dataDir, fmtData(p, i))
+	if order == "data-only" {
+		return durable(dt, df, data, true)
+	}
+	if order == "serial" {
 		if err := durable(lt, lf, entry, true); err != nil {
 			return err
 		}
@@ -167,7 +224,11 @@ func place(tmp, final string) error {
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
-	d, err := os.Open(filepath.Dir(final))
+	return syncDir(filepath.Dir(final))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
@@ -176,4 +237,46 @@ func place(tmp, final string) error {
 		err = cerr
 	}
 	return err
+}
+
+func fmtTmp(i int) string     { return fmt.Sprintf(".tmp-%d", i) }
+func fmtEntry(seq int) string { return fmt.Sprintf("%012d.json", seq) }
+func fmtData(p, i int) string { return fmt.Sprintf("%d-%d.jsonl", p, i) }
+
+// partDirs makes a partition's ledger directories once.
+type partDirs struct {
+	once sync.Once
+	err  error
+}
+
+// make makes the levels of p's ledger directory below the topic's, then
+// makes their names durable: the parent of each fsynced at once, as the
+// local backend's makeDir does, or, with b, one barrier for all.
+func (d *partDirs) make(root string, p int, b *barrier) error {
+	d.once.Do(func() {
+		leaf := ledgerDir(root, p)
+		levels := []string{leaf}
+		for i := 0; i < 3; i++ {
+			levels = append(levels, filepath.Dir(levels[len(levels)-1]))
+		}
+		for i := len(levels) - 1; i >= 0; i-- {
+			if d.err = os.Mkdir(levels[i], 0o777); d.err != nil {
+				return
+			}
+		}
+		if b != nil {
+			d.err = b.wait()
+			return
+		}
+		errs := make(chan error, len(levels))
+		for _, l := range levels {
+			go func() { errs <- syncDir(filepath.Dir(l)) }()
+		}
+		for range levels {
+			if err := <-errs; d.err == nil {
+				d.err = err
+			}
+		}
+	})
+	return d.err
 }
