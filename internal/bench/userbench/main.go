@@ -13,7 +13,7 @@
 //
 //	-records N       SPILLWAY_BENCH_RECORDS       records of the 16-partition topic (default 1,000,000)
 //	-wide-records N  SPILLWAY_BENCH_WIDE_RECORDS  records of the 1,000-partition topic (default 400,000)
-//	-rounds R        SPILLWAY_BENCH_ROUNDS        rounds; each contender's best is shown (default 2)
+//	-rounds R        SPILLWAY_BENCH_ROUNDS        rounds; the table shows each contender's median (default 3)
 //	-workloads LIST                               any of 16p,zstd,1000p,plain (default 16p,zstd,1000p)
 //	-base DIR        also run the spillway of another checkout (spillway@base)
 //	-profile DIR     a CPU profile of each Spillway run (internal/bench/spillprof)
@@ -62,6 +62,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func main() {
 func run() int {
 	records := flag.Int("records", envInt("SPILLWAY_BENCH_RECORDS", 1_000_000), "records of the 16-partition topic")
 	wideRecords := flag.Int("wide-records", envInt("SPILLWAY_BENCH_WIDE_RECORDS", 400_000), "records of the 1,000-partition topic")
-	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 2), "rounds; each contender's best is shown")
+	rounds := flag.Int("rounds", envInt("SPILLWAY_BENCH_ROUNDS", 3), "rounds; the table shows each contender's median")
 	workloads := flag.String("workloads", "16p,zstd,1000p", "comma-separated workloads: 16p, zstd, 1000p, and plain (not by default)")
 	keep := flag.Bool("keep", false, "keep the work directory (every process's log) and print its path")
 	deleteOutputs := flag.Bool("delete-outputs", false, "delete each run's files right after it, as before 2026-12-06 (on ext4 without a journal the runs after then pay for skipping the inodes just freed: docs/bench.md)")
@@ -724,6 +725,44 @@ func (b *bench) committed(ctx context.Context, group, topic string, ends map[int
 	return true
 }
 
+// median is the median of f over rs (the mean of the middle two for an
+// even count): a best-of would favour whichever contender's rounds spread
+// the most.
+func median(rs []result, f func(result) time.Duration) time.Duration {
+	v := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// spread is the fastest and slowest of rs.
+func spread(rs []result) (lo, hi time.Duration) {
+	lo, hi = rs[0].wall, rs[0].wall
+	for _, r := range rs[1:] {
+		lo, hi = min(lo, r.wall), max(hi, r.wall)
+	}
+	return lo, hi
+}
+
+// pairedWins says in how many rounds c finished before other did in the
+// same round, as "k/n": the rounds run every contender in turn, so each
+// pair shares the machine's state of the moment.
+func pairedWins(c, other *contender) string {
+	n := min(len(c.results), len(other.results))
+	k := 0
+	for i := range n {
+		if c.results[i].wall < other.results[i].wall {
+			k++
+		}
+	}
+	return fmt.Sprintf("%d/%d", k, n)
+}
+
 func tail(path string) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
@@ -731,48 +770,54 @@ func tail(path string) string {
 }
 
 func (b *bench) print(cs []*contender) {
-	best := func(c *contender) result {
-		r := c.results[0]
-		for _, x := range c.results[1:] {
-			r.wall, r.cpu, r.broker = min(r.wall, x.wall), min(r.cpu, x.cpu), min(r.broker, x.broker)
-		}
-		return r
-	}
-	naive := map[string]time.Duration{}
-	var naive16 time.Duration
+	naive := map[string]*contender{}
 	for _, c := range cs {
 		if strings.HasPrefix(c.name, "naive") {
-			naive[c.workload] = best(c).wall
-			if c.workload == "16p jsonl" {
-				naive16 = best(c).wall
-			}
+			naive[c.workload] = c
 		}
 	}
 	host, _ := os.Hostname()
-	fmt.Printf("\nuserbench %s, %s, %d CPUs; 16p: %d records, 1000p: %d records, 1 KiB values; best of %d rounds; baselines fetch as %s\n\n",
+	fmt.Printf("\nuserbench %s, %s, %d CPUs; 16p: %d records, 1000p: %d records, 1 KiB values; medians of %d rounds; baselines fetch as %s\n\n",
 		time.Now().Format("2006-01-02 15:04"), host, runtime.NumCPU(), b.records, b.wideRecords, b.rounds, b.fetch)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "workload\tcontender\trecords/s\tseconds\tvs naive\tCPU-s/M rec\tbroker CPU-s/M rec\t")
+	fmt.Fprintln(w, "workload\tcontender\trecords/s\tseconds\tspread\tvs naive\tfaster in\tCPU-s/M rec\tbroker CPU-s/M rec\t")
 	rates := map[string]float64{}
 	for _, c := range cs {
-		r := best(c)
-		rate := float64(c.records) / r.wall.Seconds()
+		wall := median(c.results, func(r result) time.Duration { return r.wall })
+		rate := float64(c.records) / wall.Seconds()
 		rates[c.workload+"/"+c.name] = rate
-		ratio := "-"
+		ratio, wins := "-", "-"
 		n := naive[c.workload]
 		if c.workload == "16p zstd" && c.name == "raw" {
-			n = naive16
+			n = naive["16p jsonl"]
 		}
-		if n > 0 && !strings.HasPrefix(c.name, "naive") {
-			ratio = fmt.Sprintf("%.2f", n.Seconds()/r.wall.Seconds())
-		} else if n > 0 {
+		if n != nil && n != c {
+			ratio = fmt.Sprintf("%.2f", median(n.results, func(r result) time.Duration { return r.wall }).Seconds()/wall.Seconds())
+			wins = pairedWins(c, n)
+		} else if n == c {
 			ratio = "1.00"
 		}
+		lo, hi := spread(c.results)
 		m := float64(c.records) / 1e6
-		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.2f\t%s\t%.2f\t%.2f\t\n", c.workload, c.name, rate, r.wall.Seconds(), ratio,
-			r.cpu.Seconds()/m, r.broker.Seconds()/m)
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.2f\t%.2f–%.2f\t%s\t%s\t%.2f\t%.2f\t\n", c.workload, c.name, rate, wall.Seconds(), lo.Seconds(), hi.Seconds(), ratio, wins,
+			median(c.results, func(r result) time.Duration { return r.cpu }).Seconds()/m,
+			median(c.results, func(r result) time.Duration { return r.broker }).Seconds()/m)
 	}
 	_ = w.Flush()
+	var baseLines []string
+	for _, c := range cs {
+		if c.name != "spillway@base" {
+			continue
+		}
+		for _, s := range cs {
+			if s.workload == c.workload && s.name == "spillway" {
+				baseLines = append(baseLines, fmt.Sprintf("%s: spillway finished before spillway@base in %s rounds", c.workload, pairedWins(s, c)))
+			}
+		}
+	}
+	if len(baseLines) > 0 {
+		fmt.Printf("\n%s\n", strings.Join(baseLines, "\n"))
+	}
 	if a, z := rates["1000p jsonl/spillway"], rates["16p jsonl/spillway"]; a > 0 && z > 0 {
 		fmt.Printf("\nrecords/s, 1000 vs 16 partitions: spillway %.2f", a/z)
 		if ba, bz := rates["1000p jsonl/spillway@base"], rates["16p jsonl/spillway@base"]; ba > 0 && bz > 0 {
@@ -783,8 +828,9 @@ func (b *bench) print(cs []*contender) {
 		}
 		fmt.Println()
 	}
-	fmt.Println("\nvs naive: the naive writer's seconds over the contender's (above 1 is faster); 16p zstd compares with naive-zstd.")
-	fmt.Println("seconds: from the process's start until its group's commit equals the log end.")
+	fmt.Println("\nseconds: from the process's start until its group's commit equals the log end; the median of the rounds, and their spread.")
+	fmt.Println("vs naive: the naive writer's median seconds over the contender's (above 1 is faster); 16p zstd compares with naive-zstd.")
+	fmt.Println("faster in: the rounds in which the contender finished before the naive writer of the same round.")
 	fmt.Println("CPU: user+sys of the contender's process; broker CPU: the broker process's over the same run (polls of the commit included).")
 }
 
