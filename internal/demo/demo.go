@@ -189,11 +189,18 @@ func (w *watcher) report(now time.Time, p *runner.Progress) (committed int64) {
 	}
 	dt := now.Sub(w.lastAt).Seconds()
 	produced := w.produced.Load()
+	// Once every record is written, the lag is the open files' records,
+	// committed when those files close: say so, or the lines of 0 rec/s
+	// meanwhile read as a stall.
+	waiting := ""
+	if produced > 0 && st.Records >= produced && committed < produced {
+		waiting = fmt.Sprintf("  (the last files close at file.max_age, %v)", w.cfg.File.MaxAge)
+	}
 	// MB/s is of record values taken in; files are smaller, compressed.
-	fmt.Fprintf(w.out, "  %6.1fs  produced %8d  written %8d  %8.0f rec/s  %6.1f MB/s  files %4d  budget %5.1f/%.0f MiB  lag %8d\n",
+	fmt.Fprintf(w.out, "  %6.1fs  produced %8d  written %8d  %8.0f rec/s  %6.1f MB/s  files %4d  budget %5.1f/%.0f MiB  lag %8d%s\n",
 		now.Sub(w.start).Seconds(), produced, st.Records,
 		float64(st.Records-w.lastRecs)/dt, float64(st.Records-w.lastRecs)*float64(w.o.RecordSize)/dt/1e6,
-		st.FilesUploaded, float64(b.Used)/(1<<20), float64(b.Limit)/(1<<20), produced-committed)
+		st.FilesUploaded, float64(b.Used)/(1<<20), float64(b.Limit)/(1<<20), produced-committed, waiting)
 	w.lastRecs, w.lastAt = st.Records, now
 	return committed
 }
