@@ -106,7 +106,7 @@ func round(root string, cold bool, files, parts, workers int, data, entry []byte
 	if err := os.MkdirAll(dataDir, 0o777); err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(ledgerDir(root, 0))))), 0o777); err != nil {
+	if err := os.MkdirAll(ledgerTopicDir(root), 0o777); err != nil {
 		return 0, err
 	}
 	dirs := make([]partDirs, parts)
@@ -171,14 +171,19 @@ func round(root string, cold bool, files, parts, workers int, data, entry []byte
 	return time.Since(start), <-errc
 }
 
+// ledgerTopicDir holds the partitions' ledger directories.
+func ledgerTopicDir(root string) string {
+	return filepath.Join(root, "_spillway", "ledger", "topic")
+}
+
+// ledgerDir is partition p's ledger directory for its first 1,000
+// entries, four levels below ledgerTopicDir as the ledger lays them out.
 func ledgerDir(root string, p int) string {
-	return filepath.Join(root, "_spillway", "ledger", "topic", fmt.Sprint(p), "000", "000", "000")
+	return filepath.Join(ledgerTopicDir(root), fmt.Sprint(p), "000", "000", "000")
 }
 
 func publish(root, dataDir string, i, parts int, data, entry []byte, order string) error {
-	p := i % parts
-	lt, lf := filepath.Join(ledgerDir(root, p), fmtTmp(i)), filepath.Join(ledgerDir(root, p), fmtEntry(i/parts))
-	dt, df := filepath.Join(dataDir, fmtTmp(i)), filepath.Join(dataDir, fmtData(p, i))
+	lt, lf, dt, df := paths(root, dataDir, i, parts)
 	if order == "data-only" {
 		return durable(dt, df, data, true)
 	}
@@ -239,9 +244,14 @@ func syncDir(dir string) error {
 	return err
 }
 
-func fmtTmp(i int) string     { return fmt.Sprintf(".tmp-%d", i) }
-func fmtEntry(seq int) string { return fmt.Sprintf("%012d.json", seq) }
-func fmtData(p, i int) string { return fmt.Sprintf("%d-%d.jsonl", p, i) }
+// paths are file i's entry and data file: each's temporary name, then
+// its final one.
+func paths(root, dataDir string, i, parts int) (entryTmp, entry, dataTmp, data string) {
+	p := i % parts
+	tmp := fmt.Sprintf(".tmp-%d", i)
+	return filepath.Join(ledgerDir(root, p), tmp), filepath.Join(ledgerDir(root, p), fmt.Sprintf("%012d.json", i/parts)),
+		filepath.Join(dataDir, tmp), filepath.Join(dataDir, fmt.Sprintf("%d-%d.jsonl", p, i))
+}
 
 // partDirs makes a partition's ledger directories once.
 type partDirs struct {

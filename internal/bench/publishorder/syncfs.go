@@ -81,9 +81,7 @@ func (b *barrier) rounds() {
 // barrier: both files written, one barrier, the entry renamed, one
 // barrier, the data file renamed, one barrier.
 func publishSyncfs(b *barrier, dataDir string, i, parts int, root string, data, entry []byte) error {
-	p := i % parts
-	lt, lf := filepath.Join(ledgerDir(root, p), fmtTmp(i)), filepath.Join(ledgerDir(root, p), fmtEntry(i/parts))
-	dt, df := filepath.Join(dataDir, fmtTmp(i)), filepath.Join(dataDir, fmtData(p, i))
+	lt, lf, dt, df := paths(root, dataDir, i, parts)
 	for _, w := range []struct {
 		name string
 		b    []byte
